@@ -1,0 +1,60 @@
+// Package cli is AMID's headless command-line program, bin/amid. Each command lives in a
+// file of its own and is listed in commands below. It imports no Fyne package, so it builds
+// with CGO_ENABLED=0 and runs on a server or cluster node.
+//
+// Command parsing uses github.com/spf13/cobra, a well-kept library: flags, help and
+// sub-commands are not AMID's core.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the program's version, set at link time with -ldflags "-X amid/app/cli.Version=…".
+var Version = "dev"
+
+// commands lists every top-level command.
+func commands() []*cobra.Command {
+	return []*cobra.Command{
+		inspectCmd(),
+		convertCmd(),
+	}
+}
+
+// exitError carries a process exit code through cobra.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the program with args (without the program name) and returns the exit code.
+// Errors are printed to stderr in one line, prefixed "amid: ".
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "amid",
+		Short:         "AMID develops medical-imaging models autonomously and auditably",
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.AddCommand(commands()...)
+	if err := root.Execute(); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		fmt.Fprintf(stderr, "amid: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// Run is Main on the process's own arguments and streams.
+func Run() int { return Main(os.Args[1:], os.Stdout, os.Stderr) }
