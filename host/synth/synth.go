@@ -107,3 +107,10 @@ func headTissue(p, lesion [3]float64, lesionR float64) (uint8, float64) {
 }
 
 func sq(f float64) float64 { return f * f }
+
+// SampleStudy is the bundled sample study (assets/sample): HeadCT on a 96×96×40 grid of
+// 2.4×2.4×4 mm voxels, a 230 mm field of view over 160 mm like a coarse clinical head CT,
+// with seed 1.
+func SampleStudy() (ct, labels *volume.Volume, err error) {
+	return HeadCT(1, [3]int{96, 96, 40}, [3]float64{2.4, 2.4, 4})
+}

@@ -1,0 +1,81 @@
+# AMID — build, run and test. `make run` and `make test` set everything up on a fresh
+# Debian 12 machine: Debian packages (installed with apt when run as root, else the exact
+# apt-get line is printed), Go modules, the pinned Go tools of go.mod's tool block, and the
+# real-image cache the tests read.
+
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin
+# Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
+# for the training engine, npm for fetching real test images.
+APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
+            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev npm
+FUZZTIME ?= 5s
+
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
+        fuzz realdata bench-io clean
+
+all: build
+
+# deps installs the Debian packages the build needs, or says how.
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/dl/ (install into /usr/local/go)"; exit 1; }
+	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else \
+	    echo "missing Debian packages; run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
+	  fi; \
+	fi
+	@$(GO) mod download
+
+build: amid desktop plugins
+
+amid: deps
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/amid ./app/cmd/amid
+
+desktop: deps
+	$(GO) build -o $(BIN)/amid-desktop .
+
+plugins: deps
+	@mkdir -p $(BIN)/plugins
+
+# The main job on the bundled sample study.
+run: build
+	$(BIN)/amid inspect assets/sample/head_ct.nii.gz
+	$(BIN)/amid inspect assets/sample/head_ct_labels.nii.gz
+
+realdata: deps
+	@.ci/realdata.sh
+
+test: deps realdata check race fuzz-short
+
+check: fmt vet staticcheck
+
+fmt:
+	@out=$$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+race:
+	$(GO) test -race -timeout 30m ./...
+
+# fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
+fuzz-short:
+	@.ci/fuzz.sh $(FUZZTIME)
+
+fuzz:
+	@.ci/fuzz.sh 3m
+
+bench-io: build realdata
+	@.ci/bench-io.sh
+
+clean:
+	rm -rf $(BIN)
