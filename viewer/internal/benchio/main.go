@@ -1,0 +1,123 @@
+// Command benchio times AMID's image loading for .ci/bench-io.sh, which runs it side by side
+// with the same loads in nibabel and pydicom (.ci/bench_io.py).
+//
+//	benchio gen DIR          write the generated 256³ int16 and float32 .nii.gz files
+//	benchio load N PATH      load PATH N times; print one JSON line: median and min
+//	                         milliseconds, decoded bytes, and the process's peak resident
+//	                         memory above its baseline (from /proc/self/status)
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"amid/viewer/imageio"
+	"amid/viewer/nifti"
+	"amid/viewer/volume"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "benchio:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	switch {
+	case len(args) == 2 && args[0] == "gen":
+		return gen(args[1])
+	case len(args) == 3 && args[0] == "load":
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		return load(n, args[2])
+	}
+	return fmt.Errorf("usage: benchio gen DIR | benchio load N PATH")
+}
+
+// gen writes 256³ volumes shaped like a head MR: a smooth ellipsoid of tissue with noise
+// (pure noise would not compress like real images do).
+func gen(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, t := range []volume.DType{volume.Int16, volume.Float32} {
+		v, err := volume.New(t, [4]int{256, 256, 256, 1})
+		if err != nil {
+			return err
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		i := 0
+		for z := 0; z < 256; z++ {
+			for y := 0; y < 256; y++ {
+				for x := 0; x < 256; x++ {
+					dx, dy, dz := float64(x-128)/100, float64(y-128)/115, float64(z-128)/95
+					val := 0.0
+					if r := dx*dx + dy*dy + dz*dz; r < 1 {
+						val = 600 + 300*r + 20*rng.NormFloat64()
+					}
+					v.SetIndex(i, val)
+					i++
+				}
+			}
+		}
+		if err := nifti.Write(filepath.Join(dir, "gen256_"+t.String()+".nii.gz"), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func load(n int, path string) error {
+	debug.SetGCPercent(50)
+	base := procKB("VmRSS")
+	var times []float64
+	var decoded int64
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		v, err := imageio.Read(path)
+		if err != nil {
+			return err
+		}
+		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+		decoded = int64(v.Len() * v.DType().Size())
+		runtime.KeepAlive(v)
+		if i == 0 {
+			// Peak memory is measured on the first load, before garbage of later loads.
+			peak := procKB("VmHWM")
+			defer func() { fmt.Printf(`,"peak_mb":%.1f}`+"\n", float64(peak-base)/1024) }()
+		}
+		v = nil
+		runtime.GC()
+	}
+	slices.Sort(times)
+	b, _ := json.Marshal(map[string]any{"tool": "amid", "path": path, "median_ms": times[len(times)/2], "min_ms": times[0], "decoded_mb": float64(decoded) / (1 << 20)})
+	fmt.Print(strings.TrimSuffix(string(b), "}"))
+	return nil
+}
+
+func procKB(key string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key+":") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
