@@ -59,8 +59,14 @@ func ReadHeader(path string) (*Header, error) {
 
 // Decode reads a NIfTI-1 or NIfTI-2 image, gzip-compressed or not, from r. name is used
 // in error messages only.
+// When r reports its remaining length (as bytes.Reader and strings.Reader do), truncated
+// uncompressed data is refused before the volume is allocated.
 func Decode(r io.Reader, name string) (*volume.Volume, error) {
-	_, v, err := decode(r, name, -1, true)
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok {
+		size = int64(l.Len())
+	}
+	_, v, err := decode(r, name, size, true)
 	return v, err
 }
 
