@@ -1,0 +1,163 @@
+// Package protocol is the versioned contract between AMID's host and its task plugins.
+//
+// A plugin is a separate executable that the host starts with hashicorp/go-plugin and talks
+// to over gRPC. Its four methods take and return the hand-written types of this package;
+// the generated wire code stays in internal/pb. Images, weights and predictions travel as
+// file paths, never as message payloads.
+//
+// Plugin authors implement [Plugin] and call amid/plugins/sdk.Serve; the host dispenses a
+// [Plugin] from a started process (see amid/host/supervisor). New capabilities arrive as new
+// optional interfaces, never by changing Plugin.
+package protocol
+
+//go:generate ./generate.sh
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+)
+
+// Version is the protocol's major version. It is the go-plugin handshake's protocol
+// version and the "v1" in the .proto package amid.plugin.v1; a test keeps them in step.
+const Version = 1
+
+// PluginName is the name under which the task plugin is registered in go-plugin's plugin set.
+const PluginName = "task"
+
+// Handshake is the go-plugin handshake shared by the host and every plugin. The cookie is
+// not a security measure: it only stops a plugin binary run by hand from waiting forever.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  Version,
+	MagicCookieKey:   "AMID_PLUGIN",
+	MagicCookieValue: "d41c7a0e-task-plugin",
+}
+
+// Plugin is what a task plugin implements and what the host calls.
+type Plugin interface {
+	// Describe says what the plugin is and what it can do.
+	Describe(ctx context.Context, req *DescribeRequest) (*DescribeResponse, error)
+	// Plan proposes candidate configurations for a dataset fingerprint and a task.
+	Plan(ctx context.Context, req *PlanRequest) (*PlanResponse, error)
+	// Train trains one configuration, calling report for each progress event, and returns
+	// the final result naming the checkpoint and its sha256. A non-nil error from report
+	// means the host has gone: Train should stop and return it. Cancelling ctx asks the
+	// plugin to stop promptly, keeping its last checkpoint.
+	Train(ctx context.Context, req *TrainRequest, report func(*Progress) error) (*TrainResult, error)
+	// Predict writes prediction files for cases with a trained checkpoint.
+	Predict(ctx context.Context, req *PredictRequest) (*PredictResponse, error)
+}
+
+// ErrIncomplete marks a Train stream that ended without its final result.
+var ErrIncomplete = errors.New("training stream ended without a final result")
+
+// ErrMalformed marks a response that breaks the protocol's rules.
+var ErrMalformed = errors.New("malformed plugin response")
+
+// DescribeRequest asks a plugin to describe itself.
+type DescribeRequest struct{}
+
+// TaskKind is one kind of task a plugin handles and its spatial dimensions.
+type TaskKind struct {
+	Kind string // segmentation, detection, classification, iqa, enhancement
+	Dims []int  // 2, 3
+}
+
+// DescribeResponse is a plugin's self-description.
+type DescribeResponse struct {
+	Name            string
+	Version         string
+	ProtocolVersion int
+	Tasks           []TaskKind
+	Metrics         []string
+	ConfigSchema    []byte // a JSON Schema of the configuration
+	Hardware        []string
+}
+
+// Task is the task a plan or a training run is for.
+type Task struct {
+	Kind   string
+	Dims   int
+	Metric string
+	Spec   []byte // the full task definition as JSON, may be empty
+}
+
+// Case is one case of a dataset: an image file per channel and an optional label file.
+type Case struct {
+	ID     string
+	Images []string
+	Label  string
+}
+
+// PlanRequest asks for candidate configurations.
+type PlanRequest struct {
+	Fingerprint []byte // dataset fingerprint as JSON
+	Task        Task
+}
+
+// Candidate is one proposed configuration.
+type Candidate struct {
+	Name      string
+	Config    []byte // JSON valid against the plugin's config schema
+	Rationale string
+}
+
+// PlanResponse lists candidate configurations, best first.
+type PlanResponse struct {
+	Candidates []Candidate
+}
+
+// TrainRequest asks a plugin to train one configuration.
+type TrainRequest struct {
+	LaneID     string
+	Task       Task
+	Config     []byte
+	Train      []Case
+	Validation []Case
+	WorkDir    string // where the plugin writes checkpoints
+	ResumeFrom string // checkpoint to resume from, empty for a fresh start
+	Seed       int64
+}
+
+// Progress is one training progress event.
+type Progress struct {
+	Step             int64
+	TotalSteps       int64
+	Epoch            int64
+	Losses           map[string]float64
+	Validation       map[string]float64
+	SamplesPerSecond float64
+	ETA              time.Duration
+	Checkpoint       string // newest checkpoint written, if any
+	Message          string
+}
+
+// TrainResult is the explicit end of a successful training run.
+type TrainResult struct {
+	Checkpoint string
+	SHA256     string // lower-case hex sha256 of the checkpoint file
+	Steps      int64
+	Validation map[string]float64
+}
+
+// PredictRequest asks for predictions on cases.
+type PredictRequest struct {
+	Task       Task
+	Config     []byte
+	Checkpoint string
+	Cases      []Case
+	OutputDir  string
+}
+
+// Prediction names the files written for one case.
+type Prediction struct {
+	CaseID string
+	Files  []string
+}
+
+// PredictResponse lists the predictions written.
+type PredictResponse struct {
+	Predictions []Prediction
+}
