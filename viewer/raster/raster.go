@@ -1,0 +1,389 @@
+// Package raster reads PNG, TIFF and BMP images as single-slice volumes (Z = 1) and writes
+// PNG and TIFF.
+//
+// # Element types and channels
+//
+// 8-bit grey becomes uint8 with one channel, 16-bit grey uint16, RGB three uint8 channels
+// (uint16 for 16-bit PNG and TIFF), RGBA four, grey with alpha two. Alpha is kept only
+// when the file has it. A palette image whose colours are all opaque greys becomes one
+// grey channel (the palette's grey levels, as a medical viewer shows it); any other
+// palette becomes RGB, or RGBA when the palette has transparency. TIFF files may also hold
+// int8, int16, uint32, int32, float32 and float64 samples (SampleFormat 2 and 3), as
+// instance-label and microscopy images do.
+//
+// # TIFF
+//
+// The package's own baseline reader handles the first image of the file (later pages are
+// ignored): strips or tiles, interleaved samples (PlanarConfiguration 1) of 8, 16, 32 or
+// 64 bits, uncompressed, LZW, Deflate or PackBits, with or without horizontal predictor.
+// golang.org/x/image/tiff, which refuses SampleFormat other than unsigned and samples over
+// 16 bits, takes over for what the own reader leaves (palette, bilevel, min-is-white and
+// CCITT images). The writer is the package's own: uncompressed, little-endian, one image,
+// any element type, 1 to 4 channels.
+//
+// # Geometry
+//
+// Origin is 0 and direction identity. Spacing is 1 mm unless the file says otherwise, as
+// ITK reads it: a PNG sCAL chunk gives the spacing in mm (ITK writes mm there whatever the
+// unit byte says); pHYs is ignored, since it mostly holds a screen resolution (72 dpi in
+// most of ITK's and scikit-image's example PNGs). TIFF XResolution and YResolution give
+// 25.4/res mm per inch unit (the default unit) or 10/res mm per centimetre unit, and
+// nothing when the unit is "none". BMP spacing is always 1. The writers store a non-unit
+// spacing the same way: exactly in PNG's sCAL text, to six digits of a TIFF rational.
+package raster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/image/bmp"
+
+	"amid/viewer/volume"
+)
+
+// Read reads a PNG, TIFF or BMP file, recognised by its first bytes.
+func Read(path string) (*volume.Volume, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("raster: %w", err)
+	}
+	defer f.Close()
+	return Decode(f, filepath.Base(path))
+}
+
+// Decode reads a PNG, TIFF or BMP image from r; name is used in error messages only.
+func Decode(r io.Reader, name string) (*volume.Volume, error) {
+	b, err := io.ReadAll(io.LimitReader(r, volume.MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("raster: %s: %w", name, err)
+	}
+	var v *volume.Volume
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		v, err = decodePNG(b)
+	case bytes.HasPrefix(b, []byte("II*\x00")), bytes.HasPrefix(b, []byte("MM\x00*")):
+		v, err = decodeTIFF(b)
+	case bytes.HasPrefix(b, []byte("BM")):
+		v, err = decodeBMP(b)
+	case len(b) < 8:
+		return nil, fmt.Errorf("raster: %s: %w: %d bytes are too few for an image", name, volume.ErrTruncated, len(b))
+	default:
+		return nil, fmt.Errorf("raster: %s: %w: not a PNG, TIFF or BMP file", name, volume.ErrFormat)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raster: %s: %w", name, err)
+	}
+	if err := v.Validate(); err != nil {
+		return nil, fmt.Errorf("raster: %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// checkConfig rejects absurd sizes before a library decoder allocates.
+func checkConfig(w, h int, t volume.DType, c int) error {
+	return volume.CheckSize([4]int{w, h, 1, c}, t)
+}
+
+// libErr wraps an error of a library decoder, as truncation when it is one.
+func libErr(format string, err error) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF || strings.Contains(err.Error(), "unexpected EOF") {
+		return fmt.Errorf("%w: %s: %v", volume.ErrTruncated, format, err)
+	}
+	return fmt.Errorf("%w: %s: %v", volume.ErrFormat, format, err)
+}
+
+func decodePNG(b []byte) (*volume.Volume, error) {
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, libErr("PNG", err)
+	}
+	// IHDR is the first chunk: bit depth at byte 24, colour type at byte 25.
+	if len(b) < 26 {
+		return nil, fmt.Errorf("%w: PNG header", volume.ErrTruncated)
+	}
+	depth, ctype := b[24], b[25]
+	t := volume.Uint8
+	if depth == 16 {
+		t = volume.Uint16
+	}
+	c := map[byte]int{0: 1, 2: 3, 3: 4, 4: 2, 6: 4}[ctype]
+	if c == 0 {
+		return nil, fmt.Errorf("%w: PNG colour type %d", volume.ErrFormat, ctype)
+	}
+	if err := checkConfig(cfg.Width, cfg.Height, t, c); err != nil {
+		return nil, err
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, libErr("PNG", err)
+	}
+	var v *volume.Volume
+	if ctype == 3 {
+		v, err = fromImage(img, 0)
+	} else {
+		v, err = fromImage(img, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sx, sy, ok := pngSpacing(b); ok {
+		v.Spacing[0], v.Spacing[1] = sx, sy
+	}
+	return v, nil
+}
+
+// pngSpacing returns the spacing from an sCAL chunk, read as millimetres whatever its unit
+// byte says, as ITK's PNGImageIO reads and writes it. pHYs is ignored: it mostly holds a
+// screen resolution (72 dpi in most of ITK's and scikit-image's example PNGs).
+func pngSpacing(b []byte) (sx, sy float64, ok bool) {
+	for p := 8; p+12 <= len(b); {
+		n := int(binary.BigEndian.Uint32(b[p:]))
+		typ := string(b[p+4 : p+8])
+		if n < 0 || n > len(b)-p-12 || typ == "IDAT" {
+			return 0, 0, false
+		}
+		if typ == "sCAL" && n > 1 {
+			w, h, found := strings.Cut(string(b[p+9:p+8+n]), "\x00")
+			x, errx := strconv.ParseFloat(w, 64)
+			y, erry := strconv.ParseFloat(h, 64)
+			if found && errx == nil && erry == nil && x > 0 && y > 0 && !math.IsInf(x, 0) && !math.IsInf(y, 0) {
+				return x, y, true
+			}
+			return 0, 0, false
+		}
+		p += 12 + n
+	}
+	return 0, 0, false
+}
+
+func decodeBMP(b []byte) (*volume.Volume, error) {
+	cfg, err := bmp.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return nil, libErr("BMP", err)
+	}
+	if err := checkConfig(cfg.Width, cfg.Height, volume.Uint8, 4); err != nil {
+		return nil, err
+	}
+	img, err := bmp.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, libErr("BMP", err)
+	}
+	c := 3
+	switch img.(type) {
+	case *image.Paletted:
+		c = 0
+	case *image.NRGBA:
+		c = 4
+	}
+	return fromImage(img, c)
+}
+
+// fromImage converts a decoded image to a volume with c channels taken from its
+// non-premultiplied R, G, B, A (c = 1: R; 2: R, A; 3: R, G, B; 4: all). c = 0 picks grey,
+// RGB or RGBA from a palette. 16-bit image types give uint16, others uint8.
+func fromImage(img image.Image, c int) (*volume.Volume, error) {
+	if p, ok := img.(*image.Paletted); ok && c == 0 {
+		c = paletteChannels(p.Palette)
+	} else if c == 0 {
+		c = 4
+	}
+	r := img.Bounds()
+	w, h := r.Dx(), r.Dy()
+	wide := false
+	switch img.(type) {
+	case *image.Gray16, *image.RGBA64, *image.NRGBA64:
+		wide = true
+	}
+	t := volume.Uint8
+	if wide {
+		t = volume.Uint16
+	}
+	v, err := volume.New(t, [4]int{w, h, 1, c})
+	if err != nil {
+		return nil, err
+	}
+	pick := [5][]int{nil, {0}, {0, 3}, {0, 1, 2}, {0, 1, 2, 3}}[c]
+	if g, ok := img.(*image.Gray); ok && c == 1 {
+		d := v.Data.([]uint8)
+		for y := 0; y < h; y++ {
+			copy(d[y*w:(y+1)*w], g.Pix[y*g.Stride:y*g.Stride+w])
+		}
+		return v, nil
+	}
+	if wide {
+		n := image.NewNRGBA64(image.Rect(0, 0, w, h))
+		draw.Draw(n, n.Bounds(), img, r.Min, draw.Src)
+		d := v.Data.([]uint16)
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				px := n.Pix[y*n.Stride+8*x:]
+				for k, ch := range pick {
+					d[(y*w+x)*c+k] = uint16(px[2*ch])<<8 | uint16(px[2*ch+1])
+				}
+			}
+		}
+		return v, nil
+	}
+	n, ok := img.(*image.NRGBA)
+	if !ok {
+		n = image.NewNRGBA(image.Rect(0, 0, w, h))
+		draw.Draw(n, n.Bounds(), img, r.Min, draw.Src)
+	}
+	d := v.Data.([]uint8)
+	for y := 0; y < h; y++ {
+		row := n.Pix[y*n.Stride:]
+		for x := 0; x < w; x++ {
+			for k, ch := range pick {
+				d[(y*w+x)*c+k] = row[4*x+ch]
+			}
+		}
+	}
+	return v, nil
+}
+
+// paletteChannels is 1 for a palette of opaque greys, 4 when any colour is transparent, 3
+// otherwise.
+func paletteChannels(p color.Palette) int {
+	grey, alpha := true, false
+	for _, col := range p {
+		n := color.NRGBAModel.Convert(col).(color.NRGBA)
+		if n.A != 255 {
+			alpha = true
+		}
+		if n.R != n.G || n.G != n.B {
+			grey = false
+		}
+	}
+	switch {
+	case alpha:
+		return 4
+	case grey:
+		return 1
+	}
+	return 3
+}
+
+// Write writes v (Z = 1) as PNG or TIFF, chosen by path's extension (.png, .tif, .tiff).
+// PNG takes uint8 or uint16 with 1, 3 or 4 channels; TIFF any element type with 1 to 4
+// channels. Origin and direction are not stored: neither format holds them.
+func Write(path string, v *volume.Volume) error {
+	name := filepath.Base(path)
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("raster: %s: %w", name, err)
+	}
+	if v.Dims[2] != 1 {
+		return fmt.Errorf("raster: %s: %w: %d slices; PNG and TIFF hold one (Z = 1)", name, volume.ErrGeometry, v.Dims[2])
+	}
+	var buf bytes.Buffer
+	var err error
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".png":
+		err = encodePNG(&buf, v)
+	case ".tif", ".tiff":
+		err = encodeTIFF(&buf, v)
+	default:
+		return fmt.Errorf("raster: %s: writing %q files is not supported (.png, .tif, .tiff)", name, ext)
+	}
+	if err != nil {
+		return fmt.Errorf("raster: %s: %w", name, err)
+	}
+	return writeFile(path, buf.Bytes())
+}
+
+func encodePNG(w *bytes.Buffer, v *volume.Volume) error {
+	t, c := v.DType(), v.Dims[3]
+	if (t != volume.Uint8 && t != volume.Uint16) || (c != 1 && c != 3 && c != 4) {
+		return fmt.Errorf("%w: PNG holds uint8 or uint16 with 1, 3 or 4 channels, not %v with %d", volume.ErrDType, t, c)
+	}
+	wd, h := v.Dims[0], v.Dims[1]
+	r := image.Rect(0, 0, wd, h)
+	var img image.Image
+	switch d := v.Data.(type) {
+	case []uint8:
+		switch c {
+		case 1:
+			img = &image.Gray{Pix: d, Stride: wd, Rect: r}
+		case 3:
+			n := image.NewNRGBA(r)
+			for i := 0; i < wd*h; i++ {
+				copy(n.Pix[4*i:4*i+3], d[3*i:3*i+3])
+				n.Pix[4*i+3] = 255
+			}
+			img = n
+		case 4:
+			img = &image.NRGBA{Pix: d, Stride: 4 * wd, Rect: r}
+		}
+	case []uint16:
+		n := image.NewNRGBA64(r)
+		g := image.NewGray16(r)
+		for i := 0; i < wd*h; i++ {
+			if c == 1 {
+				g.Pix[2*i], g.Pix[2*i+1] = byte(d[i]>>8), byte(d[i])
+				continue
+			}
+			for k := 0; k < 4; k++ {
+				x := uint16(0xffff)
+				if k < c {
+					x = d[c*i+k]
+				}
+				n.Pix[8*i+2*k], n.Pix[8*i+2*k+1] = byte(x>>8), byte(x)
+			}
+		}
+		img = n
+		if c == 1 {
+			img = g
+		}
+	}
+	var out bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&out, img); err != nil {
+		return err
+	}
+	b := out.Bytes()
+	if v.Spacing[0] != 1 || v.Spacing[1] != 1 {
+		// Insert sCAL after IHDR (8-byte signature + 25-byte IHDR chunk).
+		w.Write(b[:33])
+		w.Write(pngChunk("sCAL", scalData(v.Spacing[0], v.Spacing[1])))
+		w.Write(b[33:])
+		return nil
+	}
+	w.Write(b)
+	return nil
+}
+
+// scalData is an sCAL chunk's payload: unit 1 and the spacing in mm, as ITK writes it.
+func scalData(sx, sy float64) []byte {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	return []byte("\x01" + num(sx) + "\x00" + num(sy))
+}
+
+// writeFile writes data to a temporary file beside path and renames it into place.
+func writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("raster: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("raster: writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
