@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""Reference values for the 2D metrics of amid/host/metrics.
+
+Run from this folder with Debian's python3 (numpy, scipy, scikit-image, scikit-learn):
+
+    /usr/bin/python3 golden_2d.py
+
+It writes golden_2d.json: deterministic generated fixtures (inputs included) and the values
+that scipy / skimage / sklearn compute for them, plus the NeurIPS-CellSeg per-image F1 as
+the ReX-MLE grader computes it (its compute_metric.py logic, re-stated below with the same
+library calls: skimage relabel_sequential, scipy linear_sum_assignment).
+"""
+import json
+import sys
+
+import numpy as np
+import scipy
+import skimage
+import sklearn
+from scipy import ndimage
+from scipy.optimize import linear_sum_assignment
+from scipy.stats import kendalltau, pearsonr, spearmanr
+from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+from skimage.segmentation import relabel_sequential
+from sklearn.metrics import balanced_accuracy_score
+
+rng = np.random.RandomState(20261130)
+out = {
+    "command": "/usr/bin/python3 golden_2d.py (in amid/host/metrics/testdata)",
+    "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "scipy": scipy.__version__,
+                 "skimage": skimage.__version__, "sklearn": sklearn.__version__},
+}
+
+# linear_sum_assignment: square, wide, tall, integer ties, with +inf entries.
+lsa = []
+for (nr, nc, kind) in [(6, 6, "float"), (5, 9, "float"), (9, 4, "float"), (8, 8, "ties"), (7, 10, "ties"), (40, 40, "float"), (5, 5, "inf")]:
+    if kind == "ties":
+        c = rng.randint(0, 3, size=(nr, nc)).astype(float)
+    else:
+        c = rng.rand(nr, nc)
+    if kind == "inf":
+        c[0, 1:] = np.inf
+        c[2, :2] = np.inf
+    r, k = linear_sum_assignment(c)
+    lsa.append({"nr": nr, "nc": nc, "cost": [x if np.isfinite(x) else "inf" for x in c.ravel().tolist()],
+                "rows": r.tolist(), "cols": k.tolist(), "total": float(c[r, k].sum())})
+out["lsa"] = lsa
+
+# Correlations and balanced accuracy.
+corr = []
+for n, kind in [(30, "cont"), (300, "cont"), (40, "ties"), (25, "int5")]:
+    x = rng.rand(n) * 4
+    y = x + rng.randn(n)
+    if kind == "ties":
+        x = np.round(x * 2) / 2
+        y = np.round(y)
+    if kind == "int5":
+        x = rng.randint(0, 5, n).astype(float)
+        y = rng.randint(0, 5, n).astype(float)
+    corr.append({"x": x.tolist(), "y": y.tolist(), "pearson": float(pearsonr(x, y)[0]),
+                 "spearman": float(spearmanr(x, y)[0]), "kendall": float(kendalltau(x, y)[0])})
+out["corr"] = corr
+bal = []
+for n, k in [(20, 3), (50, 6), (13, 2)]:
+    t = rng.randint(0, k, n)
+    p = np.where(rng.rand(n) < 0.6, t, rng.randint(0, k + 1, n))  # k+1: a class only in pred
+    ts = ["Var_Ant_%d" % v for v in t]
+    ps = ["Var_Ant_%d" % v for v in p]
+    bal.append({"true": ts, "pred": ps, "value": float(balanced_accuracy_score(ts, ps))})
+out["balanced_accuracy"] = bal
+
+# Images: SSIM (skimage defaults, float64 input), PSNR, and the USenhance LNCC re-stated with
+# scipy (uniform_filter mode 'mirror' = OpenCV BORDER_REFLECT_101), in float64.
+def lncc(a, b, win=11):
+    a = (a - a.min()) / (a.max() - a.min() + 1e-8)
+    b = (b - b.min()) / (b.max() - b.min() + 1e-8)
+    f = lambda z: ndimage.uniform_filter(z, size=win, mode="mirror")
+    m1, m2 = f(a), f(b)
+    s1 = f(a * a) - m1 * m1
+    s2 = f(b * b) - m2 * m2
+    s12 = f(a * b) - m1 * m2
+    v = (s1 > 1e-10) & (s2 > 1e-10)
+    if not v.any():
+        return 1.0 if np.allclose(a, b) else 0.0
+    return float(np.mean(s12[v] / np.sqrt(s1[v] * s2[v])))
+
+imgs = []
+for (h, w) in [(48, 64), (37, 29), (16, 16)]:
+    gt = ndimage.gaussian_filter(rng.rand(h, w) * 255, 2)
+    gt = np.round((gt - gt.min()) / (gt.max() - gt.min()) * 255)
+    pred = np.clip(np.round(gt + rng.randn(h, w) * 12), 0, 255)
+    pred[: h // 4, : w // 4] = 0  # a flat corner
+    dr = max(pred.max(), gt.max()) - min(pred.min(), gt.min())
+    imgs.append({"w": w, "h": h, "pred": pred.ravel().tolist(), "gt": gt.ravel().tolist(), "data_range": float(dr),
+                 "ssim": float(structural_similarity(pred, gt, data_range=dr)),
+                 "ssim_float32": float(structural_similarity(pred.astype(np.float32), gt.astype(np.float32), data_range=dr)),
+                 "psnr": float(peak_signal_noise_ratio(gt, pred, data_range=dr)),
+                 "lncc": lncc(pred, gt)})
+out["images"] = imgs
+
+# NeurIPS-CellSeg per-image counts (compute_metric.py logic, non-tiled branch).
+def remove_boundary_cells(mask, margin=2):
+    H, W = mask.shape
+    bd = np.ones((H, W))
+    bd[margin:H - margin, margin:W - margin] = 0
+    for i in np.unique(mask * bd)[1:]:
+        mask[mask == i] = 0
+    return relabel_sequential(mask)[0]
+
+def cellseg(gt, pred, th):
+    gt = relabel_sequential(remove_boundary_cells(gt.astype(np.int32)))[0]
+    pred = relabel_sequential(remove_boundary_cells(pred.astype(np.int32)))[0]
+    nt, npd = int(gt.max()), int(pred.max())
+    tp = 0
+    if npd > 0:
+        ov = np.zeros((nt + 1, npd + 1), dtype=np.uint64)
+        np.add.at(ov, (gt.ravel(), pred.ravel()), 1)
+        a = ov.sum(axis=0, keepdims=True)
+        b = ov.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            iou = ov / (a + b - ov)
+        iou[np.isnan(iou)] = 0
+        iou = iou[1:, 1:]
+        nmin = min(iou.shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cost = -(iou >= th).astype(float) - iou / (2 * nmin)
+        r, c = linear_sum_assignment(cost)
+        tp = int((iou[r, c] >= th).sum())
+    if tp == 0:
+        p = r_ = f1 = 0.0
+    else:
+        p, r_ = tp / npd, tp / nt
+        f1 = 2 * p * r_ / (p + r_)
+    return {"tp": tp, "fp": npd - tp, "fn": nt - tp, "true_num": nt, "pred_num": npd, "f1": f1}
+
+def blobs(h, w, n, seed_shift):
+    lab = np.zeros((h, w), np.int32)
+    yy, xx = np.mgrid[:h, :w]
+    for k in range(1, n + 1):
+        cy, cx = rng.randint(0, h), rng.randint(0, w)
+        ry, rx = rng.randint(2, 7), rng.randint(2, 7)
+        lab[((yy - cy) / ry) ** 2 + ((xx - cx) / rx) ** 2 <= 1] = k * 3 + seed_shift  # sparse labels
+    return lab
+
+cells = []
+for (h, w, n) in [(96, 128, 40), (64, 64, 25), (40, 50, 8)]:
+    gt = blobs(h, w, n, 0)
+    # prediction: GT shifted by one pixel, some cells dropped, some merged, noise blobs added
+    pred = np.roll(gt, 1, axis=1).copy()
+    for k in np.unique(gt)[1:][::5]:
+        pred[pred == k] = 0
+    pred[blobs(h, w, n // 4, 1) > 0] = 10007
+    res = {th: cellseg(gt, pred, th) for th in [0.3, 0.5, 0.6, 0.7, 0.8, 0.9]}
+    cells.append({"w": w, "h": h, "gt": gt.ravel().tolist(), "pred": pred.ravel().tolist(),
+                  "results": {str(k): v for k, v in res.items()}})
+# A tiny image (interior empty) for the np.unique quirk, and both-empty.
+g = np.array([[1, 1, 1], [1, 1, 1], [1, 1, 2]], np.int32)
+cells.append({"w": 3, "h": 3, "gt": g.ravel().tolist(), "pred": g.ravel().tolist(),
+              "results": {"0.5": cellseg(g, g, 0.5)}})
+z = np.zeros((8, 8), np.int32)
+cells.append({"w": 8, "h": 8, "gt": z.ravel().tolist(), "pred": z.ravel().tolist(),
+              "results": {"0.5": cellseg(z, z, 0.5)}})
+out["cellseg"] = cells
+
+with open("golden_2d.json", "w") as f:
+    json.dump(out, f, separators=(",", ":"))
+print("wrote golden_2d.json")
