@@ -1,0 +1,340 @@
+package dicom
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+
+	"amid/viewer/volume"
+)
+
+// slice is one frame of one file, placed in the volume by assemble.
+type slice struct {
+	f     *file
+	frame int // 0-based frame within the file
+	frameInfo
+	pix      []int32
+	min, max int32
+	proj     float64 // position along the slice normal
+}
+
+func (s *slice) name() string {
+	if s.f.h.frames > 1 {
+		return fmt.Sprintf("frame %d of %s", s.frame+1, filepath.Base(s.f.path))
+	}
+	return filepath.Base(s.f.path)
+}
+
+// Tolerances of the geometry checks.
+const (
+	gapFactor   = 1.5   // a step above gapFactor × median is a missing slice
+	stepRelTol  = 0.02  // steps may differ from the median by 2% …
+	stepAbsTol  = 0.1   // … plus 0.1 mm (positions are often written to 0.1 mm)
+	orientTol   = 1e-3  // direction cosines of all slices agree to this
+	duplicateMM = 1e-3  // positions closer than this along the normal are the same slice
+	shearRelTol = 0.01  // in-plane drift of the stack, relative to its length …
+	shearAbsTol = 0.05  // … plus this, mm
+	integerTol  = 1e-12 // a rescale value this close to an integer is one
+)
+
+// assemble stacks the frames of files (one multi-frame file, or single-frame files of one
+// series) into a volume.
+func assemble(files []*file) (*volume.Volume, *Meta, error) {
+	if len(files) > 1 {
+		for _, f := range files {
+			if f.h.frames > 1 {
+				return nil, nil, fmt.Errorf("%w: %s has %d frames in a series of %d files; read multi-frame files one by one",
+					volume.ErrFormat, filepath.Base(f.path), f.h.frames, len(files))
+			}
+		}
+	}
+	h0 := files[0].h
+	var sl []slice
+	for _, f := range files {
+		h := f.h
+		if h.rows != h0.rows || h.cols != h0.cols || h.spp != h0.spp || h.photometric != h0.photometric {
+			return nil, nil, fmt.Errorf("%w: %s is %d×%d %s, %s is %d×%d %s", volume.ErrGeometry,
+				filepath.Base(files[0].path), h0.cols, h0.rows, h0.photometric, filepath.Base(f.path), h.cols, h.rows, h.photometric)
+		}
+		for i := 0; i < h.frames; i++ {
+			s := slice{f: f, frame: i, frameInfo: frameInfo{h.geometry, h.rescale}, pix: f.px.frame(i), min: f.px.min[i], max: f.px.max[i]}
+			if h.perFrame != nil {
+				s.frameInfo = h.perFrame[i]
+			}
+			sl = append(sl, s)
+		}
+	}
+	v := &volume.Volume{Dims: [4]int{h0.cols, h0.rows, len(sl), h0.spp}, Spacing: [3]float64{1, 1, 1}, Direction: volume.Identity}
+	if err := place(v, sl, h0); err != nil {
+		return nil, nil, err
+	}
+	m := meta(files, sl)
+	if err := fill(v, sl, h0, m); err != nil {
+		return nil, nil, err
+	}
+	if err := v.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return v, m, nil
+}
+
+// place sorts the slices and sets the geometry of v.
+func place(v *volume.Volume, sl []slice, h0 *header) error {
+	s0 := &sl[0]
+	if s0.hasSpacing && s0.spacing[0] > 0 && s0.spacing[1] > 0 {
+		// Pixel Spacing is (between rows, between columns) = (Y, X).
+		v.Spacing[0], v.Spacing[1] = s0.spacing[1], s0.spacing[0]
+	}
+	zStep := 1.0
+	switch {
+	case h0.between > 0:
+		zStep = h0.between
+	case h0.thickness > 0:
+		zStep = h0.thickness
+	}
+	v.Spacing[2] = zStep
+	// A multi-frame file without per-frame positions has one position for all frames.
+	all := h0.frames == 1 || h0.perFrame != nil
+	for i := range sl {
+		all = all && sl[i].hasIPP && sl[i].hasIOP
+	}
+	if !all {
+		// No positions: keep Instance Number (then file) order.
+		sort.SliceStable(sl, func(i, j int) bool { return sl[i].f.h.instance < sl[j].f.h.instance })
+		if s0.hasIOP {
+			if err := setDirection(v, s0.iop); err != nil {
+				return err
+			}
+		}
+		if s0.hasIPP {
+			v.Origin = s0.ipp
+		}
+		return nil
+	}
+	iop := sl[0].iop
+	if err := setDirection(v, iop); err != nil {
+		return err
+	}
+	n := [3]float64{v.Direction[2], v.Direction[5], v.Direction[8]}
+	for i := range sl {
+		s := &sl[i]
+		for k := range iop {
+			if math.Abs(s.iop[k]-iop[k]) > orientTol {
+				return fmt.Errorf("%w: %s and %s have different orientations %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), iop, s.iop)
+			}
+		}
+		s.proj = s.ipp[0]*n[0] + s.ipp[1]*n[1] + s.ipp[2]*n[2]
+	}
+	sort.SliceStable(sl, func(i, j int) bool { return sl[i].proj < sl[j].proj })
+	v.Origin = sl[0].ipp
+	if len(sl) == 1 {
+		return nil
+	}
+	steps := make([]float64, len(sl)-1)
+	for i := range steps {
+		steps[i] = sl[i+1].proj - sl[i].proj
+		if steps[i] < duplicateMM {
+			return fmt.Errorf("%w: %s and %s lie at the same position %.4f mm along the normal; the series holds several volumes (echoes, time points)",
+				volume.ErrGeometry, sl[i].name(), sl[i+1].name(), sl[i].proj)
+		}
+	}
+	sorted := append([]float64(nil), steps...)
+	sort.Float64s(sorted)
+	med := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		med = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	for i, d := range steps {
+		if d > gapFactor*med {
+			return fmt.Errorf("%w: missing slice: a gap of %.3f mm between %s (slice %d, %.3f mm) and %s (slice %d, %.3f mm) is more than %.1f× the median step of %.3f mm",
+				volume.ErrGeometry, d, sl[i].name(), i+1, sl[i].proj, sl[i+1].name(), i+2, sl[i+1].proj, gapFactor, med)
+		}
+	}
+	tol := stepRelTol*med + stepAbsTol
+	for i, d := range steps {
+		if math.Abs(d-med) > tol {
+			return fmt.Errorf("%w: non-uniform slice spacing: the step between %s and %s is %.3f mm, the median %.3f mm",
+				volume.ErrGeometry, sl[i].name(), sl[i+1].name(), d, med)
+		}
+	}
+	last := sl[len(sl)-1]
+	length := last.proj - sl[0].proj
+	v.Spacing[2] = length / float64(len(sl)-1)
+	// The in-plane drift of the last slice from the first: a tilted-gantry stack is sheared
+	// and cannot be described by an orthogonal direction matrix.
+	var drift float64
+	for r := 0; r < 3; r++ {
+		d := last.ipp[r] - sl[0].ipp[r] - length*n[r]
+		drift += d * d
+	}
+	if drift = math.Sqrt(drift); drift > shearRelTol*length+shearAbsTol {
+		return fmt.Errorf("%w: the slices are sheared: %s lies %.3f mm off the normal through %s (gantry tilt?)",
+			volume.ErrGeometry, last.name(), drift, sl[0].name())
+	}
+	return nil
+}
+
+// setDirection sets the direction columns to the row direction, the column direction and
+// their cross product.
+func setDirection(v *volume.Volume, iop [6]float64) error {
+	r := [3]float64{iop[0], iop[1], iop[2]}
+	c := [3]float64{iop[3], iop[4], iop[5]}
+	nr, nc := norm(r), norm(c)
+	if nr < 0.5 || nc < 0.5 || math.Abs(dot(r, c)) > 0.01 {
+		return fmt.Errorf("%w: image orientation %v is not two orthogonal unit vectors", volume.ErrGeometry, iop)
+	}
+	for i := 0; i < 3; i++ {
+		r[i] /= nr
+		c[i] /= nc
+	}
+	n := [3]float64{r[1]*c[2] - r[2]*c[1], r[2]*c[0] - r[0]*c[2], r[0]*c[1] - r[1]*c[0]}
+	for i := 0; i < 3; i++ {
+		v.Direction[3*i+0] = r[i]
+		v.Direction[3*i+1] = c[i]
+		v.Direction[3*i+2] = n[i]
+	}
+	return nil
+}
+
+func dot(a, b [3]float64) float64 { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
+func norm(a [3]float64) float64   { return math.Sqrt(dot(a, a)) }
+
+// meta gathers the non-identifying description of the volume.
+func meta(files []*file, sl []slice) *Meta {
+	h := files[0].h
+	m := &Meta{
+		Modality:                  h.modality,
+		Manufacturer:              h.manufacturer,
+		SeriesDescription:         h.description,
+		SeriesInstanceUID:         h.seriesUID,
+		PhotometricInterpretation: h.photometric,
+		SamplesPerPixel:           h.spp,
+		BitsAllocated:             h.bitsAlloc,
+		BitsStored:                h.bitsStored,
+		Signed:                    h.signed,
+		TransferSyntaxUID:         files[0].ts,
+		TransferSyntax:            SyntaxName(files[0].ts),
+		RescaleSlope:              sl[0].slope,
+		RescaleIntercept:          sl[0].intercept,
+		WindowCenter:              h.window[0],
+		WindowWidth:               h.window[1],
+		Slices:                    len(sl),
+		Files:                     len(files),
+		SliceThickness:            h.thickness,
+	}
+	for _, s := range sl {
+		if s.rescale != sl[0].rescale {
+			m.RescaleVaries = true
+		}
+	}
+	return m
+}
+
+func isInteger(f float64) bool { return math.Abs(f-math.Round(f)) <= integerTol }
+
+// fill chooses the element type, allocates the data and writes the rescaled values.
+func fill(v *volume.Volume, sl []slice, h0 *header, m *Meta) error {
+	if h0.spp == 3 {
+		if err := volume.CheckSize(v.Dims, volume.Uint8); err != nil {
+			return err
+		}
+		out := make([]uint8, v.Len())
+		fl := len(sl[0].pix)
+		for z, s := range sl {
+			d := out[z*fl : (z+1)*fl]
+			for i, x := range s.pix {
+				d[i] = uint8(x)
+			}
+		}
+		v.Data = out
+		return nil
+	}
+	integer := true
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range sl {
+		integer = integer && isInteger(s.slope) && isInteger(s.intercept)
+		a := float64(s.min)*s.slope + s.intercept
+		b := float64(s.max)*s.slope + s.intercept
+		lo, hi = math.Min(lo, math.Min(a, b)), math.Max(hi, math.Max(a, b))
+	}
+	t := volume.Float32
+	if integer {
+		switch {
+		case h0.bitsAlloc == 8 && lo >= 0 && hi <= math.MaxUint8:
+			t = volume.Uint8
+		case lo >= math.MinInt16 && hi <= math.MaxInt16:
+			t = volume.Int16
+		case lo >= 0 && hi <= math.MaxUint16:
+			t = volume.Uint16
+		case lo >= math.MinInt32 && hi <= math.MaxInt32:
+			t = volume.Int32
+		default:
+			t = volume.Float64
+		}
+	}
+	if err := volume.CheckSize(v.Dims, t); err != nil {
+		return err
+	}
+	inv := h0.photometric == "MONOCHROME1"
+	flip := lo + hi
+	if inv {
+		m.Inverted = true
+		if m.WindowWidth > 0 {
+			m.WindowCenter = flip - m.WindowCenter
+		}
+	}
+	n := v.Len()
+	switch t {
+	case volume.Uint8:
+		v.Data = fillInt(make([]uint8, n), sl, inv, int64(flip))
+	case volume.Int16:
+		v.Data = fillInt(make([]int16, n), sl, inv, int64(flip))
+	case volume.Uint16:
+		v.Data = fillInt(make([]uint16, n), sl, inv, int64(flip))
+	case volume.Int32:
+		v.Data = fillInt(make([]int32, n), sl, inv, int64(flip))
+	case volume.Float32:
+		v.Data = fillFloat(make([]float32, n), sl, inv, flip)
+	case volume.Float64:
+		v.Data = fillFloat(make([]float64, n), sl, inv, flip)
+	}
+	return nil
+}
+
+func fillInt[T uint8 | int16 | uint16 | int32](out []T, sl []slice, inv bool, flip int64) []T {
+	fl := len(sl[0].pix)
+	for z, s := range sl {
+		d := out[z*fl : (z+1)*fl]
+		a, b := int64(math.Round(s.slope)), int64(math.Round(s.intercept))
+		if a == 1 && b == 0 && !inv {
+			for i, x := range s.pix {
+				d[i] = T(x)
+			}
+			continue
+		}
+		for i, x := range s.pix {
+			y := int64(x)*a + b
+			if inv {
+				y = flip - y
+			}
+			d[i] = T(y)
+		}
+	}
+	return out
+}
+
+func fillFloat[T float32 | float64](out []T, sl []slice, inv bool, flip float64) []T {
+	fl := len(sl[0].pix)
+	for z, s := range sl {
+		d := out[z*fl : (z+1)*fl]
+		for i, x := range s.pix {
+			y := float64(x)*s.slope + s.intercept
+			if inv {
+				y = flip - y
+			}
+			d[i] = T(y)
+		}
+	}
+	return out
+}

@@ -1,0 +1,328 @@
+package dicom
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"math"
+
+	"amid/viewer/volume"
+)
+
+// pixels are the decoded frames of one file: stored values after the Bits Stored mask and
+// sign extension, before rescale, channels fastest.
+type pixels struct {
+	samples  []int32 // frames × rows × cols × spp
+	frameLen int     // rows × cols × spp
+	min, max []int32 // per frame
+}
+
+func (p *pixels) frame(i int) []int32 { return p.samples[i*p.frameLen : (i+1)*p.frameLen] }
+
+// checkImage validates the image description before anything is allocated from it.
+func (h *header) checkImage(codec codec) error {
+	if h.rows <= 0 || h.cols <= 0 {
+		return fmt.Errorf("%w: image has %d rows and %d columns", volume.ErrFormat, h.rows, h.cols)
+	}
+	if h.frames <= 0 {
+		return fmt.Errorf("%w: number of frames is %d", volume.ErrFormat, h.frames)
+	}
+	switch h.bitsAlloc {
+	case 8, 16, 32:
+	case 1:
+		return fmt.Errorf("%w: %w: 1-bit pixel data (bitmaps, segmentations) is not supported", ErrUnsupported, volume.ErrDType)
+	default:
+		return fmt.Errorf("%w: Bits Allocated is %d", volume.ErrFormat, h.bitsAlloc)
+	}
+	if h.bitsStored <= 0 || h.bitsStored > h.bitsAlloc {
+		return fmt.Errorf("%w: Bits Stored %d with Bits Allocated %d", volume.ErrFormat, h.bitsStored, h.bitsAlloc)
+	}
+	switch h.photometric {
+	case "MONOCHROME1", "MONOCHROME2":
+		if h.spp != 1 {
+			return fmt.Errorf("%w: %s with %d samples per pixel", volume.ErrFormat, h.photometric, h.spp)
+		}
+	case "RGB":
+		if h.spp != 3 {
+			return fmt.Errorf("%w: RGB with %d samples per pixel", volume.ErrFormat, h.spp)
+		}
+		if h.bitsAlloc != 8 {
+			return fmt.Errorf("%w: %w: RGB with %d bits per sample (only 8 is supported)", ErrUnsupported, volume.ErrDType, h.bitsAlloc)
+		}
+	case "YBR_FULL", "YBR_FULL_422":
+		// The JPEG decoder returns these as RGB; uncompressed YBR is not converted.
+		if codec != jpegBaseline || h.spp != 3 {
+			return fmt.Errorf("%w: photometric interpretation %s is only supported in JPEG Baseline files", ErrUnsupported, h.photometric)
+		}
+	case "PALETTE COLOR":
+		return fmt.Errorf("%w: palette colour images are not supported", ErrUnsupported)
+	case "":
+		return fmt.Errorf("%w: photometric interpretation is missing", volume.ErrFormat)
+	default:
+		return fmt.Errorf("%w: photometric interpretation %s is not supported", ErrUnsupported, h.photometric)
+	}
+	if codec == jpegBaseline && h.bitsAlloc != 8 {
+		return fmt.Errorf("%w: JPEG Baseline with %d bits allocated", volume.ErrFormat, h.bitsAlloc)
+	}
+	return volume.CheckSize([4]int{h.cols, h.rows, h.frames, h.spp}, volume.Int32)
+}
+
+// decodePixels decodes every frame of a file.
+func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
+	if err := h.checkImage(c); err != nil {
+		return nil, err
+	}
+	n := h.rows * h.cols * h.spp
+	p := &pixels{samples: make([]int32, n*h.frames), frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
+	var err error
+	switch {
+	case !l.encapsulated && c == native:
+		err = h.decodeNative(p, l.pixels, l.bo)
+	case !l.encapsulated:
+		err = fmt.Errorf("%w: transfer syntax %s needs encapsulated pixel data, found native", volume.ErrFormat, l.ts)
+	case c == native:
+		err = fmt.Errorf("%w: encapsulated pixel data in a native transfer syntax", volume.ErrFormat)
+	default:
+		err = h.decodeEncapsulated(p, l, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < h.frames; i++ {
+		p.min[i], p.max[i] = minMax(p.frame(i))
+	}
+	return p, nil
+}
+
+func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error {
+	size := h.bitsAlloc / 8
+	need := int64(len(p.samples)) * int64(size)
+	if int64(len(raw)) < need {
+		return fmt.Errorf("%w: pixel data holds %d bytes, %d frames of %d×%d×%d at %d bits need %d",
+			volume.ErrTruncated, len(raw), h.frames, h.cols, h.rows, h.spp, h.bitsAlloc, need)
+	}
+	if err := h.samples(p.samples, raw, bo); err != nil {
+		return err
+	}
+	if h.spp == 3 && h.planar == 1 {
+		tmp := make([]int32, p.frameLen)
+		for i := 0; i < h.frames; i++ {
+			f := p.frame(i)
+			copy(tmp, f)
+			np := h.rows * h.cols
+			for j := 0; j < np; j++ {
+				f[3*j], f[3*j+1], f[3*j+2] = tmp[j], tmp[np+j], tmp[2*np+j]
+			}
+		}
+	}
+	return nil
+}
+
+// samples converts raw stored values to int32, masking to Bits Stored or sign-extending
+// from it. The High Bit is taken to be Bits Stored − 1, as in nearly all files and in
+// pydicom.
+func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) error {
+	bs := uint(h.bitsStored)
+	shift := 32 - bs
+	mask := uint32(1)<<bs - 1
+	if bs == 32 {
+		mask = math.MaxUint32
+	}
+	conv := func(u uint32) int32 {
+		if h.signed {
+			return int32(u<<shift) >> shift
+		}
+		return int32(u & mask)
+	}
+	switch h.bitsAlloc {
+	case 8:
+		for i := range dst {
+			dst[i] = conv(uint32(raw[i]))
+		}
+	case 16:
+		if bs == 16 && bo == binary.LittleEndian {
+			raw = raw[:2*len(dst)]
+			if h.signed {
+				for i := range dst {
+					dst[i] = int32(int16(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8))
+				}
+			} else {
+				for i := range dst {
+					dst[i] = int32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+				}
+			}
+			return nil
+		}
+		for i := range dst {
+			dst[i] = conv(uint32(bo.Uint16(raw[2*i:])))
+		}
+	case 32:
+		for i := range dst {
+			u := bo.Uint32(raw[4*i:])
+			if !h.signed && u&mask > math.MaxInt32 {
+				return fmt.Errorf("%w: unsigned 32-bit value %d above 2³¹−1", volume.ErrDType, u&mask)
+			}
+			dst[i] = conv(u)
+		}
+	}
+	return nil
+}
+
+// frameFragments groups the fragments of encapsulated pixel data into frames (PS3.5 §A.4):
+// one frame takes every fragment; otherwise the Basic Offset Table, one fragment per
+// frame, or (JPEG) a fragment starting with a start-of-image marker starts a frame.
+func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
+	fr := l.fragments
+	if len(fr) == 0 {
+		return nil, fmt.Errorf("%w: encapsulated pixel data has no fragments", volume.ErrTruncated)
+	}
+	join := func(parts [][]byte) []byte {
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return bytes.Join(parts, nil)
+	}
+	switch {
+	case frames == 1:
+		return [][]byte{join(fr)}, nil
+	case len(fr) == frames:
+		return fr, nil
+	case len(l.offsets) == frames && l.offsets[0] == 0:
+		// Offsets count bytes from the first fragment's item tag; each item has an
+		// 8-byte header.
+		var starts []int
+		var pos uint64
+		for i := range fr {
+			if k := len(starts); k < frames && pos == uint64(l.offsets[k]) {
+				starts = append(starts, i)
+			}
+			pos += uint64(len(fr[i])) + 8
+		}
+		if len(starts) == frames {
+			out := make([][]byte, frames)
+			for k, s := range starts {
+				e := len(fr)
+				if k+1 < frames {
+					e = starts[k+1]
+				}
+				out[k] = join(fr[s:e])
+			}
+			return out, nil
+		}
+	case c == jpegBaseline:
+		var out [][]byte
+		start := 0
+		for i := 1; i <= len(fr); i++ {
+			if i == len(fr) || bytes.HasPrefix(fr[i], []byte{0xFF, 0xD8}) {
+				out = append(out, join(fr[start:i]))
+				start = i
+			}
+		}
+		if len(out) == frames {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %d fragments cannot be split into %d frames", volume.ErrFormat, len(fr), frames)
+}
+
+func (h *header) decodeEncapsulated(p *pixels, l *layout, c codec) error {
+	frames, err := l.frameFragments(h.frames, c)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for i, f := range frames {
+		dst := p.frame(i)
+		switch c {
+		case rle:
+			if buf == nil {
+				buf = make([]byte, len(dst)*h.bitsAlloc/8)
+			}
+			if err := decodeRLE(buf, f, h.rows*h.cols, h.spp, h.bitsAlloc/8); err != nil {
+				return fmt.Errorf("frame %d: %w", i+1, err)
+			}
+			if err := h.samples(dst, buf, binary.LittleEndian); err != nil {
+				return err
+			}
+		case jpegBaseline:
+			if err := h.decodeJPEG(dst, f); err != nil {
+				return fmt.Errorf("frame %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// decodeJPEG decodes one baseline JPEG frame with the standard library. Colour frames
+// (YCbCr or RGB coded) come out as RGB.
+func (h *header) decodeJPEG(dst []int32, data []byte) error {
+	cfg, err := jpeg.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: JPEG: %v", volume.ErrFormat, err)
+	}
+	if cfg.Width != h.cols || cfg.Height != h.rows {
+		return fmt.Errorf("%w: JPEG frame is %d×%d, the header says %d×%d", volume.ErrFormat, cfg.Width, cfg.Height, h.cols, h.rows)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: JPEG: %v", volume.ErrFormat, err)
+	}
+	w := h.cols
+	switch m := img.(type) {
+	case *image.Gray:
+		if h.spp != 1 {
+			return fmt.Errorf("%w: grey JPEG frame for %d samples per pixel", volume.ErrFormat, h.spp)
+		}
+		for y := 0; y < h.rows; y++ {
+			row := m.Pix[y*m.Stride : y*m.Stride+w]
+			for x, v := range row {
+				dst[y*w+x] = int32(v)
+			}
+		}
+	case *image.YCbCr:
+		if h.spp != 3 {
+			return fmt.Errorf("%w: colour JPEG frame for %d samples per pixel", volume.ErrFormat, h.spp)
+		}
+		for y := 0; y < h.rows; y++ {
+			for x := 0; x < w; x++ {
+				yi, ci := m.YOffset(x, y), m.COffset(x, y)
+				r, g, b := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+				o := 3 * (y*w + x)
+				dst[o], dst[o+1], dst[o+2] = int32(r), int32(g), int32(b)
+			}
+		}
+	case *image.RGBA:
+		if h.spp != 3 {
+			return fmt.Errorf("%w: colour JPEG frame for %d samples per pixel", volume.ErrFormat, h.spp)
+		}
+		for y := 0; y < h.rows; y++ {
+			for x := 0; x < w; x++ {
+				s := m.Pix[y*m.Stride+4*x:]
+				o := 3 * (y*w + x)
+				dst[o], dst[o+1], dst[o+2] = int32(s[0]), int32(s[1]), int32(s[2])
+			}
+		}
+	default:
+		return fmt.Errorf("%w: JPEG colour model %T is not supported", ErrUnsupported, img)
+	}
+	return nil
+}
+
+func minMax(s []int32) (lo, hi int32) {
+	if len(s) == 0 {
+		return 0, 0
+	}
+	lo, hi = s[0], s[0]
+	for _, v := range s[1:] {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
