@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Backend runs the engine's matrix products and parallel elementwise loops. Layers reach
+// the hardware only through it.
+type Backend interface {
+	// Name says which implementation runs, e.g. "openblas Haswell, 2 threads".
+	Name() string
+	// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, op(X) being X
+	// or its transpose; op(A) is m×k, op(B) is k×n, C is m×n.
+	Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+		b []float32, ldb int, beta float32, c []float32, ldc int)
+	// Parallel calls fn over [0,n) split into contiguous ranges that depend only on n and
+	// the backend's worker count, so reductions per range are deterministic. It returns
+	// when every range is done. It is not reentrant: fn must not call Parallel.
+	Parallel(n int, fn func(lo, hi int))
+	// Workers is the number of ranges Parallel uses at most.
+	Workers() int
+}
+
+// CPU is the CPU backend: SGEMM from OpenBLAS (or pure Go without cgo) and a fixed pool of
+// goroutines for elementwise loops.
+type CPU struct {
+	pool *pool
+}
+
+// NewCPU returns a CPU backend with the given number of loop workers (0: GOMAXPROCS).
+func NewCPU(workers int) *CPU {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return &CPU{pool: newPool(workers)}
+}
+
+// Name implements Backend.
+func (c *CPU) Name() string { return gemmName() }
+
+// Workers implements Backend.
+func (c *CPU) Workers() int { return c.pool.n }
+
+// Parallel implements Backend.
+func (c *CPU) Parallel(n int, fn func(lo, hi int)) { c.pool.run(n, fn) }
+
+// Sgemm implements Backend.
+func (c *CPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, beta float32, cm []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, cm, ldc)
+	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
+}
+
+// checkGemm panics when the slices are too short for the shapes: a programmer mistake
+// that would otherwise let C code read or write past a Go slice.
+func checkGemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int,
+	c []float32, ldc int) {
+	ra, ca := m, k
+	if transA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	if lda < max(ca, 1) || ldb < max(cb, 1) || ldc < max(n, 1) {
+		panic("engine: sgemm leading dimension too small")
+	}
+	if (ra > 0 && len(a) < (ra-1)*lda+ca) || (rb > 0 && len(b) < (rb-1)*ldb+cb) ||
+		len(c) < (m-1)*ldc+n {
+		panic("engine: sgemm slice too short")
+	}
+}
+
+// pool is a fixed set of goroutines that run ranges of a loop. Sending a task allocates
+// nothing, so a training step stays allocation-free.
+type pool struct {
+	n    int
+	mu   sync.Mutex
+	wg   sync.WaitGroup
+	work chan task
+}
+
+type task struct {
+	fn     func(lo, hi int)
+	lo, hi int
+}
+
+func newPool(n int) *pool {
+	p := &pool{n: n, work: make(chan task, n)}
+	for i := 1; i < n; i++ {
+		go func() {
+			for t := range p.work {
+				t.fn(t.lo, t.hi)
+				p.wg.Done()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *pool) run(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	parts := min(p.n, n)
+	if parts == 1 {
+		fn(0, n)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wg.Add(parts - 1)
+	for i := 1; i < parts; i++ {
+		p.work <- task{fn, i * n / parts, (i + 1) * n / parts}
+	}
+	fn(0, n/parts)
+	p.wg.Wait()
+}
