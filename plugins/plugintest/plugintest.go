@@ -1,0 +1,284 @@
+// Package plugintest is the conformance suite every AMID task plugin runs against itself:
+//
+//	func TestConformance(t *testing.T) { plugintest.Run(t, "/path/to/amid-plugin-NAME", nil) }
+//
+// Run starts the binary the way the host does (go-plugin, gRPC, automatic mutual TLS) and
+// checks Describe, Plan, Train (progress, explicit final result, checkpoint on disk with a
+// matching sha256), Predict (a file for every case) and cancellation (Train stops within
+// two seconds of a cancel and keeps its last checkpoint).
+package plugintest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+)
+
+// CancelGrace is how long a plugin may take to end Train after the host cancels it. The
+// host kills a plugin that takes longer.
+const CancelGrace = 2 * time.Second
+
+// Options tunes the suite. The zero value (or nil) works for a plugin that accepts any
+// files as images.
+type Options struct {
+	// Task to plan and train; default: the first kind and dimension the plugin describes.
+	Task *protocol.Task
+	// Fingerprint for Plan; default: a small JSON object.
+	Fingerprint []byte
+	// Train and Predict cases; default: three synthetic 4 KiB byte images with labels.
+	Cases []protocol.Case
+	// TrainConfig overrides the configuration trained; default: the first planned candidate.
+	TrainConfig []byte
+	// CancelConfig overrides the configuration used for the cancel check; default: the last
+	// planned candidate. It should train long enough to be cancelled mid-way.
+	CancelConfig []byte
+}
+
+// Start launches the plugin binary and returns its Plugin client; the process is killed
+// when the test ends.
+func Start(t testing.TB, binary string) protocol.Plugin {
+	t.Helper()
+	c := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		Plugins:          protocol.PluginSet(nil),
+		Cmd:              exec.Command(binary),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     10 * time.Second,
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: filepath.Base(binary), Output: os.Stderr, Level: hclog.Warn}),
+	})
+	t.Cleanup(c.Kill)
+	rpc, err := c.Client()
+	if err != nil {
+		t.Fatalf("start %s: %v", binary, err)
+	}
+	raw, err := rpc.Dispense(protocol.PluginName)
+	if err != nil {
+		t.Fatalf("dispense %s: %v", binary, err)
+	}
+	return raw.(protocol.Plugin)
+}
+
+// Run checks the plugin binary against the protocol's rules.
+func Run(t *testing.T, binary string, opts *Options) {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := Start(t, binary)
+	ctx := context.Background()
+
+	desc, err := p.Describe(ctx, &protocol.DescribeRequest{})
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	schema, err := desc.Validate()
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	if want := "amid-plugin-" + desc.Name; strings.TrimSuffix(filepath.Base(binary), ".exe") != want {
+		t.Errorf("plugin %q is in file %s, want %s", desc.Name, filepath.Base(binary), want)
+	}
+
+	task := protocol.Task{Kind: desc.Tasks[0].Kind, Metric: firstOr(desc.Metrics, "")}
+	if len(desc.Tasks[0].Dims) > 0 {
+		task.Dims = desc.Tasks[0].Dims[0]
+	}
+	if opts.Task != nil {
+		task = *opts.Task
+	}
+	fp := opts.Fingerprint
+	if fp == nil {
+		fp = []byte(`{"cases":3,"modalities":["CT"],"median_shape":[16,16,16]}`)
+	}
+	plan, err := p.Plan(ctx, &protocol.PlanRequest{Fingerprint: fp, Task: task})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if err := plan.Validate(schema); err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+
+	cases := opts.Cases
+	if cases == nil {
+		cases = synthCases(t)
+	}
+	cfg := opts.TrainConfig
+	if cfg == nil {
+		cfg = plan.Candidates[0].Config
+	}
+	if err := schema.Check(cfg); err != nil {
+		t.Fatalf("train configuration: %v", err)
+	}
+	work := t.TempDir()
+	res := train(t, p, &protocol.TrainRequest{LaneID: "conformance", Task: task, Config: cfg, Train: cases, Validation: cases[:1], WorkDir: work, Seed: 1})
+
+	out := t.TempDir()
+	pred, err := p.Predict(ctx, &protocol.PredictRequest{Task: task, Config: cfg, Checkpoint: res.Checkpoint, Cases: cases, OutputDir: out})
+	if err != nil {
+		t.Fatalf("Predict: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, pr := range pred.Predictions {
+		seen[pr.CaseID] = true
+		if len(pr.Files) == 0 {
+			t.Errorf("Predict: case %s has no files", pr.CaseID)
+		}
+		for _, f := range pr.Files {
+			if !inside(out, f) {
+				t.Errorf("Predict: file %s is outside the output folder %s", f, out)
+			}
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("Predict: case %s: %v", pr.CaseID, err)
+			}
+		}
+	}
+	for _, c := range cases {
+		if !seen[c.ID] {
+			t.Errorf("Predict: no prediction for case %s", c.ID)
+		}
+	}
+
+	cancelCfg := opts.CancelConfig
+	if cancelCfg == nil {
+		cancelCfg = plan.Candidates[len(plan.Candidates)-1].Config
+	}
+	checkCancel(t, p, &protocol.TrainRequest{LaneID: "cancel", Task: task, Config: cancelCfg, Train: cases, WorkDir: t.TempDir(), Seed: 1})
+}
+
+// train runs Train and checks its progress and its final result.
+func train(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) *protocol.TrainResult {
+	t.Helper()
+	var n int
+	var prev int64
+	res, err := p.Train(context.Background(), req, func(pr *protocol.Progress) error {
+		n++
+		if err := pr.Validate(prev); err != nil {
+			return err
+		}
+		prev = pr.Step
+		if pr.Checkpoint != "" && !inside(req.WorkDir, pr.Checkpoint) {
+			return fmt.Errorf("checkpoint %s is outside the work folder %s", pr.Checkpoint, req.WorkDir)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Train: %v", err)
+	}
+	if n == 0 {
+		t.Error("Train: no progress events")
+	}
+	if err := res.Validate(); err != nil {
+		t.Fatalf("Train: %v", err)
+	}
+	if !inside(req.WorkDir, res.Checkpoint) {
+		t.Errorf("Train: final checkpoint %s is outside the work folder %s", res.Checkpoint, req.WorkDir)
+	}
+	sum, err := sdk.FileSHA256(res.Checkpoint)
+	if err != nil {
+		t.Fatalf("Train: final checkpoint: %v", err)
+	}
+	if sum != res.SHA256 {
+		t.Errorf("Train: checkpoint %s has sha256 %s, the result says %s", res.Checkpoint, sum, res.SHA256)
+	}
+	return res
+}
+
+// checkCancel cancels Train after its first progress event and checks that it ends within
+// CancelGrace and that the last checkpoint it reported is still on disk.
+func checkCancel(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelled time.Time
+	var last string
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Train(ctx, req, func(pr *protocol.Progress) error {
+			if pr.Checkpoint != "" {
+				last = pr.Checkpoint
+			}
+			if cancelled.IsZero() && (last != "" || pr.Step >= 3) {
+				cancelled = time.Now()
+				cancel()
+			}
+			return nil
+		})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("cancel: Train neither finished nor stopped within a minute")
+	}
+	if cancelled.IsZero() {
+		t.Log("cancel: the cancel configuration finished before a cancel; use Options.CancelConfig for a longer run")
+		return
+	}
+	if waited := time.Since(cancelled); waited > CancelGrace {
+		t.Errorf("cancel: Train took %v to stop, the protocol allows %v", waited, CancelGrace)
+	}
+	if err == nil {
+		t.Log("cancel: Train finished although cancelled")
+	} else if !errors.Is(err, protocol.ErrIncomplete) && !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel: unexpected error %v", err)
+	}
+	if last != "" {
+		if _, err := os.Stat(last); err != nil {
+			t.Errorf("cancel: the last checkpoint is gone: %v", err)
+		}
+	}
+}
+
+// synthCases writes three small byte images and labels. The bytes are a fixed ramp so a
+// plugin sees the same data on every run.
+func synthCases(t *testing.T) []protocol.Case {
+	dir := t.TempDir()
+	var cs []protocol.Case
+	for i := range 3 {
+		img := make([]byte, 4096)
+		lab := make([]byte, 4096)
+		for j := range img {
+			img[j] = byte((j*7 + i*31) % 251)
+			if img[j] > 128 {
+				lab[j] = 1
+			}
+		}
+		id := fmt.Sprintf("case%03d", i)
+		ip := filepath.Join(dir, id+"_0000.raw")
+		lp := filepath.Join(dir, id+"_label.raw")
+		if err := os.WriteFile(ip, img, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(lp, lab, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, protocol.Case{ID: id, Images: []string{ip}, Label: lp})
+	}
+	return cs
+}
+
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func firstOr(s []string, d string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return d
+}

@@ -1,0 +1,92 @@
+// Package sdk is what a task-plugin author imports: Serve runs an implementation of
+// protocol.Plugin as an AMID plugin process, and a few helpers write checkpoints the way
+// the host checks them.
+//
+// A plugin's main function is one line:
+//
+//	func main() { sdk.Serve(&myPlugin{}) }
+//
+// Nothing may write to stdout before Serve: stdout carries go-plugin's handshake. Log with
+// Logger (it writes to stderr, and the host tags each line with the plugin's name).
+package sdk
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"amid/plugins/protocol"
+)
+
+// Serve serves impl as an AMID task plugin and returns when the host tells the process to
+// exit. Run by hand (without the host), it prints a short explanation and exits with status 1.
+func Serve(impl protocol.Plugin) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: protocol.Handshake,
+		Plugins:         protocol.PluginSet(impl),
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger:          Logger(),
+	})
+}
+
+// Logger returns a logger that writes JSON lines to stderr, which the host re-logs at the
+// same level under the plugin's name.
+func Logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Debug})
+}
+
+// FileSHA256 returns the lower-case hex sha256 of the file at path.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// WriteFile writes data to path atomically (a temporary file in the same folder, synced,
+// then renamed), so a crash never leaves a half-written checkpoint under its final name.
+// It returns the data's hex sha256.
+func WriteFile(path string, data []byte) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Result builds the final training result for the checkpoint at path, hashing the file.
+func Result(path string, steps int64, validation map[string]float64) (*protocol.TrainResult, error) {
+	sum, err := FileSHA256(path)
+	if err != nil {
+		return nil, fmt.Errorf("final checkpoint: %w", err)
+	}
+	return &protocol.TrainResult{Checkpoint: path, SHA256: sum, Steps: steps, Validation: validation}, nil
+}
