@@ -41,5 +41,7 @@ type buildError struct {
 	out string
 }
 
-func (e *buildError) Error() string { return "build plugin in " + e.src + ": " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "build plugin in " + e.src + ": " + e.err.Error() + "\n" + e.out
+}
 func (e *buildError) Unwrap() error { return e.err }
