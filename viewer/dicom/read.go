@@ -62,15 +62,25 @@ func parseFile(b []byte) (*file, error) {
 // ReadFile reads one DICOM file: a single slice (Z = 1) or a multi-frame image whose frames
 // become Z. The package documentation describes values and geometry.
 func ReadFile(path string) (*volume.Volume, *Meta, error) {
-	f, err := readFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("dicom: %w", err)
 	}
-	v, m, err := assemble([]*file{f})
+	v, m, err := decode(b, path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dicom: %s: %w", path, err)
 	}
 	return v, m, nil
+}
+
+// decode reads the bytes of one file.
+func decode(b []byte, path string) (*volume.Volume, *Meta, error) {
+	f, err := parseFile(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	f.path = path
+	return assemble([]*file{f})
 }
 
 // ReadSeries reads every DICOM file in dir (not its subfolders; hidden files and DICOMDIR
