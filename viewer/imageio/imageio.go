@@ -6,6 +6,7 @@
 //	NRRD         .nrrd .nhdr .seg.nrrd   read, write
 //	DICOM        .dcm, or a folder       read (a folder must hold one series)
 //	PNG TIFF BMP .png .tif .tiff .bmp    read; PNG and TIFF write
+//	InVesalius   .inv3                   read (the CT; masks through package inv3)
 //
 // Each format lives in its own package under viewer/; this one only dispatches.
 package imageio
@@ -20,6 +21,7 @@ import (
 	"strings"
 
 	"amid/viewer/dicom"
+	"amid/viewer/inv3"
 	"amid/viewer/metaimage"
 	"amid/viewer/nifti"
 	"amid/viewer/nrrd"
@@ -32,13 +34,14 @@ type Format string
 
 // The formats.
 const (
-	NIfTI     Format = "nifti"
-	MetaImage Format = "metaimage"
-	NRRD      Format = "nrrd"
-	DICOM     Format = "dicom"
-	PNG       Format = "png"
-	TIFF      Format = "tiff"
-	BMP       Format = "bmp"
+	NIfTI      Format = "nifti"
+	MetaImage  Format = "metaimage"
+	NRRD       Format = "nrrd"
+	DICOM      Format = "dicom"
+	PNG        Format = "png"
+	TIFF       Format = "tiff"
+	BMP        Format = "bmp"
+	InVesalius Format = "invesalius"
 )
 
 // ErrUnknownFormat is returned for a path whose format cannot be told.
@@ -99,6 +102,8 @@ func formatByExt(path string) (Format, bool) {
 		return TIFF, true
 	case strings.HasSuffix(p, ".bmp"):
 		return BMP, true
+	case strings.HasSuffix(p, ".inv3"):
+		return InVesalius, true
 	}
 	return "", false
 }
@@ -131,6 +136,11 @@ func Load(path string) (*volume.Volume, Format, error) {
 		}
 	case PNG, TIFF, BMP:
 		v, err = raster.Read(path)
+	case InVesalius:
+		var p *inv3.Project
+		if p, err = inv3.Read(path); err == nil {
+			v = p.CT
+		}
 	}
 	if err != nil {
 		return nil, f, err
