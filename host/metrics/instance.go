@@ -41,22 +41,27 @@ type InstanceCounts struct {
 // gt and pred are w×h row-major int32 instance maps (0 = background), as the grader casts
 // them. Only the overlapping label pairs are stored, never dense masks.
 func CellSegF1(gt, pred []int32, w, h int, thresholds []float64) ([]InstanceCounts, error) {
+	return instanceCellSeg(gt, pred, w, h, thresholds, CellSegTilePixels, CellSegTileSize)
+}
+
+// instanceCellSeg is CellSegF1 with the tiling rule as parameters (tests use small tiles).
+func instanceCellSeg(gt, pred []int32, w, h int, thresholds []float64, tilePixels, tile int) ([]InstanceCounts, error) {
 	if len(gt) != w*h || len(pred) != w*h {
 		return nil, fmt.Errorf("%w: masks of %d and %d pixels for %d×%d", ErrShape, len(gt), len(pred), w, h)
 	}
 	out := make([]InstanceCounts, len(thresholds))
-	if w*h < CellSegTilePixels {
+	if w*h < tilePixels {
 		tiles, err := instanceTile(gt, pred, w, 0, 0, w, h, thresholds)
 		if err != nil {
 			return nil, err
 		}
 		copy(out, tiles)
 	} else {
-		nw := (w + CellSegTileSize - 1) / CellSegTileSize
-		nh := (h + CellSegTileSize - 1) / CellSegTileSize
+		nw := (w + tile - 1) / tile
+		nh := (h + tile - 1) / tile
 		for ty := 0; ty < nh; ty++ {
 			for tx := 0; tx < nw; tx++ {
-				c, err := instanceTile(gt, pred, w, tx*CellSegTileSize, ty*CellSegTileSize, CellSegTileSize, CellSegTileSize, thresholds)
+				c, err := instanceTile(gt, pred, w, tx*tile, ty*tile, tile, tile, thresholds)
 				if err != nil {
 					return nil, err
 				}

@@ -47,6 +47,18 @@ type golden2D struct {
 			F1      float64
 		} `json:"results"`
 	} `json:"cellseg"`
+	Tiled struct {
+		Tile    int `json:"tile"`
+		Case    int `json:"case"`
+		Results map[string]struct {
+			TP      int `json:"tp"`
+			FP      int `json:"fp"`
+			FN      int `json:"fn"`
+			TrueNum int `json:"true_num"`
+			PredNum int `json:"pred_num"`
+			F1      float64
+		} `json:"results"`
+	} `json:"cellseg_tiled"`
 }
 
 func loadGolden2D(t testing.TB) *golden2D {
@@ -249,5 +261,29 @@ func TestGoldenCellSeg(t *testing.T) {
 				t.Errorf("case %d t=%s: got %+v, grader %+v", i, th, r, want)
 			}
 		}
+	}
+}
+
+// The tiling branch with a 40-pixel tile (the reference re-states compute_metric.py's
+// tiling with roi_size 40 so that it runs on a small fixture).
+func TestGoldenCellSegTiled(t *testing.T) {
+	g := loadGolden2D(t)
+	c := g.Cells[g.Tiled.Case]
+	for th, want := range g.Tiled.Results {
+		var tv float64
+		if err := json.Unmarshal([]byte(th), &tv); err != nil {
+			t.Fatal(err)
+		}
+		got, err := instanceCellSeg(c.GT, c.Pred, c.W, c.H, []float64{tv}, 0, g.Tiled.Tile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := got[0]
+		if r.TP != want.TP || r.FP != want.FP || r.FN != want.FN || r.TrueNum != want.TrueNum || r.PredNum != want.PredNum || !closeRel(r.F1, want.F1) {
+			t.Errorf("t=%s: got %+v, reference %+v", th, r, want)
+		}
+	}
+	if _, err := CellSegF1([]int32{-1, 0, 0, 0}, make([]int32, 4), 2, 2, CellSegThresholds); err == nil {
+		t.Error("negative label accepted")
 	}
 }
