@@ -30,7 +30,7 @@ type COCODet struct {
 // COCOStats are pycocotools' 12 summary numbers for bbox evaluation (COCOeval.stats), -1
 // where undefined (no ground truth in the range).
 type COCOStats struct {
-	AP, AP50, AP75, APSmall, APMedium, APLarge    float64
+	AP, AP50, AP75, APSmall, APMedium, APLarge   float64
 	AR1, AR10, AR100, ARSmall, ARMedium, ARLarge float64
 }
 
