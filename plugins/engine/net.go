@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// ErrConfig reports a network description that cannot be built.
+var ErrConfig = errors.New("engine: invalid network")
+
+// Param is a trainable parameter and its gradient, in PyTorch's layout for the same layer.
+type Param struct {
+	Name  string
+	Shape []int
+	Data  []float32
+	Grad  []float32
+	// Decay says whether weight decay applies (weights yes, biases and norm scales no).
+	Decay bool
+}
+
+// layer is one step of a network; buffers are bound when the network is built.
+type layer interface {
+	forward()
+	backward()
+}
+
+// trainer is a layer that behaves differently in training and inference.
+type trainer interface{ setTraining(bool) }
+
+// use is a consumer of a tensor's value; acc says whether its backward pass adds to the
+// tensor's gradient (true) or overwrites it (false).
+type use struct {
+	t   *Tensor
+	acc *bool
+}
+
+// workspace is scratch memory shared by layers that run one after the other.
+type workspace struct {
+	size int
+	buf  []float32
+}
+
+// Builder describes a network layer by layer; Build allocates every buffer once.
+type Builder struct {
+	be      Backend
+	rng     *rand.Rand
+	tensors []*Tensor
+	layers  []layer
+	params  []*Param
+	uses    []use
+	ws      *workspace
+	err     error
+}
+
+// NewBuilder starts a network whose parameters are initialised from seed.
+func NewBuilder(be Backend, seed uint64) *Builder {
+	return &Builder{be: be, rng: rand.New(rand.NewPCG(seed, 0x616d6964)), ws: &workspace{}}
+}
+
+// Err is the first error met while describing the network.
+func (b *Builder) Err() error { return b.err }
+
+func (b *Builder) fail(format string, args ...any) {
+	if b.err == nil {
+		b.err = fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+}
+
+func (b *Builder) tensor(s Shape, grad bool) *Tensor {
+	if !s.valid() {
+		b.fail("tensor shape %v has a zero or negative size", s)
+		s = Shape{1, 1, 1, 1, 1}
+	}
+	t := &Tensor{Shape: s, stride: s.Sample(), needGrad: grad}
+	b.tensors = append(b.tensors, t)
+	return t
+}
+
+// Input adds a tensor the caller fills before Forward; it gets no gradient.
+func (b *Builder) Input(s Shape) *Tensor { return b.tensor(s, false) }
+
+func (b *Builder) use(t *Tensor, acc *bool) { b.uses = append(b.uses, use{t, acc}) }
+
+func (b *Builder) param(name string, shape []int, decay bool) *Param {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	p := &Param{Name: name, Shape: shape, Data: make([]float32, n), Grad: make([]float32, n), Decay: decay}
+	b.params = append(b.params, p)
+	return p
+}
+
+// kaiming fills p with N(0, 2/((1+a²)·fanIn)), PyTorch's kaiming_normal_ with
+// LeakyReLU slope a as nnU-Net initialises its convolutions.
+func (b *Builder) kaiming(p *Param, fanIn int, a float64) {
+	std := math.Sqrt(2 / ((1 + a*a) * float64(fanIn)))
+	for i := range p.Data {
+		p.Data[i] = float32(b.rng.NormFloat64() * std)
+	}
+}
+
+func (b *Builder) name(kind string) string { return fmt.Sprintf("%d.%s", len(b.layers), kind) }
+
+// Net is a built network: Forward, Backward, then an optimizer step on Params.
+type Net struct {
+	be     Backend
+	layers []layer
+	params []*Param
+	zero   [][]float32
+	ws     *workspace
+	bytes  int64
+}
+
+// Build allocates every buffer and returns the network.
+func (b *Builder) Build() (*Net, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	n := &Net{be: b.be, layers: b.layers, params: b.params, ws: b.ws}
+	for _, t := range b.tensors {
+		if t.root != nil {
+			continue
+		}
+		t.Data = make([]float32, t.Shape.Len())
+		n.bytes += int64(4 * len(t.Data))
+		if t.needGrad {
+			t.Grad = make([]float32, t.Shape.Len())
+			n.bytes += int64(4 * len(t.Grad))
+		}
+	}
+	for _, t := range b.tensors {
+		if r := t.root; r != nil {
+			t.Data, t.Grad, t.needGrad = r.Data, r.Grad, r.needGrad
+		}
+	}
+	// The consumer registered last runs its backward pass first: it overwrites the
+	// gradient and the others add to it. When that consumer sees only part of the buffer
+	// (a view into a concatenation) every consumer adds and the buffer is zeroed per step.
+	last := map[*Tensor]int{}
+	for i, u := range b.uses {
+		last[u.t.owner()] = i
+	}
+	for i, u := range b.uses {
+		*u.acc = true
+		if last[u.t.owner()] == i && u.t.root == nil {
+			*u.acc = false
+		}
+	}
+	for r, i := range last {
+		if b.uses[i].t.root != nil && r.needGrad {
+			n.zero = append(n.zero, r.Grad)
+		}
+	}
+	b.ws.buf = make([]float32, b.ws.size)
+	n.bytes += int64(4 * b.ws.size)
+	for _, p := range b.params {
+		n.bytes += int64(8 * len(p.Data))
+	}
+	return n, nil
+}
+
+// Forward runs the network on its input tensors.
+func (n *Net) Forward() {
+	for _, l := range n.layers {
+		l.forward()
+	}
+}
+
+// Backward computes every parameter's gradient from the loss (the last layer). Gradients
+// are overwritten, not accumulated across calls.
+func (n *Net) Backward() {
+	for _, z := range n.zero {
+		clear(z)
+	}
+	for i := len(n.layers) - 1; i >= 0; i-- {
+		n.layers[i].backward()
+	}
+}
+
+// Params are the trainable parameters in the order they were created.
+func (n *Net) Params() []*Param { return n.params }
+
+// Bytes is the memory held by activations, gradients, parameters and workspace.
+func (n *Net) Bytes() int64 { return n.bytes }
+
+// SetTraining switches layers with different inference behaviour (batch norm).
+func (n *Net) SetTraining(on bool) {
+	for _, l := range n.layers {
+		if t, ok := l.(trainer); ok {
+			t.setTraining(on)
+		}
+	}
+}
