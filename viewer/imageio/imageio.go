@@ -61,11 +61,11 @@ func FormatOf(path string) (Format, error) {
 		return "", err
 	}
 	defer f.Close()
-	head := make([]byte, 132)
+	head := make([]byte, 348)
 	n, _ := io.ReadFull(f, head)
 	head = head[:n]
 	switch {
-	case n == 132 && string(head[128:132]) == "DICM":
+	case n >= 132 && string(head[128:132]) == "DICM":
 		return DICOM, nil
 	case bytes.HasPrefix(head, []byte("NRRD")):
 		return NRRD, nil
@@ -79,7 +79,8 @@ func FormatOf(path string) (Format, error) {
 		return MetaImage, nil
 	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
 		return NIfTI, nil // a gzip stream without a known extension: NIfTI is the only gzip container
-	case n >= 348 && (string(head[344:348]) == "n+1\x00" || string(head[344:348]) == "ni1\x00"):
+	case n >= 348 && (string(head[344:348]) == "n+1\x00" || string(head[344:348]) == "ni1\x00"),
+		n >= 8 && (string(head[4:8]) == "n+2\x00" || string(head[4:8]) == "ni2\x00"):
 		return NIfTI, nil
 	}
 	return "", fmt.Errorf("%s: %w (extension %q, no known magic bytes)", path, ErrUnknownFormat, filepath.Ext(path))
