@@ -128,8 +128,8 @@ func (l *layout) scanDataSet(b []byte) error {
 	s := scanner{b: b, bo: l.bo, implicit: l.implicit}
 	off := 0
 	for off < len(b) {
-		if len(b)-off < 8 {
-			// Some writers leave a few padding bytes at the end; nothing can follow.
+		if len(b)-off < 8 && allZero(b[off:]) {
+			// Some writers leave a few zero bytes of padding at the end.
 			break
 		}
 		t, vr, vl, hl, err := s.element(off, len(b))
@@ -357,4 +357,13 @@ func guessEncoding(b []byte) (binary.ByteOrder, bool, bool) {
 // trimString removes the padding (spaces and NULs) of a DICOM string value.
 func trimString(b []byte) string {
 	return string(bytes.Trim(b, " \x00"))
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
