@@ -78,6 +78,16 @@ func (v *Volume) Labels(max int) (counts []LabelCount, ok bool) {
 	if !v.DType().IsInteger() || v.Dims[3] != 1 {
 		return nil, false
 	}
+	switch d := v.Data.(type) {
+	case []uint8:
+		return denseLabels(d, 0, 256, max)
+	case []int8:
+		return denseLabels(d, -128, 256, max)
+	case []uint16:
+		return denseLabels(d, 0, 1<<16, max)
+	case []int16:
+		return denseLabels(d, -1<<15, 1<<16, max)
+	}
 	m := map[int64]int64{}
 	for i, l := 0, v.Len(); i < l; i++ {
 		m[int64(valueAt(v.Data, i))]++
@@ -94,3 +104,21 @@ func (v *Volume) Labels(max int) (counts []LabelCount, ok bool) {
 
 func abs(f float64) float64  { return math.Abs(f) }
 func sqrt(f float64) float64 { return math.Sqrt(f) }
+
+// denseLabels counts small integer types in a table of n entries starting at value lo.
+func denseLabels[T uint8 | int8 | uint16 | int16](d []T, lo, n, max int) ([]LabelCount, bool) {
+	tab := make([]int64, n)
+	for _, x := range d {
+		tab[int(x)-lo]++
+	}
+	var counts []LabelCount
+	for i, c := range tab {
+		if c > 0 {
+			if len(counts) == max {
+				return nil, false
+			}
+			counts = append(counts, LabelCount{int64(i + lo), c})
+		}
+	}
+	return counts, true
+}
