@@ -49,7 +49,7 @@ type gradCase struct {
 // Tolerances: the network runs in float32 while the differences are formed in float64 from
 // float32 outputs. With O(1) values each output carries a rounding error near 6e-8·|y|; a
 // few hundred outputs sum to about 1e-5 of error in L, which a step of 1e-2 turns into about
-// 1e-3 in the derivative; the truncation error h²·L'''/6 is below 1e-4 for these smooth
+// 1e-3 in the derivative; the truncation error h²·L”'/6 is below 1e-4 for these smooth
 // layers. 1e-2 leaves a margin of about ten. Piecewise-linear layers (LeakyReLU, max-pool)
 // have no truncation error away from their kinks; the fixed seeds keep every probed
 // point more than h from a kink.
