@@ -23,6 +23,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		inspectCmd(),
 		convertCmd(),
+		gradeCmd(),
 	}
 }
 

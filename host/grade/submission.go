@@ -311,17 +311,25 @@ func listIDs(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-func checkFile(s *Submission, id, col string, exts []string, p *Problems) {
-	rel := s.Value(id, col)
+// checkRelPath records a problem when rel is empty, absolute or leaves the folder.
+func checkRelPath(id, col, rel string, p *Problems) bool {
 	switch {
 	case strings.TrimSpace(rel) == "":
 		p.Addf("row %q: column %q is empty.", id, col)
-		return
+		return false
 	case filepath.IsAbs(rel) || strings.HasPrefix(rel, "/"):
 		p.Addf("row %q: %s %q is an absolute path; paths are relative to the submission folder.", id, col, rel)
-		return
+		return false
 	case !filepath.IsLocal(filepath.FromSlash(rel)):
 		p.Addf("row %q: %s %q leaves the submission folder.", id, col, rel)
+		return false
+	}
+	return true
+}
+
+func checkFile(s *Submission, id, col string, exts []string, p *Problems) {
+	rel := s.Value(id, col)
+	if !checkRelPath(id, col, rel, p) {
 		return
 	}
 	if len(exts) > 0 {
