@@ -1,0 +1,223 @@
+// Package catalog finds plugin executables and decides whether the host may start them.
+//
+// A plugin is an executable named amid-plugin-NAME in the built-in folder (plugins next to
+// the amid binary) or in the user's plugin folder; a user plugin shadows a built-in one of
+// the same name. Each binary is identified by its sha256. A binary the user has not trusted,
+// or one whose sha256 changed since it was trusted, is refused until the user trusts it
+// (amid plugins trust NAME); the trust is recorded in the store.
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"amid/host/store"
+)
+
+// Prefix starts every plugin executable's name.
+const Prefix = "amid-plugin-"
+
+// Errors returned by Entry.Usable and Catalog lookups.
+var (
+	ErrUnknown       = errors.New("no such plugin")
+	ErrUntrusted     = errors.New("plugin is not trusted")
+	ErrChanged       = errors.New("plugin changed since it was trusted")
+	ErrNotExecutable = errors.New("plugin file is not executable")
+)
+
+// State says whether a plugin may be started.
+type State string
+
+// States.
+const (
+	Trusted       State = "trusted"
+	Untrusted     State = "untrusted"      // never trusted
+	Changed       State = "changed"        // trusted with another sha256
+	NotExecutable State = "not-executable" // missing execute permission or unreadable
+)
+
+// Entry is one plugin found on disk.
+type Entry struct {
+	Name     string        `json:"name"`
+	Path     string        `json:"path"`
+	Builtin  bool          `json:"builtin"`
+	SHA256   string        `json:"sha256"`
+	State    State         `json:"state"`
+	Problem  string        `json:"problem,omitempty"` // one sentence when not trusted
+	Shadows  []string      `json:"shadows,omitempty"` // same-named plugins this one hides
+	Record   *store.Plugin `json:"-"`
+	Modified time.Time     `json:"-"`
+}
+
+// Usable returns nil for a trusted entry and otherwise an error that says why it is refused.
+func (e *Entry) Usable() error {
+	switch e.State {
+	case Trusted:
+		return nil
+	case Untrusted:
+		return fmt.Errorf("%w: %s (%s); run: amid plugins trust %s", ErrUntrusted, e.Name, e.Path, e.Name)
+	case Changed:
+		return fmt.Errorf("%w: %s (%s) now has sha256 %s; run: amid plugins trust %s", ErrChanged, e.Name, e.Path, e.SHA256, e.Name)
+	default:
+		return fmt.Errorf("%w: %s", ErrNotExecutable, e.Problem)
+	}
+}
+
+// Catalog scans plugin folders against the trust recorded in a store.
+type Catalog struct {
+	Builtin string // the built-in folder, may be empty
+	User    string // the user's folder, may be empty
+	Store   *store.Store
+}
+
+// Scan lists the plugins in both folders, by name. Missing folders are empty.
+func (c *Catalog) Scan() ([]Entry, error) {
+	byName := map[string]*Entry{}
+	for _, d := range []struct {
+		dir     string
+		builtin bool
+	}{{c.Builtin, true}, {c.User, false}} {
+		if d.dir == "" {
+			continue
+		}
+		des, err := os.ReadDir(d.dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("plugin folder %s: %w", d.dir, err)
+		}
+		for _, de := range des {
+			name, ok := pluginName(de.Name())
+			if !ok {
+				continue
+			}
+			e := c.inspect(filepath.Join(d.dir, de.Name()), name, d.builtin)
+			if e == nil {
+				continue
+			}
+			if old := byName[name]; old != nil {
+				e.Shadows = append(old.Shadows, old.Path)
+			}
+			byName[name] = e
+		}
+	}
+	out := make([]Entry, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, *e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Find scans and returns the entry named name (errors wrap ErrUnknown when absent).
+func (c *Catalog) Find(name string) (*Entry, error) {
+	es, err := c.Scan()
+	if err != nil {
+		return nil, err
+	}
+	for i := range es {
+		if es[i].Name == name {
+			return &es[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s (looked in %s and %s)", ErrUnknown, name, c.Builtin, c.User)
+}
+
+// Trust records the entry's current sha256 as trusted. An entry that is not executable
+// cannot be trusted.
+func (c *Catalog) Trust(e *Entry) error {
+	if e.State == NotExecutable {
+		return e.Usable()
+	}
+	rec := &store.Plugin{Name: e.Name}
+	if e.Record != nil {
+		*rec = *e.Record
+		if rec.TrustedSHA256 != e.SHA256 {
+			rec.Version, rec.Kinds = "", nil // the description belonged to the old binary
+		}
+	}
+	rec.Path, rec.TrustedSHA256, rec.TrustedAt = e.Path, e.SHA256, time.Now().UTC()
+	ev := &store.Event{Plugin: e.Name, Kind: "trust", Message: fmt.Sprintf("the user trusted plugin %s (%s) with sha256 %s", e.Name, e.Path, e.SHA256)}
+	if err := c.Store.PutPlugin(rec, ev); err != nil {
+		return err
+	}
+	e.Record, e.State, e.Problem = rec, Trusted, ""
+	return nil
+}
+
+// pluginName returns NAME for amid-plugin-NAME (and amid-plugin-NAME.exe).
+func pluginName(file string) (string, bool) {
+	if !strings.HasPrefix(file, Prefix) {
+		return "", false
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(file, Prefix), ".exe")
+	if name == "" || strings.ContainsAny(name, ". ") {
+		return "", false
+	}
+	return name, true
+}
+
+// inspect hashes a candidate file and classifies it; it returns nil for folders.
+func (c *Catalog) inspect(path, name string, builtin bool) *Entry {
+	e := &Entry{Name: name, Path: path, Builtin: builtin}
+	fi, err := os.Stat(path)
+	if err != nil {
+		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s: %v", name, err)
+		return e
+	}
+	if fi.IsDir() {
+		return nil
+	}
+	e.Modified = fi.ModTime()
+	sum, err := FileSHA256(path)
+	if err != nil {
+		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s: %v", name, err)
+		return e
+	}
+	e.SHA256 = sum
+	if rec, err := c.Store.Plugin(name); err == nil {
+		e.Record = rec
+	}
+	switch {
+	case fi.Mode().Perm()&0o111 == 0:
+		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s (%s) is not executable (mode %v)", name, path, fi.Mode().Perm())
+	case e.Record == nil || e.Record.TrustedSHA256 == "":
+		e.State, e.Problem = Untrusted, fmt.Sprintf("plugin %s is new and not trusted yet", name)
+	case e.Record.TrustedSHA256 != sum:
+		e.State, e.Problem = Changed, fmt.Sprintf("plugin %s changed since it was trusted (sha256 %s, trusted %s)", name, short(sum), short(e.Record.TrustedSHA256))
+	default:
+		e.State = Trusted
+	}
+	return e
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// FileSHA256 returns the lower-case hex sha256 of a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
