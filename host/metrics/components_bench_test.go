@@ -1,0 +1,18 @@
+package metrics
+
+import "testing"
+
+func BenchmarkLabel256(b *testing.B) {
+	const n = 256
+	m := benchPattern(n)
+	var out []int32
+	b.SetBytes(n * n * n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := NewComponents(m, [3]int{n, n, n}, Conn26)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = c.Label(out)
+	}
+}

@@ -1,0 +1,15 @@
+package metrics
+
+import "testing"
+
+func BenchmarkCLDice128(b *testing.B) {
+	const n = 128
+	gt, pred := benchTubes(n, 0), benchTubes(n, 1)
+	b.SetBytes(2 * n * n * n)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ClDice(pred, gt, [3]int{n, n, n}, SkeletonZYX); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
