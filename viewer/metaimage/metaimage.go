@@ -33,8 +33,6 @@ package metaimage
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,6 +43,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
 
 	"amid/viewer/volume"
 )
@@ -335,6 +336,9 @@ func parseHeader(br *bufio.Reader, name string) (*Header, int64, error) {
 		k, val, ok := strings.Cut(s, "=")
 		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
 		if !ok || !isKey(k) {
+			if err == io.EOF && lineNo > 1 {
+				return nil, 0, errf(name, volume.ErrTruncated, "header ends within line %d", lineNo)
+			}
 			if lineNo == 1 {
 				return nil, 0, errf(name, volume.ErrFormat, "not a MetaImage header (first line is not \"Key = Value\")")
 			}
