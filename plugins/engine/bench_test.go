@@ -1,0 +1,34 @@
+package engine
+
+import "testing"
+
+// BenchmarkUNetStep times a training step of the reference U-Nets (batch 8 of 1×128² with
+// widths 32–256, and batch 2 of 1×64³ with widths 16–128).
+func BenchmarkUNetStep(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		n      int
+		patch  [3]int
+		widths []int
+	}{
+		{"2d", 8, [3]int{1, 128, 128}, []int{32, 64, 128, 256}},
+		{"3d", 2, [3]int{64, 64, 64}, []int{16, 32, 64, 128}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			be := NewCPU(0)
+			cfg := UNetConfig{In: 1, Classes: 2, Widths: tc.widths, Convs: 2, MaxPool: true, Slope: 0.01}
+			u := smallUNet(b, be, cfg, tc.n, tc.patch, 1)
+			opt := NewAdamW(be, u.Params(), 1e-3, 1e-2)
+			b.ResetTimer()
+			for range b.N {
+				u.Forward()
+				u.Backward()
+				opt.Step()
+			}
+			s := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(u.Flops()/s/1e9, "GFLOP/s")
+			b.ReportMetric(float64(tc.n)/s, "samples/s")
+			b.ReportMetric(float64(u.Bytes())/(1<<20), "MiB")
+		})
+	}
+}

@@ -1,0 +1,236 @@
+// Command benchengine times one training step of the reference 2D and 3D U-Nets in the
+// engine and in PyTorch side by side: samples/s, their ratio, GFLOP/s against the
+// measured SGEMM peak, and peak memory. Each measurement runs in its own process so that
+// peak memory belongs to one model.
+//
+//	go run ./plugins/engine/cmd/benchengine [-steps 3] [-torch /usr/bin/python3]
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"amid/plugins/engine"
+)
+
+// model is one benchmark network; the PyTorch script builds the same from these fields.
+type model struct {
+	Name    string   `json:"name"`
+	Batch   int      `json:"batch"`
+	Patch   [3]int   `json:"patch"`
+	Widths  []int    `json:"widths"`
+	Kernels [][3]int `json:"kernels"`
+	Pools   [][3]int `json:"pools"`
+	MaxPool bool     `json:"maxpool"`
+	Classes int      `json:"classes"`
+}
+
+var models = []model{
+	{Name: "2d", Batch: 8, Patch: [3]int{1, 128, 128}, Widths: []int{32, 64, 128, 256},
+		Kernels: [][3]int{{1, 3, 3}, {1, 3, 3}, {1, 3, 3}, {1, 3, 3}},
+		Pools:   [][3]int{{1, 2, 2}, {1, 2, 2}, {1, 2, 2}}, MaxPool: true, Classes: 2},
+	{Name: "3d", Batch: 2, Patch: [3]int{64, 64, 64}, Widths: []int{16, 32, 64, 128},
+		Kernels: [][3]int{{3, 3, 3}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}},
+		Pools:   [][3]int{{2, 2, 2}, {2, 2, 2}, {2, 2, 2}}, MaxPool: true, Classes: 2},
+}
+
+// result is what one measuring process prints as its last line.
+type result struct {
+	Impl     string  `json:"impl"`
+	Model    string  `json:"model"`
+	StepMS   float64 `json:"step_ms"`
+	PeakMiB  float64 `json:"peak_mib"`
+	BaseMiB  float64 `json:"base_mib"`
+	Samples  float64 `json:"samples_per_s"`
+	Backend  string  `json:"backend,omitempty"`
+	GFlops   float64 `json:"gflop,omitempty"`
+	PeakGEMM float64 `json:"sgemm_gflops,omitempty"`
+}
+
+func main() {
+	if err := engine.EnsureCoreType(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	one := flag.String("model", "", "measure one model in this process (2d or 3d)")
+	steps := flag.Int("steps", 3, "timed steps (the median is reported)")
+	threads := flag.Int("threads", 2, "OpenBLAS threads and PyTorch threads")
+	workers := flag.Int("workers", 0, "engine loop workers (0: GOMAXPROCS)")
+	python := flag.String("torch", "/usr/bin/python3", "Python with PyTorch; empty to skip")
+	flag.Parse()
+	if *one != "" {
+		if err := measure(*one, *steps, *threads, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := compare(*steps, *threads, *workers, *python); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func find(name string) (model, error) {
+	for _, m := range models {
+		if m.Name == name {
+			return m, nil
+		}
+	}
+	return model{}, fmt.Errorf("benchengine: no model %q", name)
+}
+
+func peakRSS() float64 { return statusMiB("VmHWM:") }
+func rss() float64     { return statusMiB("VmRSS:") }
+
+// statusMiB reads a memory line of /proc/self/status in MiB (0 where there is none).
+func statusMiB(key string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func sgemmPeak() float64 {
+	be := engine.NewCPU(0)
+	const n = 2048
+	r := rand.New(rand.NewPCG(1, 1))
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	best := 0.0
+	for range 3 {
+		t := time.Now()
+		be.Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+		best = max(best, 2*n*n*n/time.Since(t).Seconds()/1e9)
+	}
+	return best
+}
+
+func measure(name string, steps, threads, workers int) error {
+	m, err := find(name)
+	if err != nil {
+		return err
+	}
+	engine.SetBLASThreads(threads)
+	peak := sgemmPeak()
+	base := rss()
+	be := engine.NewCPU(workers)
+	cfg := engine.UNetConfig{In: 1, Classes: m.Classes, Widths: m.Widths, Kernels: m.Kernels,
+		Pools: m.Pools, Convs: 2, MaxPool: m.MaxPool, Norm: engine.Instance, Slope: 0.01}
+	u, err := engine.BuildUNet(be, cfg, m.Batch, m.Patch, 1)
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	for i := range u.Input.Data {
+		u.Input.Data[i] = float32(r.NormFloat64())
+	}
+	lab := make([]int32, m.Batch*u.Input.Shape.Spatial())
+	for i := range lab {
+		lab[i] = int32(r.IntN(m.Classes))
+	}
+	if err := u.Loss.SetLabels(lab); err != nil {
+		return err
+	}
+	opt := engine.NewAdamW(be, u.Params(), 1e-3, 1e-2)
+	debug.SetGCPercent(-1) // a step allocates nothing; keep the collector out of the timings
+	var times []float64
+	for i := range steps + 1 {
+		t := time.Now()
+		u.Forward()
+		u.Backward()
+		engine.ClipGradNorm(u.Params(), 12)
+		opt.Step()
+		if i > 0 {
+			times = append(times, time.Since(t).Seconds())
+		}
+	}
+	runtime.KeepAlive(u)
+	sort.Float64s(times)
+	med := times[len(times)/2]
+	return json.NewEncoder(os.Stdout).Encode(result{Impl: "engine", Model: name, StepMS: 1000 * med,
+		PeakMiB: peakRSS(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
+		GFlops: u.Flops() / 1e9, PeakGEMM: peak})
+}
+
+// run starts a measuring process and decodes the JSON on its last output line.
+func run(cmd *exec.Cmd) (result, error) {
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("benchengine: %s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			last = s
+		}
+	}
+	var r result
+	if err := json.Unmarshal([]byte(last), &r); err != nil {
+		return result{}, fmt.Errorf("benchengine: %s printed %q: %w", cmd.Args[0], last, err)
+	}
+	return r, nil
+}
+
+func compare(steps, threads, workers int, python string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	script := ""
+	if python != "" {
+		_, file, _, _ := runtime.Caller(0)
+		script = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
+		if _, err := os.Stat(script); err != nil {
+			script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
+		}
+	}
+	fmt.Printf("%-4s %-7s %9s %9s %8s %8s %10s  %s\n", "net", "impl", "step ms", "samples/s", "GFLOP/s", "of peak", "peak MiB", "notes")
+	for _, m := range models {
+		e, err := run(exec.Command(exe, "-model", m.Name, "-steps", strconv.Itoa(steps),
+			"-threads", strconv.Itoa(threads), "-workers", strconv.Itoa(workers)))
+		if err != nil {
+			return err
+		}
+		gf := e.GFlops / (e.StepMS / 1000)
+		fmt.Printf("%-4s %-7s %9.0f %9.2f %8.0f %7.0f%% %10.0f  %s; SGEMM 2048² peak %.0f GFLOP/s; %.1f GFLOP per step\n",
+			m.Name, "engine", e.StepMS, e.Samples, gf, 100*gf/e.PeakGEMM, e.PeakMiB, e.Backend, e.PeakGEMM, e.GFlops)
+		if script == "" {
+			continue
+		}
+		spec, _ := json.Marshal(m)
+		t, err := run(exec.Command(python, script, "--spec", string(spec), "--steps", strconv.Itoa(steps),
+			"--threads", strconv.Itoa(threads)))
+		if err != nil {
+			return err
+		}
+		tg := e.GFlops / (t.StepMS / 1000)
+		fmt.Printf("%-4s %-7s %9.0f %9.2f %8.0f %7.0f%% %10.0f  %s; RSS after import %.0f MiB\n",
+			m.Name, "pytorch", t.StepMS, t.Samples, tg, 100*tg/e.PeakGEMM, t.PeakMiB, t.Backend, t.BaseMiB)
+		fmt.Printf("%-4s engine/pytorch speed %.2f×, peak memory %.2f×\n", m.Name, t.StepMS/e.StepMS, e.PeakMiB/t.PeakMiB)
+	}
+	return nil
+}
