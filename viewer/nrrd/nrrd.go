@@ -36,7 +36,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -49,6 +48,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 
 	"amid/viewer/volume"
 )
@@ -418,6 +419,10 @@ func parseHeader(br *bufio.Reader, name string) (*header, int64, error) {
 			return nil, 0, fmt.Errorf("nrrd: %s: %w", name, err)
 		}
 		s := strings.TrimRight(string(line), "\r\n")
+		if atEOF && len(line) > 0 && lineNo > 1 && h.file == "" && !strings.HasPrefix(strings.ToLower(s), "data") {
+			// A detached header may end without a newline; an attached one may not.
+			return nil, 0, errf(name, volume.ErrTruncated, "header ends within line %d", lineNo)
+		}
 		if lineNo == 1 {
 			if len(s) != 8 || !strings.HasPrefix(s, "NRRD000") || s[7] < '1' || s[7] > '5' {
 				return nil, 0, errf(name, volume.ErrFormat, "not a NRRD file (no NRRD000x magic)")

@@ -1,0 +1,367 @@
+package nrrd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"amid/assets/realdata"
+	"amid/viewer/volume"
+)
+
+// golden is one file's expected values, written by testdata/golden.py from its own numpy
+// parser (the command is recorded in golden.json).
+type golden struct {
+	Dims      [4]int
+	DType     string
+	Spacing   [3]float64
+	Origin    [3]float64
+	Direction [9]float64
+	Sum       float64
+	Min, Max  float64
+	Voxels    [][5]float64 // x, y, z, c, value
+	Segments  []struct {
+		Index, Label, Layer int
+		ID, Name            string
+	}
+}
+
+type goldenFile struct {
+	Command   string
+	ITK       map[string]golden
+	Generated map[string]golden
+}
+
+func loadGolden(t *testing.T) goldenFile {
+	t.Helper()
+	b, err := os.ReadFile("testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g goldenFile
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.ITK) == 0 || len(g.Generated) == 0 {
+		t.Fatal("golden.json holds no files")
+	}
+	return g
+}
+
+// geomTol bounds the difference in spacing and direction between Go and numpy, which
+// both divide a space direction by its length but may round the length differently in
+// the last place (2.2e-16 relative); 1e-12 leaves room for a few such roundings.
+const geomTol = 1e-12
+
+func near(a, b []float64) bool {
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > geomTol*math.Max(1, math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// check compares v with the golden values; the sum may differ in the last bits for float
+// data (numpy sums pairwise), hence the relative 1e-12.
+func check(t *testing.T, name string, v *volume.Volume, g golden) {
+	t.Helper()
+	if v.Dims != g.Dims || v.DType().String() != g.DType {
+		t.Fatalf("%s: dims %v %v, want %v %s", name, v.Dims, v.DType(), g.Dims, g.DType)
+	}
+	if !near(v.Spacing[:], g.Spacing[:]) || !near(v.Origin[:], g.Origin[:]) || !near(v.Direction[:], g.Direction[:]) {
+		t.Errorf("%s: geometry %v %v %v, want %v %v %v", name, v.Spacing, v.Origin, v.Direction, g.Spacing, g.Origin, g.Direction)
+	}
+	sum, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+	for i := 0; i < v.Len(); i++ {
+		x := v.AtIndex(i)
+		sum += x
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	if math.Abs(sum-g.Sum) > 1e-12*math.Max(1, math.Abs(g.Sum)) || lo != g.Min || hi != g.Max {
+		t.Errorf("%s: sum %v min %v max %v, want %v %v %v", name, sum, lo, hi, g.Sum, g.Min, g.Max)
+	}
+	for _, p := range g.Voxels {
+		if got := v.At(int(p[0]), int(p[1]), int(p[2]), int(p[3])); got != p[4] {
+			t.Errorf("%s: voxel %v = %v, want %v", name, p[:4], got, p[4])
+		}
+	}
+}
+
+func TestGoldenITK(t *testing.T) {
+	g := loadGolden(t)
+	for name, want := range g.ITK {
+		t.Run(name, func(t *testing.T) {
+			v, err := Read(realdata.Path(t, filepath.Join(realdata.ITK, name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, name, v, want)
+		})
+	}
+}
+
+func TestGoldenGenerated(t *testing.T) {
+	g := loadGolden(t)
+	for name, want := range g.Generated {
+		im, err := ReadImage(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, name, im.Volume, want)
+		if len(im.Segments) != len(want.Segments) {
+			t.Fatalf("%s: %d segments, want %d", name, len(im.Segments), len(want.Segments))
+		}
+		for i, w := range want.Segments {
+			s := im.Segments[i]
+			if s.Index != w.Index || s.ID != w.ID || s.Name != w.Name || s.LabelValue != w.Label || s.Layer != w.Layer {
+				t.Errorf("%s: segment %+v, want %+v", name, s, w)
+			}
+		}
+	}
+}
+
+// TestSegmentation checks the labels of the generated 3D Slicer file against its segments:
+// golden.py paints "liver" (label 1) and "tumor" (label 2) in one layer.
+func TestSegmentation(t *testing.T) {
+	im, err := ReadImage("testdata/gen_seg.seg.nrrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, ok := im.Volume.Labels(10)
+	if !ok || len(counts) != 3 {
+		t.Fatalf("labels %v", counts)
+	}
+	for _, s := range im.Segments {
+		if counts[s.LabelValue].Value != int64(s.LabelValue) || counts[s.LabelValue].Count == 0 {
+			t.Errorf("segment %s: label %d has no voxels (%v)", s.Name, s.LabelValue, counts)
+		}
+	}
+	if im.Segments[0].Color != [3]float64{0.847059, 0.396078, 0.309804} {
+		t.Errorf("colour %v", im.Segments[0].Color)
+	}
+	if im.KeyValues["Segmentation_MasterRepresentation"] != "Binary labelmap" {
+		t.Errorf("key/values %v", im.KeyValues)
+	}
+}
+
+func TestDecodeMatchesRead(t *testing.T) {
+	for _, name := range []string{"gen_gzip_ras.nrrd", "gen_time_last.nrrd", "gen_ascii.nrrd", "gen_hex.nrrd", "gen_bzip2.nrrd", "gen_layers.seg.nrrd"} {
+		p := filepath.Join("testdata", name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decode(bytes.NewReader(b), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameVolume(a, d) {
+			t.Errorf("%s: Decode differs from Read", name)
+		}
+	}
+}
+
+func sameVolume(a, b *volume.Volume) bool {
+	if a.Dims != b.Dims || a.Spacing != b.Spacing || a.Origin != b.Origin || a.Direction != b.Direction || a.DType() != b.DType() {
+		return false
+	}
+	return bytes.Equal(encodeRaw(a.Data, le), encodeRaw(b.Data, le))
+}
+
+// random returns a volume of type t with an oblique geometry and random values (NaN and
+// infinities included for floats, to prove bit-exact storage).
+func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
+	r := rand.New(rand.NewPCG(seed, 1))
+	v, _ := volume.New(t, dims)
+	raw := make([]byte, v.Len()*t.Size())
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	v.Data = decodeRaw(raw, t, le)
+	v.Spacing = [3]float64{0.7 + r.Float64(), 0.1 * (1 + r.Float64()), 3.3}
+	v.Origin = [3]float64{-123.456789, r.NormFloat64() * 100, 1e-7}
+	c, s := math.Cos(0.3), math.Sin(0.3)
+	v.Direction = [9]float64{c, -s, 0, s, c, 0, 0, 0, -1}
+	return v
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	types := []volume.DType{volume.Uint8, volume.Int8, volume.Uint16, volume.Int16, volume.Uint32, volume.Int32, volume.Float32, volume.Float64}
+	shapes := [][4]int{{7, 5, 3, 1}, {6, 4, 1, 3}, {3, 2, 2, 5}}
+	for i, typ := range types {
+		for j, dims := range shapes {
+			for _, raw := range []bool{false, true} {
+				v := random(typ, dims, uint64(10*i+j))
+				p := filepath.Join(dir, "rt.nrrd")
+				if err := WriteWith(p, v, Options{Raw: raw, KeyValues: map[string]string{"note": "a\nb"}}); err != nil {
+					t.Fatal(err)
+				}
+				im, err := ReadImage(p)
+				if err != nil {
+					t.Fatalf("%v %v raw=%v: %v", typ, dims, raw, err)
+				}
+				got := im.Volume
+				if !bytes.Equal(encodeRaw(v.Data, le), encodeRaw(got.Data, le)) || got.Dims != v.Dims {
+					t.Errorf("%v %v raw=%v: values differ", typ, dims, raw)
+				}
+				// NRRD stores direction·spacing; see the package documentation.
+				if !near(got.Spacing[:], v.Spacing[:]) || got.Origin != v.Origin || !near(got.Direction[:], v.Direction[:]) {
+					t.Errorf("%v %v: geometry %v %v %v, want %v %v %v", typ, dims, got.Spacing, got.Origin, got.Direction, v.Spacing, v.Origin, v.Direction)
+				}
+				if im.KeyValues["note"] != "a\nb" {
+					t.Errorf("key/value %q", im.KeyValues["note"])
+				}
+			}
+		}
+	}
+	// Axis-aligned geometry round-trips bit for bit.
+	v := random(volume.Int16, [4]int{4, 3, 2, 1}, 7)
+	v.Direction = [9]float64{-1, 0, 0, 0, 0, 1, 0, -1, 0}
+	p := filepath.Join(dir, "aligned.nrrd")
+	if err := Write(p, v); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(p)
+	if err != nil || !sameVolume(v, got) {
+		t.Fatalf("axis-aligned round trip: %v %v", err, got)
+	}
+}
+
+func writeTemp(t *testing.T, name string, parts ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.Join(parts, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadInput(t *testing.T) {
+	good, err := os.ReadFile("testdata/gen_gzip_ras.nrrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(lines ...string) string { return "NRRD0004\n" + strings.Join(lines, "\n") + "\n\n" }
+	cases := []struct {
+		name, content string
+		want          error
+	}{
+		{"truncated.nrrd", string(good[:len(good)-20]), volume.ErrTruncated},
+		{"header_only.nrrd", string(good[:60]), volume.ErrTruncated},
+		{"empty.nrrd", "", volume.ErrFormat},
+		{"magic.nrrd", "NRRD9999\ntype: uchar\n", volume.ErrFormat},
+		{"png.nrrd", "\x89PNG\r\n\x1a\n binary", volume.ErrFormat},
+		{"sizes.nrrd", hdr("type: uchar", "dimension: 3", "sizes: 4 4", "encoding: raw") + strings.Repeat("x", 16), volume.ErrFormat},
+		{"short.nrrd", hdr("type: uchar", "dimension: 2", "sizes: 4 4", "encoding: raw") + "x", volume.ErrTruncated},
+		{"absurd.nrrd", hdr("type: short", "dimension: 3", "sizes: 100000 100000 100000", "encoding: raw"), volume.ErrTooLarge},
+		{"bomb.nrrd", hdr("type: uchar", "dimension: 3", "sizes: 1000 1000 1000", "encoding: gzip") + "0123456789", volume.ErrTruncated},
+		{"zerodir.nrrd", hdr("type: uchar", "dimension: 2", "space dimension: 2", "sizes: 2 2", "space directions: (0,0) (0,1)", "encoding: raw") + "abcd", volume.ErrGeometry},
+		{"nandir.nrrd", hdr("type: uchar", "dimension: 2", "space dimension: 2", "sizes: 2 2", "space directions: (nan,0) (0,1)", "encoding: raw") + "abcd", volume.ErrFormat},
+		{"zerospacing.nrrd", hdr("type: uchar", "dimension: 2", "sizes: 2 2", "spacings: 0 1", "encoding: raw") + "abcd", volume.ErrGeometry},
+		{"type.nrrd", hdr("type: long long", "dimension: 1", "sizes: 2", "encoding: raw"), volume.ErrDType},
+		{"block.nrrd", hdr("type: block", "dimension: 1", "sizes: 2", "encoding: raw"), volume.ErrDType},
+		{"encoding.nrrd", hdr("type: uchar", "dimension: 1", "sizes: 2", "encoding: zrl"), volume.ErrFormat},
+		{"space.nrrd", hdr("type: uchar", "dimension: 1", "sizes: 2", "space: right-anterior-superior-time", "encoding: raw"), volume.ErrGeometry},
+		{"twochan.nrrd", hdr("type: uchar", "dimension: 4", "space: LPS", "sizes: 2 2 2 2", "space directions: none (1,0,0) (0,1,0) none", "encoding: raw") + strings.Repeat("x", 16), volume.ErrGeometry},
+		{"list.nhdr", hdr("type: uchar", "dimension: 1", "sizes: 2", "encoding: raw", "data file: LIST"), volume.ErrFormat},
+		{"pattern.nhdr", hdr("type: uchar", "dimension: 3", "sizes: 2 2 2", "encoding: raw", "data file: s%03d.raw 1 2 1"), volume.ErrFormat},
+		{"badgzip.nrrd", hdr("type: uchar", "dimension: 1", "sizes: 2", "encoding: gzip") + "not gzip", volume.ErrFormat},
+		{"skipgzip.nrrd", hdr("type: uchar", "dimension: 1", "sizes: 2", "encoding: gzip", "byte skip: -1") + "xx", volume.ErrFormat},
+		{"ascii.nrrd", hdr("type: uchar", "dimension: 1", "sizes: 2", "encoding: ascii") + "1 300", volume.ErrFormat},
+	}
+	for _, c := range cases {
+		p := writeTemp(t, c.name, c.content)
+		_, err := Read(p)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: error %q does not name the file", c.name, err)
+		}
+		if _, err := Decode(strings.NewReader(c.content), c.name); err == nil {
+			t.Errorf("%s: Decode accepted it", c.name)
+		}
+	}
+	p := writeTemp(t, "orphan.nhdr", "NRRD0004\ntype: uchar\ndimension: 1\nsizes: 2\nencoding: raw\ndata file: orphan.raw\n")
+	if _, err := Read(p); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "orphan.raw") {
+		t.Errorf("missing data file: %v", err)
+	}
+	if err := Write(filepath.Join(t.TempDir(), "x.mha"), random(volume.Uint8, [4]int{2, 2, 2, 1}, 1)); err == nil {
+		t.Error("Write accepted a .mha path")
+	}
+}
+
+func FuzzNRRD(f *testing.F) {
+	for _, name := range []string{"gen_gzip_ras.nrrd", "gen_rgb2d.nrrd", "gen_time_last.nrrd", "gen_ascii.nrrd", "gen_hex.nrrd", "gen_bzip2.nrrd", "gen_seg.seg.nrrd", "gen_layers.seg.nrrd"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	if d, err := realdata.Dir(); err == nil {
+		// ITK's .nhdr headers, with their raw data appended after a blank line.
+		for _, name := range []string{"BrainProtonDensitySliceBorder20DirectionPlus30"} {
+			h, err1 := os.ReadFile(filepath.Join(d, realdata.ITK, name+".nhdr"))
+			raw, err2 := os.ReadFile(filepath.Join(d, realdata.ITK, name+".raw"))
+			if err1 == nil && err2 == nil {
+				h = []byte(strings.Replace(string(h), "data file: "+name+".raw\n", "", 1))
+				f.Add(append(append(h, '\n'), raw...))
+			}
+		}
+	}
+	// Keep decoded images small so that the fuzzer explores parsing, not allocation.
+	old := volume.MaxBytes
+	volume.MaxBytes = 64 << 20
+	defer func() { volume.MaxBytes = old }()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := Decode(bytes.NewReader(b), "fuzz.nrrd")
+		if err != nil {
+			if v != nil {
+				t.Fatal("volume with error")
+			}
+			return
+		}
+		if err := v.Validate(); err != nil {
+			t.Fatalf("decoded an invalid volume: %v", err)
+		}
+	})
+}
+
+func BenchmarkRead(b *testing.B) {
+	v, _ := volume.New(volume.Int16, [4]int{256, 256, 128, 1})
+	d := v.Data.([]int16)
+	for i := range d {
+		x, y, z := i%256, (i/256)%256, i/65536
+		d[i] = int16((x-128)*(x-128)+(y-128)*(y-128)+(z-64)*(z-64)) / 4 // smooth, compressible
+	}
+	p := filepath.Join(b.TempDir(), "bench.nrrd")
+	if err := Write(p, v); err != nil {
+		b.Fatal(err)
+	}
+	st, _ := os.Stat(p)
+	b.ReportMetric(float64(st.Size()), "file-bytes")
+	b.SetBytes(int64(v.Len() * 2))
+	for b.Loop() {
+		if _, err := Read(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var le = binary.LittleEndian
