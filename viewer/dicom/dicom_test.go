@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -327,8 +328,19 @@ func FuzzReadFile(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// A deflate stream inflates at most 1032-fold; keep fuzz inputs' data sets small.
+	maxInflated = 16 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		v, m, err := decode(b, "fuzz.dcm")
+		runtime.ReadMemStats(&after)
+		// Allocation must stay proportional to the input: at most 4 KiB per input byte
+		// (a JPEG byte may decode to 512 pixels held as int32 and then as output) plus
+		// 128 MiB (a deflated data set may inflate to maxInflated).
+		if n := after.TotalAlloc - before.TotalAlloc; n > 128<<20+4096*uint64(len(b)) {
+			t.Fatalf("%d input bytes made the reader allocate %d MiB", len(b), n>>20)
+		}
 		if err != nil {
 			return
 		}

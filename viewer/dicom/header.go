@@ -63,7 +63,14 @@ type elements map[tag.Tag]*dcm.Element
 
 // parseHeader decodes the header (everything before the pixel data) with the DICOM
 // library and copies out the values this package needs.
-func parseHeader(l *layout) (*header, error) {
+func parseHeader(l *layout) (h *header, err error) {
+	defer func() {
+		// The library panics on some malformed values (MustGetStrings on a Specific
+		// Character Set that is not a string); that is bad input, not a bug here.
+		if r := recover(); r != nil {
+			h, err = nil, fmt.Errorf("%w: parsing the header: %v", volume.ErrFormat, r)
+		}
+	}()
 	b := withMeta(l.header, syntaxFor(l.bo, l.implicit))
 	p, err := dcm.NewParser(bytes.NewReader(b), int64(len(b)), nil, dcm.SkipPixelData(), dcm.AllowUnknownSpecificCharacterSet())
 	if err != nil {
@@ -80,7 +87,7 @@ func parseHeader(l *layout) (*header, error) {
 		}
 		el[e.Tag] = e
 	}
-	h := &header{
+	h = &header{
 		rows:        el.int(tag.Rows, 0),
 		cols:        el.int(tag.Columns, 0),
 		spp:         el.int(tag.SamplesPerPixel, 1),

@@ -76,17 +76,44 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 		return nil, err
 	}
 	n := h.rows * h.cols * h.spp
+	size := h.bitsAlloc / 8
+	// The pixel data must be able to hold the image before the image is allocated, so
+	// that a small file cannot make the reader allocate gigabytes.
+	var frames [][]byte
+	switch {
+	case !l.encapsulated && c != native:
+		return nil, fmt.Errorf("%w: transfer syntax %s needs encapsulated pixel data, found native", volume.ErrFormat, l.ts)
+	case l.encapsulated && c == native:
+		return nil, fmt.Errorf("%w: encapsulated pixel data in a native transfer syntax", volume.ErrFormat)
+	case !l.encapsulated:
+		if need := int64(n) * int64(h.frames) * int64(size); int64(len(l.pixels)) < need {
+			return nil, fmt.Errorf("%w: pixel data holds %d bytes, %d frames of %d×%d×%d at %d bits need %d",
+				volume.ErrTruncated, len(l.pixels), h.frames, h.cols, h.rows, h.spp, h.bitsAlloc, need)
+		}
+	default:
+		var err error
+		if frames, err = l.frameFragments(h.frames, c); err != nil {
+			return nil, err
+		}
+		for i, f := range frames {
+			// PackBits expands 2 bytes to at most 128; baseline JPEG spends at least 2 bits
+			// on an 8×8 block, so one byte covers at most 256 pixels (512 allows slack).
+			limit, what := int64(len(f))*64, "RLE"
+			if c == jpegBaseline {
+				limit, what = int64(len(f))*512, "JPEG"
+			}
+			if int64(n)*int64(size) > limit {
+				return nil, fmt.Errorf("%w: %s frame %d of %d bytes cannot hold %d×%d×%d samples",
+					volume.ErrFormat, what, i+1, len(f), h.cols, h.rows, h.spp)
+			}
+		}
+	}
 	p := &pixels{samples: make([]int32, n*h.frames), frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
 	var err error
-	switch {
-	case !l.encapsulated && c == native:
+	if l.encapsulated {
+		err = h.decodeEncapsulated(p, frames, c)
+	} else {
 		err = h.decodeNative(p, l.pixels, l.bo)
-	case !l.encapsulated:
-		err = fmt.Errorf("%w: transfer syntax %s needs encapsulated pixel data, found native", volume.ErrFormat, l.ts)
-	case c == native:
-		err = fmt.Errorf("%w: encapsulated pixel data in a native transfer syntax", volume.ErrFormat)
-	default:
-		err = h.decodeEncapsulated(p, l, c)
 	}
 	if err != nil {
 		return nil, err
@@ -98,12 +125,6 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 }
 
 func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error {
-	size := h.bitsAlloc / 8
-	need := int64(len(p.samples)) * int64(size)
-	if int64(len(raw)) < need {
-		return fmt.Errorf("%w: pixel data holds %d bytes, %d frames of %d×%d×%d at %d bits need %d",
-			volume.ErrTruncated, len(raw), h.frames, h.cols, h.rows, h.spp, h.bitsAlloc, need)
-	}
 	if err := h.samples(p.samples, raw, bo); err != nil {
 		return err
 	}
@@ -228,11 +249,7 @@ func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
 	return nil, fmt.Errorf("%w: %d fragments cannot be split into %d frames", volume.ErrFormat, len(fr), frames)
 }
 
-func (h *header) decodeEncapsulated(p *pixels, l *layout, c codec) error {
-	frames, err := l.frameFragments(h.frames, c)
-	if err != nil {
-		return err
-	}
+func (h *header) decodeEncapsulated(p *pixels, frames [][]byte, c codec) error {
 	var buf []byte
 	for i, f := range frames {
 		dst := p.frame(i)

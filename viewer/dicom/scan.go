@@ -225,6 +225,11 @@ func (s *scanner) value(t tag.Tag, vr string, vl uint32, off, end, depth int) (i
 	if depth > maxDepth {
 		return 0, fmt.Errorf("%w: sequences nested more than %d deep", volume.ErrFormat, maxDepth)
 	}
+	if t.Group == 0xFFFE {
+		// Items and delimiters belong inside sequences, where items and itemsUntil
+		// read them.
+		return 0, fmt.Errorf("%w: %v outside a sequence", volume.ErrFormat, t)
+	}
 	seq := vr == "SQ" || (vr == "" && isSequence(t))
 	if vl != undefined {
 		if int64(vl) > int64(end-off) {
