@@ -3,6 +3,8 @@ package metrics
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"sync"
 )
 
 // Connectivity says which neighbours join two foreground voxels into one component: 6
@@ -54,32 +56,76 @@ func NewComponents(mask []uint8, dims [3]int, conn Connectivity) (*Components, e
 	return c, nil
 }
 
+// componentsSlabs splits the Z planes into one slab per worker.
+func componentsSlabs(nz int) [][2]int {
+	w := runtime.GOMAXPROCS(0)
+	if w > nz {
+		w = nz
+	}
+	if w < 1 {
+		w = 1
+	}
+	s := make([][2]int, w)
+	for k := range s {
+		s[k] = [2]int{nz * k / w, nz * (k + 1) / w}
+	}
+	return s
+}
+
 // findRuns extracts the foreground runs of every row, skipping background eight bytes at
-// a time.
+// a time, one slab of planes per goroutine.
 func (c *Components) findRuns(mask []uint8) {
-	nx, rows := c.Dims[0], c.Dims[1]*c.Dims[2]
+	nx, ny, nz := c.Dims[0], c.Dims[1], c.Dims[2]
+	rows := ny * nz
 	c.rowStart = make([]int32, rows+1)
-	for r := 0; r < rows; r++ {
-		c.rowStart[r] = int32(len(c.runX0))
-		row := mask[r*nx : (r+1)*nx]
-		x := 0
-		for x < nx {
-			for x+8 <= nx && binary.LittleEndian.Uint64(row[x:]) == 0 {
-				x += 8
+	slabs := componentsSlabs(nz)
+	x0s := make([][]int32, len(slabs))
+	x1s := make([][]int32, len(slabs))
+	var wg sync.WaitGroup
+	for k, sl := range slabs {
+		wg.Add(1)
+		go func(k, r0, r1 int) {
+			defer wg.Done()
+			var a0, a1 []int32
+			for r := r0; r < r1; r++ {
+				c.rowStart[r] = int32(len(a0)) // slab-relative for now
+				row := mask[r*nx : (r+1)*nx]
+				x := 0
+				for x < nx {
+					for x+8 <= nx && binary.LittleEndian.Uint64(row[x:]) == 0 {
+						x += 8
+					}
+					for x < nx && row[x] == 0 {
+						x++
+					}
+					if x >= nx {
+						break
+					}
+					start := x
+					for x < nx && row[x] != 0 {
+						x++
+					}
+					a0 = append(a0, int32(start))
+					a1 = append(a1, int32(x-1))
+				}
 			}
-			for x < nx && row[x] == 0 {
-				x++
-			}
-			if x >= nx {
-				break
-			}
-			x0 := x
-			for x < nx && row[x] != 0 {
-				x++
-			}
-			c.runX0 = append(c.runX0, int32(x0))
-			c.runX1 = append(c.runX1, int32(x-1))
+			x0s[k], x1s[k] = a0, a1
+		}(k, sl[0]*ny, sl[1]*ny)
+	}
+	wg.Wait()
+	total := 0
+	for k := range slabs {
+		total += len(x0s[k])
+	}
+	c.runX0 = make([]int32, 0, total)
+	c.runX1 = make([]int32, 0, total)
+	for k, sl := range slabs {
+		off := int32(len(c.runX0))
+		for r := sl[0] * ny; r < sl[1]*ny; r++ {
+			c.rowStart[r] += off
 		}
+		c.runX0 = append(c.runX0, x0s[k]...)
+		c.runX1 = append(c.runX1, x1s[k]...)
 	}
 	c.rowStart[rows] = int32(len(c.runX0))
 }
@@ -126,7 +172,9 @@ func (c *Components) unite(conn Connectivity) {
 	default:
 		nbs = []nb{{-1, 0, 1}, {0, -1, 1}, {-1, -1, 1}, {1, -1, 1}}
 	}
-	for z := 0; z < nz; z++ {
+	// rows unites row (y, z) with its earlier neighbour rows whose plane is >= zmin (or
+	// exactly zmin-1 when boundary is set).
+	rows := func(z, zmin int, boundary bool) {
 		for y := 0; y < ny; y++ {
 			r := z*ny + y
 			a0, a1 := c.rowStart[r], c.rowStart[r+1]
@@ -136,6 +184,9 @@ func (c *Components) unite(conn Connectivity) {
 			for _, d := range nbs {
 				yy, zz := y+d.dy, z+d.dz
 				if yy < 0 || yy >= ny || zz < 0 {
+					continue
+				}
+				if boundary != (zz < zmin) {
 					continue
 				}
 				rr := zz*ny + yy
@@ -161,6 +212,23 @@ func (c *Components) unite(conn Connectivity) {
 				}
 			}
 		}
+	}
+	// Within a slab every union touches only that slab's runs, so slabs run in parallel;
+	// the planes joining two slabs are united afterwards.
+	slabs := componentsSlabs(nz)
+	var wg sync.WaitGroup
+	for _, sl := range slabs {
+		wg.Add(1)
+		go func(z0, z1 int) {
+			defer wg.Done()
+			for z := z0; z < z1; z++ {
+				rows(z, z0, false)
+			}
+		}(sl[0], sl[1])
+	}
+	wg.Wait()
+	for _, sl := range slabs[1:] {
+		rows(sl[0], sl[0], true)
 	}
 	c.comp = make([]int32, nr)
 	next := int32(0)

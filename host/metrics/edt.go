@@ -122,6 +122,9 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
 			for u := lo; u < hi; u++ {
 				if axis == 0 {
 					row := data[u*nx : (u+1)*nx]
+					if edtTrivial(row) {
+						continue
+					}
 					if first {
 						edtTwoSweep(row, s)
 					} else {
@@ -145,14 +148,22 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
 						buf[b*n+i] = val
 					}
 				}
+				changed := false
 				for b := 0; b < bw; b++ {
 					f := buf[b*n : (b+1)*n]
+					if edtTrivial(f) {
+						continue
+					}
+					changed = true
 					if first {
 						edtTwoSweep(f, s)
 					} else {
 						copy(line, f)
 						edtEnvelope(line, f, v, z, s)
 					}
+				}
+				if !changed {
+					continue
 				}
 				for i := 0; i < n; i++ {
 					dst := data[base+i*stride : base+i*stride+bw]
@@ -164,6 +175,20 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
 		}(lo, hi)
 	}
 	wg.Wait()
+}
+
+// edtTrivial reports whether a line is all 0 or all +Inf, which every pass leaves as is.
+func edtTrivial(f []float64) bool {
+	v := f[0]
+	if v != 0 && !math.IsInf(v, 1) {
+		return false
+	}
+	for _, w := range f[1:] {
+		if w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // edtTwoSweep replaces a 0/+Inf line by the squared distance (Δ·s)² to the nearest zero.
