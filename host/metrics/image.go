@@ -58,69 +58,119 @@ func imageReflect(i, n int) int {
 	return i
 }
 
-// imageBoxMeans returns, for each input plane, its mean over a win×win window centred on
-// every pixel, with the border handled by edge(i, n). Separable running sums in float64.
-// Planes are filtered in parallel.
-func imageBoxMeans(w, h, win int, edge func(i, n int) int, planes ...[]float64) [][]float64 {
-	out := make([][]float64, len(planes))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for k, p := range planes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(k int, p []float64) {
-			defer wg.Done()
-			out[k] = imageBox(w, h, win, edge, p)
-			<-sem
-		}(k, p)
-	}
-	wg.Wait()
-	return out
-}
-
-func imageBox(w, h, win int, edge func(i, n int) int, p []float64) []float64 {
+// imageWindows visits rows [y0, y1) of the 5 local-mean planes of a, b, a², b² and ab over
+// a win×win window (border by edge): for each row y it calls visit with the five rows of
+// window sums (divide by win² for means). Column sums run over rows of horizontal window
+// sums kept in a ring of win rows, so no full-size plane is ever allocated.
+//
+// Each input value v enters as (v − lo)/d with the lo and d of its image (min–max
+// normalisation on the fly; lo 0 and d 1 leave values unchanged).
+func imageWindows(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i, n int) int, y0, y1 int, visit func(y int, s *[5][]float64)) {
 	r := win / 2
-	inv := 1 / float64(win)
-	tmp := make([]float64, w*h)
-	row := make([]float64, w+2*r)
-	for y := 0; y < h; y++ {
-		src := p[y*w : (y+1)*w]
-		for i := range row {
-			row[i] = src[edge(i-r, w)]
+	var vs [5][]float64
+	for k := range vs {
+		vs[k] = make([]float64, w)
+	}
+	ring := make([][5][]float64, win)
+	for i := range ring {
+		for k := range ring[i] {
+			ring[i][k] = make([]float64, w)
 		}
-		s := 0.0
+	}
+	pa := make([]float64, w+2*r)
+	pb := make([]float64, w+2*r)
+	hrow := func(sy int, hs *[5][]float64) {
+		ra, rb := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
+		qa, qb := pa[r:r+w], pb[r:r+w]
+		if na == [2]float64{0, 1} && nb == [2]float64{0, 1} {
+			copy(qa, ra)
+			copy(qb, rb)
+		} else {
+			for i := range qa {
+				qa[i] = (ra[i] - na[0]) / na[1]
+				qb[i] = (rb[i] - nb[0]) / nb[1]
+			}
+		}
+		for i := 0; i < r; i++ {
+			pa[i], pb[i] = qa[edge(i-r, w)], qb[edge(i-r, w)]
+			pa[r+w+i], pb[r+w+i] = qa[edge(w+i, w)], qb[edge(w+i, w)]
+		}
+		var s0, s1, s2, s3, s4 float64
 		for i := 0; i < win; i++ {
-			s += row[i]
+			x, y := pa[i], pb[i]
+			s0 += x
+			s1 += y
+			s2 += x * x
+			s3 += y * y
+			s4 += x * y
 		}
-		dst := tmp[y*w : (y+1)*w]
-		dst[0] = s * inv
+		h0, h1, h2, h3, h4 := hs[0][:w], hs[1][:w], hs[2][:w], hs[3][:w], hs[4][:w]
+		h0[0], h1[0], h2[0], h3[0], h4[0] = s0, s1, s2, s3, s4
 		for x := 1; x < w; x++ {
-			s += row[x+win-1] - row[x-1]
-			dst[x] = s * inv
+			xa, ya := pa[x+win-1], pb[x+win-1]
+			xs, ys := pa[x-1], pb[x-1]
+			s0 += xa - xs
+			s1 += ya - ys
+			s2 += xa*xa - xs*xs
+			s3 += ya*ya - ys*ys
+			s4 += xa*ya - xs*ys
+			h0[x], h1[x], h2[x], h3[x], h4[x] = s0, s1, s2, s3, s4
 		}
 	}
-	out := make([]float64, w*h)
-	sums := make([]float64, w)
-	for dy := -r; dy <= r; dy++ {
-		src := tmp[edge(dy, h)*w:]
-		for x := 0; x < w; x++ {
-			sums[x] += src[x]
-		}
-	}
-	for y := 0; y < h; y++ {
-		dst := out[y*w : (y+1)*w]
-		for x := 0; x < w; x++ {
-			dst[x] = sums[x] * inv
-		}
-		if y+1 < h {
-			add := tmp[edge(y+1+r, h)*w:]
-			sub := tmp[edge(y-r, h)*w:]
-			for x := 0; x < w; x++ {
-				sums[x] += add[x] - sub[x]
+	for i := 0; i < win; i++ {
+		hrow(edge(y0-r+i, h), &ring[i])
+		for k := range vs {
+			v, hk := vs[k], ring[i][k][:w]
+			for x := range v {
+				v[x] += hk[x]
 			}
 		}
 	}
-	return out
+	next := 0 // ring slot of the oldest row
+	var fresh [5][]float64
+	for k := range fresh {
+		fresh[k] = make([]float64, w)
+	}
+	for y := y0; y < y1; y++ {
+		visit(y, &vs)
+		if y+1 < y1 {
+			hrow(edge(y+1+r, h), &fresh)
+			old := &ring[next]
+			for k := range vs {
+				v, nk, ok := vs[k], fresh[k][:w], old[k][:w]
+				for x := range v {
+					v[x] += nk[x] - ok[x]
+				}
+			}
+			ring[next], fresh = fresh, ring[next]
+			next = (next + 1) % win
+		}
+	}
+}
+
+// imageStrips splits rows [y0, y1) into one strip per processor and runs f on each in
+// parallel; f returns a partial sum and count.
+func imageStrips(y0, y1 int, f func(a, b int) (float64, int)) (float64, int) {
+	n := min(runtime.GOMAXPROCS(0), max(1, (y1-y0)/64))
+	sums := make([]float64, n)
+	cnts := make([]int, n)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		a := y0 + (y1-y0)*k/n
+		b := y0 + (y1-y0)*(k+1)/n
+		wg.Add(1)
+		go func(k, a, b int) {
+			defer wg.Done()
+			sums[k], cnts[k] = f(a, b)
+		}(k, a, b)
+	}
+	wg.Wait()
+	s, c := 0.0, 0
+	for k := range sums {
+		s += sums[k]
+		c += cnts[k]
+	}
+	return s, c
 }
 
 // LNCC is the locally normalised cross-correlation of the ReX USenhance grader (rexmle.md
@@ -136,26 +186,29 @@ func LNCC(pred, gt Image) (float64, error) {
 	if err := imageCheck(pred, gt, 1); err != nil {
 		return math.NaN(), err
 	}
-	a, b := imageMinMax01(pred.Pix), imageMinMax01(gt.Pix)
-	n := len(a)
-	aa, bb, ab := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range a {
-		aa[i], bb[i], ab[i] = a[i]*a[i], b[i]*b[i], a[i]*b[i]
-	}
-	m := imageBoxMeans(pred.W, pred.H, win, imageReflect101, a, b, aa, bb, ab)
-	sum, cnt := 0.0, 0
-	for i := 0; i < n; i++ {
-		mu1, mu2 := m[0][i], m[1][i]
-		s1 := m[2][i] - mu1*mu1
-		s2 := m[3][i] - mu2*mu2
-		if s1 > 1e-10 && s2 > 1e-10 {
-			sum += (m[4][i] - mu1*mu2) / math.Sqrt(s1*s2)
-			cnt++
-		}
-	}
+	na, nb := imageMinMax(pred.Pix), imageMinMax(gt.Pix)
+	a, b := pred.Pix, gt.Pix
+	w, h := pred.W, pred.H
+	inv := 1 / float64(win*win)
+	sum, cnt := imageStrips(0, h, func(y0, y1 int) (float64, int) {
+		s, c := 0.0, 0
+		imageWindows(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, v *[5][]float64) {
+			for x := 0; x < w; x++ {
+				mu1, mu2 := v[0][x]*inv, v[1][x]*inv
+				s1 := v[2][x]*inv - mu1*mu1
+				s2 := v[3][x]*inv - mu2*mu2
+				if s1 > 1e-10 && s2 > 1e-10 {
+					s += (v[4][x]*inv - mu1*mu2) / math.Sqrt(s1*s2)
+					c++
+				}
+			}
+		})
+		return s, c
+	})
 	if cnt == 0 {
 		for i := range a {
-			if math.Abs(a[i]-b[i]) > 1e-8+1e-5*math.Abs(b[i]) {
+			x, y := (a[i]-na[0])/na[1], (b[i]-nb[0])/nb[1]
+			if math.Abs(x-y) > 1e-8+1e-5*math.Abs(y) {
 				return 0, nil
 			}
 		}
@@ -164,17 +217,19 @@ func LNCC(pred, gt Image) (float64, error) {
 	return sum / float64(cnt), nil
 }
 
-func imageMinMax01(p []float64) []float64 {
+// imageMinMax returns the min–max normalisation of p as the USenhance grader writes it:
+// lo = min and d = max − min + 1e-8, the value v becoming (v − lo)/d.
+func imageMinMax(p []float64) [2]float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range p {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
 	}
-	d := hi - lo + 1e-8
-	out := make([]float64, len(p))
-	for i, v := range p {
-		out[i] = (v - lo) / d
-	}
-	return out
+	return [2]float64{lo, hi - lo + 1e-8}
 }
 
 // DataRange is max(a ∪ b) − min(a ∪ b), the data_range the USenhance grader passes to SSIM
@@ -183,7 +238,12 @@ func DataRange(a, b Image) float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range [][]float64{a.Pix, b.Pix} {
 		for _, v := range p {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
+			if v < lo {
+				lo = v
+			}
+			if v > hi {
+				hi = v
+			}
 		}
 	}
 	return hi - lo
@@ -199,32 +259,29 @@ func SSIM(a, b Image, dataRange float64) (float64, error) {
 	if err := imageCheck(a, b, win); err != nil {
 		return math.NaN(), err
 	}
-	n := len(a.Pix)
-	aa, bb, ab := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range a.Pix {
-		x, y := a.Pix[i], b.Pix[i]
-		aa[i], bb[i], ab[i] = x*x, y*y, x*y
-	}
-	m := imageBoxMeans(a.W, a.H, win, imageReflect, a.Pix, b.Pix, aa, bb, ab)
 	const np = win * win
+	const pad = (win - 1) / 2
 	covNorm := float64(np) / float64(np-1)
 	c1 := (0.01 * dataRange) * (0.01 * dataRange)
 	c2 := (0.03 * dataRange) * (0.03 * dataRange)
-	const pad = (win - 1) / 2
-	sum := 0.0
-	for y := pad; y < a.H-pad; y++ {
-		for x := pad; x < a.W-pad; x++ {
-			i := y*a.W + x
-			ux, uy := m[0][i], m[1][i]
-			vx := covNorm * (m[2][i] - ux*ux)
-			vy := covNorm * (m[3][i] - uy*uy)
-			vxy := covNorm * (m[4][i] - ux*uy)
-			a1, a2 := 2*ux*uy+c1, 2*vxy+c2
-			b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
-			sum += (a1 * a2) / (b1 * b2)
-		}
-	}
-	return sum / float64((a.W-2*pad)*(a.H-2*pad)), nil
+	inv := 1 / float64(np)
+	w, h := a.W, a.H
+	sum, _ := imageStrips(pad, h-pad, func(y0, y1 int) (float64, int) {
+		s := 0.0
+		imageWindows(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, v *[5][]float64) {
+			for x := pad; x < w-pad; x++ {
+				ux, uy := v[0][x]*inv, v[1][x]*inv
+				vx := covNorm * (v[2][x]*inv - ux*ux)
+				vy := covNorm * (v[3][x]*inv - uy*uy)
+				vxy := covNorm * (v[4][x]*inv - ux*uy)
+				a1, a2 := 2*ux*uy+c1, 2*vxy+c2
+				b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
+				s += (a1 * a2) / (b1 * b2)
+			}
+		})
+		return s, 0
+	})
+	return sum / float64((w-2*pad)*(h-2*pad)), nil
 }
 
 // PSNR is the USenhance grader's PSNR: +Inf when the images are identical, otherwise
