@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	"image/png"
 	"io"
 	"math"
@@ -97,7 +96,7 @@ func checkConfig(w, h int, t volume.DType, c int) error {
 
 // libErr wraps an error of a library decoder, as truncation when it is one.
 func libErr(format string, err error) error {
-	if err == io.ErrUnexpectedEOF || err == io.EOF || strings.Contains(err.Error(), "unexpected EOF") {
+	if err == io.ErrUnexpectedEOF || err == io.EOF || strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "not enough pixel data") {
 		return fmt.Errorf("%w: %s: %v", volume.ErrTruncated, format, err)
 	}
 	return fmt.Errorf("%w: %s: %v", volume.ErrFormat, format, err)
@@ -214,42 +213,89 @@ func fromImage(img image.Image, c int) (*volume.Volume, error) {
 		return nil, err
 	}
 	pick := [5][]int{nil, {0}, {0, 3}, {0, 1, 2}, {0, 1, 2, 3}}[c]
-	if g, ok := img.(*image.Gray); ok && c == 1 {
-		d := v.Data.([]uint8)
-		for y := 0; y < h; y++ {
-			copy(d[y*w:(y+1)*w], g.Pix[y*g.Stride:y*g.Stride+w])
-		}
-		return v, nil
-	}
-	if wide {
-		n := image.NewNRGBA64(image.Rect(0, 0, w, h))
-		draw.Draw(n, n.Bounds(), img, r.Min, draw.Src)
-		d := v.Data.([]uint16)
-		for y := 0; y < h; y++ {
-			for x := 0; x < w; x++ {
-				px := n.Pix[y*n.Stride+8*x:]
-				for k, ch := range pick {
-					d[(y*w+x)*c+k] = uint16(px[2*ch])<<8 | uint16(px[2*ch+1])
-				}
-			}
-		}
-		return v, nil
-	}
-	n, ok := img.(*image.NRGBA)
-	if !ok {
-		n = image.NewNRGBA(image.Rect(0, 0, w, h))
-		draw.Draw(n, n.Bounds(), img, r.Min, draw.Src)
-	}
-	d := v.Data.([]uint8)
-	for y := 0; y < h; y++ {
-		row := n.Pix[y*n.Stride:]
-		for x := 0; x < w; x++ {
+	at := pixelFunc(img)
+	put := func(i int, px [4]uint16) {}
+	switch d := v.Data.(type) {
+	case []uint8:
+		put = func(i int, px [4]uint16) {
 			for k, ch := range pick {
-				d[(y*w+x)*c+k] = row[4*x+ch]
+				d[i*c+k] = uint8(px[ch] >> 8)
 			}
+		}
+	case []uint16:
+		put = func(i int, px [4]uint16) {
+			for k, ch := range pick {
+				d[i*c+k] = px[ch]
+			}
+		}
+	}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			put(y*w+x, at(r.Min.X+x, r.Min.Y+y))
 		}
 	}
 	return v, nil
+}
+
+// pixelFunc returns a function giving the non-premultiplied 16-bit R, G, B, A of a pixel;
+// 8-bit values are scaled by 257, so that the high byte is the stored value. Colours
+// under zero alpha are kept, as the file stores them.
+func pixelFunc(img image.Image) func(x, y int) [4]uint16 {
+	switch m := img.(type) {
+	case *image.Gray:
+		return func(x, y int) [4]uint16 {
+			g := uint16(m.Pix[m.PixOffset(x, y)]) * 257
+			return [4]uint16{g, g, g, 0xffff}
+		}
+	case *image.Gray16:
+		return func(x, y int) [4]uint16 {
+			p := m.PixOffset(x, y)
+			g := uint16(m.Pix[p])<<8 | uint16(m.Pix[p+1])
+			return [4]uint16{g, g, g, 0xffff}
+		}
+	case *image.NRGBA:
+		return func(x, y int) [4]uint16 {
+			p := m.Pix[m.PixOffset(x, y):]
+			return [4]uint16{uint16(p[0]) * 257, uint16(p[1]) * 257, uint16(p[2]) * 257, uint16(p[3]) * 257}
+		}
+	case *image.RGBA:
+		return func(x, y int) [4]uint16 {
+			p := m.Pix[m.PixOffset(x, y):]
+			if p[3] == 255 {
+				return [4]uint16{uint16(p[0]) * 257, uint16(p[1]) * 257, uint16(p[2]) * 257, 0xffff}
+			}
+			return nrgba64(color.RGBA{p[0], p[1], p[2], p[3]})
+		}
+	case *image.NRGBA64:
+		return func(x, y int) [4]uint16 {
+			p := m.Pix[m.PixOffset(x, y):]
+			return [4]uint16{uint16(p[0])<<8 | uint16(p[1]), uint16(p[2])<<8 | uint16(p[3]), uint16(p[4])<<8 | uint16(p[5]), uint16(p[6])<<8 | uint16(p[7])}
+		}
+	case *image.Paletted:
+		pal := make([][4]uint16, 256)
+		for i, col := range m.Palette {
+			pal[i] = nrgba64(col)
+		}
+		return func(x, y int) [4]uint16 { return pal[m.Pix[m.PixOffset(x, y)]] }
+	}
+	return func(x, y int) [4]uint16 { return nrgba64(img.At(x, y)) }
+}
+
+// nrgba64 converts a colour to non-premultiplied 16-bit components, exactly for the
+// non-premultiplied colour types.
+func nrgba64(col color.Color) [4]uint16 {
+	switch n := col.(type) {
+	case color.NRGBA:
+		return [4]uint16{uint16(n.R) * 257, uint16(n.G) * 257, uint16(n.B) * 257, uint16(n.A) * 257}
+	case color.NRGBA64:
+		return [4]uint16{n.R, n.G, n.B, n.A}
+	}
+	r, g, b, a := col.RGBA()
+	if a == 0 || a == 0xffff {
+		return [4]uint16{uint16(r), uint16(g), uint16(b), uint16(a)}
+	}
+	un := func(x uint32) uint16 { return uint16(x * 0xffff / a) }
+	return [4]uint16{un(r), un(g), un(b), uint16(a)}
 }
 
 // paletteChannels is 1 for a palette of opaque greys, 4 when any colour is transparent, 3
@@ -274,10 +320,20 @@ func paletteChannels(p color.Palette) int {
 	return 3
 }
 
-// Write writes v (Z = 1) as PNG or TIFF, chosen by path's extension (.png, .tif, .tiff).
-// PNG takes uint8 or uint16 with 1, 3 or 4 channels; TIFF any element type with 1 to 4
-// channels. Origin and direction are not stored: neither format holds them.
-func Write(path string, v *volume.Volume) error {
+// Options control WriteWith.
+type Options struct {
+	// Compress writes TIFF strips Deflate-compressed (PNG is always compressed).
+	Compress bool
+}
+
+// Write writes v (Z = 1) as PNG or TIFF, chosen by path's extension (.png, .tif, .tiff);
+// TIFF uncompressed. PNG takes uint8 or uint16 with 1, 3 or 4 channels; TIFF any element
+// type with 1 to 4 channels. Origin and direction are not stored: neither format holds
+// them.
+func Write(path string, v *volume.Volume) error { return WriteWith(path, v, Options{}) }
+
+// WriteWith is Write with options.
+func WriteWith(path string, v *volume.Volume, o Options) error {
 	name := filepath.Base(path)
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("raster: %s: %w", name, err)
@@ -291,7 +347,11 @@ func Write(path string, v *volume.Volume) error {
 	case ".png":
 		err = encodePNG(&buf, v)
 	case ".tif", ".tiff":
-		err = encodeTIFF(&buf, v)
+		comp := 1
+		if o.Compress {
+			comp = 8
+		}
+		err = encodeTIFFWith(&buf, v, comp)
 	default:
 		return fmt.Errorf("raster: %s: writing %q files is not supported (.png, .tif, .tiff)", name, ext)
 	}

@@ -2,7 +2,6 @@ package raster
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/klauspost/compress/zlib"
 	"golang.org/x/image/tiff"
 	"golang.org/x/image/tiff/lzw"
 
@@ -406,9 +406,12 @@ func decodeLibTIFF(b []byte, why error) (*volume.Volume, error) {
 	return v, nil
 }
 
-// encodeTIFF writes an uncompressed little-endian baseline TIFF: header, pixel data in
-// strips of about 64 KiB, then the directory.
-func encodeTIFF(w *bytes.Buffer, v *volume.Volume) error {
+// encodeTIFF writes an uncompressed TIFF.
+func encodeTIFF(w *bytes.Buffer, v *volume.Volume) error { return encodeTIFFWith(w, v, 1) }
+
+// encodeTIFFWith writes a little-endian baseline TIFF: header, pixel data in strips of
+// about 64 KiB, uncompressed (comp 1) or Deflate (comp 8), then the directory.
+func encodeTIFFWith(w *bytes.Buffer, v *volume.Volume, comp int) error {
 	t, c := v.DType(), v.Dims[3]
 	if c > 4 {
 		return fmt.Errorf("%w: TIFF writer takes 1 to 4 channels, not %d", volume.ErrDType, c)
@@ -424,8 +427,17 @@ func encodeTIFF(w *bytes.Buffer, v *volume.Volume) error {
 	for s := 0; s < nStrips; s++ {
 		a, e := s*rps*rowBytes, min(h, (s+1)*rps)*rowBytes
 		offs = append(offs, uint32(w.Len()))
-		counts = append(counts, uint32(e-a))
-		w.Write(data[a:e])
+		n0 := w.Len()
+		if comp == 8 {
+			zw := zlib.NewWriter(w)
+			zw.Write(data[a:e])
+			if err := zw.Close(); err != nil {
+				return err
+			}
+		} else {
+			w.Write(data[a:e])
+		}
+		counts = append(counts, uint32(w.Len()-n0))
 	}
 	if w.Len()%2 == 1 {
 		w.WriteByte(0)
@@ -459,7 +471,7 @@ func encodeTIFF(w *bytes.Buffer, v *volume.Volume) error {
 		{tWidth, 4, []uint32{uint32(wd)}},
 		{tHeight, 4, []uint32{uint32(h)}},
 		{tBits, 3, rep(uint32(8*t.Size()), c)},
-		{tCompression, 3, []uint32{1}},
+		{tCompression, 3, []uint32{uint32(comp)}},
 		{tPhotometric, 3, []uint32{photo}},
 		{tStripOffsets, 4, offs},
 		{tSamples, 3, []uint32{uint32(c)}},
