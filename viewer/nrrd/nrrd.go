@@ -9,7 +9,8 @@
 // world coordinates and left-anterior-superior (LAS) the second, as ITK's NrrdImageIO does.
 // Each spatial axis's space direction vector gives its spacing (the vector's length) and
 // its direction (the unit vector). Without space directions, "spacings" give the spacing
-// (1 where missing or nan, as in ITK) with identity direction and zero origin. A 2D space
+// (1 where missing or nan, as in ITK) with identity direction, and the origin is the
+// space origin (converted to LPS) or zero. A 2D space
 // (space dimension 2) is embedded in 3D with z along +S.
 //
 // Reading back a written oblique volume reproduces spacing and direction to within a few
@@ -743,6 +744,8 @@ func (h *header) geometry(v *volume.Volume, l layout, name string) error {
 				v.Spacing[j] = h.spc[a]
 			}
 		}
+		copy(v.Origin[:], h.origin)
+		flipOrigin(v, h.space)
 		return nil
 	}
 	var cols [3][3]float64
@@ -783,23 +786,34 @@ func (h *header) geometry(v *volume.Volume, l layout, name string) error {
 		}
 	}
 	copy(v.Origin[:], h.origin)
-	// Convert to LPS.
-	var flip [3]bool
-	switch h.space {
-	case "right-anterior-superior", "ras":
-		flip = [3]bool{true, true, false}
-	case "left-anterior-superior", "las":
-		flip = [3]bool{false, true, false}
-	}
-	for r := 0; r < 3; r++ {
-		if flip[r] {
-			v.Origin[r] = -v.Origin[r]
+	for r, f := range flips(h.space) {
+		if f {
 			for j := 0; j < 3; j++ {
 				v.Direction[3*r+j] = -v.Direction[3*r+j]
 			}
 		}
 	}
+	flipOrigin(v, h.space)
 	return nil
+}
+
+// flips says which world axes of a space are negated to reach LPS.
+func flips(space string) [3]bool {
+	switch space {
+	case "right-anterior-superior", "ras":
+		return [3]bool{true, true, false}
+	case "left-anterior-superior", "las":
+		return [3]bool{false, true, false}
+	}
+	return [3]bool{}
+}
+
+func flipOrigin(v *volume.Volume, space string) {
+	for r, f := range flips(space) {
+		if f {
+			v.Origin[r] = -v.Origin[r]
+		}
+	}
 }
 
 func cross(a, b [3]float64) [3]float64 {
