@@ -14,7 +14,6 @@ type slice struct {
 	f     *file
 	frame int // 0-based frame within the file
 	frameInfo
-	pix      []int32
 	min, max int32
 	proj     float64 // position along the slice normal
 }
@@ -58,7 +57,7 @@ func assemble(files []*file) (*volume.Volume, *Meta, error) {
 				filepath.Base(files[0].path), h0.cols, h0.rows, h0.photometric, filepath.Base(f.path), h.cols, h.rows, h.photometric)
 		}
 		for i := 0; i < h.frames; i++ {
-			s := slice{f: f, frame: i, frameInfo: frameInfo{h.geometry, h.rescale}, pix: f.px.frame(i), min: f.px.min[i], max: f.px.max[i]}
+			s := slice{f: f, frame: i, frameInfo: frameInfo{h.geometry, h.rescale}, min: f.px.min[i], max: f.px.max[i]}
 			if h.perFrame != nil {
 				s.frameInfo = h.perFrame[i]
 			}
@@ -240,10 +239,10 @@ func fill(v *volume.Volume, sl []slice, h0 *header, m *Meta) error {
 			return err
 		}
 		out := make([]uint8, v.Len())
-		fl := len(sl[0].pix)
+		fl := sl[0].f.px.frameLen
 		for z, s := range sl {
 			d := out[z*fl : (z+1)*fl]
-			for i, x := range s.pix {
+			for i, x := range s.f.px.frame(s.frame, nil) {
 				d[i] = uint8(x)
 			}
 		}
@@ -303,17 +302,19 @@ func fill(v *volume.Volume, sl []slice, h0 *header, m *Meta) error {
 }
 
 func fillInt[T uint8 | int16 | uint16 | int32](out []T, sl []slice, inv bool, flip int64) []T {
-	fl := len(sl[0].pix)
+	fl := sl[0].f.px.frameLen
+	scratch := scratchFor(sl)
 	for z, s := range sl {
 		d := out[z*fl : (z+1)*fl]
+		pix := s.f.px.frame(s.frame, scratch)
 		a, b := int64(math.Round(s.slope)), int64(math.Round(s.intercept))
 		if a == 1 && b == 0 && !inv {
-			for i, x := range s.pix {
+			for i, x := range pix {
 				d[i] = T(x)
 			}
 			continue
 		}
-		for i, x := range s.pix {
+		for i, x := range pix {
 			y := int64(x)*a + b
 			if inv {
 				y = flip - y
@@ -325,10 +326,11 @@ func fillInt[T uint8 | int16 | uint16 | int32](out []T, sl []slice, inv bool, fl
 }
 
 func fillFloat[T float32 | float64](out []T, sl []slice, inv bool, flip float64) []T {
-	fl := len(sl[0].pix)
+	fl := sl[0].f.px.frameLen
+	scratch := scratchFor(sl)
 	for z, s := range sl {
 		d := out[z*fl : (z+1)*fl]
-		for i, x := range s.pix {
+		for i, x := range s.f.px.frame(s.frame, scratch) {
 			y := float64(x)*s.slope + s.intercept
 			if inv {
 				y = flip - y
@@ -337,4 +339,14 @@ func fillFloat[T float32 | float64](out []T, sl []slice, inv bool, flip float64)
 		}
 	}
 	return out
+}
+
+// scratchFor returns a frame-sized buffer when some slice keeps raw data, else nil.
+func scratchFor(sl []slice) []int32 {
+	for _, s := range sl {
+		if s.f.px.raw != nil {
+			return make([]int32, s.f.px.frameLen)
+		}
+	}
+	return nil
 }

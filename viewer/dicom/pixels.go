@@ -8,19 +8,35 @@ import (
 	"image/color"
 	"image/jpeg"
 	"math"
+	"sync"
 
 	"amid/viewer/volume"
 )
 
-// pixels are the decoded frames of one file: stored values after the Bits Stored mask and
-// sign extension, before rescale, channels fastest.
+// pixels are the frames of one file as stored values after the Bits Stored mask and sign
+// extension, before rescale, channels fastest. Native grey data stays in the file's bytes
+// and is converted frame by frame when the volume is filled; compressed and colour data is
+// decoded into samples.
 type pixels struct {
-	samples  []int32 // frames × rows × cols × spp
-	frameLen int     // rows × cols × spp
+	samples  []int32 // frames × rows × cols × spp; nil when raw holds the data
+	raw      []byte  // native grey pixel data, frames × rows × cols × bitsAlloc/8
+	bo       binary.ByteOrder
+	h        *header
+	frameLen int      // rows × cols × spp
 	min, max []int32 // per frame
 }
 
-func (p *pixels) frame(i int) []int32 { return p.samples[i*p.frameLen : (i+1)*p.frameLen] }
+// frame returns the samples of frame i; raw data is converted into scratch, which must
+// hold frameLen values.
+func (p *pixels) frame(i int, scratch []int32) []int32 {
+	if p.samples != nil {
+		return p.samples[i*p.frameLen : (i+1)*p.frameLen]
+	}
+	n := p.frameLen * p.h.bitsAlloc / 8
+	// Cannot fail: the same bytes were converted when the file was decoded.
+	_, _, _ = p.h.samples(scratch[:p.frameLen], p.raw[i*n:(i+1)*n], p.bo)
+	return scratch[:p.frameLen]
+}
 
 // checkImage validates the image description before anything is allocated from it.
 func (h *header) checkImage(codec codec) error {
@@ -108,30 +124,43 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 			}
 		}
 	}
-	p := &pixels{samples: make([]int32, n*h.frames), frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
+	p := &pixels{h: h, bo: l.bo, frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
 	var err error
-	if l.encapsulated {
+	switch {
+	case l.encapsulated:
+		p.samples = make([]int32, n*h.frames)
 		err = h.decodeEncapsulated(p, frames, c)
-	} else {
+	case h.spp == 1:
+		// Measure each frame now (which also checks every value); convert again when
+		// the volume is filled.
+		p.raw = l.pixels[:n*h.frames*size]
+		fb := n * size
+		for i := 0; i < h.frames && err == nil; i++ {
+			p.min[i], p.max[i], err = h.measure(p.raw[i*fb:(i+1)*fb], n, l.bo)
+		}
+	default:
+		p.samples = make([]int32, n*h.frames)
 		err = h.decodeNative(p, l.pixels, l.bo)
 	}
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < h.frames; i++ {
-		p.min[i], p.max[i] = minMax(p.frame(i))
-	}
 	return p, nil
 }
 
 func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error {
-	if err := h.samples(p.samples, raw, bo); err != nil {
-		return err
+	size := h.bitsAlloc / 8
+	for i := 0; i < h.frames; i++ {
+		f := p.frame(i, nil)
+		var err error
+		if p.min[i], p.max[i], err = h.samples(f, raw[i*len(f)*size:(i+1)*len(f)*size], bo); err != nil {
+			return err
+		}
 	}
 	if h.spp == 3 && h.planar == 1 {
 		tmp := make([]int32, p.frameLen)
 		for i := 0; i < h.frames; i++ {
-			f := p.frame(i)
+			f := p.frame(i, nil)
 			copy(tmp, f)
 			np := h.rows * h.cols
 			for j := 0; j < np; j++ {
@@ -142,10 +171,38 @@ func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error 
 	return nil
 }
 
+// scratchPool holds frame-sized buffers for measure.
+var scratchPool sync.Pool
+
+// measure returns the smallest and largest stored value of a native frame of n samples.
+func (h *header) measure(raw []byte, n int, bo binary.ByteOrder) (lo, hi int32, err error) {
+	if h.bitsAlloc == 16 && h.bitsStored == 16 && bo == binary.LittleEndian {
+		// The common case, without converting into memory.
+		raw = raw[:2*n]
+		lo, hi = math.MaxInt32, math.MinInt32
+		for i := 0; i < n; i++ {
+			u := uint16(raw[2*i]) | uint16(raw[2*i+1])<<8
+			v := int32(u)
+			if h.signed {
+				v = int32(int16(u))
+			}
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return lo, hi, nil
+	}
+	bp, _ := scratchPool.Get().(*[]int32)
+	if bp == nil || cap(*bp) < n {
+		b := make([]int32, n)
+		bp = &b
+	}
+	defer scratchPool.Put(bp)
+	return h.samples((*bp)[:n], raw, bo)
+}
+
 // samples converts raw stored values to int32, masking to Bits Stored or sign-extending
 // from it. The High Bit is taken to be Bits Stored − 1, as in nearly all files and in
 // pydicom.
-func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) error {
+func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) (lo, hi int32, err error) {
 	bs := uint(h.bitsStored)
 	shift := 32 - bs
 	mask := uint32(1)<<bs - 1
@@ -165,17 +222,19 @@ func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) error {
 		}
 	case 16:
 		if bs == 16 && bo == binary.LittleEndian {
+			// The common case, converted and measured in one pass.
 			raw = raw[:2*len(dst)]
-			if h.signed {
-				for i := range dst {
-					dst[i] = int32(int16(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8))
+			lo, hi = math.MaxInt32, math.MinInt32
+			for i := range dst {
+				u := uint16(raw[2*i]) | uint16(raw[2*i+1])<<8
+				v := int32(u)
+				if h.signed {
+					v = int32(int16(u))
 				}
-			} else {
-				for i := range dst {
-					dst[i] = int32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
-				}
+				dst[i] = v
+				lo, hi = min(lo, v), max(hi, v)
 			}
-			return nil
+			return lo, hi, nil
 		}
 		for i := range dst {
 			dst[i] = conv(uint32(bo.Uint16(raw[2*i:])))
@@ -184,12 +243,13 @@ func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) error {
 		for i := range dst {
 			u := bo.Uint32(raw[4*i:])
 			if !h.signed && u&mask > math.MaxInt32 {
-				return fmt.Errorf("%w: unsigned 32-bit value %d above 2³¹−1", volume.ErrDType, u&mask)
+				return 0, 0, fmt.Errorf("%w: unsigned 32-bit value %d above 2³¹−1", volume.ErrDType, u&mask)
 			}
 			dst[i] = conv(u)
 		}
 	}
-	return nil
+	lo, hi = minMax(dst)
+	return lo, hi, nil
 }
 
 // frameFragments groups the fragments of encapsulated pixel data into frames (PS3.5 §A.4):
@@ -251,8 +311,9 @@ func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
 
 func (h *header) decodeEncapsulated(p *pixels, frames [][]byte, c codec) error {
 	var buf []byte
+	var err error
 	for i, f := range frames {
-		dst := p.frame(i)
+		dst := p.frame(i, nil)
 		switch c {
 		case rle:
 			if buf == nil {
@@ -261,13 +322,14 @@ func (h *header) decodeEncapsulated(p *pixels, frames [][]byte, c codec) error {
 			if err := decodeRLE(buf, f, h.rows*h.cols, h.spp, h.bitsAlloc/8); err != nil {
 				return fmt.Errorf("frame %d: %w", i+1, err)
 			}
-			if err := h.samples(dst, buf, binary.LittleEndian); err != nil {
+			if p.min[i], p.max[i], err = h.samples(dst, buf, binary.LittleEndian); err != nil {
 				return err
 			}
 		case jpegBaseline:
 			if err := h.decodeJPEG(dst, f); err != nil {
 				return fmt.Errorf("frame %d: %w", i+1, err)
 			}
+			p.min[i], p.max[i] = minMax(dst)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package dicom
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,18 +22,59 @@ type file struct {
 	px   *pixels
 }
 
+// Files up to wholeSize are read in one go. Of larger ones, headSize bytes (usually the
+// whole header) are read first; when the native pixel data runs past them, exactly as much
+// as the pixel data needs is read next, so that what follows the pixel data (padding,
+// signatures) is never read. Files that need more (an encapsulated or deflated data set, a
+// header larger than headSize) are read whole.
+const (
+	wholeSize = 1 << 20
+	headSize  = 64 << 10
+)
+
 // readFile parses one file and decodes its pixels. Errors name the file.
 func readFile(path string) (*file, error) {
-	b, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dicom: %w", err)
 	}
-	f, err := parseFile(b)
+	defer fh.Close()
+	st, err := fh.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("dicom: %s: %w", path, err)
+		return nil, fmt.Errorf("dicom: %w", err)
 	}
-	f.path = path
-	return f, nil
+	if st.IsDir() {
+		return nil, fmt.Errorf("dicom: %s: %w: a folder, not a file", path, volume.ErrFormat)
+	}
+	size := st.Size()
+	n := size
+	if size > wholeSize {
+		n = headSize
+	}
+	var b []byte
+	for {
+		// Read bytes len(b)…n, keeping what was read before.
+		nb := make([]byte, n)
+		copy(nb, b)
+		if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("dicom: %s: %w", path, err)
+		}
+		b = nb
+		f, err := parseFile(b)
+		if err == nil {
+			f.path = path
+			return f, nil
+		}
+		if n == size {
+			return nil, fmt.Errorf("dicom: %s: %w", path, err)
+		}
+		var se *shortError
+		if errors.As(err, &se) && se.need > n && se.need <= size {
+			n = se.need
+		} else {
+			n = size
+		}
+	}
 }
 
 // parseFile parses the bytes of one file.
@@ -62,18 +104,18 @@ func parseFile(b []byte) (*file, error) {
 // ReadFile reads one DICOM file: a single slice (Z = 1) or a multi-frame image whose frames
 // become Z. The package documentation describes values and geometry.
 func ReadFile(path string) (*volume.Volume, *Meta, error) {
-	b, err := os.ReadFile(path)
+	f, err := readFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dicom: %w", err)
+		return nil, nil, err
 	}
-	v, m, err := decode(b, path)
+	v, m, err := assemble([]*file{f})
 	if err != nil {
 		return nil, nil, fmt.Errorf("dicom: %s: %w", path, err)
 	}
 	return v, m, nil
 }
 
-// decode reads the bytes of one file.
+// decode reads the bytes of one file (the fuzz target's entry).
 func decode(b []byte, path string) (*volume.Volume, *Meta, error) {
 	f, err := parseFile(b)
 	if err != nil {

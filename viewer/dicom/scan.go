@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -114,8 +115,24 @@ func scan(b []byte) (*layout, error) {
 		}
 		body = inflated
 	}
-	return l, l.scanDataSet(body)
+	err = l.scanDataSet(body)
+	var se *shortError
+	if errors.As(err, &se) && !s.deflate {
+		se.need += int64(off) // from the start of the data set to the start of the file
+	}
+	return l, err
 }
+
+// shortError is a file that ends inside its native pixel data; need is how many bytes
+// from the start of the file the pixel data needs, so that a reader that read only the
+// head of a file knows how much more to read.
+type shortError struct {
+	need int64
+	msg  string
+}
+
+func (e *shortError) Error() string { return volume.ErrTruncated.Error() + ": " + e.msg }
+func (e *shortError) Unwrap() error { return volume.ErrTruncated }
 
 // scanDataSet walks the top level of the data set in b and records the header and the
 // pixel data.
@@ -157,7 +174,7 @@ func (l *layout) scanPixels(s *scanner, off int, vl uint32) error {
 	b := s.b
 	if vl != undefined {
 		if int64(vl) > int64(len(b)-off) {
-			return fmt.Errorf("%w: pixel data claims %d bytes but only %d remain", volume.ErrTruncated, vl, len(b)-off)
+			return &shortError{need: int64(off) + int64(vl), msg: fmt.Sprintf("pixel data claims %d bytes but only %d remain", vl, len(b)-off)}
 		}
 		l.pixels = b[off : off+int(vl)]
 		return nil
