@@ -24,6 +24,7 @@ func commands() []*cobra.Command {
 		inspectCmd(),
 		convertCmd(),
 		gradeCmd(),
+		pluginsCmd(),
 	}
 }
 

@@ -202,6 +202,9 @@ func (p *Process) explain(op string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("plugin %s: %s was cancelled: %w", p.Name, op, err)
 	}
+	if op == "start" {
+		return fmt.Errorf("plugin %s could not be started: %w", p.Name, err)
+	}
 	return fmt.Errorf("plugin %s failed %s: %w", p.Name, op, err)
 }
 

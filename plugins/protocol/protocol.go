@@ -61,8 +61,8 @@ type DescribeRequest struct{}
 
 // TaskKind is one kind of task a plugin handles and its spatial dimensions.
 type TaskKind struct {
-	Kind string // segmentation, detection, classification, iqa, enhancement
-	Dims []int  // 2, 3
+	Kind string `json:"kind"` // segmentation, detection, classification, iqa, enhancement
+	Dims []int  `json:"dims"` // 2, 3
 }
 
 // DescribeResponse is a plugin's self-description.
