@@ -1,0 +1,79 @@
+package grade
+
+import (
+	"context"
+	"fmt"
+
+	"amid/host/metrics"
+)
+
+func init() { Register("isles22", GraderFunc(gradeISLES22)) }
+
+// gradeISLES22 grades ISLES'22 stroke-lesion segmentation (rexmle.md §6.1):
+// submission.csv case_id,predicted_mask_path naming NIfTI masks (non-zero = lesion);
+// answers test_labels.csv case_id,mask_path. A prediction of another shape is fitted to
+// the ground truth with scipy's zoom(order=0). Per case: Dice (1 when both are empty),
+// lesion-wise F1 and |Δ lesion count| with 26-connected components, |Δ volume| in ml
+// from the ground truth's voxel size; each is averaged over cases.
+func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Result, error) {
+	const id = "isles22"
+	at, ids, err := ReadAnswers(ansDir, "case_id", "mask_path")
+	if err != nil {
+		return nil, err
+	}
+	gtPath := answerPaths(at, ids, "mask_path", ansDir)
+	var p Problems
+	col := "predicted_mask_path"
+	s := ReadSubmission(subDir, Spec{IDColumn: "case_id", FileColumns: []string{col}}, ids, &p)
+	if s == nil || !s.Table.Has(col) || !s.Table.Has("case_id") {
+		return Invalid(p.List()), nil
+	}
+	var dice, f1, count, vol []float64
+	for _, cid := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
+			continue
+		}
+		pv, err := readVol(s.File(cid, col))
+		if err != nil {
+			p.Addf("row %q: %v.", cid, err)
+			continue
+		}
+		gv, err := readVol(gtPath[cid])
+		if err != nil {
+			return nil, fmt.Errorf("grade: %s answers: %w", id, err)
+		}
+		gt := gv.where(volNonzero)
+		pred := pv.where(volNonzero)
+		if pv.dims != gv.dims {
+			pred = zoomNearest(pred, pv.dims, gv.dims)
+		}
+		o, err := metrics.BinaryOverlap(gt, pred)
+		if err != nil {
+			return nil, err
+		}
+		lf, err := metrics.LesionF1(gt, pred, gv.dims, metrics.Conn26, 1)
+		if err != nil {
+			return nil, err
+		}
+		lc, err := metrics.LesionCountDiff(gt, pred, gv.dims, metrics.Conn26)
+		if err != nil {
+			return nil, err
+		}
+		dice = append(dice, o.Dice(1))
+		f1 = append(f1, lf)
+		count = append(count, float64(lc))
+		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(gv.v.Spacing)))
+	}
+	if !p.Empty() {
+		return Invalid(p.List()), nil
+	}
+	return Finish(id, "dice", map[string]float64{
+		"dice":              metrics.NumpyMean(dice),
+		"lesion_f1":         metrics.NumpyMean(f1),
+		"lesion_count_diff": metrics.NumpyMean(count),
+		"abs_volume_diff":   metrics.NumpyMean(vol),
+	})
+}
