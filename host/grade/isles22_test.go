@@ -86,7 +86,7 @@ func TestPANTHER(t *testing.T) {
 	dims := [3]int{12, 10, 8}
 	sp := [3]float64{0.5, 0.75, 2}
 	gt := cube(nil, [3]int{0, 0, 0}, [3]int{11, 9, 7}, 2) // pancreas everywhere
-	cube(gt, [3]int{3, 3, 2}, [3]int{6, 6, 4}, 1)          // tumour
+	cube(gt, [3]int{3, 3, 2}, [3]int{6, 6, 4}, 1)         // tumour
 	writeVol(t, filepath.Join(ans, "c1.mha"), dims, sp, gt)
 	writeVol(t, filepath.Join(ans, "c2.mha"), dims, sp, gt)
 	// c1: tumour predicted one voxel wider in x, with a pancreas label 2 (kept ==1)

@@ -15,7 +15,7 @@ func init() {
 
 // TopCoW constants of the ReX grader.
 var (
-	topcowGroup2    = []int64{8, 9, 10, 15}  // R-Pcom, L-Pcom, Acom, 3rd-A2
+	topcowGroup2    = []int64{8, 9, 10, 15}   // R-Pcom, L-Pcom, Acom, 3rd-A2
 	topcowAnterior  = []int64{10, 11, 12, 15} // Acom, R-ACA, L-ACA, 3rd-A2
 	topcowPosterior = []int64{2, 3, 8, 9}     // R-PCA, L-PCA, R-Pcom, L-Pcom
 )

@@ -112,4 +112,3 @@ func resampleLike(pred, ref *vol, values []uint8) []uint8 {
 	}
 	return out
 }
-
