@@ -310,6 +310,8 @@ func TestErrors(t *testing.T) {
 	badCRC[len(badCRC)-8] ^= 0xff // the CRC-32 in the gzip trailer
 	farOffset := append([]byte(nil), good...)
 	binary.LittleEndian.PutUint32(farOffset[108:], math.Float32bits(1<<20))
+	edit2GiB := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(edit2GiB[108:], math.Float32bits(1<<31))
 	gzCut := gz(good)
 	gzCut = gzCut[:len(gzCut)/2]
 	cases := []struct {
@@ -339,6 +341,7 @@ func TestErrors(t *testing.T) {
 		{"long quaternion", edit(func(h *Header) { h.SformCode = 0; h.QuaternB = 2 }), volume.ErrGeometry},
 		{"vox_offset beyond the file", farOffset, volume.ErrTruncated},
 		{"vox_offset inside the header", edit(func(h *Header) { h.VoxOffset = 100 }), volume.ErrFormat},
+		{"vox_offset 2 GiB", edit2GiB, volume.ErrFormat},
 		{"infinite scl_inter", edit(func(h *Header) { h.SclSlope, h.SclInter = 2, math.Inf(1) }), volume.ErrFormat},
 	}
 	dir := t.TempDir()

@@ -46,7 +46,8 @@ func Read(path string) (*volume.Volume, error) {
 
 // ReadHeader decodes only the header of the file at path. It checks the header's size
 // and magic but not its dims, datatype or geometry, so that a file Read refuses can
-// still be inspected.
+// still be inspected; when only the magic is wrong it returns the decoded header along
+// with the error.
 func ReadHeader(path string) (*Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,6 +148,8 @@ func readHeader(src io.Reader, name string) (*Header, error) {
 	if version == 1 {
 		switch string(b[344:348]) {
 		case "n+1\x00":
+		case "\x00\x00\x00\x00":
+			return h, fmt.Errorf("nifti %s: %w: the header has no NIfTI magic (an Analyze 7.5 header?); only NIfTI is supported", name, volume.ErrFormat)
 		case "ni1\x00":
 			return h, fmt.Errorf("nifti %s: %w: magic \"ni1\" marks the header of a .hdr/.img pair, which is not supported; convert it to a single .nii", name, volume.ErrFormat)
 		default:
@@ -163,6 +166,11 @@ func readHeader(src io.Reader, name string) (*Header, error) {
 	}
 	return h, nil
 }
+
+// maxExtensions bounds the bytes between the header and the data, so that a small
+// gzip stream cannot make the reader inflate without end before the data start. Real
+// extensions (DICOM tags, CIFTI XML) take kilobytes to a few megabytes.
+const maxExtensions = 1 << 30
 
 // plan is what the header says about the data: the grid, the element types on disk and
 // in memory, the scaling, and the byte offset of the data.
@@ -234,8 +242,10 @@ func makePlan(h *Header, name string) (*plan, error) {
 	switch o := h.VoxOffset; {
 	case o == 0:
 		p.offset = hs + 4 // unset: data follow the header and the 4 extension bytes
-	case !(o >= float64(hs+4)) || o > 1<<53:
+	case !(o >= float64(hs+4)):
 		return nil, fmt.Errorf("nifti %s: %w: vox_offset %g is inside the %d-byte header", name, volume.ErrFormat, o, hs+4)
+	case o > float64(hs+4+maxExtensions):
+		return nil, fmt.Errorf("nifti %s: %w: vox_offset %g leaves more than 1 GiB for header extensions", name, volume.ErrFormat, o)
 	default:
 		p.offset = int64(o)
 	}
@@ -289,7 +299,7 @@ func readData(src io.Reader, h *Header, name string, size int64) (*volume.Volume
 		var one [1]byte
 		_, err := io.ReadAtLeast(gz, one[:], 1)
 		if errors.Is(err, kgzip.ErrChecksum) || errors.Is(err, gzip.ErrChecksum) {
-			return nil, readErr(name, "end of the image data", err)
+			return nil, readErr(name, "gzip trailer", err)
 		}
 	}
 	return v, nil

@@ -39,7 +39,7 @@ func Write(path string, v *volume.Volume) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*-"+filepath.Base(path))
 	if err != nil {
-		return fmt.Errorf("nifti: %w", err)
+		return fmt.Errorf("nifti %s: %w", path, err)
 	}
 	tmp := f.Name()
 	err = func() error {
@@ -61,6 +61,9 @@ func Write(path string, v *volume.Volume) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
+		if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+			return err
+		}
 		return f.Close()
 	}()
 	if err != nil {
@@ -70,7 +73,7 @@ func Write(path string, v *volume.Volume) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("nifti: %w", err)
+		return fmt.Errorf("nifti %s: %w", path, err)
 	}
 	return nil
 }
