@@ -106,15 +106,17 @@ func hungarianSolve(cost []float64, nr, nc int) ([]int, error) {
 			lowest := math.Inf(1)
 			sr[i] = true
 			row := cost[i*nc : (i+1)*nc]
-			for it := 0; it < nrem; it++ {
-				j := remaining[it]
-				r := minVal + row[j] - u[i] - v[j]
-				if r < spc[j] {
+			ui := u[i]
+			for it, j := range remaining[:nrem] {
+				r := minVal + row[j] - ui - v[j] // scipy's order of operations
+				sj := spc[j]
+				if r < sj {
 					path[j] = i
 					spc[j] = r
+					sj = r
 				}
-				if spc[j] < lowest || (spc[j] == lowest && row4col[j] == -1) {
-					lowest = spc[j]
+				if sj < lowest || (sj == lowest && row4col[j] == -1) {
+					lowest = sj
 					index = it
 				}
 			}
