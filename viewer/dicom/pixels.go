@@ -22,7 +22,7 @@ type pixels struct {
 	raw      []byte  // native grey pixel data, frames × rows × cols × bitsAlloc/8
 	bo       binary.ByteOrder
 	h        *header
-	frameLen int      // rows × cols × spp
+	frameLen int     // rows × cols × spp
 	min, max []int32 // per frame
 }
 
@@ -179,16 +179,20 @@ func (h *header) measure(raw []byte, n int, bo binary.ByteOrder) (lo, hi int32, 
 	if h.bitsAlloc == 16 && h.bitsStored == 16 && bo == binary.LittleEndian {
 		// The common case, without converting into memory.
 		raw = raw[:2*n]
-		lo, hi = math.MaxInt32, math.MinInt32
-		for i := 0; i < n; i++ {
-			u := uint16(raw[2*i]) | uint16(raw[2*i+1])<<8
-			v := int32(u)
-			if h.signed {
-				v = int32(int16(u))
+		if h.signed {
+			l, u := int16(math.MaxInt16), int16(math.MinInt16)
+			for i := 0; i < n; i++ {
+				v := int16(binary.LittleEndian.Uint16(raw[2*i:]))
+				l, u = min(l, v), max(u, v)
 			}
-			lo, hi = min(lo, v), max(hi, v)
+			return int32(l), int32(u), nil
 		}
-		return lo, hi, nil
+		l, u := uint16(math.MaxUint16), uint16(0)
+		for i := 0; i < n; i++ {
+			v := binary.LittleEndian.Uint16(raw[2*i:])
+			l, u = min(l, v), max(u, v)
+		}
+		return int32(l), int32(u), nil
 	}
 	bp, _ := scratchPool.Get().(*[]int32)
 	if bp == nil || cap(*bp) < n {
