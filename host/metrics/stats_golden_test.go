@@ -287,3 +287,26 @@ func TestGoldenCellSegTiled(t *testing.T) {
 		t.Error("negative label accepted")
 	}
 }
+
+// Labels above the dense-table limit take the map path: the same cells with labels
+// scaled by 2²⁸ must score the same (F1 1 on a prediction equal to the GT).
+func TestCellSegSparseLabels(t *testing.T) {
+	const w, h = 20, 20
+	gt := make([]int32, w*h)
+	for k := 0; k < 3; k++ {
+		for y := 5; y < 9; y++ {
+			for x := 3 + 5*k; x < 7+5*k; x++ {
+				gt[y*w+x] = int32(k+1) << 28
+			}
+		}
+	}
+	r, err := CellSegF1(gt, gt, w, h, CellSegThresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r {
+		if c.TP != 3 || c.F1 != 1 {
+			t.Errorf("%+v", c)
+		}
+	}
+}
