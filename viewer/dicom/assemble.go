@@ -121,6 +121,9 @@ func place(v *volume.Volume, sl []slice, h0 *header) error {
 	n := [3]float64{v.Direction[2], v.Direction[5], v.Direction[8]}
 	for i := range sl {
 		s := &sl[i]
+		if s.spacing != sl[0].spacing {
+			return fmt.Errorf("%w: %s and %s have different pixel spacings %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), sl[0].spacing, s.spacing)
+		}
 		for k := range iop {
 			if math.Abs(s.iop[k]-iop[k]) > orientTol {
 				return fmt.Errorf("%w: %s and %s have different orientations %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), iop, s.iop)

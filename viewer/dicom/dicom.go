@@ -1,12 +1,20 @@
 // Package dicom reads DICOM images into volumes: one file (a single slice or a multi-frame
 // image) with ReadFile, or a folder of slices with ReadSeries and ReadDir.
 //
-// Data elements are parsed with github.com/suyashkumar/dicom; this package finds the pixel
-// data itself (after checking every element length against the file size) and decodes it:
+// Data elements are parsed with github.com/suyashkumar/dicom; this package first walks the
+// elements itself, checking every length (and the nesting of sequences) against the file
+// before the library allocates anything, hands the library only the header (everything
+// before the Pixel Data element), and decodes the pixel data itself:
 // native little- and big-endian and deflated data, RLE Lossless with its own decoder
 // (PS3.5 Annex G) and JPEG Baseline with the standard library. Other compressed transfer
 // syntaxes (JPEG Lossless, JPEG-LS, JPEG 2000, …) are refused with an error, wrapping
 // ErrUnsupported, that names the syntax and its UID.
+//
+// Large files are read only as far as their pixel data ends, so trailing padding is never
+// read; ReadSeries parses the files of a folder on GOMAXPROCS goroutines. Errors name the
+// file (or folder and series) and wrap volume.ErrFormat, ErrTruncated, ErrTooLarge,
+// ErrGeometry or ErrDType, and ErrUnsupported for valid encodings this package does not
+// decode.
 //
 // # Values
 //
