@@ -2,6 +2,7 @@ package grade
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -121,4 +122,12 @@ func TestRegistry(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// The LDCT-IQA board has 6 rows; a score of 2.7 beats every row but the first (2.7427).
+func ExampleLeaderboard_Rank() {
+	lb, _ := LoadLeaderboard("ldct-iqa")
+	rk := lb.Rank(map[string]float64{"score": 2.7})
+	fmt.Printf("position %v of %d, percentile %.3f, %s\n", rk.MeanPosition, lb.N(), rk.Percentile, rk.Medal)
+	// Output: position 2 of 6, percentile 0.833, silver
 }
