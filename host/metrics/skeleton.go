@@ -68,16 +68,25 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 	return out, nil
 }
 
-// skeletonThin is _compute_thin_image on a zero-padded 0/1 array of shape (P, R, C).
+// skeletonThin is _compute_thin_image on a zero-padded 0/1 array of shape (P, R, C). The
+// library scans the whole array for candidates in every pass; this keeps the list of
+// foreground voxels in raster order instead and scans only it, which visits the same
+// voxels in the same order.
 func skeletonThin(img []uint8, P, R, C int) {
 	borders := [6]int{4, 3, 2, 1, 5, 6}
 	nb := 6
 	if P == 3 {
 		nb = 4
 	}
+	var fg []int32
+	for i, v := range img {
+		if v != 0 {
+			fg = append(fg, int32(i))
+		}
+	}
 	workers := runtime.GOMAXPROCS(0)
-	if workers > P-2 {
-		workers = P - 2
+	if len(fg) < 1<<14 {
+		workers = 1
 	}
 	parts := make([][]int32, workers)
 	unchanged := 0
@@ -85,16 +94,15 @@ func skeletonThin(img []uint8, P, R, C int) {
 		unchanged = 0
 		for j := 0; j < nb; j++ {
 			cur := borders[j]
-			// Step 1: collect candidates (read-only, split over p, kept in raster order).
+			// Step 1: collect candidates (read-only, split over the list, kept in order).
 			var wg sync.WaitGroup
 			for w := 0; w < workers; w++ {
-				lo := 1 + (P-2)*w/workers
-				hi := 1 + (P-2)*(w+1)/workers
+				lo, hi := len(fg)*w/workers, len(fg)*(w+1)/workers
 				wg.Add(1)
-				go func(w, lo, hi int) {
+				go func(w int, list []int32) {
 					defer wg.Done()
-					parts[w] = skeletonCandidates(img, R, C, lo, hi, cur, parts[w][:0])
-				}(w, lo, hi)
+					parts[w] = skeletonCandidates(img, R, C, list, cur, parts[w][:0])
+				}(w, fg[lo:hi])
 			}
 			wg.Wait()
 			// Step 2: sequential re-check.
@@ -109,46 +117,47 @@ func skeletonThin(img []uint8, P, R, C int) {
 			}
 			if noChange {
 				unchanged++
+				continue
 			}
+			k := 0
+			for _, i := range fg {
+				if img[i] != 0 {
+					fg[k] = i
+					k++
+				}
+			}
+			fg = fg[:k]
 		}
 	}
 }
 
-func skeletonCandidates(img []uint8, R, C, lo, hi, cur int, out []int32) []int32 {
+func skeletonCandidates(img []uint8, R, C int, list []int32, cur int, out []int32) []int32 {
 	RC := R * C
-	for p := lo; p < hi; p++ {
-		for r := 1; r < R-1; r++ {
-			base := p*RC + r*C
-			for c := 1; c < C-1; c++ {
-				i := base + c
-				if img[i] != 1 {
-					continue
-				}
-				var border bool
-				switch cur {
-				case 1:
-					border = img[i-1] == 0
-				case 2:
-					border = img[i+1] == 0
-				case 3:
-					border = img[i+C] == 0
-				case 4:
-					border = img[i-C] == 0
-				case 5:
-					border = img[i+RC] == 0
-				case 6:
-					border = img[i-RC] == 0
-				}
-				if !border {
-					continue
-				}
-				nbh := skeletonNeighbourhood(img, i, R, C)
-				if bits.OnesCount32(nbh) == 2 || !skeletonEulerInvariant(nbh) || !skeletonIsSimple(nbh) {
-					continue
-				}
-				out = append(out, int32(i))
-			}
+	for _, i32 := range list {
+		i := int(i32)
+		var border bool
+		switch cur {
+		case 1:
+			border = img[i-1] == 0
+		case 2:
+			border = img[i+1] == 0
+		case 3:
+			border = img[i+C] == 0
+		case 4:
+			border = img[i-C] == 0
+		case 5:
+			border = img[i+RC] == 0
+		case 6:
+			border = img[i-RC] == 0
 		}
+		if !border {
+			continue
+		}
+		nbh := skeletonNeighbourhood(img, i, R, C)
+		if bits.OnesCount32(nbh) == 2 || !skeletonEulerInvariant(nbh) || !skeletonIsSimple(nbh) {
+			continue
+		}
+		out = append(out, i32)
 	}
 	return out
 }
