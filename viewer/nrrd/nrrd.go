@@ -564,7 +564,7 @@ func (h *header) set(k, v, name string) error {
 		h.space = strings.ToLower(v)
 		switch h.space {
 		case "left-posterior-superior", "lps", "right-anterior-superior", "ras",
-			"left-anterior-superior", "las", "scanner-xyz", "3d-right-handed", "3d-left-handed":
+			"left-anterior-superior", "las", "scanner-xyz", "3d-right-handed":
 			h.sdim = 3
 		default:
 			return errf(name, volume.ErrGeometry, "space %q is not supported", v)

@@ -231,7 +231,8 @@ func decodeOwnTIFF(b []byte) (*volume.Volume, error) {
 	if tl > h && !tiled || tl <= 0 {
 		tl = h
 	}
-	if tw <= 0 || int64(tw)*int64(tl)*int64(px) > 1<<30 {
+	// A block may overhang the image (tiles are multiples of 16), but not by much.
+	if tw <= 0 || int64(tw)*int64(tl)*int64(px) > max(4*int64(w)*int64(h)*int64(px), 1<<20) {
 		return nil, fmt.Errorf("%w: TIFF blocks of %d×%d pixels", volume.ErrFormat, tw, tl)
 	}
 	across, down := (w+tw-1)/tw, (h+tl-1)/tl
