@@ -155,7 +155,7 @@ func COCOEvaluate(gts []COCOGT, dts []COCODet, imgIDs, catIDs []int64) COCOStats
 			}
 			// Detections sorted by descending score (stable), cut to maxDets[-1].
 			dl = slices.Clone(dl)
-			sort.SliceStable(dl, func(a, b int) bool { return dl[a].Score > dl[b].Score })
+			sort.SliceStable(dl, func(a, b int) bool { return cocoBefore(dl[a].Score, dl[b].Score) })
 			if len(dl) > maxDet {
 				dl = dl[:maxDet]
 			}
@@ -196,7 +196,7 @@ func COCOEvaluate(gts []COCOGT, dts []COCODet, imgIDs, catIDs []int64) COCOStats
 				for i := range inds {
 					inds[i] = i
 				}
-				sort.SliceStable(inds, func(x, y int) bool { return scores[inds[x]] > scores[inds[y]] })
+				sort.SliceStable(inds, func(x, y int) bool { return cocoBefore(scores[inds[x]], scores[inds[y]]) })
 				nd := len(inds)
 				pr := make([]float64, nd)
 				rc := make([]float64, nd)
@@ -273,6 +273,14 @@ func COCOEvaluate(gts []COCOGT, dts []COCODet, imgIDs, catIDs []int64) COCOStats
 		AR1: summ(false, -1, 0, 0), AR10: summ(false, -1, 0, 1), AR100: summ(false, -1, 0, 2),
 		ARSmall: summ(false, -1, 1, 2), ARMedium: summ(false, -1, 2, 2), ARLarge: summ(false, -1, 3, 2),
 	}
+}
+
+// cocoBefore orders scores as numpy's stable argsort of −score does: descending, NaN last.
+func cocoBefore(a, b float64) bool {
+	if math.IsNaN(a) {
+		return false
+	}
+	return math.IsNaN(b) || a > b
 }
 
 // cocoEps is np.spacing(1), the machine epsilon pycocotools adds to precision's denominator.

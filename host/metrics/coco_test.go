@@ -95,6 +95,12 @@ func TestCOCOEdgeCases(t *testing.T) {
 	if s.AP != 0 {
 		t.Errorf("foreign category/image: AP %v, want 0", s.AP)
 	}
+	// A NaN score sorts last (numpy's argsort of −score): the true positive with score 0.1
+	// ranks first, the NaN-scored false positive after it, so AP is 1.
+	s = cocoOne([]COCOGT{gtBox(1, 1, 0, 0, 10, 10)}, []COCODet{det(1, 50, 50, 10, 10, math.NaN()), det(1, 0, 0, 10, 10, 0.1)}, 1)
+	if !closeRel(s.AP, 1) {
+		t.Errorf("NaN score: AP %v, want 1", s.AP)
+	}
 	// pycocotools quirk: a GT with annotation id 0 matched by a detection still counts as
 	// unmatched, so the detection is a false positive.
 	s = cocoOne([]COCOGT{gtBox(0, 1, 0, 0, 10, 10)}, []COCODet{det(1, 0, 0, 10, 10, 1)}, 1)
