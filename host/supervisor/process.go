@@ -302,4 +302,3 @@ func (w *lineLogger) Write(b []byte) (int, error) {
 		w.log.Info(strings.TrimRight(line, "\r\n"), "stream", w.stream)
 	}
 }
-

@@ -26,7 +26,7 @@ func BuildPlugin(src, name, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -modcacherw", "GOPROXY=off", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

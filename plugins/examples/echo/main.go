@@ -129,7 +129,6 @@ func (echo) Train(ctx context.Context, req *protocol.TrainRequest, report func(*
 		}
 		start = ck.Step
 	}
-	last := req.ResumeFrom
 	began := time.Now()
 	for step := start + 1; step <= cfg.Steps; step++ {
 		if cfg.StepMS > 0 {
@@ -151,11 +150,11 @@ func (echo) Train(ctx context.Context, req *protocol.TrainRequest, report func(*
 			p.ETA = time.Duration(float64(elapsed) / float64(done) * float64(cfg.Steps-step))
 		}
 		if step%cfg.CheckpointEvery == 0 {
-			last = filepath.Join(req.WorkDir, fmt.Sprintf("step-%06d.json", step))
-			if _, err := writeCheckpoint(last, checkpoint{Step: step, Mean: mean}); err != nil {
+			ck := filepath.Join(req.WorkDir, fmt.Sprintf("step-%06d.json", step))
+			if _, err := writeCheckpoint(ck, checkpoint{Step: step, Mean: mean}); err != nil {
 				return nil, err
 			}
-			p.Checkpoint = last
+			p.Checkpoint = ck
 		}
 		if err := report(p); err != nil {
 			return nil, err
