@@ -303,13 +303,15 @@ func TestPrivacy(t *testing.T) {
 		t.Errorf("Redacted: %+v from %+v", r, m)
 	}
 	// A real file with a patient name: pydicom's CT_small.dcm names "CompressedSamples^CT1".
-	_, m, err = ReadFile(realdata.Path(t, realdata.Pydicom+"/CT_small.dcm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := json.Marshal(m); bytes.Contains(b, []byte("CompressedSamples")) {
-		t.Errorf("Meta of CT_small.dcm carries the patient name: %s", b)
-	}
+	t.Run("CT_small", func(t *testing.T) {
+		_, m, err := ReadFile(realdata.Path(t, realdata.Pydicom+"/CT_small.dcm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(m); bytes.Contains(b, []byte("CompressedSamples")) || !bytes.Contains(b, []byte(`"modality":"CT"`)) {
+			t.Errorf("Meta of CT_small.dcm: %s", b)
+		}
+	})
 }
 
 func TestUnpackBits(t *testing.T) {
