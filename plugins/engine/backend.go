@@ -15,15 +15,18 @@ type Backend interface {
 	Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 		b []float32, ldb int, beta float32, c []float32, ldc int)
 	// Parallel calls fn over [0,n) split into contiguous ranges that depend only on n and
-	// the backend's worker count, so reductions per range are deterministic. It returns
+	// the backend's worker count, so reductions per range are deterministic; part numbers
+	// the ranges from 0 (below Workers), so fn may use scratch memory per part. It returns
 	// when every range is done. It is not reentrant: fn must not call Parallel.
-	Parallel(n int, fn func(lo, hi int))
+	Parallel(n int, fn func(part, lo, hi int))
 	// Workers is the number of ranges Parallel uses at most.
 	Workers() int
 }
 
 // CPU is the CPU backend: SGEMM from OpenBLAS (or pure Go without cgo) and a fixed pool of
-// goroutines for elementwise loops.
+// goroutines. Layers run the samples of a batch on different workers, each SGEMM on one
+// thread: on few cores this beats threaded SGEMMs, whose idle threads spin while Go code
+// runs between them.
 type CPU struct {
 	pool *pool
 }
@@ -33,6 +36,7 @@ func NewCPU(workers int) *CPU {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	SetBLASThreads(1)
 	return &CPU{pool: newPool(workers)}
 }
 
@@ -43,7 +47,7 @@ func (c *CPU) Name() string { return gemmName() }
 func (c *CPU) Workers() int { return c.pool.n }
 
 // Parallel implements Backend.
-func (c *CPU) Parallel(n int, fn func(lo, hi int)) { c.pool.run(n, fn) }
+func (c *CPU) Parallel(n int, fn func(part, lo, hi int)) { c.pool.run(n, fn) }
 
 // Sgemm implements Backend.
 func (c *CPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
@@ -86,8 +90,8 @@ type pool struct {
 }
 
 type task struct {
-	fn     func(lo, hi int)
-	lo, hi int
+	fn           func(part, lo, hi int)
+	part, lo, hi int
 }
 
 func newPool(n int) *pool {
@@ -95,7 +99,7 @@ func newPool(n int) *pool {
 	for i := 1; i < n; i++ {
 		go func() {
 			for t := range p.work {
-				t.fn(t.lo, t.hi)
+				t.fn(t.part, t.lo, t.hi)
 				p.wg.Done()
 			}
 		}()
@@ -103,21 +107,21 @@ func newPool(n int) *pool {
 	return p
 }
 
-func (p *pool) run(n int, fn func(lo, hi int)) {
+func (p *pool) run(n int, fn func(part, lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	parts := min(p.n, n)
 	if parts == 1 {
-		fn(0, n)
+		fn(0, 0, n)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.wg.Add(parts - 1)
 	for i := 1; i < parts; i++ {
-		p.work <- task{fn, i * n / parts, (i + 1) * n / parts}
+		p.work <- task{fn, i, i * n / parts, (i + 1) * n / parts}
 	}
-	fn(0, n/parts)
+	fn(0, 0, n/parts)
 	p.wg.Wait()
 }

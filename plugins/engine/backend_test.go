@@ -80,7 +80,7 @@ func TestParallelCoversRangeOnce(t *testing.T) {
 	be := NewCPU(3)
 	for _, n := range []int{1, 2, 3, 10, 1001} {
 		hits := make([]int32, n)
-		be.Parallel(n, func(lo, hi int) {
+		be.Parallel(n, func(part, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				hits[i]++
 			}

@@ -19,9 +19,10 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 	}
 	l.pointwise = g.kk() == 1 && s == [3]int{1, 1, 1} && p == [3]int{}
 	if !l.pointwise {
-		b.ws.size = max(b.ws.size, g.rows()*g.outS())
+		b.ws.size = max(b.ws.size, g.rows()*g.tileRows()*g.out[2])
 	}
-	l.colFn, l.unColFn, l.biasFn, l.biasGradFn = l.colRange, l.unColRange, l.biasRange, l.biasGradRange
+	l.dw = b.partScratch(len(l.w.Data))
+	l.fwdFn, l.bwdFn, l.biasGradFn = l.fwdRange, l.bwdRange, l.biasGradRange
 	b.use(x, &l.accX)
 	b.layers = append(b.layers, l)
 	return l.y
@@ -35,88 +36,117 @@ type conv struct {
 	ws        *workspace
 	pointwise bool
 	accX      bool
+	dw        [][]float32 // weight-gradient part sums of workers 1…
 
-	n                                  int // the sample the range functions work on
-	colFn, unColFn, biasFn, biasGradFn func(lo, hi int)
+	fwdFn, bwdFn, biasGradFn func(part, lo, hi int)
 }
 
-func (l *conv) colRange(lo, hi int)   { l.g.im2col(l.x.Sample(l.n), l.ws.buf, lo, hi) }
-func (l *conv) unColRange(lo, hi int) { l.g.col2im(l.ws.buf, l.x.GradSample(l.n), lo, hi, l.accX) }
-
-func (l *conv) biasRange(lo, hi int) {
-	P := l.g.outS()
-	for n := range l.y.Shape.N {
+// fwdRange convolves samples [lo,hi): per tile of output rows, im2col into the worker's
+// workspace and one SGEMM.
+func (l *conv) fwdRange(part, lo, hi int) {
+	cout, P, K := l.y.Shape.C, l.g.outS(), l.g.rows()
+	col := l.ws.bufs[part]
+	Q, R, o2 := l.g.outRows(), l.g.tileRows(), l.g.out[2]
+	for n := lo; n < hi; n++ {
 		y := l.y.Sample(n)
-		for co := lo; co < hi; co++ {
-			v := l.bias.Data[co]
-			r := y[co*P : (co+1)*P]
-			for i := range r {
-				r[i] += v
+		if l.pointwise {
+			l.be.Sgemm(false, false, cout, P, K, 1, l.w.Data, K, l.x.Sample(n), P, 0, y, P)
+		} else {
+			for q0 := 0; q0 < Q; q0 += R {
+				q1 := min(Q, q0+R)
+				T := (q1 - q0) * o2
+				l.g.im2col(l.x.Sample(n), col, q0, q1)
+				l.be.Sgemm(false, false, cout, T, K, 1, l.w.Data, K, col, T, 0, y[q0*o2:], P)
+			}
+		}
+		if l.bias != nil {
+			addBias(y, l.bias.Data, P)
+		}
+	}
+}
+
+// addBias adds b[c] to channel c of y (channels of P values).
+func addBias(y, b []float32, P int) {
+	for c, v := range b {
+		r := y[c*P : (c+1)*P]
+		for i := range r {
+			r[i] += v
+		}
+	}
+}
+
+// bwdRange computes the weight gradient of samples [lo,hi) into the worker's part sum and
+// their input gradients.
+func (l *conv) bwdRange(part, lo, hi int) {
+	cout, P, K := l.y.Shape.C, l.g.outS(), l.g.rows()
+	col := l.ws.bufs[part]
+	dw := l.w.Grad
+	if part > 0 {
+		dw = l.dw[part]
+	}
+	var bx float32
+	if l.accX {
+		bx = 1
+	}
+	Q, R, o2 := l.g.outRows(), l.g.tileRows(), l.g.out[2]
+	for n := lo; n < hi; n++ {
+		dy := l.y.GradSample(n)
+		var beta float32
+		if n > lo {
+			beta = 1
+		}
+		if l.pointwise {
+			l.be.Sgemm(false, true, cout, K, P, 1, dy, P, l.x.Sample(n), P, beta, dw, K)
+			if l.x.needGrad {
+				l.be.Sgemm(true, false, K, P, cout, 1, l.w.Data, K, dy, P, bx, l.x.GradSample(n), P)
+			}
+			continue
+		}
+		if l.x.needGrad && !l.accX {
+			clear(l.x.GradSample(n))
+		}
+		for q0 := 0; q0 < Q; q0 += R {
+			q1 := min(Q, q0+R)
+			T := (q1 - q0) * o2
+			l.g.im2col(l.x.Sample(n), col, q0, q1)
+			l.be.Sgemm(false, true, cout, K, T, 1, dy[q0*o2:], P, col, T, beta, dw, K)
+			beta = 1
+			if l.x.needGrad {
+				l.be.Sgemm(true, false, K, T, cout, 1, l.w.Data, K, dy[q0*o2:], P, 0, col, T)
+				l.g.col2im(col, l.x.GradSample(n), q0, q1)
 			}
 		}
 	}
 }
 
-func (l *conv) biasGradRange(lo, hi int) {
+func (l *conv) biasGradRange(_, lo, hi int) {
 	P := l.g.outS()
 	for co := lo; co < hi; co++ {
 		var s float64
 		for n := range l.y.Shape.N {
-			for _, v := range l.y.GradSample(n)[co*P : (co+1)*P] {
-				s += float64(v)
-			}
+			s += sum32(l.y.GradSample(n)[co*P : (co+1)*P])
 		}
 		l.bias.Grad[co] = float32(s)
 	}
 }
 
-func (l *conv) forward() {
-	cout, P, K := l.y.Shape.C, l.g.outS(), l.g.rows()
-	for n := range l.x.Shape.N {
-		l.n = n
-		y := l.y.Sample(n)
-		if l.pointwise {
-			l.be.Sgemm(false, false, cout, P, K, 1, l.w.Data, K, l.x.Sample(n), P, 0, y, P)
-			continue
-		}
-		l.be.Parallel(K, l.colFn)
-		l.be.Sgemm(false, false, cout, P, K, 1, l.w.Data, K, l.ws.buf, P, 0, y, P)
-	}
+func (l *conv) forward() { l.be.Parallel(l.x.Shape.N, l.fwdFn) }
+
+func (l *conv) backward() {
+	N := l.x.Shape.N
+	l.be.Parallel(N, l.bwdFn)
+	addParts(l.w.Grad, l.dw, min(N, l.be.Workers()))
 	if l.bias != nil {
-		l.be.Parallel(cout, l.biasFn)
+		l.be.Parallel(l.y.Shape.C, l.biasGradFn)
 	}
 }
 
-func (l *conv) backward() {
-	cout, P, K := l.y.Shape.C, l.g.outS(), l.g.rows()
-	for n := range l.x.Shape.N {
-		l.n = n
-		dy := l.y.GradSample(n)
-		var beta float32
-		if n > 0 {
-			beta = 1
+// addParts adds the part sums of workers 1 … parts−1 to dst, in order.
+func addParts(dst []float32, part [][]float32, parts int) {
+	for p := 1; p < parts; p++ {
+		for i, v := range part[p] {
+			dst[i] += v
 		}
-		if l.pointwise {
-			x := l.x.Sample(n)
-			l.be.Sgemm(false, true, cout, K, P, 1, dy, P, x, P, beta, l.w.Grad, K)
-			if l.x.needGrad {
-				var b float32
-				if l.accX {
-					b = 1
-				}
-				l.be.Sgemm(true, false, K, P, cout, 1, l.w.Data, K, dy, P, b, l.x.GradSample(n), P)
-			}
-			continue
-		}
-		l.be.Parallel(K, l.colFn)
-		l.be.Sgemm(false, true, cout, K, P, 1, dy, P, l.ws.buf, P, beta, l.w.Grad, K)
-		if l.x.needGrad {
-			l.be.Sgemm(true, false, K, P, cout, 1, l.w.Data, K, dy, P, 0, l.ws.buf, P)
-			l.be.Parallel(l.g.c, l.unColFn)
-		}
-	}
-	if l.bias != nil {
-		l.be.Parallel(cout, l.biasGradFn)
 	}
 }
 
@@ -142,8 +172,9 @@ func (b *Builder) ConvTranspose(x *Tensor, cout int, k, s, p [3]int, bias bool) 
 	if bias {
 		l.bias = b.param(name+".bias", []int{cout}, false)
 	}
-	b.ws.size = max(b.ws.size, g.rows()*g.outS())
-	l.colFn, l.unColFn, l.biasFn, l.biasGradFn = l.colRange, l.unColRange, l.biasRange, l.biasGradRange
+	b.ws.size = max(b.ws.size, g.rows()*g.tileRows()*g.out[2])
+	l.dw = b.partScratch(len(l.w.Data))
+	l.fwdFn, l.bwdFn, l.biasGradFn = l.fwdRange, l.bwdRange, l.biasGradRange
 	b.use(x, &l.accX)
 	b.layers = append(b.layers, l)
 	return l.y
@@ -158,68 +189,77 @@ type convT struct {
 	g       geom
 	ws      *workspace
 	accX    bool
+	dw      [][]float32
 
-	n                                  int
-	colFn, unColFn, biasFn, biasGradFn func(lo, hi int)
+	fwdFn, bwdFn, biasGradFn func(part, lo, hi int)
 }
 
-func (l *convT) colRange(lo, hi int)   { l.g.im2col(l.y.GradSample(l.n), l.ws.buf, lo, hi) }
-func (l *convT) unColRange(lo, hi int) { l.g.col2im(l.ws.buf, l.y.Sample(l.n), lo, hi, false) }
-
-func (l *convT) biasRange(lo, hi int) {
-	S := l.y.Shape.Spatial()
-	for co := lo; co < hi; co++ {
-		v := l.bias.Data[co]
-		r := l.y.Sample(l.n)[co*S : (co+1)*S]
-		for i := range r {
-			r[i] += v
+func (l *convT) fwdRange(part, lo, hi int) {
+	cin, P, K := l.x.Shape.C, l.g.outS(), l.g.rows()
+	col := l.ws.bufs[part]
+	Q, R, o2 := l.g.outRows(), l.g.tileRows(), l.g.out[2]
+	for n := lo; n < hi; n++ {
+		y := l.y.Sample(n)
+		clear(y)
+		for q0 := 0; q0 < Q; q0 += R {
+			q1 := min(Q, q0+R)
+			T := (q1 - q0) * o2
+			l.be.Sgemm(true, false, K, T, cin, 1, l.w.Data, K, l.x.Sample(n)[q0*o2:], P, 0, col, T)
+			l.g.col2im(col, y, q0, q1)
+		}
+		if l.bias != nil {
+			addBias(y, l.bias.Data, l.y.Shape.Spatial())
 		}
 	}
 }
 
-func (l *convT) biasGradRange(lo, hi int) {
+func (l *convT) bwdRange(part, lo, hi int) {
+	cin, P, K := l.x.Shape.C, l.g.outS(), l.g.rows()
+	col := l.ws.bufs[part]
+	dw := l.w.Grad
+	if part > 0 {
+		dw = l.dw[part]
+	}
+	var bx float32
+	if l.accX {
+		bx = 1
+	}
+	Q, R, o2 := l.g.outRows(), l.g.tileRows(), l.g.out[2]
+	for n := lo; n < hi; n++ {
+		var beta float32
+		if n > lo {
+			beta = 1
+		}
+		for q0 := 0; q0 < Q; q0 += R {
+			q1 := min(Q, q0+R)
+			T := (q1 - q0) * o2
+			l.g.im2col(l.y.GradSample(n), col, q0, q1)
+			l.be.Sgemm(false, true, cin, K, T, 1, l.x.Sample(n)[q0*o2:], P, col, T, beta, dw, K)
+			beta = 1
+			if l.x.needGrad {
+				l.be.Sgemm(false, false, cin, T, K, 1, l.w.Data, K, col, T, bx, l.x.GradSample(n)[q0*o2:], P)
+			}
+		}
+	}
+}
+
+func (l *convT) biasGradRange(_, lo, hi int) {
 	S := l.y.Shape.Spatial()
 	for co := lo; co < hi; co++ {
 		var s float64
 		for n := range l.y.Shape.N {
-			for _, v := range l.y.GradSample(n)[co*S : (co+1)*S] {
-				s += float64(v)
-			}
+			s += sum32(l.y.GradSample(n)[co*S : (co+1)*S])
 		}
 		l.bias.Grad[co] = float32(s)
 	}
 }
 
-func (l *convT) forward() {
-	cin, P, K := l.x.Shape.C, l.g.outS(), l.g.rows()
-	for n := range l.x.Shape.N {
-		l.n = n
-		l.be.Sgemm(true, false, K, P, cin, 1, l.w.Data, K, l.x.Sample(n), P, 0, l.ws.buf, P)
-		l.be.Parallel(l.g.c, l.unColFn)
-		if l.bias != nil {
-			l.be.Parallel(l.g.c, l.biasFn)
-		}
-	}
-}
+func (l *convT) forward() { l.be.Parallel(l.x.Shape.N, l.fwdFn) }
 
 func (l *convT) backward() {
-	cin, P, K := l.x.Shape.C, l.g.outS(), l.g.rows()
-	for n := range l.x.Shape.N {
-		l.n = n
-		l.be.Parallel(K, l.colFn)
-		var beta float32
-		if n > 0 {
-			beta = 1
-		}
-		l.be.Sgemm(false, true, cin, K, P, 1, l.x.Sample(n), P, l.ws.buf, P, beta, l.w.Grad, K)
-		if l.x.needGrad {
-			var b float32
-			if l.accX {
-				b = 1
-			}
-			l.be.Sgemm(false, false, cin, P, K, 1, l.w.Data, K, l.ws.buf, P, b, l.x.GradSample(n), P)
-		}
-	}
+	N := l.x.Shape.N
+	l.be.Parallel(N, l.bwdFn)
+	addParts(l.w.Grad, l.dw, min(N, l.be.Workers()))
 	if l.bias != nil {
 		l.be.Parallel(l.g.c, l.biasGradFn)
 	}

@@ -2,12 +2,16 @@ package engine
 
 // geom is the geometry of a convolution window sliding over one sample: c channels of
 // size in, kernel k, stride s, zero padding p, giving out positions per axis (D, H, W).
+//
+// Column matrices are built in tiles of output rows: a row q is one (od, oh) pair
+// (q = od·out[1] + oh) with its out[2] positions, so a tile [q0,q1) has (q1−q0)·out[2]
+// columns and c·k³ rows, one per channel and kernel offset.
 type geom struct {
 	c                int
 	in, k, s, p, out [3]int
-	// lo and hi bound, for each axis and kernel offset, the output positions whose input
-	// position lies inside the image.
-	lo, hi [3][]int
+	// wlo and whi bound, for each kernel offset along W, the output columns whose input
+	// column lies inside the image.
+	wlo, whi []int
 }
 
 func newGeom(c int, in, k, s, p [3]int) (geom, bool) {
@@ -17,18 +21,17 @@ func newGeom(c int, in, k, s, p [3]int) (geom, bool) {
 			return g, false
 		}
 		g.out[a] = (in[a]+2*p[a]-k[a])/s[a] + 1
-		g.lo[a] = make([]int, k[a])
-		g.hi[a] = make([]int, k[a])
-		for ko := range k[a] {
-			lo, hi := 0, g.out[a]
-			for lo < hi && lo*s[a]-p[a]+ko < 0 {
-				lo++
-			}
-			for hi > lo && (hi-1)*s[a]-p[a]+ko >= in[a] {
-				hi--
-			}
-			g.lo[a][ko], g.hi[a][ko] = lo, hi
+	}
+	g.wlo, g.whi = make([]int, k[2]), make([]int, k[2])
+	for ko := range k[2] {
+		lo, hi := 0, g.out[2]
+		for lo < hi && lo*s[2]-p[2]+ko < 0 {
+			lo++
 		}
+		for hi > lo && (hi-1)*s[2]-p[2]+ko >= in[2] {
+			hi--
+		}
+		g.wlo[ko], g.whi[ko] = lo, hi
 	}
 	return g, true
 }
@@ -38,79 +41,86 @@ func (g *geom) outS() int { return g.out[0] * g.out[1] * g.out[2] }
 func (g *geom) kk() int   { return g.k[0] * g.k[1] * g.k[2] }
 func (g *geom) rows() int { return g.c * g.kk() }
 
-// im2col writes rows [r0,r1) of the column matrix (c·k³ rows, one per channel and kernel
-// offset, each out³ long) of the image x (c·in³).
-func (g *geom) im2col(x, col []float32, r0, r1 int) {
-	P, inS, kk := g.outS(), g.inS(), g.kk()
-	o1, o2 := g.out[1], g.out[2]
-	for r := r0; r < r1; r++ {
+// outRows is the number of output rows (od, oh pairs).
+func (g *geom) outRows() int { return g.out[0] * g.out[1] }
+
+// colBudget bounds a column tile (values per worker): 8 MiB keeps a tile in the last-level
+// cache between im2col and its SGEMM and the workspace small for 3D patches. Tests lower
+// it to exercise tiling.
+var colBudget = 1 << 21
+
+// tileRows is the number of output rows per column tile.
+func (g *geom) tileRows() int {
+	return min(g.outRows(), max(1, colBudget/(g.rows()*g.out[2])))
+}
+
+// source maps kernel offsets (kd, kh) and output row q to the input row, or −1 outside.
+func (g *geom) source(q, kd, kh int) int {
+	od, oh := q/g.out[1], q%g.out[1]
+	id, ih := od*g.s[0]-g.p[0]+kd, oh*g.s[1]-g.p[1]+kh
+	if id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] {
+		return -1
+	}
+	return id*g.in[1] + ih
+}
+
+// im2col writes the column tile of output rows [q0,q1) of the image x (c·in³).
+func (g *geom) im2col(x, col []float32, q0, q1 int) {
+	inS, kk, o2 := g.inS(), g.kk(), g.out[2]
+	T := (q1 - q0) * o2
+	for r := range g.rows() {
 		c, kr := r/kk, r%kk
 		kd, kh, kw := kr/(g.k[1]*g.k[2]), kr/g.k[2]%g.k[1], kr%g.k[2]
-		row := col[r*P : (r+1)*P]
+		row := col[r*T : (r+1)*T]
 		xc := x[c*inS : (c+1)*inS]
-		dlo, dhi := g.lo[0][kd], g.hi[0][kd]
-		hlo, hhi := g.lo[1][kh], g.hi[1][kh]
-		wlo, whi := g.lo[2][kw], g.hi[2][kw]
-		clear(row[:dlo*o1*o2])
-		clear(row[dhi*o1*o2:])
-		for od := dlo; od < dhi; od++ {
-			id := od*g.s[0] - g.p[0] + kd
-			plane := row[od*o1*o2 : (od+1)*o1*o2]
-			clear(plane[:hlo*o2])
-			clear(plane[hhi*o2:])
-			for oh := hlo; oh < hhi; oh++ {
-				ih := oh*g.s[1] - g.p[1] + kh
-				src := xc[(id*g.in[1]+ih)*g.in[2]:]
-				dst := plane[oh*o2 : (oh+1)*o2]
-				clear(dst[:wlo])
-				clear(dst[whi:])
-				if g.s[2] == 1 {
-					off := kw - g.p[2]
-					copy(dst[wlo:whi], src[wlo+off:whi+off])
-					continue
-				}
-				for ow := wlo; ow < whi; ow++ {
-					dst[ow] = src[ow*g.s[2]-g.p[2]+kw]
-				}
+		wlo, whi, off := g.wlo[kw], g.whi[kw], kw-g.p[2]
+		for q := q0; q < q1; q++ {
+			dst := row[(q-q0)*o2 : (q-q0+1)*o2]
+			src := g.source(q, kd, kh)
+			if src < 0 {
+				clear(dst)
+				continue
+			}
+			line := xc[src*g.in[2] : (src+1)*g.in[2]]
+			clear(dst[:wlo])
+			clear(dst[whi:])
+			if g.s[2] == 1 {
+				copy(dst[wlo:whi], line[wlo+off:whi+off])
+				continue
+			}
+			for ow := wlo; ow < whi; ow++ {
+				dst[ow] = line[ow*g.s[2]+off]
 			}
 		}
 	}
 }
 
-// col2im adds the column matrix back into channels [c0,c1) of the image x, zeroing each
-// channel first unless acc.
-func (g *geom) col2im(col, x []float32, c0, c1 int, acc bool) {
-	P, inS, kk := g.outS(), g.inS(), g.kk()
-	o1, o2 := g.out[1], g.out[2]
-	for c := c0; c < c1; c++ {
+// col2im adds the column tile of output rows [q0,q1) back into the image x.
+func (g *geom) col2im(col, x []float32, q0, q1 int) {
+	inS, kk, o2 := g.inS(), g.kk(), g.out[2]
+	T := (q1 - q0) * o2
+	for r := range g.rows() {
+		c, kr := r/kk, r%kk
+		kd, kh, kw := kr/(g.k[1]*g.k[2]), kr/g.k[2]%g.k[1], kr%g.k[2]
+		row := col[r*T : (r+1)*T]
 		xc := x[c*inS : (c+1)*inS]
-		if !acc {
-			clear(xc)
-		}
-		for kr := range kk {
-			kd, kh, kw := kr/(g.k[1]*g.k[2]), kr/g.k[2]%g.k[1], kr%g.k[2]
-			row := col[(c*kk+kr)*P : (c*kk+kr+1)*P]
-			hlo, hhi := g.lo[1][kh], g.hi[1][kh]
-			wlo, whi := g.lo[2][kw], g.hi[2][kw]
-			for od := g.lo[0][kd]; od < g.hi[0][kd]; od++ {
-				id := od*g.s[0] - g.p[0] + kd
-				for oh := hlo; oh < hhi; oh++ {
-					ih := oh*g.s[1] - g.p[1] + kh
-					dst := xc[(id*g.in[1]+ih)*g.in[2]:]
-					src := row[(od*o1+oh)*o2 : (od*o1+oh+1)*o2]
-					if g.s[2] == 1 {
-						off := kw - g.p[2]
-						d := dst[wlo+off : whi+off]
-						s := src[wlo:whi]
-						for i := range d {
-							d[i] += s[i]
-						}
-						continue
-					}
-					for ow := wlo; ow < whi; ow++ {
-						dst[ow*g.s[2]-g.p[2]+kw] += src[ow]
-					}
+		wlo, whi, off := g.wlo[kw], g.whi[kw], kw-g.p[2]
+		for q := q0; q < q1; q++ {
+			src := g.source(q, kd, kh)
+			if src < 0 {
+				continue
+			}
+			from := row[(q-q0)*o2 : (q-q0+1)*o2]
+			line := xc[src*g.in[2] : (src+1)*g.in[2]]
+			if g.s[2] == 1 {
+				d, s := line[wlo+off:whi+off], from[wlo:whi]
+				for i := range d {
+					d[i] += s[i]
 				}
+				continue
+			}
+			for ow := wlo; ow < whi; ow++ {
+				line[ow*g.s[2]+off] += from[ow]
 			}
 		}
 	}

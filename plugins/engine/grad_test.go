@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -227,12 +228,18 @@ func TestGradients(t *testing.T) {
 			return b.SoftmaxLoss(x, 1, 1)
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.h == 0 {
-				tc.h, tc.tol = stdStep, stdTol
-			}
-			runGradCase(t, tc)
-		})
+	for _, budget := range []int{colBudget, 1} {
+		// A budget of 1 makes every column tile one output row.
+		old := colBudget
+		colBudget = budget
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/budget %d", tc.name, budget), func(t *testing.T) {
+				if tc.h == 0 {
+					tc.h, tc.tol = stdStep, stdTol
+				}
+				runGradCase(t, tc)
+			})
+		}
+		colBudget = old
 	}
 }

@@ -17,7 +17,7 @@ type Loss struct {
 	ce           []float64 // per sample: sum of −log p
 	inter, sums  []float64 // per (sample, class): Σ p·g and Σ p + Σ g
 	acc          bool
-	fwdFn, bwdFn func(lo, hi int)
+	fwdFn, bwdFn func(part, lo, hi int)
 	value        float64
 }
 
@@ -63,7 +63,7 @@ const (
 	maxClasses = 64 // per-voxel scratch lives on the stack
 )
 
-func (l *Loss) fwdRange(lo, hi int) {
+func (l *Loss) fwdRange(_, lo, hi int) {
 	C, S := l.x.Shape.C, l.x.Shape.Spatial()
 	for n := lo; n < hi; n++ {
 		x, p, lab := l.x.Sample(n), l.prob[n*C*S:(n+1)*C*S], l.labels[n*S:(n+1)*S]
@@ -109,7 +109,7 @@ func (l *Loss) forward() {
 	l.value = l.wCE*ce/float64(N*S) + l.wDice*(1-dc/float64(N*(C-1)))
 }
 
-func (l *Loss) bwdRange(lo, hi int) {
+func (l *Loss) bwdRange(_, lo, hi int) {
 	N, C, S := l.x.Shape.N, l.x.Shape.C, l.x.Shape.Spatial()
 	kce := float32(l.wCE / float64(N*S))
 	kdc := l.wDice / float64(N*(C-1))

@@ -36,10 +36,11 @@ type use struct {
 	acc *bool
 }
 
-// workspace is scratch memory shared by layers that run one after the other.
+// workspace is scratch memory shared by layers that run one after the other: one buffer
+// per worker of the backend.
 type workspace struct {
 	size int
-	buf  []float32
+	bufs [][]float32
 }
 
 // Builder describes a network layer by layer; Build allocates every buffer once.
@@ -51,7 +52,19 @@ type Builder struct {
 	params  []*Param
 	uses    []use
 	ws      *workspace
+	scratch [][]float32 // per-layer scratch, counted in Net.Bytes
 	err     error
+}
+
+// partScratch returns one buffer of n values per worker but the first (which writes the
+// result itself), for per-worker partial sums.
+func (b *Builder) partScratch(n int) [][]float32 {
+	s := make([][]float32, b.be.Workers())
+	for i := 1; i < len(s); i++ {
+		s[i] = make([]float32, n)
+		b.scratch = append(b.scratch, s[i])
+	}
+	return s
 }
 
 // NewBuilder starts a network whose parameters are initialised from seed.
@@ -154,8 +167,13 @@ func (b *Builder) Build() (*Net, error) {
 			n.zero = append(n.zero, r.Grad)
 		}
 	}
-	b.ws.buf = make([]float32, b.ws.size)
-	n.bytes += int64(4 * b.ws.size)
+	for range b.be.Workers() {
+		b.ws.bufs = append(b.ws.bufs, make([]float32, b.ws.size))
+		n.bytes += int64(4 * b.ws.size)
+	}
+	for _, s := range b.scratch {
+		n.bytes += int64(4 * len(s))
+	}
 	for _, p := range b.params {
 		n.bytes += int64(8 * len(p.Data))
 	}

@@ -54,7 +54,7 @@ type norm struct {
 	mean, istd      []float32
 	dg, db          []float64 // per-row parts of the γ and β gradients
 	runMean, runVar []float32
-	fwdFn, bwdFn    func(lo, hi int)
+	fwdFn, bwdFn    func(part, lo, hi int)
 }
 
 func (l *norm) setTraining(on bool) { l.training = on }
@@ -69,7 +69,7 @@ func (l *norm) rowSamples(r int) (c, n0, n1 int) {
 	return r, 0, l.x.Shape.N
 }
 
-func (l *norm) fwdRange(lo, hi int) {
+func (l *norm) fwdRange(_, lo, hi int) {
 	S := l.x.Shape.Spatial()
 	for r := lo; r < hi; r++ {
 		c, n0, n1 := l.rowSamples(r)
@@ -77,18 +77,13 @@ func (l *norm) fwdRange(lo, hi int) {
 		if l.kind == Instance || l.training {
 			var s float64
 			for n := n0; n < n1; n++ {
-				for _, v := range l.x.Sample(n)[c*S : (c+1)*S] {
-					s += float64(v)
-				}
+				s += sum32(l.x.Sample(n)[c*S : (c+1)*S])
 			}
 			m := float64((n1 - n0) * S)
 			mu := s / m
 			var q float64
 			for n := n0; n < n1; n++ {
-				for _, v := range l.x.Sample(n)[c*S : (c+1)*S] {
-					d := float64(v) - mu
-					q += d * d
-				}
+				q += sqDev32(l.x.Sample(n)[c*S:(c+1)*S], float32(mu))
 			}
 			vr := q / m
 			mean, istd = float32(mu), float32(1/math.Sqrt(vr+float64(l.eps)))
@@ -115,23 +110,19 @@ func (l *norm) fwdRange(lo, hi int) {
 	}
 }
 
-func (l *norm) bwdRange(lo, hi int) {
+func (l *norm) bwdRange(_, lo, hi int) {
 	S := l.x.Shape.Spatial()
 	for r := lo; r < hi; r++ {
 		c, n0, n1 := l.rowSamples(r)
 		mean, istd := l.mean[r], l.istd[r]
 		var sd, sdx float64
 		for n := n0; n < n1; n++ {
-			xs, ys, dys := l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S], l.y.GradSample(n)[c*S:(c+1)*S]
-			for i, v := range xs {
-				d := dys[i]
-				if l.act && ys[i] < 0 {
-					d *= l.slope
-				}
-				sd += float64(d)
-				sdx += float64(d) * float64((v-mean)*istd)
-			}
+			a, b := normSums(l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S],
+				l.y.GradSample(n)[c*S:(c+1)*S], mean, l.slope, l.act)
+			sd += a
+			sdx += b
 		}
+		sdx *= float64(istd)
 		l.dg[r], l.db[r] = sdx, sd
 		if !l.x.needGrad {
 			continue
@@ -143,11 +134,7 @@ func (l *norm) bwdRange(lo, hi int) {
 			xs, ys, dys := l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S], l.y.GradSample(n)[c*S:(c+1)*S]
 			dxs := l.x.GradSample(n)[c*S : (c+1)*S]
 			for i, v := range xs {
-				d := dys[i]
-				if l.act && ys[i] < 0 {
-					d *= l.slope
-				}
-				g := k * (d - a - (v-mean)*istd*bb)
+				g := k * (actGrad(dys[i], ys[i], l.slope, l.act) - a - (v-mean)*istd*bb)
 				if l.accX {
 					dxs[i] += g
 				} else {

@@ -17,7 +17,7 @@ type Adam struct {
 
 	cur        int
 	lr, c1, c2 float32
-	stepFn     func(lo, hi int)
+	stepFn     func(part, lo, hi int)
 }
 
 // NewAdam returns Adam with β = (0.9, 0.999) and ε = 1e-8, PyTorch's defaults.
@@ -50,7 +50,7 @@ func (a *Adam) Step() {
 	}
 }
 
-func (a *Adam) stepRange(lo, hi int) {
+func (a *Adam) stepRange(_, lo, hi int) {
 	p := a.params[a.cur]
 	m, v := a.m[a.cur], a.v[a.cur]
 	b1, b2, eps := float32(a.Beta1), float32(a.Beta2), float32(a.Eps)

@@ -26,11 +26,11 @@ type maxPool struct {
 	k            [3]int
 	idx          []int32 // per output: the offset of the maximum inside its channel
 	accX         bool
-	fwdFn, bwdFn func(lo, hi int)
+	fwdFn, bwdFn func(part, lo, hi int)
 }
 
 // rows are (sample, channel) pairs.
-func (l *maxPool) fwdRange(lo, hi int) {
+func (l *maxPool) fwdRange(_, lo, hi int) {
 	C, in, out := l.x.Shape.C, l.x.Shape.dims(), l.y.Shape.dims()
 	S, P := l.x.Shape.Spatial(), l.y.Shape.Spatial()
 	for r := lo; r < hi; r++ {
@@ -60,7 +60,7 @@ func (l *maxPool) fwdRange(lo, hi int) {
 	}
 }
 
-func (l *maxPool) bwdRange(lo, hi int) {
+func (l *maxPool) bwdRange(_, lo, hi int) {
 	C := l.x.Shape.C
 	S, P := l.x.Shape.Spatial(), l.y.Shape.Spatial()
 	for r := lo; r < hi; r++ {

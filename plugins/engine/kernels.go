@@ -1,0 +1,81 @@
+package engine
+
+// Elementwise reductions: float32 lanes summed in blocks, blocks summed in float64. The
+// block size keeps the float32 partial sums short (rounding near 256·2⁻²⁴ relative) while
+// the loop stays free of conversions.
+
+const sumBlock = 256
+
+// sum32 is Σ s.
+func sum32(s []float32) float64 {
+	var t float64
+	for len(s) > 0 {
+		b := s[:min(sumBlock, len(s))]
+		s = s[len(b):]
+		var a0, a1, a2, a3 float32
+		i := 0
+		for ; i+4 <= len(b); i += 4 {
+			a0 += b[i]
+			a1 += b[i+1]
+			a2 += b[i+2]
+			a3 += b[i+3]
+		}
+		for ; i < len(b); i++ {
+			a0 += b[i]
+		}
+		t += float64((a0 + a1) + (a2 + a3))
+	}
+	return t
+}
+
+// sqDev32 is Σ (s − m)².
+func sqDev32(s []float32, m float32) float64 {
+	var t float64
+	for len(s) > 0 {
+		b := s[:min(sumBlock, len(s))]
+		s = s[len(b):]
+		var a0, a1, a2, a3 float32
+		i := 0
+		for ; i+4 <= len(b); i += 4 {
+			d0, d1, d2, d3 := b[i]-m, b[i+1]-m, b[i+2]-m, b[i+3]-m
+			a0 += d0 * d0
+			a1 += d1 * d1
+			a2 += d2 * d2
+			a3 += d3 * d3
+		}
+		for ; i < len(b); i++ {
+			d := b[i] - m
+			a0 += d * d
+		}
+		t += float64((a0 + a1) + (a2 + a3))
+	}
+	return t
+}
+
+// actGrad is dy passed back through LeakyReLU with the given slope, read off the output y
+// (y < 0 exactly where the input was negative).
+func actGrad(dy, y, slope float32, act bool) float32 {
+	if act && y < 0 {
+		return dy * slope
+	}
+	return dy
+}
+
+// normSums returns Σ d and Σ d·(x − mean) over one normalised row, d being the gradient
+// behind the activation.
+func normSums(x, y, dy []float32, mean, slope float32, act bool) (sd, sdx float64) {
+	for len(x) > 0 {
+		k := min(sumBlock, len(x))
+		xb, yb, db := x[:k], y[:k], dy[:k]
+		x, y, dy = x[k:], y[k:], dy[k:]
+		var a, b float32
+		for i, v := range xb {
+			d := actGrad(db[i], yb[i], slope, act)
+			a += d
+			b += d * (v - mean)
+		}
+		sd += float64(a)
+		sdx += float64(b)
+	}
+	return sd, sdx
+}
