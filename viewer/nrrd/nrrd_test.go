@@ -365,3 +365,40 @@ func BenchmarkRead(b *testing.B) {
 }
 
 var le = binary.LittleEndian
+
+func TestWriteSegmentation(t *testing.T) {
+	in, err := ReadImage("testdata/gen_layers.seg.nrrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "out.seg.nrrd")
+	if err := WriteSegmentation(p, in.Volume, in.Segments); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadImage(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameVolume(in.Volume, out.Volume) {
+		t.Error("labels differ after the round trip")
+	}
+	if len(out.Segments) != len(in.Segments) {
+		t.Fatalf("segments %+v, want %+v", out.Segments, in.Segments)
+	}
+	for i := range in.Segments {
+		if out.Segments[i] != in.Segments[i] {
+			t.Errorf("segment %+v, want %+v", out.Segments[i], in.Segments[i])
+		}
+	}
+	if out.KeyValues["Segment0_Extent"] != "0 5 0 4 0 3" {
+		t.Errorf("extent %q", out.KeyValues["Segment0_Extent"])
+	}
+	bad := in.Segments[0]
+	bad.Layer = 2
+	if err := WriteSegmentation(p, in.Volume, []Segment{bad}); err == nil {
+		t.Error("a segment in a missing layer was written")
+	}
+	if err := WriteSegmentation(p, random(volume.Float32, [4]int{2, 2, 2, 1}, 1), nil); !errors.Is(err, volume.ErrDType) {
+		t.Errorf("float labels: %v", err)
+	}
+}
