@@ -66,12 +66,27 @@ func edtGrow(b []float64, n int) []float64 {
 // in place. The passes run along Z, then Y, then X, so that the final value is
 // x² + (y² + z²), the same float sum as scipy's add.reduce over axes (z, y, x).
 func edtTransform(data []float64, dims [3]int, spacing [3]float64) {
+	edtTransformRows(data, dims, spacing, nil)
+}
+
+// edtTransformRows is edtTransform where only the rows (y, z) with rows[z*Y+y] set need
+// correct values (nil: all); the Y pass skips planes and the X pass rows that hold none.
+func edtTransformRows(data []float64, dims [3]int, spacing [3]float64, rows []bool) {
 	if dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
 		return
 	}
-	edtPass(data, dims, 2, spacing[2], true)
-	edtPass(data, dims, 1, spacing[1], false)
-	edtPass(data, dims, 0, spacing[0], false)
+	var planes []bool
+	if rows != nil {
+		planes = make([]bool, dims[2])
+		for r, ok := range rows {
+			if ok {
+				planes[r/dims[1]] = true
+			}
+		}
+	}
+	edtPass(data, dims, 2, spacing[2], true, nil)
+	edtPass(data, dims, 1, spacing[1], false, planes)
+	edtPass(data, dims, 0, spacing[0], false, rows)
 }
 
 // edtBlock is how many neighbouring lines along X are gathered together, so that each
@@ -80,7 +95,7 @@ const edtBlock = 8
 
 // edtPass runs the one-dimensional transform along axis over every line of data.
 // first selects the cheap two-sweep transform valid when the field is still 0/+Inf.
-func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
+func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need []bool) {
 	nx, ny, nz := dims[0], dims[1], dims[2]
 	var n, stride int
 	// units enumerate blocks of lines: (outer index, x block start).
@@ -121,6 +136,9 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
 			z := make([]float64, n+1)
 			for u := lo; u < hi; u++ {
 				if axis == 0 {
+					if need != nil && !need[u] {
+						continue
+					}
 					row := data[u*nx : (u+1)*nx]
 					if edtTrivial(row) {
 						continue
@@ -134,6 +152,9 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool) {
 					continue
 				}
 				o, xb := u/xBlocks, u%xBlocks
+				if need != nil && !need[o] {
+					continue
+				}
 				x0 := xb * edtBlock
 				bw := min(edtBlock, nx-x0)
 				var base int
@@ -233,6 +254,11 @@ func edtEnvelope(f, d []float64, v []int32, z []float64, s float64) {
 		if math.IsInf(fq, 1) {
 			continue
 		}
+		// Inside a run of zeros a parabola is never the minimum anywhere but at its own
+		// point, where the distance is 0 anyway: only the run's ends enter the envelope.
+		if fq == 0 && q > 0 && q < n-1 && f[q-1] == 0 && f[q+1] == 0 {
+			continue
+		}
 		qf := float64(q)
 		var sp float64
 		for k >= 0 {
@@ -263,6 +289,10 @@ func edtEnvelope(f, d []float64, v []int32, z []float64, s float64) {
 	}
 	k = 0
 	for q := 0; q < n; q++ {
+		if f[q] == 0 {
+			d[q] = 0
+			continue
+		}
 		qf := float64(q)
 		for z[k+1] < qf {
 			k++

@@ -135,7 +135,7 @@ func DeepMindSurfaceDistances(gt, pred []uint8, dims [3]int, spacing [3]float64)
 		}
 	}
 	if anyPred {
-		dist = EDTSquaredToFeatures(border, m, spacing, dist)
+		dist = surfaceEDT(border, cg, m, spacing, dist)
 	}
 	sd.GTToPred, sd.AreasGT = surfaceGather(cg, dist, anyPred, &area)
 	anyGT := false
@@ -148,10 +148,46 @@ func DeepMindSurfaceDistances(gt, pred []uint8, dims [3]int, spacing [3]float64)
 		}
 	}
 	if anyGT {
-		dist = EDTSquaredToFeatures(border, m, spacing, dist)
+		dist = surfaceEDT(border, cp, m, spacing, dist)
 	}
 	sd.PredToGT, sd.AreasPred = surfaceGather(cp, dist, anyGT, &area)
 	return sd, nil
+}
+
+// surfaceEDT is EDTSquaredToFeatures(feature) computed only where it is read: on the rows
+// that hold a surfel of the query codes.
+func surfaceEDT(feature, query []uint8, m [3]int, spacing [3]float64, out []float64) []float64 {
+	return surfaceEDTRows(feature, surfaceRows(query, m, func(c uint8) bool { return c != 0 && c != 255 }), m, spacing, out)
+}
+
+// surfaceRows marks the rows (y, z) of a grid that hold a voxel for which isQuery holds.
+func surfaceRows(query []uint8, m [3]int, isQuery func(uint8) bool) []bool {
+	rows := make([]bool, m[1]*m[2])
+	for r := range rows {
+		for _, c := range query[r*m[0] : (r+1)*m[0]] {
+			if isQuery(c) {
+				rows[r] = true
+				break
+			}
+		}
+	}
+	return rows
+}
+
+// surfaceEDTRows is EDTSquaredToFeatures with correct values on the marked rows only.
+func surfaceEDTRows(feature []uint8, rows []bool, m [3]int, spacing [3]float64, out []float64) []float64 {
+	n := m[0] * m[1] * m[2]
+	out = edtGrow(out, n)
+	inf := math.Inf(1)
+	for i, f := range feature[:n] {
+		if f != 0 {
+			out[i] = 0
+		} else {
+			out[i] = inf
+		}
+	}
+	edtTransformRows(out, m, spacing, rows)
+	return out
 }
 
 // surfaceGather lists (distance, area) of the surfels of codes and sorts them like
@@ -338,7 +374,7 @@ func MONAISurfaceDistances(pred, gt []uint8, dims [3]int, spacing [3]float64) ([
 		}
 		return out, nil
 	}
-	d := EDTSquaredToFeatures(eg, c, spacing, nil)
+	d := surfaceEDTRows(eg, surfaceRows(ep, c, func(v uint8) bool { return v != 0 }), c, spacing, nil)
 	for i, v := range ep {
 		if v != 0 {
 			out = append(out, math.Sqrt(d[i]))
