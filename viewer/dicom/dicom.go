@@ -3,8 +3,8 @@
 //
 // Data elements are parsed with github.com/suyashkumar/dicom; this package first walks the
 // elements itself, checking every length (and the nesting of sequences) against the file
-// before the library allocates anything, hands the library only the header (everything
-// before the Pixel Data element), and decodes the pixel data itself:
+// before the library allocates anything, hands the library only the few top-level elements
+// it uses (identifying elements are never parsed), and decodes the pixel data itself:
 // native little- and big-endian and deflated data, RLE Lossless with its own decoder
 // (PS3.5 Annex G) and JPEG Baseline with the standard library. Other compressed transfer
 // syntaxes (JPEG Lossless, JPEG-LS, JPEG 2000, …) are refused with an error, wrapping

@@ -31,7 +31,8 @@ type layout struct {
 	ts       string           // transfer syntax UID from the file meta information
 	bo       binary.ByteOrder // byte order of the data set
 	implicit bool             // implicit VR data set
-	// header is the data set up to (not including) the top-level Pixel Data element.
+	// header holds copies of the top-level elements this package reads (see used), in
+	// file order, from before the Pixel Data element.
 	header []byte
 	// pixels is the Pixel Data value of a native (uncompressed) file.
 	pixels []byte
@@ -154,7 +155,6 @@ func (l *layout) scanDataSet(b []byte) error {
 			return err
 		}
 		if t == tag.PixelData {
-			l.header = b[:off]
 			l.hasPixels = true
 			return l.scanPixels(&s, off+hl, vl)
 		}
@@ -162,10 +162,46 @@ func (l *layout) scanDataSet(b []byte) error {
 		if err != nil {
 			return err
 		}
+		if used[t] {
+			l.header = append(l.header, b[off:next]...)
+		}
 		off = next
 	}
-	l.header = b
 	return nil
+}
+
+// used are the top-level elements handed to the parsing library: those this package
+// reads, and nothing else, so that identifying elements are never even parsed (and the
+// library has less to do).
+var used = map[tag.Tag]bool{
+	tag.SpecificCharacterSet:             true,
+	tag.Modality:                         true,
+	tag.Manufacturer:                     true,
+	tag.SeriesDescription:                true,
+	tag.SliceThickness:                   true,
+	tag.SpacingBetweenSlices:             true,
+	tag.ImagerPixelSpacing:               true,
+	tag.SeriesInstanceUID:                true,
+	tag.InstanceNumber:                   true,
+	tag.ImagePositionPatient:             true,
+	tag.ImageOrientationPatient:          true,
+	tag.SamplesPerPixel:                  true,
+	tag.PhotometricInterpretation:        true,
+	tag.PlanarConfiguration:              true,
+	tag.NumberOfFrames:                   true,
+	tag.Rows:                             true,
+	tag.Columns:                          true,
+	tag.PixelSpacing:                     true,
+	tag.BitsAllocated:                    true,
+	tag.BitsStored:                       true,
+	tag.HighBit:                          true,
+	tag.PixelRepresentation:              true,
+	tag.WindowCenter:                     true,
+	tag.WindowWidth:                      true,
+	tag.RescaleIntercept:                 true,
+	tag.RescaleSlope:                     true,
+	tag.SharedFunctionalGroupsSequence:   true,
+	tag.PerFrameFunctionalGroupsSequence: true,
 }
 
 // scanPixels records the native value or the encapsulated fragments of Pixel Data whose
