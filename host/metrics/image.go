@@ -106,9 +106,12 @@ func imageWindows(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i,
 		}
 		h0, h1, h2, h3, h4 := hs[0][:w], hs[1][:w], hs[2][:w], hs[3][:w], hs[4][:w]
 		h0[0], h1[0], h2[0], h3[0], h4[0] = s0, s1, s2, s3, s4
-		for x := 1; x < w; x++ {
-			xa, ya := pa[x+win-1], pb[x+win-1]
-			xs, ys := pa[x-1], pb[x-1]
+		h0, h1, h2, h3, h4 = h0[1:], h1[1:], h2[1:], h3[1:], h4[1:]
+		ia, ib := pa[win:win+w-1], pb[win:win+w-1]
+		oa, ob := pa[:w-1], pb[:w-1]
+		for x := range ia {
+			xa, ya := ia[x], ib[x]
+			xs, ys := oa[x], ob[x]
 			s0 += xa - xs
 			s1 += ya - ys
 			s2 += xa*xa - xs*xs
