@@ -324,6 +324,7 @@ func TestErrors(t *testing.T) {
 		{"wrong sizeof_hdr", badSize, volume.ErrFormat},
 		{"wrong magic", badMagic, volume.ErrFormat},
 		{"pair header", edit(func(h *Header) { h.Magic = "ni1" }), volume.ErrFormat},
+		{"Analyze header", edit(func(h *Header) { h.Magic = "" }), volume.ErrFormat},
 		{"data cut short", good[:len(good)-10], volume.ErrTruncated},
 		{"gzip cut short", gzCut, volume.ErrTruncated},
 		{"gzip checksum", badCRC, volume.ErrFormat},
