@@ -253,6 +253,14 @@ func TestBadInput(t *testing.T) {
 	if _, err := ReadSeries(sd); err == nil || !strings.Contains(err.Error(), p) {
 		t.Errorf("folder with a broken file: %v", err)
 	}
+	// Many bad files: the first maxErrors are listed, the rest counted.
+	md := t.TempDir()
+	for i := 0; i < maxErrors+3; i++ {
+		write(t, md, fmt.Sprintf("notes%d.txt", i), []byte("not DICOM"))
+	}
+	if _, err := ReadSeries(md); !errors.Is(err, volume.ErrFormat) || !strings.Contains(err.Error(), "3 more files could not be read") {
+		t.Errorf("folder of non-DICOM files: %v", err)
+	}
 }
 
 func TestUnsupportedRealSyntax(t *testing.T) {

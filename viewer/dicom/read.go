@@ -167,6 +167,9 @@ func ReadDir(dir string) (*volume.Volume, *Meta, error) {
 	return v, m, nil
 }
 
+// maxErrors is how many file errors a folder read reports one by one.
+const maxErrors = 5
+
 type group struct {
 	uid   string
 	files []*file
@@ -207,7 +210,17 @@ func readGroups(dir string) ([]group, error) {
 	}
 	close(next)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	var bad []error
+	for _, err := range errs {
+		if err != nil {
+			bad = append(bad, err)
+		}
+	}
+	if len(bad) > maxErrors {
+		// A folder of thousands of non-DICOM files should not give thousands of lines.
+		bad = append(bad[:maxErrors], fmt.Errorf("dicom: %s: %d more files could not be read", dir, len(bad)-maxErrors))
+	}
+	if err := errors.Join(bad...); err != nil {
 		return nil, err
 	}
 	byUID := map[string][]*file{}
