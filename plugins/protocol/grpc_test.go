@@ -131,6 +131,11 @@ func TestValidateRejects(t *testing.T) {
 	if _, err := bad.Validate(); !errors.Is(err, ErrMalformed) {
 		t.Errorf("bad schema: err = %v", err)
 	}
+	bad = *fakeDesc
+	bad.ConfigSchema = []byte(`{"$ref":"file:///etc/hostname"}`)
+	if _, err := bad.Validate(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("schema that loads a file: err = %v", err)
+	}
 	s, _ := fakeDesc.Validate()
 	if err := (&PlanResponse{Candidates: []Candidate{{Name: "x", Config: []byte(`{}`)}}}).Validate(s); !errors.Is(err, ErrMalformed) {
 		t.Errorf("config missing lr: err = %v", err)

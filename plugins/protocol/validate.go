@@ -59,6 +59,8 @@ func CompileSchema(doc []byte) (*Schema, error) {
 		return nil, fmt.Errorf("%w: config schema is not JSON: %w", ErrMalformed, err)
 	}
 	c := jsonschema.NewCompiler()
+	// A plugin's schema may not make the host read files or URLs: no loaders.
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	if err := c.AddResource("config.schema.json", v); err != nil {
 		return nil, fmt.Errorf("%w: config schema: %w", ErrMalformed, err)
 	}
