@@ -255,6 +255,28 @@ func fill(v *volume.Volume, sl []slice, h0 *header, m *Meta) error {
 		v.Data = out
 		return nil
 	}
+	inv := h0.photometric == "MONOCHROME1"
+	// Signed 16-bit data without rescale is int16 whatever its range, so it need not be
+	// measured (MR); otherwise measure what was left unmeasured.
+	plain := !inv
+	for _, s := range sl {
+		plain = plain && s.f.px.signed16() && s.slope == 1 && s.intercept == 0
+	}
+	if plain {
+		if err := volume.CheckSize(v.Dims, volume.Int16); err != nil {
+			return err
+		}
+		v.Data = inParallel(make([]int16, v.Len()), sl, func(o []int16, s []slice) { fillInt(o, s, false, 0) })
+		return nil
+	}
+	inParallel(make([]struct{}, len(sl)), sl, func(_ []struct{}, s []slice) {
+		for i := range s {
+			if s[i].f.px.lazy {
+				// Cannot fail: signed 16-bit values need no check.
+				s[i].min, s[i].max, _ = s[i].f.px.measure(s[i].frame)
+			}
+		}
+	})
 	integer := true
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range sl {
@@ -281,7 +303,6 @@ func fill(v *volume.Volume, sl []slice, h0 *header, m *Meta) error {
 	if err := volume.CheckSize(v.Dims, t); err != nil {
 		return err
 	}
-	inv := h0.photometric == "MONOCHROME1"
 	flip := lo + hi
 	if inv {
 		m.Inverted = true

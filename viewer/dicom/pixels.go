@@ -24,6 +24,19 @@ type pixels struct {
 	h        *header
 	frameLen int     // rows × cols × spp
 	min, max []int32 // per frame
+	lazy     bool    // min and max are not measured yet (raw signed 16-bit data)
+}
+
+// signed16 reports whether p holds raw signed little-endian 16-bit samples that use all
+// 16 bits: any of their values fits int16.
+func (p *pixels) signed16() bool {
+	return p.raw != nil && p.bo == binary.LittleEndian && p.h.bitsAlloc == 16 && p.h.bitsStored == 16 && p.h.signed
+}
+
+// measure returns the smallest and largest stored value of raw frame i.
+func (p *pixels) measure(i int) (lo, hi int32, err error) {
+	fb := p.frameLen * p.h.bitsAlloc / 8
+	return p.h.measure(p.raw[i*fb:(i+1)*fb], p.frameLen, p.bo)
 }
 
 // frame returns the samples of frame i; raw data is converted into scratch, which must
@@ -132,11 +145,13 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 		err = h.decodeEncapsulated(p, frames, c)
 	case h.spp == 1:
 		// Measure each frame now (which also checks every value); convert again when
-		// the volume is filled.
+		// the volume is filled. Signed 16-bit little-endian data is measured only if
+		// the volume needs its range (see fill).
 		p.raw = l.pixels[:n*h.frames*size]
-		fb := n * size
-		for i := 0; i < h.frames && err == nil; i++ {
-			p.min[i], p.max[i], err = h.measure(p.raw[i*fb:(i+1)*fb], n, l.bo)
+		if p.lazy = p.signed16(); !p.lazy {
+			for i := 0; i < h.frames && err == nil; i++ {
+				p.min[i], p.max[i], err = p.measure(i)
+			}
 		}
 	default:
 		p.samples = make([]int32, n*h.frames)
