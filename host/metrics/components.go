@@ -86,7 +86,8 @@ func (c *Components) findRuns(mask []uint8) {
 		wg.Add(1)
 		go func(k, r0, r1 int) {
 			defer wg.Done()
-			var a0, a1 []int32
+			guess := (r1 - r0) * nx / 16
+			a0, a1 := make([]int32, 0, guess), make([]int32, 0, guess)
 			for r := r0; r < r1; r++ {
 				c.rowStart[r] = int32(len(a0)) // slab-relative for now
 				row := mask[r*nx : (r+1)*nx]
@@ -174,6 +175,7 @@ func (c *Components) unite(conn Connectivity) {
 	}
 	// rows unites row (y, z) with its earlier neighbour rows whose plane is >= zmin (or
 	// exactly zmin-1 when boundary is set).
+	x0s, x1s := c.runX0, c.runX1
 	rows := func(z, zmin int, boundary bool) {
 		for y := 0; y < ny; y++ {
 			r := z*ny + y
@@ -195,16 +197,18 @@ func (c *Components) unite(conn Connectivity) {
 				i, j := a0, b0
 				for i < a1 && j < b1 {
 					// runs overlap (with slack) when x0a <= x1b+s and x0b <= x1a+s
-					if c.runX1[i]+s < c.runX0[j] {
+					if x1s[i]+s < x0s[j] {
 						i++
 						continue
 					}
-					if c.runX1[j]+s < c.runX0[i] {
+					if x1s[j]+s < x0s[i] {
 						j++
 						continue
 					}
-					componentsUnion(parent, i, j)
-					if c.runX1[i] < c.runX1[j] {
+					if parent[i] != parent[j] {
+						componentsUnion(parent, i, j)
+					}
+					if x1s[i] < x1s[j] {
 						i++
 					} else {
 						j++
@@ -232,13 +236,14 @@ func (c *Components) unite(conn Connectivity) {
 	}
 	c.comp = make([]int32, nr)
 	next := int32(0)
+	// Every parent has a smaller index than its child (unions keep the smaller root), so
+	// the parent's component is known when the child is reached.
 	for i := int32(0); i < nr; i++ {
-		r := componentsFind(parent, i)
-		if r == i {
+		if p := parent[i]; p == i {
 			c.comp[i] = next
 			next++
 		} else {
-			c.comp[i] = c.comp[r]
+			c.comp[i] = c.comp[p]
 		}
 	}
 	c.N = int(next)

@@ -8,6 +8,7 @@ func BenchmarkLabel256(b *testing.B) {
 	var out []int32
 	b.SetBytes(n * n * n)
 	b.ResetTimer()
+	c0 := benchCPU()
 	for i := 0; i < b.N; i++ {
 		c, err := NewComponents(m, [3]int{n, n, n}, Conn26)
 		if err != nil {
@@ -15,4 +16,5 @@ func BenchmarkLabel256(b *testing.B) {
 		}
 		out = c.Label(out)
 	}
+	b.ReportMetric(float64(benchCPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }

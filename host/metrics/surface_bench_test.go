@@ -11,6 +11,7 @@ func BenchmarkHD95SurfaceDice256(b *testing.B) {
 	sp := [3]float64{0.8, 0.8, 1.5}
 	b.SetBytes(2 * n * n * n)
 	b.ResetTimer()
+	c0 := benchCPU()
 	for i := 0; i < b.N; i++ {
 		sd, err := DeepMindSurfaceDistances(gt, pred, [3]int{n, n, n}, sp)
 		if err != nil {
@@ -20,4 +21,5 @@ func BenchmarkHD95SurfaceDice256(b *testing.B) {
 		_ = sd.SurfaceDice(5)
 		_ = sd.MASD()
 	}
+	b.ReportMetric(float64(benchCPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }
