@@ -59,8 +59,8 @@ type norm struct {
 
 func (l *norm) setTraining(on bool) { l.training = on }
 
-// segs calls f with the row's value slices: one per sample for batch norm, one for
-// instance norm.
+// rowSamples maps row r to its channel and the samples it spans: one sample for instance
+// norm, the whole batch for batch norm.
 func (l *norm) rowSamples(r int) (c, n0, n1 int) {
 	C := l.x.Shape.C
 	if l.kind == Instance {
@@ -73,7 +73,7 @@ func (l *norm) fwdRange(_, lo, hi int) {
 	S := l.x.Shape.Spatial()
 	for r := lo; r < hi; r++ {
 		c, n0, n1 := l.rowSamples(r)
-		mean, istd := l.mean[r], l.istd[r]
+		var mean, istd float32
 		if l.kind == Instance || l.training {
 			var s float64
 			for n := n0; n < n1; n++ {

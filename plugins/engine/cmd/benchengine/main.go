@@ -68,7 +68,7 @@ func main() {
 	}
 	one := flag.String("model", "", "measure one model in this process (2d or 3d)")
 	steps := flag.Int("steps", 3, "timed steps (the median is reported)")
-	threads := flag.Int("threads", 2, "OpenBLAS threads and PyTorch threads")
+	threads := flag.Int("threads", 2, "PyTorch threads and OpenBLAS threads of the SGEMM peak")
 	workers := flag.Int("workers", 0, "engine loop workers (0: GOMAXPROCS)")
 	python := flag.String("torch", "/usr/bin/python3", "Python with PyTorch; empty to skip")
 	flag.Parse()
@@ -126,8 +126,11 @@ func cpuTime() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-func sgemmPeak() float64 {
+// sgemmPeak measures SGEMM of 2048² matrices on the given number of OpenBLAS threads.
+func sgemmPeak(threads int) float64 {
 	be := engine.NewCPU(0)
+	engine.SetBLASThreads(threads)
+	defer engine.SetBLASThreads(1)
 	const n = 2048
 	r := rand.New(rand.NewPCG(1, 1))
 	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
@@ -148,8 +151,7 @@ func measure(name string, steps, threads, workers int) error {
 	if err != nil {
 		return err
 	}
-	engine.SetBLASThreads(threads)
-	peak := sgemmPeak()
+	peak := sgemmPeak(threads)
 	base := rss()
 	be := engine.NewCPU(workers)
 	cfg := engine.UNetConfig{In: 1, Classes: m.Classes, Widths: m.Widths, Kernels: m.Kernels,
