@@ -112,6 +112,10 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need 
 		// A single plane: the pass only squares zero distances; nothing to do.
 		return
 	}
+	if axis == 2 && first {
+		edtZSweep(data, dims, s)
+		return
+	}
 	xBlocks := (nx + edtBlock - 1) / edtBlock
 	units := outer * xBlocks
 	if axis == 0 {
@@ -190,6 +194,58 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need 
 					dst := data[base+i*stride : base+i*stride+bw]
 					for b := range dst {
 						dst[b] = buf[b*n+i]
+					}
+				}
+			}
+		}(lo, hi)
+	}
+	wg.Wait()
+}
+
+// edtZSweep is the first pass along Z done plane by plane: each worker owns a range of
+// (x, y) columns and sweeps the planes forward then backward, reading memory in order
+// instead of gathering strided lines.
+func edtZSweep(data []float64, dims [3]int, s float64) {
+	plane := dims[0] * dims[1]
+	nz := dims[2]
+	workers := runtime.GOMAXPROCS(0)
+	if plane*nz < 1<<15 || workers > plane {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := plane*w/workers, plane*(w+1)/workers
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			last := make([]int32, hi-lo)
+			for i := range last {
+				last[i] = -1
+			}
+			for z := 0; z < nz; z++ {
+				row := data[z*plane+lo : z*plane+hi]
+				for i, v := range row {
+					if v == 0 {
+						last[i] = int32(z)
+					} else if l := last[i]; l >= 0 {
+						d := float64(z-int(l)) * s
+						row[i] = float64(d * d)
+					}
+				}
+			}
+			for i := range last {
+				last[i] = -1
+			}
+			for z := nz - 1; z >= 0; z-- {
+				row := data[z*plane+lo : z*plane+hi]
+				for i, v := range row {
+					if v == 0 {
+						last[i] = int32(z)
+					} else if l := last[i]; l >= 0 {
+						d := float64(int(l)-z) * s
+						if dd := float64(d * d); dd < v {
+							row[i] = dd
+						}
 					}
 				}
 			}
