@@ -74,7 +74,7 @@ fuzz-short:
 fuzz:
 	@.ci/fuzz.sh 3m
 
-bench-io: build realdata
+bench-io: realdata
 	@.ci/bench-io.sh
 
 clean:
