@@ -9,7 +9,8 @@ import "math"
 // the absolute components matter for the area, so each normal is written as three digits,
 // the absolute components in eighths (0.125 → 1, 0.25 → 2, 0.375 → 3, 0.5 → 4). The table
 // is symmetric: code 255−c carries the same normals as code c, which surfaceAreaTable uses
-// for codes 128..255 (the test checks a sample of the upper half against the library).
+// for codes 128..255. testdata/golden_volumetric.py transcribes the upper half separately,
+// so the golden surface tests check the symmetry on every code the fixtures reach.
 var surfaceNormals128 = [128]string{
 	"000", "111", "111", "220 220", "111", "202 202", "111 111", "400 222 111",
 	"111", "111 111", "202 202", "400 222 111", "220 220", "400 222 111", "400 222 111", "400 400",
