@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"testing"
+)
 
 func TestPUMAMatch(t *testing.T) {
 	gt := []Nucleus{{"tumor", 0, 0, 1}, {"tumor", 100, 100, 1}, {"TILs", 50, 50, 1}}
@@ -85,5 +89,46 @@ func TestTissueMicroDice(t *testing.T) {
 	w1, w2 := (4+eps)/(5+eps), eps/(2+eps)
 	if !closeRel(per[0], w1) || !closeRel(per[1], w2) || per[2] != 0 || !closeRel(m, (w1+w2)/5) {
 		t.Errorf("per %v mean %v", per, m)
+	}
+}
+
+// TestGoldenPUMAMatch compares PUMAMatch with the graders' matching loop re-stated in
+// testdata/golden_2d.py on random fixtures with coordinates on a 5-px grid (exact 15-px
+// distances, repeated centroids) and quarter-step scores (ties).
+func TestGoldenPUMAMatch(t *testing.T) {
+	b, err := os.ReadFile("testdata/golden_2d.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Puma []struct {
+			GT, Pred  [][]any
+			Inclusive bool
+			Counts    map[string]struct{ TP, FP, FN int }
+		} `json:"puma"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Puma) == 0 {
+		t.Fatal("no PUMA fixtures")
+	}
+	conv := func(rows [][]any) []Nucleus {
+		out := make([]Nucleus, len(rows))
+		for i, r := range rows {
+			out[i] = Nucleus{Class: r[0].(string), X: r[1].(float64), Y: r[2].(float64), Score: r[3].(float64)}
+		}
+		return out
+	}
+	for i, c := range g.Puma {
+		got := PUMAMatch(conv(c.GT), conv(c.Pred), PUMAMatchRadius, c.Inclusive)
+		if len(got) != len(c.Counts) {
+			t.Errorf("case %d: classes %v, reference %v", i, got, c.Counts)
+		}
+		for cl, w := range c.Counts {
+			if got[cl] != (PointCounts{TP: w.TP, FP: w.FP, FN: w.FN}) {
+				t.Errorf("case %d class %s: %+v, reference %+v", i, cl, got[cl], w)
+			}
+		}
 	}
 }

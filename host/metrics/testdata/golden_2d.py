@@ -208,6 +208,45 @@ cells.append({"w": 8, "h": 8, "gt": z.ravel().tolist(), "pred": z.ravel().tolist
               "results": {"0.5": cellseg(z, z, 0.5)}})
 out["cellseg"] = cells
 
+# PUMA nuclei matching (the matching loop of the ReX graders and the official
+# eval_nuclei.py, re-stated): per GT in order, same-class candidates within the radius,
+# sorted by (-score, distance) stably, the first remaining prediction with the matched
+# centroid removed. Random fixtures with coarse coordinates and scores to force ties and
+# identical centroids.
+def puma_match(gt, pred, radius, inclusive):
+    pool = {}
+    for p in pred:
+        pool.setdefault(p[0], []).append(p)
+    tp = {}
+    for g in gt:
+        el = []
+        for p in pool.get(g[0], []):
+            d = np.linalg.norm(np.array(g[1:3]) - np.array(p[1:3]))
+            if d < radius or (inclusive and d <= radius):
+                el.append((p, d))
+        el.sort(key=lambda e: (-e[0][3], e[1]))
+        if el:
+            best = el[0][0]
+            tp[g[0]] = tp.get(g[0], 0) + 1
+            lst = pool[g[0]]
+            for i, q in enumerate(lst):
+                if np.array_equal(q[1:3], best[1:3]):
+                    del lst[i]
+                    break
+    out = {}
+    for c in set([g[0] for g in gt] + [p[0] for p in pred]):
+        t = tp.get(c, 0)
+        out[c] = {"tp": t, "fp": sum(p[0] == c for p in pred) - t, "fn": sum(g[0] == c for g in gt) - t}
+    return out
+
+puma = []
+for k in range(6):
+    classes = ["tumor", "TILs", "other"]
+    gt = [[classes[rng.randint(3)], float(rng.randint(0, 20) * 5), float(rng.randint(0, 20) * 5), 1.0] for _ in range(40)]
+    pred = [[classes[rng.randint(3)], float(rng.randint(0, 20) * 5), float(rng.randint(0, 20) * 5), float(rng.randint(1, 4)) / 4] for _ in range(45)]
+    puma.append({"gt": gt, "pred": pred, "inclusive": bool(k % 2), "counts": puma_match(gt, pred, 15.0, bool(k % 2))})
+out["puma"] = puma
+
 with open("golden_2d.json", "w") as f:
     json.dump(out, f, separators=(",", ":"))
 print("wrote golden_2d.json")
