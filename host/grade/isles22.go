@@ -3,8 +3,11 @@ package grade
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
 
 	"amid/host/metrics"
+	"amid/viewer/nifti"
 )
 
 func init() { Register("isles22", GraderFunc(gradeISLES22)) }
@@ -65,7 +68,7 @@ func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Resul
 		dice = append(dice, o.Dice(1))
 		f1 = append(f1, lf)
 		count = append(count, float64(lc))
-		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(gv.v.Spacing)))
+		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(islesZooms(gtPath[cid], gv))))
 	}
 	if !p.Empty() {
 		return Invalid(p.List()), nil
@@ -76,4 +79,17 @@ func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Resul
 		"lesion_count_diff": metrics.NumpyMean(count),
 		"abs_volume_diff":   metrics.NumpyMean(vol),
 	})
+}
+
+// islesZooms is nibabel's header.get_zooms() of a NIfTI file (absolute pixdim 1–3, which
+// is what the grader multiplies, rather than the affine's column norms); other formats
+// fall back to the volume's spacing.
+func islesZooms(path string, v *vol) [3]float64 {
+	low := strings.ToLower(path)
+	if strings.HasSuffix(low, ".nii") || strings.HasSuffix(low, ".nii.gz") {
+		if h, err := nifti.ReadHeader(path); err == nil {
+			return [3]float64{math.Abs(h.Pixdim[1]), math.Abs(h.Pixdim[2]), math.Abs(h.Pixdim[3])}
+		}
+	}
+	return v.v.Spacing
 }
