@@ -247,6 +247,147 @@ for k in range(6):
     puma.append({"gt": gt, "pred": pred, "inclusive": bool(k % 2), "counts": puma_match(gt, pred, 15.0, bool(k % 2))})
 out["puma"] = puma
 
+# COCO bbox evaluation: pycocotools' COCOeval.evaluate/accumulate/summarize for iouType
+# 'bbox' with default parameters, re-stated in numpy (pycocotools is not packaged in
+# Debian). Random fixtures: 6 images, 3 categories, crowd GTs, boxes of all area ranges,
+# scores on a coarse grid (ties), more than 100 detections in one image.
+def coco_eval(gts, dts, img_ids, cat_ids):
+    iou_thrs = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
+    rec_thrs = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
+    max_dets = [1, 10, 100]
+    area_rng = [[0 ** 2, 1e5 ** 2], [0 ** 2, 32 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e5 ** 2]]
+    img_ids, cat_ids = sorted(set(img_ids)), sorted(set(cat_ids))
+    G, D = {}, {}
+    for g in gts:
+        if g["image_id"] in img_ids and g["category_id"] in cat_ids:
+            G.setdefault((g["image_id"], g["category_id"]), []).append(g)
+    for i, d in enumerate(dts):
+        d = dict(d, id=i + 1, area=d["bbox"][2] * d["bbox"][3])
+        if d["image_id"] in img_ids and d["category_id"] in cat_ids:
+            D.setdefault((d["image_id"], d["category_id"]), []).append(d)
+
+    def iou(d, g, crowd):
+        w = min(d[0] + d[2], g[0] + g[2]) - max(d[0], g[0])
+        h = min(d[1] + d[3], g[1] + g[3]) - max(d[1], g[1])
+        if w <= 0 or h <= 0:
+            return 0.0
+        i = w * h
+        u = d[2] * d[3] if crowd else d[2] * d[3] + g[2] * g[3] - i
+        return i / u
+
+    def evaluate_img(img, cat, arng, maxdet):
+        gt, dt = G.get((img, cat), []), D.get((img, cat), [])
+        if not gt and not dt:
+            return None
+        dsort = np.argsort([-d["score"] for d in dt], kind="mergesort")
+        dt_all = [dt[i] for i in dsort][:max_dets[-1]]
+        ious = np.array([[iou(d["bbox"], g["bbox"], g["iscrowd"]) for g in gt] for d in dt_all]).reshape(len(dt_all), len(gt))
+        ign = [1 if (g["iscrowd"] or g["area"] < arng[0] or g["area"] > arng[1]) else 0 for g in gt]
+        gtind = np.argsort(ign, kind="mergesort")
+        gt = [gt[i] for i in gtind]
+        gt_ig = np.array([ign[i] for i in gtind])
+        dt = dt_all[:maxdet]
+        ious = ious[:, gtind][:len(dt)] if len(gt) else ious[:len(dt)]
+        T = len(iou_thrs)
+        gtm = np.zeros((T, len(gt)))
+        dtm = np.zeros((T, len(dt)))
+        dt_ig = np.zeros((T, len(dt)))
+        if len(gt) and len(dt):
+            for ti, t in enumerate(iou_thrs):
+                for di, d in enumerate(dt):
+                    best = min([t, 1 - 1e-10])
+                    m = -1
+                    for gi, g in enumerate(gt):
+                        if gtm[ti, gi] > 0 and not g["iscrowd"]:
+                            continue
+                        if m > -1 and gt_ig[m] == 0 and gt_ig[gi] == 1:
+                            break
+                        if ious[di, gi] < best:
+                            continue
+                        best = ious[di, gi]
+                        m = gi
+                    if m == -1:
+                        continue
+                    dt_ig[ti, di] = gt_ig[m]
+                    dtm[ti, di] = gt[m]["id"]
+                    gtm[ti, m] = d["id"]
+        a = np.array([d["area"] < arng[0] or d["area"] > arng[1] for d in dt]).reshape((1, len(dt)))
+        dt_ig = np.logical_or(dt_ig, np.logical_and(dtm == 0, np.repeat(a, T, 0)))
+        return {"scores": [d["score"] for d in dt], "dtm": dtm, "dtig": dt_ig, "gtig": gt_ig}
+
+    T, R, K, A, M = len(iou_thrs), len(rec_thrs), len(cat_ids), len(area_rng), len(max_dets)
+    precision = -np.ones((T, R, K, A, M))
+    recall = -np.ones((T, K, A, M))
+    for k, cat in enumerate(cat_ids):
+        for a, arng in enumerate(area_rng):
+            E = [evaluate_img(img, cat, arng, max_dets[-1]) for img in img_ids]
+            E = [e for e in E if e is not None]
+            if not E:
+                continue
+            for m, md in enumerate(max_dets):
+                scores = np.concatenate([e["scores"][0:md] for e in E])
+                inds = np.argsort(-scores, kind="mergesort")
+                dtm = np.concatenate([e["dtm"][:, 0:md] for e in E], axis=1)[:, inds]
+                dtig = np.concatenate([e["dtig"][:, 0:md] for e in E], axis=1)[:, inds]
+                gtig = np.concatenate([e["gtig"] for e in E])
+                npig = np.count_nonzero(gtig == 0)
+                if npig == 0:
+                    continue
+                tps = np.logical_and(dtm, np.logical_not(dtig))
+                fps = np.logical_and(np.logical_not(dtm), np.logical_not(dtig))
+                tp_sum = np.cumsum(tps, axis=1).astype(dtype=float)
+                fp_sum = np.cumsum(fps, axis=1).astype(dtype=float)
+                for t, (tp, fp) in enumerate(zip(tp_sum, fp_sum)):
+                    nd = len(tp)
+                    rc = tp / npig
+                    pr = tp / (fp + tp + np.spacing(1))
+                    q = np.zeros((R,))
+                    recall[t, k, a, m] = rc[-1] if nd else 0
+                    pr = pr.tolist()
+                    for i in range(nd - 1, 0, -1):
+                        if pr[i] > pr[i - 1]:
+                            pr[i - 1] = pr[i]
+                    idx = np.searchsorted(rc, rec_thrs, side="left")
+                    try:
+                        for ri, pi in enumerate(idx):
+                            q[ri] = pr[pi]
+                    except IndexError:
+                        pass
+                    precision[t, :, k, a, m] = np.array(q)
+
+    def summ(ap, thr=None, a=0, m=2):
+        s = precision[:, :, :, a, m] if ap else recall[:, :, a, m]
+        if thr is not None:
+            s = s[np.where(thr == iou_thrs)[0]]
+        s = s[s > -1]
+        return -1.0 if len(s) == 0 else float(np.mean(s))
+
+    return [summ(1), summ(1, .5), summ(1, .75), summ(1, a=1), summ(1, a=2), summ(1, a=3),
+            summ(0, m=0), summ(0, m=1), summ(0), summ(0, a=1), summ(0, a=2), summ(0, a=3)]
+
+coco = []
+for k in range(3):
+    gts, dts = [], []
+    aid = 1
+    for img in range(6):
+        for _ in range(rng.randint(3, 15)):
+            w, h = float(rng.choice([8, 20, 40, 70, 120, 200])), float(rng.choice([10, 30, 60, 110, 150]))
+            x, y = float(rng.randint(0, 400)), float(rng.randint(0, 300))
+            gts.append({"id": aid, "image_id": img, "category_id": int(rng.randint(1, 4)), "bbox": [x, y, w, h],
+                        "area": w * h * float(rng.choice([0.7, 1.0])), "iscrowd": int(rng.rand() < 0.1)})
+            aid += 1
+    for g in gts:
+        for _ in range(rng.randint(0, 3)):
+            b = [g["bbox"][0] + float(rng.randint(-6, 7)), g["bbox"][1] + float(rng.randint(-6, 7)),
+                 g["bbox"][2] * float(rng.choice([0.8, 1.0, 1.25])), g["bbox"][3]]
+            dts.append({"image_id": g["image_id"], "category_id": g["category_id"] if rng.rand() < 0.8 else int(rng.randint(1, 5)),
+                        "bbox": b, "score": float(rng.randint(0, 10)) / 10})
+    for _ in range(130 if k == 0 else 20):  # >100 detections in image 0 for the first case
+        dts.append({"image_id": 0, "category_id": 1, "bbox": [float(rng.randint(0, 400)), float(rng.randint(0, 300)), 30.0, 30.0],
+                    "score": float(rng.randint(0, 10)) / 10})
+    coco.append({"gts": gts, "dts": dts, "img_ids": list(range(6)), "cat_ids": [1, 2, 3], "stats": coco_eval(gts, dts, list(range(6)), [1, 2, 3])})
+out["coco"] = coco
+
 with open("golden_2d.json", "w") as f:
     json.dump(out, f, separators=(",", ":"))
 print("wrote golden_2d.json")
