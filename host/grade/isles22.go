@@ -68,7 +68,7 @@ func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Resul
 		dice = append(dice, o.Dice(1))
 		f1 = append(f1, lf)
 		count = append(count, float64(lc))
-		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(islesZooms(gtPath[cid], gv))))
+		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(volZooms(gtPath[cid], gv))))
 	}
 	if !p.Empty() {
 		return Invalid(p.List()), nil
@@ -81,10 +81,10 @@ func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Resul
 	})
 }
 
-// islesZooms is nibabel's header.get_zooms() of a NIfTI file (absolute pixdim 1–3, which
-// is what the grader multiplies, rather than the affine's column norms); other formats
-// fall back to the volume's spacing.
-func islesZooms(path string, v *vol) [3]float64 {
+// volZooms is the spacing the Python graders see for a NIfTI file: nibabel's
+// header.get_zooms() and SimpleITK's GetSpacing() both give the absolute pixdim 1–3, not
+// the affine's column norms; other formats fall back to the volume's spacing.
+func volZooms(path string, v *vol) [3]float64 {
 	low := strings.ToLower(path)
 	if strings.HasSuffix(low, ".nii") || strings.HasSuffix(low, ".nii.gz") {
 		if h, err := nifti.ReadHeader(path); err == nil {

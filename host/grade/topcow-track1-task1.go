@@ -187,5 +187,5 @@ func readLabelPair(predPath, gtPath string) (gt, pred []uint8, dims [3]int, sp [
 	if pv.dims != gv.dims {
 		pred = resampleLike(pv, gv, pred)
 	}
-	return gt, pred, gv.dims, gv.v.Spacing, nil
+	return gt, pred, gv.dims, volZooms(gtPath, gv), nil
 }
