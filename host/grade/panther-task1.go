@@ -60,9 +60,14 @@ func pantherGrader(id string) Grader {
 			}
 			gt := gv.where(func(f float64) bool { return f == 1 })
 			// the prediction's distinct values decide how it is binarised
+			// (0, 1, 2 are always recorded; other values until there are too many to be
+			// binary)
 			vals := map[float64]bool{}
-			for i := 0; i < pv.n() && len(vals) <= 3; i++ {
-				vals[pv.v.AtIndex(i)] = true
+			for i := 0; i < pv.n(); i++ {
+				f := pv.v.AtIndex(i)
+				if f == 0 || f == 1 || f == 2 || len(vals) < 8 {
+					vals[f] = true
+				}
 			}
 			var keep func(float64) bool
 			switch {
