@@ -41,43 +41,64 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 		ext = [3]int{dims[2], dims[1], dims[0]}
 		str = [3]int{sz, sy, sx}
 	}
-	P, R, C := ext[0]+2, ext[1]+2, ext[2]+2
-	img := make([]uint8, P*R*C)
+	// The library pads the whole array; thinning only ever looks one voxel around the
+	// foreground, and the candidate order is raster order either way, so the array is cut
+	// to the foreground's bounding box plus the padding. The number of border directions
+	// still follows the full array (4 when it has a single plane along p).
+	nb := 6
+	if ext[0] == 1 {
+		nb = 4
+	}
+	lo := [3]int{ext[0], ext[1], ext[2]}
+	hi := [3]int{-1, -1, -1}
 	for p := 0; p < ext[0]; p++ {
 		for r := 0; r < ext[1]; r++ {
 			src := p*str[0] + r*str[1]
-			dst := ((p+1)*R+r+1)*C + 1
 			for c := 0; c < ext[2]; c++ {
 				if mask[src+c*str[2]] != 0 {
-					img[dst+c] = 1
+					lo = [3]int{min(lo[0], p), min(lo[1], r), min(lo[2], c)}
+					hi = [3]int{max(hi[0], p), max(hi[1], r), max(hi[2], c)}
 				}
 			}
 		}
 	}
-	skeletonThin(img, P, R, C)
 	out := make([]uint8, n)
-	for p := 0; p < ext[0]; p++ {
-		for r := 0; r < ext[1]; r++ {
-			src := ((p+1)*R+r+1)*C + 1
+	if hi[0] < 0 {
+		return out, nil
+	}
+	P, R, C := hi[0]-lo[0]+3, hi[1]-lo[1]+3, hi[2]-lo[2]+3
+	img := make([]uint8, P*R*C)
+	for p := lo[0]; p <= hi[0]; p++ {
+		for r := lo[1]; r <= hi[1]; r++ {
+			src := p*str[0] + r*str[1]
+			dst := ((p-lo[0]+1)*R+r-lo[1]+1)*C + 1
+			for c := lo[2]; c <= hi[2]; c++ {
+				if mask[src+c*str[2]] != 0 {
+					img[dst+c-lo[2]] = 1
+				}
+			}
+		}
+	}
+	skeletonThin(img, R, C, nb)
+	for p := lo[0]; p <= hi[0]; p++ {
+		for r := lo[1]; r <= hi[1]; r++ {
+			src := ((p-lo[0]+1)*R+r-lo[1]+1)*C + 1
 			dst := p*str[0] + r*str[1]
-			for c := 0; c < ext[2]; c++ {
-				out[dst+c*str[2]] = img[src+c]
+			for c := lo[2]; c <= hi[2]; c++ {
+				out[dst+c*str[2]] = img[src+c-lo[2]]
 			}
 		}
 	}
 	return out, nil
 }
 
-// skeletonThin is _compute_thin_image on a zero-padded 0/1 array of shape (P, R, C). The
+// skeletonThin is _compute_thin_image on a zero-padded 0/1 array of shape (·, R, C) with
+// nb border directions. The
 // library scans the whole array for candidates in every pass; this keeps the list of
 // foreground voxels in raster order instead and scans only it, which visits the same
 // voxels in the same order.
-func skeletonThin(img []uint8, P, R, C int) {
+func skeletonThin(img []uint8, R, C, nb int) {
 	borders := [6]int{4, 3, 2, 1, 5, 6}
-	nb := 6
-	if P == 3 {
-		nb = 4
-	}
 	var fg []int32
 	for i, v := range img {
 		if v != 0 {
