@@ -192,8 +192,8 @@ func pluginsDescribeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer cat.Store.Close()
 			e, err := cat.Find(args[0])
+			cat.Store.Close() // the store is not needed while the plugin runs
 			if err != nil {
 				return err
 			}

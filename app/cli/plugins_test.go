@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/host/store"
 	"amid/plugins/plugintest"
 )
 
@@ -60,5 +61,15 @@ func TestPluginsCommands(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "plugins", "trust", "nope"); code == 0 || !strings.Contains(errOut, "no such plugin: nope") {
 		t.Errorf("trust nope: %d %q", code, errOut)
+	}
+
+	// While another AMID holds the store, commands that need it say so and exit.
+	st, err := store.Open(filepath.Join(home, "amid.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, errOut, code := run(t, "plugins", "list"); code != 1 || !strings.Contains(errOut, "amid: AMID is already running (store locked)") {
+		t.Errorf("list with the store held: %d %q", code, errOut)
 	}
 }
