@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"amid/plugins/engine"
@@ -115,15 +114,6 @@ func statusMiB(key string) float64 {
 func median(s []float64) float64 {
 	sort.Float64s(s)
 	return s[len(s)/2]
-}
-
-// cpuTime is the CPU time this process has used, all threads, in seconds.
-func cpuTime() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // sgemmPeak measures SGEMM of 2048² matrices on the given number of OpenBLAS threads.
