@@ -99,3 +99,63 @@ func PolyLR(base float64, step, total int, exponent float64) float64 {
 	}
 	return base * math.Pow(1-float64(step)/float64(total), exponent)
 }
+
+// SGD is stochastic gradient descent with momentum as torch.optim.SGD computes it
+// (dampening 0; Nesterov optional); weight decay is added to the gradient of parameters
+// whose Decay field is set. nnU-Net trains with lr 1e-2, momentum 0.99, Nesterov, weight
+// decay 3e-5 and PolyLR.
+type SGD struct {
+	LR, Momentum, WeightDecay float64
+	Nesterov                  bool
+
+	be     Backend
+	params []*Param
+	buf    [][]float32
+	t      int
+	cur    int
+	stepFn func(part, lo, hi int)
+}
+
+// NewSGD returns SGD with nnU-Net's momentum 0.99, Nesterov and weight decay 3e-5.
+func NewSGD(be Backend, params []*Param, lr float64) *SGD {
+	s := &SGD{LR: lr, Momentum: 0.99, WeightDecay: 3e-5, Nesterov: true, be: be, params: params}
+	for _, p := range params {
+		s.buf = append(s.buf, make([]float32, len(p.Data)))
+	}
+	s.stepFn = s.stepRange
+	return s
+}
+
+// Step updates every parameter from its gradient.
+func (s *SGD) Step() {
+	s.t++
+	for i, p := range s.params {
+		s.cur = i
+		s.be.Parallel(len(p.Data), s.stepFn)
+	}
+}
+
+func (s *SGD) stepRange(_, lo, hi int) {
+	p, buf := s.params[s.cur], s.buf[s.cur]
+	lr, mu := float32(s.LR), float32(s.Momentum)
+	wd := float32(0)
+	if p.Decay {
+		wd = float32(s.WeightDecay)
+	}
+	for i := lo; i < hi; i++ {
+		d := p.Grad[i] + wd*p.Data[i]
+		if mu != 0 {
+			if s.t == 1 {
+				buf[i] = d // PyTorch starts the momentum buffer at the first gradient
+			} else {
+				buf[i] = mu*buf[i] + d
+			}
+			if s.Nesterov {
+				d += mu * buf[i]
+			} else {
+				d = buf[i]
+			}
+		}
+		p.Data[i] -= lr * d
+	}
+}
