@@ -22,7 +22,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 		b.ws.size = max(b.ws.size, g.rows()*g.tileRows()*g.out[2])
 	}
 	l.dw = b.partScratch(len(l.w.Data))
-	l.fwdFn, l.bwdFn, l.biasGradFn = l.fwdRange, l.bwdRange, l.biasGradRange
+	l.fwdFn, l.bwdFn, l.biasGradFn, l.tileFn = l.fwdRange, l.bwdRange, l.biasGradRange, l.tileRange
 	b.use(x, &l.accX)
 	b.layers = append(b.layers, l)
 	return l.y
@@ -38,7 +38,8 @@ type conv struct {
 	accX      bool
 	dw        [][]float32 // weight-gradient part sums of workers 1…
 
-	fwdFn, bwdFn, biasGradFn func(part, lo, hi int)
+	n                                int // the sample tileRange works on
+	fwdFn, bwdFn, biasGradFn, tileFn func(part, lo, hi int)
 }
 
 // fwdRange convolves samples [lo,hi): per tile of output rows, im2col into the worker's
@@ -130,7 +131,36 @@ func (l *conv) biasGradRange(_, lo, hi int) {
 	}
 }
 
-func (l *conv) forward() { l.be.Parallel(l.x.Shape.N, l.fwdFn) }
+func (l *conv) forward() {
+	N := l.x.Shape.N
+	if N >= l.be.Workers() || l.pointwise {
+		l.be.Parallel(N, l.fwdFn)
+		return
+	}
+	// Fewer samples than workers (inference on one patch): split each sample's tiles.
+	for n := range N {
+		l.n = n
+		l.be.Parallel((l.g.outRows()+l.g.tileRows()-1)/l.g.tileRows(), l.tileFn)
+		if l.bias != nil {
+			addBias(l.y.Sample(n), l.bias.Data, l.g.outS())
+		}
+	}
+}
+
+// tileRange convolves tiles [lo,hi) of sample l.n.
+func (l *conv) tileRange(part, lo, hi int) {
+	cout, P, K := l.y.Shape.C, l.g.outS(), l.g.rows()
+	col := l.ws.bufs[part]
+	Q, R, o2 := l.g.outRows(), l.g.tileRows(), l.g.out[2]
+	x, y := l.x.Sample(l.n), l.y.Sample(l.n)
+	for t := lo; t < hi; t++ {
+		q0 := t * R
+		q1 := min(Q, q0+R)
+		T := (q1 - q0) * o2
+		l.g.im2col(x, col, q0, q1)
+		l.be.Sgemm(false, false, cout, T, K, 1, l.w.Data, K, col, T, 0, y[q0*o2:], P)
+	}
+}
 
 func (l *conv) backward() {
 	N := l.x.Shape.N
