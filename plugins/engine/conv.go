@@ -21,6 +21,17 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 	if !l.pointwise {
 		b.ws.size = max(b.ws.size, g.rows()*g.tileRows()*g.out[2])
 	}
+	if !l.pointwise && s == [3]int{1, 1, 1} {
+		// With stride 1 the input gradient is a convolution of the output gradient with the
+		// flipped, transposed kernel and padding k−1−p: an SGEMM with cout·k³ as its inner
+		// dimension instead of a memory-bound one with cout, and im2col instead of col2im.
+		gt, ok := newGeom(cout, g.out, k, s, [3]int{k[0] - 1 - p[0], k[1] - 1 - p[1], k[2] - 1 - p[2]})
+		if ok && gt.out == g.in {
+			l.gt, l.flipped = &gt, make([]float32, len(l.w.Data))
+			b.scratch = append(b.scratch, l.flipped)
+			b.ws.size = max(b.ws.size, gt.rows()*gt.tileRows()*gt.out[2])
+		}
+	}
 	l.dw = b.partScratch(len(l.w.Data))
 	l.fwdFn, l.bwdFn, l.biasGradFn, l.tileFn = l.fwdRange, l.bwdRange, l.biasGradRange, l.tileRange
 	b.use(x, &l.accX)
@@ -37,6 +48,10 @@ type conv struct {
 	pointwise bool
 	accX      bool
 	dw        [][]float32 // weight-gradient part sums of workers 1…
+	// gt and flipped compute the input gradient of a stride-1 convolution as a
+	// convolution: geometry over the output gradient, weight flipped to (cin, cout, k³).
+	gt      *geom
+	flipped []float32
 
 	n                                int // the sample tileRange works on
 	fwdFn, bwdFn, biasGradFn, tileFn func(part, lo, hi int)
@@ -103,7 +118,8 @@ func (l *conv) bwdRange(part, lo, hi int) {
 			}
 			continue
 		}
-		if l.x.needGrad && !l.accX {
+		viaCol2im := l.x.needGrad && l.gt == nil
+		if viaCol2im && !l.accX {
 			clear(l.x.GradSample(n))
 		}
 		for q0 := 0; q0 < Q; q0 += R {
@@ -112,9 +128,20 @@ func (l *conv) bwdRange(part, lo, hi int) {
 			l.g.im2col(l.x.Sample(n), col, q0, q1)
 			l.be.Sgemm(false, true, cout, K, T, 1, dy[q0*o2:], P, col, T, beta, dw, K)
 			beta = 1
-			if l.x.needGrad {
+			if viaCol2im {
 				l.be.Sgemm(true, false, K, T, cout, 1, l.w.Data, K, dy[q0*o2:], P, 0, col, T)
 				l.g.col2im(col, l.x.GradSample(n), q0, q1)
+			}
+		}
+		if l.x.needGrad && l.gt != nil {
+			g := l.gt
+			Kt, Pi, Qt, Rt, ot := g.rows(), g.outS(), g.outRows(), g.tileRows(), g.out[2]
+			dx := l.x.GradSample(n)
+			for q0 := 0; q0 < Qt; q0 += Rt {
+				q1 := min(Qt, q0+Rt)
+				T := (q1 - q0) * ot
+				g.im2col(dy, col, q0, q1)
+				l.be.Sgemm(false, false, l.g.c, T, Kt, 1, l.flipped, Kt, col, T, bx, dx[q0*ot:], Pi)
 			}
 		}
 	}
@@ -162,8 +189,25 @@ func (l *conv) tileRange(part, lo, hi int) {
 	}
 }
 
+// flip writes the weight as (cin, cout, k³) with every kernel reversed.
+func (l *conv) flip() {
+	cout, cin, kk := l.y.Shape.C, l.g.c, l.g.kk()
+	for co := range cout {
+		for ci := range cin {
+			src := l.w.Data[(co*cin+ci)*kk : (co*cin+ci+1)*kk]
+			dst := l.flipped[(ci*cout+co)*kk : (ci*cout+co+1)*kk]
+			for i, v := range src {
+				dst[kk-1-i] = v
+			}
+		}
+	}
+}
+
 func (l *conv) backward() {
 	N := l.x.Shape.N
+	if l.gt != nil && l.x.needGrad {
+		l.flip()
+	}
 	l.be.Parallel(N, l.bwdFn)
 	addParts(l.w.Grad, l.dw, min(N, l.be.Workers()))
 	if l.bias != nil {
