@@ -1,5 +1,7 @@
 package engine
 
+import "math"
+
 // Elementwise reductions: float32 lanes summed in blocks, blocks summed in float64. The
 // block size keeps the float32 partial sums short (rounding near 256·2⁻²⁴ relative) while
 // the loop stays free of conversions.
@@ -52,25 +54,24 @@ func sqDev32(s []float32, m float32) float64 {
 	return t
 }
 
-// actGrad is dy passed back through LeakyReLU with the given slope, read off the output y
-// (y < 0 exactly where the input was negative).
-func actGrad(dy, y, slope float32, act bool) float32 {
-	if act && y < 0 {
-		return dy * slope
-	}
-	return dy
+// leaky is the LeakyReLU factor for a value v: 1 when v ≥ 0, else k1+1 (k1 = slope − 1;
+// k1 = 0 means no activation). It reads the sign bit instead of branching: signs of
+// normalised values are random, and a mispredicted branch per value costs more than the
+// arithmetic.
+func leaky(v, k1 float32) float32 {
+	return 1 + k1*float32(math.Float32bits(v)>>31)
 }
 
-// normSums returns Σ d and Σ d·(x − mean) over one normalised row, d being the gradient
-// behind the activation.
-func normSums(x, y, dy []float32, mean, slope float32, act bool) (sd, sdx float64) {
+// normSums returns Σ d and Σ d·(x − mean) over one normalised row, d being dy behind the
+// activation (read off the output y, negative exactly where its input was).
+func normSums(x, y, dy []float32, mean, k1 float32) (sd, sdx float64) {
 	for len(x) > 0 {
 		k := min(sumBlock, len(x))
-		xb, yb, db := x[:k], y[:k], dy[:k]
+		xb, yb, db := x[:k], y[:k:k], dy[:k:k]
 		x, y, dy = x[k:], y[k:], dy[k:]
 		var a, b float32
 		for i, v := range xb {
-			d := actGrad(db[i], yb[i], slope, act)
+			d := db[i] * leaky(yb[i], k1)
 			a += d
 			b += d * (v - mean)
 		}

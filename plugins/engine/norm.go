@@ -59,6 +59,14 @@ type norm struct {
 
 func (l *norm) setTraining(on bool) { l.training = on }
 
+// k1 is slope − 1 for leaky, 0 without activation.
+func (l *norm) k1() float32 {
+	if !l.act {
+		return 0
+	}
+	return l.slope - 1
+}
+
 // rowSamples maps row r to its channel and the samples it spans: one sample for instance
 // norm, the whole batch for batch norm.
 func (l *norm) rowSamples(r int) (c, n0, n1 int) {
@@ -96,15 +104,13 @@ func (l *norm) fwdRange(_, lo, hi int) {
 		} else {
 			mean, istd = l.runMean[c], float32(1/math.Sqrt(float64(l.runVar[c]+l.eps)))
 		}
-		g, bt := l.gamma.Data[c]*istd, l.beta.Data[c]
+		g, bt, k1 := l.gamma.Data[c]*istd, l.beta.Data[c], l.k1()
 		for n := n0; n < n1; n++ {
 			xs, ys := l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S]
+			ys = ys[:len(xs)]
 			for i, v := range xs {
 				o := (v-mean)*g + bt
-				if l.act && o < 0 {
-					o *= l.slope
-				}
-				ys[i] = o
+				ys[i] = o * leaky(o, k1)
 			}
 		}
 	}
@@ -118,7 +124,7 @@ func (l *norm) bwdRange(_, lo, hi int) {
 		var sd, sdx float64
 		for n := n0; n < n1; n++ {
 			a, b := normSums(l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S],
-				l.y.GradSample(n)[c*S:(c+1)*S], mean, l.slope, l.act)
+				l.y.GradSample(n)[c*S:(c+1)*S], mean, l.k1())
 			sd += a
 			sdx += b
 		}
@@ -129,12 +135,13 @@ func (l *norm) bwdRange(_, lo, hi int) {
 		}
 		m := float64((n1 - n0) * S)
 		k := l.gamma.Data[c] * istd
-		a, bb := float32(sd/m), float32(sdx/m)
+		a, bb, k1 := float32(sd/m), float32(sdx/m), l.k1()
 		for n := n0; n < n1; n++ {
 			xs, ys, dys := l.x.Sample(n)[c*S:(c+1)*S], l.y.Sample(n)[c*S:(c+1)*S], l.y.GradSample(n)[c*S:(c+1)*S]
 			dxs := l.x.GradSample(n)[c*S : (c+1)*S]
+			ys, dys, dxs = ys[:len(xs)], dys[:len(xs)], dxs[:len(xs)]
 			for i, v := range xs {
-				g := k * (actGrad(dys[i], ys[i], l.slope, l.act) - a - (v-mean)*istd*bb)
+				g := k * (dys[i]*leaky(ys[i], k1) - a - (v-mean)*istd*bb)
 				if l.accX {
 					dxs[i] += g
 				} else {
