@@ -74,16 +74,24 @@ func (g *geom) im2col(x, col []float32, q0, q1 int) {
 		row := col[r*T : (r+1)*T]
 		xc := x[c*inS : (c+1)*inS]
 		wlo, whi, off := g.wlo[kw], g.whi[kw], kw-g.p[2]
+		od, oh := q0/g.out[1], q0%g.out[1]
 		for q := q0; q < q1; q++ {
 			dst := row[(q-q0)*o2 : (q-q0+1)*o2]
-			src := g.source(q, kd, kh)
-			if src < 0 {
+			id, ih := od*g.s[0]-g.p[0]+kd, oh*g.s[1]-g.p[1]+kh
+			if oh++; oh == g.out[1] {
+				oh, od = 0, od+1
+			}
+			if uint(id) >= uint(g.in[0]) || uint(ih) >= uint(g.in[1]) {
 				clear(dst)
 				continue
 			}
-			line := xc[src*g.in[2] : (src+1)*g.in[2]]
-			clear(dst[:wlo])
-			clear(dst[whi:])
+			line := xc[(id*g.in[1]+ih)*g.in[2] : (id*g.in[1]+ih+1)*g.in[2]]
+			for i := range wlo {
+				dst[i] = 0
+			}
+			for i := whi; i < o2; i++ {
+				dst[i] = 0
+			}
 			if g.s[2] == 1 {
 				copy(dst[wlo:whi], line[wlo+off:whi+off])
 				continue
