@@ -9,11 +9,11 @@ BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, npm for fetching real test images.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev npm
+            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev npm
 FUZZTIME ?= 5s
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
-        fuzz realdata bench-io clean
+        fuzz realdata bench-io bench-metrics bench-plugins bench-engine generate clean
 
 all: build
 
@@ -66,6 +66,7 @@ staticcheck:
 
 race:
 	$(GO) test -race -timeout 30m ./...
+	cd plugins/examples/echo && $(GO) test -race ./...
 
 # fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
 fuzz-short:
@@ -76,6 +77,21 @@ fuzz:
 
 bench-io: realdata
 	@.ci/bench-io.sh
+
+bench-metrics: deps
+	@.ci/bench-metrics.sh
+
+bench-plugins: deps
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./host/supervisor/
+
+# bench-engine: one U-Net training step, 2D and 3D, in the engine and in PyTorch 1.13.
+bench-engine: deps
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
+	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# generate regenerates the plugin protocol's Go code (make test checks it is current).
+generate: deps
+	$(GO) generate ./plugins/protocol
 
 clean:
 	rm -rf $(BIN)
