@@ -2,31 +2,18 @@ package metrics
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 )
 
-// benchCPUTime is the process's user+system CPU time. The benchmarks report it per
-// operation ("cpu-ms/op") besides wall time, because the build machine is shared and wall
-// time there swings with the load; testdata/bench_2d.py reports Python's CPU time the same
-// way (time.process_time).
-func benchCPUTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// benchLoop runs f b.N times and reports CPU milliseconds per operation.
+// benchLoop runs f b.N times and reports CPU milliseconds per operation (benchCPU: the
+// machine is shared, and testdata/bench_2d.py reports Python's CPU time the same way).
 func benchLoop(b *testing.B, f func()) {
 	b.ResetTimer()
-	c0 := benchCPUTime()
+	c0 := benchCPU()
 	for i := 0; i < b.N; i++ {
 		f()
 	}
-	b.ReportMetric(float64(benchCPUTime()-c0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(benchCPU()-c0)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // benchCells draws about n elliptic cells on a w×h instance map (deterministic).
