@@ -47,6 +47,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 
+	"amid/viewer/internal/atomicfile"
 	"amid/viewer/volume"
 )
 
@@ -253,7 +254,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 	if h.NDims == 4 && h.DimSize[3] > 1 {
 		raw = channelsLast(raw, t.Size()*h.Channels, dims[0]*dims[1]*dims[2], h.DimSize[3])
 	}
-	v := &volume.Volume{Dims: dims, Data: decodeRaw(raw, t, order)}
+	v := &volume.Volume{Dims: dims, Data: volume.DecodeBytes(raw, t, order)}
 	h.geometry(v)
 	if err := v.Validate(); err != nil {
 		return nil, fmt.Errorf("metaimage: %s: %w", name, err)
@@ -552,7 +553,7 @@ func WriteWith(path string, v *volume.Volume, o Options) error {
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("metaimage: %s: %w", name, err)
 	}
-	data := encodeRaw(v.Data, binary.LittleEndian)
+	data := volume.EncodeBytes(v.Data, binary.LittleEndian)
 	if o.Compress {
 		var buf bytes.Buffer
 		zw := zlib.NewWriter(&buf)
@@ -623,27 +624,10 @@ func WriteWith(path string, v *volume.Volume, o Options) error {
 	return writeFile(path, []byte(hb.String()))
 }
 
-// writeFile writes the parts to a temporary file beside path and renames it into place.
+// writeFile writes the parts to path atomically, with the package's error prefix.
 func writeFile(path string, parts ...[]byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := atomicfile.Write(path, parts...); err != nil {
 		return fmt.Errorf("metaimage: %w", err)
-	}
-	tmp := f.Name()
-	for _, p := range parts {
-		if _, err = f.Write(p); err != nil {
-			break
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("metaimage: writing %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

@@ -52,6 +52,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
+	"amid/viewer/internal/atomicfile"
 	"amid/viewer/volume"
 )
 
@@ -330,7 +331,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 		order = binary.BigEndian
 	}
 	raw = channelsFirst(raw, h.typ.Size(), layout.inner, layout.dims[3], layout.outer)
-	v := &volume.Volume{Dims: layout.dims, Data: decodeRaw(raw, h.typ, order)}
+	v := &volume.Volume{Dims: layout.dims, Data: volume.DecodeBytes(raw, h.typ, order)}
 	if err := h.geometry(v, layout, name); err != nil {
 		return nil, err
 	}
@@ -952,7 +953,7 @@ func WriteWith(path string, v *volume.Volume, o Options) error {
 		fmt.Fprintf(&b, "%s:=%s\n", esc.Replace(k), esc.Replace(o.KeyValues[k]))
 	}
 	b.WriteString("\n")
-	data := encodeRaw(v.Data, binary.LittleEndian)
+	data := volume.EncodeBytes(v.Data, binary.LittleEndian)
 	if !o.Raw {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -965,31 +966,6 @@ func WriteWith(path string, v *volume.Volume, o Options) error {
 		data = buf.Bytes()
 	}
 	return writeFile(path, []byte(b.String()), data)
-}
-
-// writeFile writes the parts to a temporary file beside path and renames it into place.
-func writeFile(path string, parts ...[]byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("nrrd: %w", err)
-	}
-	tmp := f.Name()
-	for _, p := range parts {
-		if _, err = f.Write(p); err != nil {
-			break
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("nrrd: writing %s: %w", filepath.Base(path), err)
-	}
-	return nil
 }
 
 // WriteSegmentation writes a label map as a 3D Slicer segmentation (.seg.nrrd): v holds
@@ -1029,4 +1005,12 @@ func WriteSegmentation(path string, v *volume.Volume, segs []Segment) error {
 		}
 	}
 	return WriteWith(path, v, Options{KeyValues: kv})
+}
+
+// writeFile writes the parts to path atomically, with the package's error prefix.
+func writeFile(path string, parts ...[]byte) error {
+	if err := atomicfile.Write(path, parts...); err != nil {
+		return fmt.Errorf("nrrd: %w", err)
+	}
+	return nil
 }

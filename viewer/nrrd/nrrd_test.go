@@ -178,7 +178,7 @@ func sameVolume(a, b *volume.Volume) bool {
 	if a.Dims != b.Dims || a.Spacing != b.Spacing || a.Origin != b.Origin || a.Direction != b.Direction || a.DType() != b.DType() {
 		return false
 	}
-	return bytes.Equal(encodeRaw(a.Data, le), encodeRaw(b.Data, le))
+	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
 }
 
 // random returns a volume of type t with an oblique geometry and random values (NaN and
@@ -190,7 +190,7 @@ func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
 	for i := range raw {
 		raw[i] = byte(r.Uint32())
 	}
-	v.Data = decodeRaw(raw, t, le)
+	v.Data = volume.DecodeBytes(raw, t, le)
 	v.Spacing = [3]float64{0.7 + r.Float64(), 0.1 * (1 + r.Float64()), 3.3}
 	v.Origin = [3]float64{-123.456789, r.NormFloat64() * 100, 1e-7}
 	c, s := math.Cos(0.3), math.Sin(0.3)
@@ -215,7 +215,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("%v %v raw=%v: %v", typ, dims, raw, err)
 				}
 				got := im.Volume
-				if !bytes.Equal(encodeRaw(v.Data, le), encodeRaw(got.Data, le)) || got.Dims != v.Dims {
+				if !bytes.Equal(volume.EncodeBytes(v.Data, le), volume.EncodeBytes(got.Data, le)) || got.Dims != v.Dims {
 					t.Errorf("%v %v raw=%v: values differ", typ, dims, raw)
 				}
 				// NRRD stores direction·spacing; see the package documentation.

@@ -48,6 +48,7 @@ import (
 
 	"golang.org/x/image/bmp"
 
+	"amid/viewer/internal/atomicfile"
 	"amid/viewer/volume"
 )
 
@@ -427,23 +428,10 @@ func scalData(sx, sy float64) []byte {
 	return []byte("\x01" + num(sx) + "\x00" + num(sy))
 }
 
-// writeFile writes data to a temporary file beside path and renames it into place.
-func writeFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+// writeFile writes the parts to path atomically, with the package's error prefix.
+func writeFile(path string, parts ...[]byte) error {
+	if err := atomicfile.Write(path, parts...); err != nil {
 		return fmt.Errorf("raster: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("raster: writing %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ func sameVolume(a, b *volume.Volume) bool {
 	if a.Dims != b.Dims || a.DType() != b.DType() {
 		return false
 	}
-	return bytes.Equal(encodeRaw(a.Data, le), encodeRaw(b.Data, le))
+	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
 }
 
 func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
@@ -121,7 +121,7 @@ func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
 	for i := range raw {
 		raw[i] = byte(r.Uint32())
 	}
-	v.Data = decodeRaw(raw, t, le)
+	v.Data = volume.DecodeBytes(raw, t, le)
 	return v
 }
 

@@ -279,7 +279,7 @@ func decodeOwnTIFF(b []byte) (*volume.Volume, error) {
 			}
 		}
 	}
-	v := &volume.Volume{Dims: [4]int{w, h, 1, spp}, Spacing: [3]float64{1, 1, 1}, Direction: volume.Identity, Data: decodeRaw(out, t, d.order)}
+	v := &volume.Volume{Dims: [4]int{w, h, 1, spp}, Spacing: [3]float64{1, 1, 1}, Direction: volume.Identity, Data: volume.DecodeBytes(out, t, d.order)}
 	if sx, sy, ok := d.spacing(); ok {
 		v.Spacing[0], v.Spacing[1] = sx, sy
 	}
@@ -418,7 +418,7 @@ func encodeTIFFWith(w *bytes.Buffer, v *volume.Volume, comp int) error {
 		return fmt.Errorf("%w: TIFF writer takes 1 to 4 channels, not %d", volume.ErrDType, c)
 	}
 	le := binary.LittleEndian
-	data := encodeRaw(v.Data, le)
+	data := volume.EncodeBytes(v.Data, le)
 	wd, h := v.Dims[0], v.Dims[1]
 	rowBytes := wd * c * t.Size()
 	rps := max(1, min(h, (64<<10)/rowBytes))

@@ -1,57 +1,59 @@
-package raster
+package volume
 
 import (
 	"encoding/binary"
 	"math"
-
-	"amid/viewer/volume"
 )
 
-// decodeRaw converts len(b)/t.Size() elements of type t in byte order o into a data slice.
-func decodeRaw(b []byte, t volume.DType, o binary.ByteOrder) any {
+// DecodeBytes converts len(b)/t.Size() elements of type t stored in byte order o into a new
+// data slice of that type (nil for Invalid). Readers of raw formats share it.
+func DecodeBytes(b []byte, t DType, o binary.ByteOrder) any {
+	if t.Size() == 0 {
+		return nil
+	}
 	n := len(b) / t.Size()
 	switch t {
-	case volume.Uint8:
+	case Uint8:
 		out := make([]uint8, n)
 		copy(out, b)
 		return out
-	case volume.Int8:
+	case Int8:
 		out := make([]int8, n)
 		for i := range out {
 			out[i] = int8(b[i])
 		}
 		return out
-	case volume.Uint16:
+	case Uint16:
 		out := make([]uint16, n)
 		for i := range out {
 			out[i] = o.Uint16(b[2*i:])
 		}
 		return out
-	case volume.Int16:
+	case Int16:
 		out := make([]int16, n)
 		for i := range out {
 			out[i] = int16(o.Uint16(b[2*i:]))
 		}
 		return out
-	case volume.Uint32:
+	case Uint32:
 		out := make([]uint32, n)
 		for i := range out {
 			out[i] = o.Uint32(b[4*i:])
 		}
 		return out
-	case volume.Int32:
+	case Int32:
 		out := make([]int32, n)
 		for i := range out {
 			out[i] = int32(o.Uint32(b[4*i:]))
 		}
 		return out
-	case volume.Float32:
+	case Float32:
 		out := make([]float32, n)
 		for i := range out {
 			out[i] = math.Float32frombits(o.Uint32(b[4*i:]))
 		}
 		return out
-	case volume.Float64:
+	case Float64:
 		out := make([]float64, n)
 		for i := range out {
 			out[i] = math.Float64frombits(o.Uint64(b[8*i:]))
@@ -61,10 +63,10 @@ func decodeRaw(b []byte, t volume.DType, o binary.ByteOrder) any {
 	return nil
 }
 
-// encodeRaw is the inverse of decodeRaw.
-func encodeRaw(data any, o binary.ByteOrder) []byte {
-	t := volume.DataType(data)
-	n := volume.DataLen(data)
+// EncodeBytes is the inverse of DecodeBytes: the elements of a data slice as bytes in order o.
+func EncodeBytes(data any, o binary.ByteOrder) []byte {
+	t := DataType(data)
+	n := DataLen(data)
 	b := make([]byte, n*t.Size())
 	switch d := data.(type) {
 	case []uint8:
