@@ -7,9 +7,10 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
-# for the training engine, npm for fetching real test images.
+# for the training engine. npm (for fetching real test images) is installed from Debian only
+# when no npm command is on the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev npm
+            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev
 FUZZTIME ?= 5s
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
@@ -20,7 +21,8 @@ all: build
 # deps installs the Debian packages the build needs, or says how.
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/dl/ (install into /usr/local/go)"; exit 1; }
-	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done; \
+	  command -v npm >/dev/null || echo npm); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing: $$missing"; \
