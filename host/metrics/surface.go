@@ -1,10 +1,12 @@
 package metrics
 
 import (
-	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // SurfaceDistances is what DeepMind's surface_distance.compute_surface_distances returns:
@@ -64,41 +66,83 @@ func surfaceCheck(gt, pred []uint8, dims [3]int) error {
 // [lo, hi] grown by one corner: corner (i, j, k) sees the voxels (i−1..i, j−1..j, k−1..k)
 // of the crop, and the voxel at offset (dz, dy, dx) ∈ {−1, 0}³ sets bit
 // 128 >> (4(dz+1) + 2(dy+1) + (dx+1)), the library's kernel over (Z, Y, X) arrays.
+// Each corner row gathers the four crop rows it sees; corner planes are shared among
+// goroutines.
 func surfaceCodes(mask []uint8, dims [3]int, lo, hi [3]int, out []uint8) []uint8 {
-	m := [3]int{hi[0] - lo[0] + 2, hi[1] - lo[1] + 2, hi[2] - lo[2] + 2}
+	c := [3]int{hi[0] - lo[0] + 1, hi[1] - lo[1] + 1, hi[2] - lo[2] + 1}
+	m := [3]int{c[0] + 1, c[1] + 1, c[2] + 1}
 	n := m[0] * m[1] * m[2]
 	if cap(out) < n {
 		out = make([]uint8, n)
 	}
 	out = out[:n]
-	clear(out)
 	nx, ny := dims[0], dims[1]
-	// Scatter each foreground voxel of the crop into the 8 corners that see it: voxel
-	// (x, y, z) of the crop is seen by corner (x+1−ix', ...) ... i.e. voxel v sits at offset
-	// d = v − c ∈ {−1, 0} from corner c, so c = v − d ∈ {v, v+1}.
-	for z := lo[2]; z <= hi[2]; z++ {
-		cz := z - lo[2]
-		for y := lo[1]; y <= hi[1]; y++ {
-			cy := y - lo[1]
-			row := mask[(z*ny+y)*nx : (z*ny+y)*nx+nx]
-			for x := lo[0]; x <= hi[0]; x++ {
-				if row[x] == 0 {
-					continue
+	workers := surfaceWorkers(n / 65536)
+	// t rows hold a crop row as 0/1 bytes with a zero on either side (t[1+i] is voxel
+	// i), padded so that 8-byte words can be read past the end.
+	tw := (m[0] + 1 + 7) / 8 * 8
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var t [4][]uint8
+			var on [4]bool
+			for k := range t {
+				t[k] = make([]uint8, tw+8)
+			}
+			word := make([]uint8, tw)
+			for {
+				cz := int(next.Add(1) - 1)
+				if cz >= m[2] {
+					return
 				}
-				cx := x - lo[0]
-				for a := 0; a < 2; a++ { // corner z = cz + a, offset dz = −a
-					for b := 0; b < 2; b++ {
-						base := ((cz+a)*m[1]+cy+b)*m[0] + cx
-						// offset dz = -a → index dz+1 = 1-a
-						sh := 4*(1-a) + 2*(1-b)
-						out[base] |= 128 >> (sh + 1) // corner x = cx, dx = 0 → index 1
-						out[base+1] |= 128 >> sh     // corner x = cx+1, dx = −1 → index 0
+				for cy := 0; cy < m[1]; cy++ {
+					// (voxel z, voxel y) at offsets (−1,−1), (−1,0), (0,−1), (0,0): bits 7–6,
+					// 5–4, 3–2 and 1–0, the higher bit of each pair for dx = −1.
+					for k := range t {
+						vz, vy := cz-1+k/2, cy-1+k%2
+						on[k] = vz >= 0 && vz < c[2] && vy >= 0 && vy < c[1]
+						if on[k] {
+							base := ((lo[2]+vz)*ny+lo[1]+vy)*nx + lo[0]
+							surfaceBits(mask[base:base+c[0]], t[k][1:1+c[0]])
+						}
 					}
+					for x := 0; x < m[0]; x += 8 {
+						var v uint64
+						for k := range t {
+							if on[k] {
+								a := binary.LittleEndian.Uint64(t[k][x:])
+								b := binary.LittleEndian.Uint64(t[k][x+1:])
+								v |= (a<<1 | b) << (6 - 2*uint(k))
+							}
+						}
+						binary.LittleEndian.PutUint64(word[x:], v)
+					}
+					copy(out[(cz*m[1]+cy)*m[0]:(cz*m[1]+cy+1)*m[0]], word)
 				}
 			}
-		}
+		}()
 	}
+	wg.Wait()
 	return out
+}
+
+// surfaceBits writes 1 to dst for every non-zero byte of src and 0 for every zero one.
+func surfaceBits(src, dst []uint8) {
+	const lsb = 0x0101010101010101
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		x := binary.LittleEndian.Uint64(src[i:])
+		x |= x >> 4
+		x |= x >> 2
+		x |= x >> 1
+		binary.LittleEndian.PutUint64(dst[i:], x&lsb)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = min(src[i], 1)
+	}
 }
 
 // DeepMindSurfaceDistances computes surface distances exactly as DeepMind's
@@ -118,46 +162,16 @@ func DeepMindSurfaceDistances(gt, pred []uint8, dims [3]int, spacing [3]float64)
 	if !ok {
 		return sd, nil
 	}
+	m := [3]int{hi[0] - lo[0] + 2, hi[1] - lo[1] + 2, hi[2] - lo[2] + 2}
 	cg := surfaceCodes(gt, dims, lo, hi, nil)
 	cp := surfaceCodes(pred, dims, lo, hi, nil)
-	m := [3]int{hi[0] - lo[0] + 2, hi[1] - lo[1] + 2, hi[2] - lo[2] + 2}
 	area := surfaceAreaTable([3]float64{spacing[2], spacing[1], spacing[0]})
-	border := make([]uint8, len(cg))
-	var dist []float64
-	// distances of gt surfels to the predicted surface
-	anyPred := false
-	for i, c := range cp {
-		if c != 0 && c != 255 {
-			border[i] = 1
-			anyPred = true
-		} else {
-			border[i] = 0
-		}
-	}
-	if anyPred {
-		dist = surfaceEDT(border, cg, m, spacing, dist)
-	}
-	sd.GTToPred, sd.AreasGT = surfaceGather(cg, dist, anyPred, &area)
-	anyGT := false
-	for i, c := range cg {
-		if c != 0 && c != 255 {
-			border[i] = 1
-			anyGT = true
-		} else {
-			border[i] = 0
-		}
-	}
-	if anyGT {
-		dist = surfaceEDT(border, cp, m, spacing, dist)
-	}
-	sd.PredToGT, sd.AreasPred = surfaceGather(cp, dist, anyGT, &area)
+	dz := make([]int32, len(cg))
+	gp := surfaceDirected(cp, cg, m, spacing, &area, dz)
+	pg := surfaceDirected(cg, cp, m, spacing, &area, dz)
+	sd.GTToPred, sd.AreasGT = surfaceSplit(gp)
+	sd.PredToGT, sd.AreasPred = surfaceSplit(pg)
 	return sd, nil
-}
-
-// surfaceEDT is EDTSquaredToFeatures(feature) computed only where it is read: on the rows
-// that hold a surfel of the query codes.
-func surfaceEDT(feature, query []uint8, m [3]int, spacing [3]float64, out []float64) []float64 {
-	return surfaceEDTRows(feature, surfaceRows(query, m, func(c uint8) bool { return c != 0 && c != 255 }), m, spacing, out)
 }
 
 // surfaceRows marks the rows (y, z) of a grid that hold a voxel for which isQuery holds.
@@ -188,36 +202,6 @@ func surfaceEDTRows(feature []uint8, rows []bool, m [3]int, spacing [3]float64, 
 	}
 	edtTransformRows(out, m, spacing, rows)
 	return out
-}
-
-// surfaceGather lists (distance, area) of the surfels of codes and sorts them like
-// Python's sorted(zip(distances, areas)).
-func surfaceGather(codes []uint8, dist2 []float64, have bool, area *[256]float64) ([]float64, []float64) {
-	type pair struct{ d, a float64 }
-	var ps []pair
-	inf := math.Inf(1)
-	for i, c := range codes {
-		if c == 0 || c == 255 {
-			continue
-		}
-		d := inf
-		if have {
-			d = math.Sqrt(dist2[i])
-		}
-		ps = append(ps, pair{d, area[c]})
-	}
-	slices.SortFunc(ps, func(x, y pair) int {
-		if c := cmp.Compare(x.d, y.d); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.a, y.a)
-	})
-	d := make([]float64, len(ps))
-	a := make([]float64, len(ps))
-	for i, p := range ps {
-		d[i], a[i] = p.d, p.a
-	}
-	return d, a
 }
 
 // AverageDistance is compute_average_surface_distance: the area-weighted mean distance
