@@ -154,21 +154,9 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 					}
 				}
 				// X pass on the needed rows, read at the query surfels.
-				dx := d[:nx]
 				for y, ok := range need {
-					if !ok {
-						continue
-					}
-					row := g[y*nx : (y+1)*nx]
-					if edtTrivial(row) {
-						copy(dx, row)
-					} else {
-						edtEnvelope(row, dx, v, zb, sx)
-					}
-					for x, c := range q[y*nx : (y+1)*nx] {
-						if surfel(c) {
-							out = append(out, surfacePair{math.Sqrt(dx[x]), area[c]})
-						}
+					if ok {
+						out = surfaceRowX(g[y*nx:(y+1)*nx], q[y*nx:(y+1)*nx], sx, area, out, d[:nx], v, zb)
 					}
 				}
 			}
@@ -191,6 +179,56 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 		return 0
 	})
 	return ps
+}
+
+// surfaceRowX appends (distance, area) for the surfels of the query row q, the distance
+// being the square root of min over x' of (Δx·sx)² + g[x'], the last pass of the
+// transform. Surfels are few on a row and their nearest feature is usually near, so each
+// is found by scanning outward from it while (Δx·sx)² stays below the best sum so far
+// (the minimum of the same float sums the envelope forms); when the scans grow past twice
+// the row's length the row falls back to the lower envelope (d, v, zb: its scratch).
+func surfaceRowX(g []float64, q []uint8, sx float64, area *[256]float64, out []surfacePair, d []float64, v []int32, zb []float64) []surfacePair {
+	n := len(g)
+	budget := 2 * n
+	env := false
+	for x, c := range q {
+		if !surfel(c) {
+			continue
+		}
+		if env {
+			out = append(out, surfacePair{math.Sqrt(d[x]), area[c]})
+			continue
+		}
+		best := g[x]
+		for j := 1; ; j++ {
+			l, r := x-j, x+j
+			if l < 0 && r >= n {
+				break
+			}
+			t := float64(j) * sx
+			tt := float64(t * t)
+			if tt > best {
+				break
+			}
+			if l >= 0 {
+				if s := tt + g[l]; s < best {
+					best = s
+				}
+			}
+			if r < n {
+				if s := tt + g[r]; s < best {
+					best = s
+				}
+			}
+			budget -= 2
+		}
+		out = append(out, surfacePair{math.Sqrt(best), area[c]})
+		if budget < 0 {
+			env = true
+			edtEnvelope(g, d, v, zb, sx)
+		}
+	}
+	return out
 }
 
 // surfaceSplit unzips sorted pairs into distances and areas.
