@@ -26,6 +26,20 @@ const (
 // ITK's BinaryThinningImageFilter3D) does on the array given by order. The result is a
 // 0/1 mask on the same (X, Y, Z) grid.
 func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error) {
+	pts, err := skeletonPoints(mask, dims, order, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint8, len(mask))
+	for _, i := range pts {
+		out[i] = 1
+	}
+	return out, nil
+}
+
+// skeletonPoints is Skeletonize as the list of the skeleton's voxel indices on the
+// (X, Y, Z) grid, thinning with up to workers goroutines.
+func skeletonPoints(mask []uint8, dims [3]int, order SkeletonOrder, workers int) ([]int, error) {
 	n := dims[0] * dims[1] * dims[2]
 	if dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 || len(mask) != n {
 		return nil, fmt.Errorf("metrics: mask of %d voxels does not match dims %v", len(mask), dims)
@@ -34,37 +48,27 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 	var ext [3]int
 	var str [3]int
 	sx, sy, sz := 1, dims[0], dims[0]*dims[1]
-	if order == SkeletonXYZ {
-		ext = [3]int{dims[0], dims[1], dims[2]}
-		str = [3]int{sx, sy, sz}
-	} else {
-		ext = [3]int{dims[2], dims[1], dims[0]}
-		str = [3]int{sz, sy, sx}
-	}
 	// The library pads the whole array; thinning only ever looks one voxel around the
 	// foreground, and the candidate order is raster order either way, so the array is cut
 	// to the foreground's bounding box plus the padding. The number of border directions
 	// still follows the full array (4 when it has a single plane along p).
+	blo, bhi, ok := surfaceBBox(mask, mask, dims)
+	if !ok {
+		return nil, nil
+	}
+	var lo, hi [3]int
+	if order == SkeletonXYZ {
+		ext = [3]int{dims[0], dims[1], dims[2]}
+		str = [3]int{sx, sy, sz}
+		lo, hi = blo, bhi
+	} else {
+		ext = [3]int{dims[2], dims[1], dims[0]}
+		str = [3]int{sz, sy, sx}
+		lo, hi = [3]int{blo[2], blo[1], blo[0]}, [3]int{bhi[2], bhi[1], bhi[0]}
+	}
 	nb := 6
 	if ext[0] == 1 {
 		nb = 4
-	}
-	lo := [3]int{ext[0], ext[1], ext[2]}
-	hi := [3]int{-1, -1, -1}
-	for p := 0; p < ext[0]; p++ {
-		for r := 0; r < ext[1]; r++ {
-			src := p*str[0] + r*str[1]
-			for c := 0; c < ext[2]; c++ {
-				if mask[src+c*str[2]] != 0 {
-					lo = [3]int{min(lo[0], p), min(lo[1], r), min(lo[2], c)}
-					hi = [3]int{max(hi[0], p), max(hi[1], r), max(hi[2], c)}
-				}
-			}
-		}
-	}
-	out := make([]uint8, n)
-	if hi[0] < 0 {
-		return out, nil
 	}
 	P, R, C := hi[0]-lo[0]+3, hi[1]-lo[1]+3, hi[2]-lo[2]+3
 	img := make([]uint8, P*R*C)
@@ -72,6 +76,10 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 		for r := lo[1]; r <= hi[1]; r++ {
 			src := p*str[0] + r*str[1]
 			dst := ((p-lo[0]+1)*R+r-lo[1]+1)*C + 1
+			if str[2] == 1 {
+				surfaceBits(mask[src+lo[2]:src+hi[2]+1], img[dst:dst+hi[2]-lo[2]+1])
+				continue
+			}
 			for c := lo[2]; c <= hi[2]; c++ {
 				if mask[src+c*str[2]] != 0 {
 					img[dst+c-lo[2]] = 1
@@ -79,17 +87,14 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 			}
 		}
 	}
-	skeletonThin(img, R, C, nb)
-	for p := lo[0]; p <= hi[0]; p++ {
-		for r := lo[1]; r <= hi[1]; r++ {
-			src := ((p-lo[0]+1)*R+r-lo[1]+1)*C + 1
-			dst := p*str[0] + r*str[1]
-			for c := lo[2]; c <= hi[2]; c++ {
-				out[dst+c*str[2]] = img[src+c-lo[2]]
-			}
-		}
+	fg := skeletonThin(img, R, C, nb, workers)
+	pts := make([]int, len(fg))
+	for k, i := range fg {
+		p, rc := int(i)/(R*C), int(i)%(R*C)
+		r, c := rc/C, rc%C
+		pts[k] = (p-1+lo[0])*str[0] + (r-1+lo[1])*str[1] + (c-1+lo[2])*str[2]
 	}
-	return out, nil
+	return pts, nil
 }
 
 // skeletonThin is _compute_thin_image on a zero-padded 0/1 array of shape (·, R, C) with
@@ -97,7 +102,9 @@ func Skeletonize(mask []uint8, dims [3]int, order SkeletonOrder) ([]uint8, error
 // library scans the whole array for candidates in every pass; this keeps the list of
 // foreground voxels in raster order instead and scans only it, which visits the same
 // voxels in the same order.
-func skeletonThin(img []uint8, R, C, nb int) {
+//
+// It returns the voxels left, in raster order.
+func skeletonThin(img []uint8, R, C, nb, workers int) []int32 {
 	borders := [6]int{4, 3, 2, 1, 5, 6}
 	var fg []int32
 	for i, v := range img {
@@ -105,7 +112,6 @@ func skeletonThin(img []uint8, R, C, nb int) {
 			fg = append(fg, int32(i))
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
 	if len(fg) < 1<<14 {
 		workers = 1
 	}
@@ -150,6 +156,7 @@ func skeletonThin(img []uint8, R, C, nb int) {
 			fg = fg[:k]
 		}
 	}
+	return fg
 }
 
 func skeletonCandidates(img []uint8, R, C int, list []int32, cur int, out []int32) []int32 {
@@ -231,9 +238,7 @@ func skeletonEulerInvariant(nbh uint32) bool {
 	for _, oct := range skeletonOctants {
 		n := 1
 		for b, idx := range oct {
-			if nbh>>idx&1 != 0 {
-				n |= 128 >> b
-			}
+			n |= int(nbh>>idx&1) << (7 - b)
 		}
 		e += int(skeletonEulerLUT[n>>1])
 	}

@@ -21,34 +21,72 @@ type SurfaceDistances struct {
 // both are empty.
 func surfaceBBox(a, b []uint8, dims [3]int) (lo, hi [3]int, ok bool) {
 	nx, ny, nz := dims[0], dims[1], dims[2]
-	lo = [3]int{nx, ny, nz}
-	hi = [3]int{-1, -1, -1}
-	for z := 0; z < nz; z++ {
-		for y := 0; y < ny; y++ {
-			base := (z*ny + y) * nx
-			ra, rb := a[base:base+nx], b[base:base+nx]
-			first, last := -1, -1
-			for x := 0; x < nx; x++ {
-				if ra[x]|rb[x] != 0 {
-					first = x
-					break
+	workers := surfaceWorkers(nx * ny * nz / (1 << 20))
+	los := make([][3]int, workers)
+	his := make([][3]int, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			lo, hi := [3]int{nx, ny, nz}, [3]int{-1, -1, -1}
+			for z := nz * w / workers; z < nz*(w+1)/workers; z++ {
+				for y := 0; y < ny; y++ {
+					base := (z*ny + y) * nx
+					first, last := surfaceRowSpan(a[base:base+nx], b[base:base+nx])
+					if first < 0 {
+						continue
+					}
+					lo[0], hi[0] = min(lo[0], first), max(hi[0], last)
+					lo[1], hi[1] = min(lo[1], y), max(hi[1], y)
+					lo[2], hi[2] = min(lo[2], z), max(hi[2], z)
 				}
 			}
-			if first < 0 {
-				continue
-			}
-			for x := nx - 1; x >= first; x-- {
-				if ra[x]|rb[x] != 0 {
-					last = x
-					break
-				}
-			}
-			lo[0], hi[0] = min(lo[0], first), max(hi[0], last)
-			lo[1], hi[1] = min(lo[1], y), max(hi[1], y)
-			lo[2], hi[2] = min(lo[2], z), max(hi[2], z)
+			los[w], his[w] = lo, hi
+		}(w)
+	}
+	wg.Wait()
+	lo, hi = [3]int{nx, ny, nz}, [3]int{-1, -1, -1}
+	for w := range los {
+		for k := 0; k < 3; k++ {
+			lo[k], hi[k] = min(lo[k], los[w][k]), max(hi[k], his[w][k])
 		}
 	}
 	return lo, hi, hi[0] >= 0
+}
+
+// surfaceRowSpan is the first and last x where ra or rb is non-zero (−1, −1 when none),
+// skipping zero bytes eight at a time.
+func surfaceRowSpan(ra, rb []uint8) (first, last int) {
+	n := len(ra)
+	first, last = -1, -1
+	x := 0
+	for ; x+8 <= n; x += 8 {
+		if binary.LittleEndian.Uint64(ra[x:])|binary.LittleEndian.Uint64(rb[x:]) != 0 {
+			break
+		}
+	}
+	for ; x < n; x++ {
+		if ra[x]|rb[x] != 0 {
+			first = x
+			break
+		}
+	}
+	if first < 0 {
+		return -1, -1
+	}
+	x = n
+	for ; x-8 >= first; x -= 8 {
+		if binary.LittleEndian.Uint64(ra[x-8:])|binary.LittleEndian.Uint64(rb[x-8:]) != 0 {
+			break
+		}
+	}
+	for x--; x >= first; x-- {
+		if ra[x]|rb[x] != 0 {
+			return first, x
+		}
+	}
+	return first, first
 }
 
 func surfaceCheck(gt, pred []uint8, dims [3]int) error {

@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // ClScore is the clDice helper cl_score: the fraction of the skeleton's voxels inside
@@ -23,6 +25,20 @@ func ClScore(skel, v []uint8) float64 {
 	return float64(in) / float64(s)
 }
 
+// clScorePoints is ClScore of the skeleton given by its voxel indices.
+func clScorePoints(skel []int, v []uint8) float64 {
+	if len(skel) == 0 {
+		return 0
+	}
+	in := 0
+	for _, i := range skel {
+		if v[i] != 0 {
+			in++
+		}
+	}
+	return float64(in) / float64(len(skel))
+}
+
 // ClDice is the centreline Dice of the TopCoW and TopBrain graders:
 // Tprec = cl_score(skeleton(pred), gt), Tsens = cl_score(skeleton(gt), pred),
 // clDice = 2·Tprec·Tsens/(Tprec+Tsens), 0 when both are 0. order is the array order the
@@ -31,16 +47,25 @@ func ClDice(pred, gt []uint8, dims [3]int, order SkeletonOrder) (float64, error)
 	if len(pred) != len(gt) {
 		return 0, fmt.Errorf("metrics: masks differ in size: prediction %d voxels, ground truth %d", len(pred), len(gt))
 	}
-	sp, err := Skeletonize(pred, dims, order)
-	if err != nil {
-		return 0, err
+	// The two skeletons are independent: thin them side by side.
+	var sp, sg []int
+	var ep, eg error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sg, eg = skeletonPoints(gt, dims, order, 1)
+	}()
+	sp, ep = skeletonPoints(pred, dims, order, max(1, runtime.GOMAXPROCS(0)-1))
+	wg.Wait()
+	if ep != nil {
+		return 0, ep
 	}
-	sg, err := Skeletonize(gt, dims, order)
-	if err != nil {
-		return 0, err
+	if eg != nil {
+		return 0, eg
 	}
-	tprec := ClScore(sp, gt)
-	tsens := ClScore(sg, pred)
+	tprec := clScorePoints(sp, gt)
+	tsens := clScorePoints(sg, pred)
 	if tprec+tsens == 0 {
 		return 0, nil
 	}
