@@ -26,12 +26,19 @@ import (
 
 // Serve serves impl as an AMID task plugin and returns when the host tells the process to
 // exit. Run by hand (without the host), it prints a short explanation and exits with status 1.
+//
+// The connection is mutual TLS with credentials the host makes for this start and passes
+// in the environment (see protocol.ServerTLS); a host that offers only go-plugin's
+// automatic mutual TLS gets that instead.
 func Serve(impl protocol.Plugin) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
 		Plugins:         protocol.PluginSet(impl),
 		GRPCServer:      plugin.DefaultGRPCServer,
-		Logger:          Logger(),
+		// The host's per-start credentials: the plugin's certificate, and the host's as
+		// the only client accepted. Without them Serve refuses to serve in plain text.
+		TLSProvider: protocol.ServerTLS,
+		Logger:      Logger(),
 	})
 }
 
