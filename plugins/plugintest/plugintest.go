@@ -2,10 +2,11 @@
 //
 //	func TestConformance(t *testing.T) { plugintest.Run(t, "/path/to/amid-plugin-NAME", nil) }
 //
-// Run starts the binary the way the host does (go-plugin, gRPC, automatic mutual TLS) and
-// checks Describe, Plan, Train (progress, explicit final result, checkpoint on disk with a
-// matching sha256), Predict (a file for every case) and cancellation (Train stops within
-// two seconds of a cancel and keeps its last checkpoint).
+// Run starts the binary the way the host does (go-plugin, gRPC, mutual TLS with the host's
+// per-start credentials, which the plugin must use) and checks Describe, Plan, Train
+// (progress, explicit final result, checkpoint on disk with a matching sha256), Predict (a
+// file for every case) and cancellation (Train stops within two seconds of a cancel and
+// keeps its last checkpoint).
 package plugintest
 
 import (
@@ -50,12 +51,19 @@ type Options struct {
 // when the test ends.
 func Start(t testing.TB, binary string) protocol.Plugin {
 	t.Helper()
+	creds, err := protocol.NewCredentials()
+	if err != nil {
+		t.Fatalf("start %s: %v", binary, err)
+	}
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), creds.Env...)
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.PluginSet(nil),
-		Cmd:              exec.Command(binary),
+		Cmd:              cmd,
+		SkipHostEnv:      true, // in cmd.Env, before the credentials
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
+		TLSConfig:        creds.Config,
 		StartTimeout:     10 * time.Second,
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: filepath.Base(binary), Output: os.Stderr, Level: hclog.Warn}),
 	})
@@ -63,6 +71,12 @@ func Start(t testing.TB, binary string) protocol.Plugin {
 	rpc, err := c.Client()
 	if err != nil {
 		t.Fatalf("start %s: %v", binary, err)
+	}
+	if err := rpc.Ping(); err != nil {
+		t.Fatalf("start %s: mutual TLS: %v", binary, err)
+	}
+	if creds.Legacy() {
+		t.Errorf("%s uses go-plugin's automatic mutual TLS, not the host's credentials: rebuild it against the current amid/plugins/sdk", binary)
 	}
 	raw, err := rpc.Dispense(protocol.PluginName)
 	if err != nil {
