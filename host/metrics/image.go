@@ -58,96 +58,95 @@ func imageReflect(i, n int) int {
 	return i
 }
 
-// imageWindows visits rows [y0, y1) of the 5 local-mean planes of a, b, a², b² and ab over
-// a win×win window (border by edge): for each row y it calls visit with the five rows of
-// window sums (divide by win² for means). Column sums run over rows of horizontal window
-// sums kept in a ring of win rows, so no full-size plane is ever allocated.
+// imageColumns visits rows [y0, y1) of the window sums of a, b, a², b² and ab over a
+// win×win window (border by edge). For each row y it calls visit with the five column
+// sums over rows y−r … y+r (r = win/2): cs[k][r+x] for column x, the r entries either side
+// holding the columns edge maps to, so that visit forms each window sum as a running sum
+// along the row in the same pass as its per-pixel formula. Moving down a row adds the
+// entering row and subtracts the leaving one; nothing full-size is allocated.
 //
 // Each input value v enters as (v − lo)/d with the lo and d of its image (min–max
-// normalisation on the fly; lo 0 and d 1 leave values unchanged).
-func imageWindows(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i, n int) int, y0, y1 int, visit func(y int, s *[5][]float64)) {
+// normalisation; lo 0 and d 1 read the images as they are). Normalised rows are kept in a
+// ring of win rows, so every value is divided once.
+func imageColumns(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i, n int) int, y0, y1 int, visit func(y int, cs *[5][]float64)) {
 	r := win / 2
-	var vs [5][]float64
-	for k := range vs {
-		vs[k] = make([]float64, w)
+	norm := na != [2]float64{0, 1} || nb != [2]float64{0, 1}
+	var cs [5][]float64
+	for k := range cs {
+		cs[k] = make([]float64, w+2*r)
 	}
-	ring := make([][5][]float64, win)
-	for i := range ring {
-		for k := range ring[i] {
-			ring[i][k] = make([]float64, w)
+	ra := make([][]float64, win)
+	rb := make([][]float64, win)
+	load := func(slot, sy int) {
+		srcA, srcB := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
+		if !norm {
+			ra[slot], rb[slot] = srcA, srcB
+			return
 		}
-	}
-	pa := make([]float64, w+2*r)
-	pb := make([]float64, w+2*r)
-	hrow := func(sy int, hs *[5][]float64) {
-		ra, rb := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
-		qa, qb := pa[r:r+w], pb[r:r+w]
-		if na == [2]float64{0, 1} && nb == [2]float64{0, 1} {
-			copy(qa, ra)
-			copy(qb, rb)
-		} else {
-			for i := range qa {
-				qa[i] = (ra[i] - na[0]) / na[1]
-				qb[i] = (rb[i] - nb[0]) / nb[1]
-			}
+		if ra[slot] == nil {
+			ra[slot], rb[slot] = make([]float64, w), make([]float64, w)
 		}
-		for i := 0; i < r; i++ {
-			pa[i], pb[i] = qa[edge(i-r, w)], qb[edge(i-r, w)]
-			pa[r+w+i], pb[r+w+i] = qa[edge(w+i, w)], qb[edge(w+i, w)]
-		}
-		var s0, s1, s2, s3, s4 float64
-		for i := 0; i < win; i++ {
-			x, y := pa[i], pb[i]
-			s0 += x
-			s1 += y
-			s2 += x * x
-			s3 += y * y
-			s4 += x * y
-		}
-		h0, h1, h2, h3, h4 := hs[0][:w], hs[1][:w], hs[2][:w], hs[3][:w], hs[4][:w]
-		h0[0], h1[0], h2[0], h3[0], h4[0] = s0, s1, s2, s3, s4
-		h0, h1, h2, h3, h4 = h0[1:], h1[1:], h2[1:], h3[1:], h4[1:]
-		ia, ib := pa[win:win+w-1], pb[win:win+w-1]
-		oa, ob := pa[:w-1], pb[:w-1]
-		for x := range ia {
-			xa, ya := ia[x], ib[x]
-			xs, ys := oa[x], ob[x]
-			s0 += xa - xs
-			s1 += ya - ys
-			s2 += xa*xa - xs*xs
-			s3 += ya*ya - ys*ys
-			s4 += xa*ya - xs*ys
-			h0[x], h1[x], h2[x], h3[x], h4[x] = s0, s1, s2, s3, s4
+		da, db := ra[slot], rb[slot]
+		for i := range da {
+			da[i] = (srcA[i] - na[0]) / na[1]
+			db[i] = (srcB[i] - nb[0]) / nb[1]
 		}
 	}
+	c0, c1, c2, c3, c4 := cs[0][r:r+w], cs[1][r:r+w], cs[2][r:r+w], cs[3][r:r+w], cs[4][r:r+w]
 	for i := 0; i < win; i++ {
-		hrow(edge(y0-r+i, h), &ring[i])
-		for k := range vs {
-			v, hk := vs[k], ring[i][k][:w]
-			for x := range v {
-				v[x] += hk[x]
-			}
+		load(i, edge(y0-r+i, h))
+		xa, xb := ra[i][:w], rb[i][:w]
+		for x := range c0 {
+			u, v := xa[x], xb[x]
+			c0[x] += u
+			c1[x] += v
+			c2[x] += u * u
+			c3[x] += v * v
+			c4[x] += u * v
 		}
 	}
-	next := 0 // ring slot of the oldest row
-	var fresh [5][]float64
-	for k := range fresh {
-		fresh[k] = make([]float64, w)
-	}
+	start := 0 // ring slot of the top row of the window
 	for y := y0; y < y1; y++ {
-		visit(y, &vs)
-		if y+1 < y1 {
-			hrow(edge(y+1+r, h), &fresh)
-			old := &ring[next]
-			for k := range vs {
-				v, nk, ok := vs[k], fresh[k][:w], old[k][:w]
-				for x := range v {
-					v[x] += nk[x] - ok[x]
-				}
+		for k := range cs {
+			c := cs[k]
+			for i := 0; i < r; i++ {
+				c[i] = c[r+edge(i-r, w)]
+				c[r+w+i] = c[r+edge(w+i, w)]
 			}
-			ring[next], fresh = fresh, ring[next]
-			next = (next + 1) % win
 		}
+		visit(y, &cs)
+		if y+1 >= y1 {
+			break
+		}
+		sy := edge(y+1+r, h)
+		oa, ob := ra[start][:w], rb[start][:w]
+		if norm {
+			// The leaving row's slot takes the entering row, value by value.
+			srcA, srcB := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
+			for x := range c0 {
+				uo, vo := oa[x], ob[x]
+				u, v := (srcA[x]-na[0])/na[1], (srcB[x]-nb[0])/nb[1]
+				oa[x], ob[x] = u, v
+				c0[x] += u - uo
+				c1[x] += v - vo
+				c2[x] += u*u - uo*uo
+				c3[x] += v*v - vo*vo
+				c4[x] += u*v - uo*vo
+			}
+		} else {
+			xa, xb := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
+			for x := range c0 {
+				uo, vo := oa[x], ob[x]
+				u, v := xa[x], xb[x]
+				c0[x] += u - uo
+				c1[x] += v - vo
+				c2[x] += u*u - uo*uo
+				c3[x] += v*v - vo*vo
+				c4[x] += u*v - uo*vo
+			}
+			ra[start], rb[start] = xa, xb
+		}
+		start = (start + 1) % win
 	}
 }
 
@@ -189,21 +188,47 @@ func LNCC(pred, gt Image) (float64, error) {
 	if err := imageCheck(pred, gt, 1); err != nil {
 		return math.NaN(), err
 	}
-	na, nb := imageMinMax(pred.Pix), imageMinMax(gt.Pix)
+	var na, nb [2]float64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		na = imageMinMax(pred.Pix)
+	}()
+	nb = imageMinMax(gt.Pix)
+	wg.Wait()
 	a, b := pred.Pix, gt.Pix
 	w, h := pred.W, pred.H
 	inv := 1 / float64(win*win)
 	sum, cnt := imageStrips(0, h, func(y0, y1 int) (float64, int) {
 		s, c := 0.0, 0
-		imageWindows(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, v *[5][]float64) {
-			for x := 0; x < w; x++ {
-				mu1, mu2 := v[0][x]*inv, v[1][x]*inv
-				s1 := v[2][x]*inv - mu1*mu1
-				s2 := v[3][x]*inv - mu2*mu2
+		imageColumns(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, cs *[5][]float64) {
+			c0, c1, c2, c3, c4 := cs[0], cs[1], cs[2], cs[3], cs[4]
+			// Entry x of cs is image column x − r: the window of x is entries x … x+win−1.
+			// v holds its sum less the entering entry.
+			var v0, v1, v2, v3, v4 float64
+			for i := 0; i < win-1; i++ {
+				v0, v1, v2, v3, v4 = v0+c0[i], v1+c1[i], v2+c2[i], v3+c3[i], v4+c4[i]
+			}
+			in, out := win-1, 0
+			for x := 0; x < w; x, in, out = x+1, in+1, out+1 {
+				v0 += c0[in]
+				v1 += c1[in]
+				v2 += c2[in]
+				v3 += c3[in]
+				v4 += c4[in]
+				mu1, mu2 := v0*inv, v1*inv
+				s1 := v2*inv - mu1*mu1
+				s2 := v3*inv - mu2*mu2
 				if s1 > 1e-10 && s2 > 1e-10 {
-					s += (v[4][x]*inv - mu1*mu2) / math.Sqrt(s1*s2)
+					s += (v4*inv - mu1*mu2) / math.Sqrt(s1*s2)
 					c++
 				}
+				v0 -= c0[out]
+				v1 -= c1[out]
+				v2 -= c2[out]
+				v3 -= c3[out]
+				v4 -= c4[out]
 			}
 		})
 		return s, c
@@ -271,15 +296,33 @@ func SSIM(a, b Image, dataRange float64) (float64, error) {
 	w, h := a.W, a.H
 	sum, _ := imageStrips(pad, h-pad, func(y0, y1 int) (float64, int) {
 		s := 0.0
-		imageWindows(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, v *[5][]float64) {
-			for x := pad; x < w-pad; x++ {
-				ux, uy := v[0][x]*inv, v[1][x]*inv
-				vx := covNorm * (v[2][x]*inv - ux*ux)
-				vy := covNorm * (v[3][x]*inv - uy*uy)
-				vxy := covNorm * (v[4][x]*inv - ux*uy)
+		imageColumns(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, cs *[5][]float64) {
+			k0, k1, k2, k3, k4 := cs[0], cs[1], cs[2], cs[3], cs[4]
+			// Entry x + pad of cs is image column x: the window of x is entries
+			// x … x+win−1. v holds its sum less the entering entry.
+			var v0, v1, v2, v3, v4 float64
+			for i := pad; i < pad+win-1; i++ {
+				v0, v1, v2, v3, v4 = v0+k0[i], v1+k1[i], v2+k2[i], v3+k3[i], v4+k4[i]
+			}
+			in, out := pad+win-1, pad
+			for x := pad; x < w-pad; x, in, out = x+1, in+1, out+1 {
+				v0 += k0[in]
+				v1 += k1[in]
+				v2 += k2[in]
+				v3 += k3[in]
+				v4 += k4[in]
+				ux, uy := v0*inv, v1*inv
+				vx := covNorm * (v2*inv - ux*ux)
+				vy := covNorm * (v3*inv - uy*uy)
+				vxy := covNorm * (v4*inv - ux*uy)
 				a1, a2 := 2*ux*uy+c1, 2*vxy+c2
 				b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
 				s += (a1 * a2) / (b1 * b2)
+				v0 -= k0[out]
+				v1 -= k1[out]
+				v2 -= k2[out]
+				v3 -= k3[out]
+				v4 -= k4[out]
 			}
 		})
 		return s, 0
