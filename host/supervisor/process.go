@@ -260,10 +260,14 @@ func unary[T any](ctx context.Context, p *Process, op string, call func(context.
 	defer cancel()
 	r, err := call(ctx)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			p.kill(fmt.Sprintf("did not answer %s within its deadline and was stopped", op))
-		}
 		var zero T
+		if ctx.Err() == context.DeadlineExceeded {
+			// Decided here, not from the error: gRPC reports a deadline as a status whose
+			// wording varies, and the process may not have been reaped yet.
+			why := fmt.Sprintf("did not answer %s within its deadline and was stopped", op)
+			p.kill(why)
+			return zero, fmt.Errorf("plugin %s %s: %w", p.Name, why, err)
+		}
 		return zero, p.explain(op, err)
 	}
 	return r, nil
