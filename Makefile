@@ -11,7 +11,7 @@ BIN   := bin
 # when no npm command is on the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev
-FUZZTIME ?= 5s
+FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
         fuzz realdata bench-io bench-metrics bench-plugins bench-engine generate clean
