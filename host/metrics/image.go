@@ -61,7 +61,7 @@ func imageReflect(i, n int) int {
 // imageColumns visits rows [y0, y1) of the window sums of a, b, a², b² and ab over a
 // win×win window (border by edge). For each row y it calls visit with the five column
 // sums over rows y−r … y+r (r = win/2): cs[k][r+x] for column x, the r entries either side
-// holding the columns edge maps to, so that visit forms each window sum as a running sum
+// holding the columns edge maps to (and one spare zero entry after them), so that visit forms each window sum as a running sum
 // along the row in the same pass as its per-pixel formula. Moving down a row adds the
 // entering row and subtracts the leaving one; nothing full-size is allocated.
 //
@@ -73,7 +73,7 @@ func imageColumns(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i,
 	norm := na != [2]float64{0, 1} || nb != [2]float64{0, 1}
 	var cs [5][]float64
 	for k := range cs {
-		cs[k] = make([]float64, w+2*r)
+		cs[k] = make([]float64, w+2*r+1) // one spare entry for the last running step
 	}
 	ra := make([][]float64, win)
 	rb := make([][]float64, win)
@@ -205,31 +205,11 @@ func LNCC(pred, gt Image) (float64, error) {
 		imageColumns(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, cs *[5][]float64) {
 			c0, c1, c2, c3, c4 := cs[0], cs[1], cs[2], cs[3], cs[4]
 			// Entry x of cs is image column x − r: the window of x is entries x … x+win−1.
-			// v holds its sum less the entering entry.
 			var v0, v1, v2, v3, v4 float64
-			for i := 0; i < win-1; i++ {
+			for i := 0; i < win; i++ {
 				v0, v1, v2, v3, v4 = v0+c0[i], v1+c1[i], v2+c2[i], v3+c3[i], v4+c4[i]
 			}
-			in, out := win-1, 0
-			for x := 0; x < w; x, in, out = x+1, in+1, out+1 {
-				v0 += c0[in]
-				v1 += c1[in]
-				v2 += c2[in]
-				v3 += c3[in]
-				v4 += c4[in]
-				mu1, mu2 := v0*inv, v1*inv
-				s1 := v2*inv - mu1*mu1
-				s2 := v3*inv - mu2*mu2
-				if s1 > 1e-10 && s2 > 1e-10 {
-					s += (v4*inv - mu1*mu2) / math.Sqrt(s1*s2)
-					c++
-				}
-				v0 -= c0[out]
-				v1 -= c1[out]
-				v2 -= c2[out]
-				v3 -= c3[out]
-				v4 -= c4[out]
-			}
+			s, c = lnccRow(v0, v1, v2, v3, v4, inv, cs, win, w, s, c)
 		})
 		return s, c
 	})
@@ -299,35 +279,67 @@ func SSIM(a, b Image, dataRange float64) (float64, error) {
 		imageColumns(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, cs *[5][]float64) {
 			k0, k1, k2, k3, k4 := cs[0], cs[1], cs[2], cs[3], cs[4]
 			// Entry x + pad of cs is image column x: the window of x is entries
-			// x … x+win−1. v holds its sum less the entering entry.
+			// x … x+win−1.
 			var v0, v1, v2, v3, v4 float64
-			for i := pad; i < pad+win-1; i++ {
+			for i := pad; i < pad+win; i++ {
 				v0, v1, v2, v3, v4 = v0+k0[i], v1+k1[i], v2+k2[i], v3+k3[i], v4+k4[i]
 			}
-			in, out := pad+win-1, pad
-			for x := pad; x < w-pad; x, in, out = x+1, in+1, out+1 {
-				v0 += k0[in]
-				v1 += k1[in]
-				v2 += k2[in]
-				v3 += k3[in]
-				v4 += k4[in]
-				ux, uy := v0*inv, v1*inv
-				vx := covNorm * (v2*inv - ux*ux)
-				vy := covNorm * (v3*inv - uy*uy)
-				vxy := covNorm * (v4*inv - ux*uy)
-				a1, a2 := 2*ux*uy+c1, 2*vxy+c2
-				b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
-				s += (a1 * a2) / (b1 * b2)
-				v0 -= k0[out]
-				v1 -= k1[out]
-				v2 -= k2[out]
-				v3 -= k3[out]
-				v4 -= k4[out]
-			}
+			s = ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2, cs, pad, win, w-2*pad, s)
 		})
 		return s, 0
 	})
 	return sum / float64((w-2*pad)*(h-2*pad)), nil
+}
+
+// lnccRow adds up LNCC's per-pixel terms along one row of w pixels, starting from the
+// window sums v of pixel 0 (entries 0 … win−1 of the column sums cs); each step to the
+// next window adds entry x+win less entry x.
+func lnccRow(v0, v1, v2, v3, v4, inv float64, cs *[5][]float64, win, w int, s float64, c int) (float64, int) {
+	i0, i1, i2, i3, i4 := cs[0][win:win+w], cs[1][win:win+w], cs[2][win:win+w], cs[3][win:win+w], cs[4][win:win+w]
+	o0, o1, o2, o3, o4 := cs[0][:w], cs[1][:w], cs[2][:w], cs[3][:w], cs[4][:w]
+	i1, i2, i3, i4 = i1[:len(i0)], i2[:len(i0)], i3[:len(i0)], i4[:len(i0)]
+	o0, o1, o2, o3, o4 = o0[:len(i0)], o1[:len(i0)], o2[:len(i0)], o3[:len(i0)], o4[:len(i0)]
+	for x := range i0 {
+		mu1, mu2 := v0*inv, v1*inv
+		s1 := v2*inv - mu1*mu1
+		s2 := v3*inv - mu2*mu2
+		if s1 > 1e-10 && s2 > 1e-10 {
+			s += (v4*inv - mu1*mu2) / math.Sqrt(s1*s2)
+			c++
+		}
+		v0 += i0[x] - o0[x]
+		v1 += i1[x] - o1[x]
+		v2 += i2[x] - o2[x]
+		v3 += i3[x] - o3[x]
+		v4 += i4[x] - o4[x]
+	}
+	return s, c
+}
+
+// ssimRow adds up SSIM's per-pixel terms along n pixels of one row, starting from the
+// window sums v of the first (entries pad … pad+win−1 of the column sums cs); each step to
+// the next window adds entry x+win less entry x.
+func ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2 float64, cs *[5][]float64, pad, win, n int, s float64) float64 {
+	lo, hi := pad+win, pad+win+n
+	i0, i1, i2, i3, i4 := cs[0][lo:hi], cs[1][lo:hi], cs[2][lo:hi], cs[3][lo:hi], cs[4][lo:hi]
+	o0, o1, o2, o3, o4 := cs[0][pad:pad+n], cs[1][pad:pad+n], cs[2][pad:pad+n], cs[3][pad:pad+n], cs[4][pad:pad+n]
+	i1, i2, i3, i4 = i1[:len(i0)], i2[:len(i0)], i3[:len(i0)], i4[:len(i0)]
+	o0, o1, o2, o3, o4 = o0[:len(i0)], o1[:len(i0)], o2[:len(i0)], o3[:len(i0)], o4[:len(i0)]
+	for x := range i0 {
+		ux, uy := v0*inv, v1*inv
+		vx := covNorm * (v2*inv - ux*ux)
+		vy := covNorm * (v3*inv - uy*uy)
+		vxy := covNorm * (v4*inv - ux*uy)
+		a1, a2 := 2*ux*uy+c1, 2*vxy+c2
+		b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
+		s += (a1 * a2) / (b1 * b2)
+		v0 += i0[x] - o0[x]
+		v1 += i1[x] - o1[x]
+		v2 += i2[x] - o2[x]
+		v3 += i3[x] - o3[x]
+		v4 += i4[x] - o4[x]
+	}
+	return s
 }
 
 // PSNR is the USenhance grader's PSNR: +Inf when the images are identical, otherwise
