@@ -20,33 +20,21 @@ func init() { Register("isles22", GraderFunc(gradeISLES22)) }
 // from the ground truth's voxel size; each is averaged over cases.
 func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Result, error) {
 	const id = "isles22"
-	at, ids, err := ReadAnswers(ansDir, "case_id", "mask_path")
-	if err != nil {
-		return nil, err
+	cases, invalid, err := openFileCases(subDir, ansDir, "case_id", "mask_path", "predicted_mask_path", nil)
+	if cases == nil {
+		return invalid, err
 	}
-	gtPath := answerPaths(at, ids, "mask_path", ansDir)
-	var p Problems
-	col := "predicted_mask_path"
-	s := ReadSubmission(subDir, Spec{IDColumn: "case_id", FileColumns: []string{col}}, ids, &p)
-	if s == nil || !s.Table.Has(col) || !s.Table.Has("case_id") {
-		return Invalid(p.List()), nil
-	}
+	p := &cases.p
 	var dice, f1, count, vol []float64
-	for _, cid := range ids {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
-			continue
-		}
-		pv, err := readVol(s.File(cid, col))
+	err = cases.each(ctx, func(cid, predPath, gtPath string) error {
+		pv, err := readVol(predPath)
 		if err != nil {
 			p.Addf("row %q: %v.", cid, err)
-			continue
+			return nil
 		}
-		gv, err := readVol(gtPath[cid])
+		gv, err := readVol(gtPath)
 		if err != nil {
-			return nil, fmt.Errorf("grade: %s answers: %w", id, err)
+			return fmt.Errorf("grade: %s answers: %w", id, err)
 		}
 		gt := gv.where(volNonzero)
 		pred := pv.where(volNonzero)
@@ -55,20 +43,24 @@ func gradeISLES22(ctx context.Context, subDir, ansDir string, _ Options) (*Resul
 		}
 		o, err := metrics.BinaryOverlap(gt, pred)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		lf, err := metrics.LesionF1(gt, pred, gv.dims, metrics.Conn26, 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		lc, err := metrics.LesionCountDiff(gt, pred, gv.dims, metrics.Conn26)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dice = append(dice, o.Dice(1))
 		f1 = append(f1, lf)
 		count = append(count, float64(lc))
-		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(volZooms(gtPath[cid], gv))))
+		vol = append(vol, metrics.AbsVolumeDiff(o, metrics.ISLESVoxelML(volZooms(gtPath, gv))))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !p.Empty() {
 		return Invalid(p.List()), nil

@@ -30,33 +30,21 @@ func init() {
 // tumour-burden errors in mm³.
 func pantherGrader(id string) Grader {
 	return GraderFunc(func(ctx context.Context, subDir, ansDir string, _ Options) (*Result, error) {
-		at, ids, err := ReadAnswers(ansDir, "image_id", "label_path")
-		if err != nil {
-			return nil, err
+		cases, invalid, err := openFileCases(subDir, ansDir, "image_id", "label_path", "predicted_mask_path", nil)
+		if cases == nil {
+			return invalid, err
 		}
-		gtPath := answerPaths(at, ids, "label_path", ansDir)
-		var p Problems
-		col := "predicted_mask_path"
-		s := ReadSubmission(subDir, Spec{IDColumn: "image_id", FileColumns: []string{col}}, ids, &p)
-		if s == nil || !s.Table.Has(col) || !s.Table.Has("image_id") {
-			return Invalid(p.List()), nil
-		}
+		p := &cases.p
 		var dsc, msd, hd95, masd, err2 []float64
-		for _, cid := range ids {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
-				continue
-			}
-			pv, err := readVol(s.File(cid, col))
+		err = cases.each(ctx, func(cid, predPath, gtPath string) error {
+			pv, err := readVol(predPath)
 			if err != nil {
 				p.Addf("row %q: %v.", cid, err)
-				continue
+				return nil
 			}
-			gv, err := readVol(gtPath[cid])
+			gv, err := readVol(gtPath)
 			if err != nil {
-				return nil, fmt.Errorf("grade: %s answers: %w", id, err)
+				return fmt.Errorf("grade: %s answers: %w", id, err)
 			}
 			gt := gv.where(func(f float64) bool { return f == 1 })
 			// the prediction's distinct values decide how it is binarised
@@ -84,7 +72,7 @@ func pantherGrader(id string) Grader {
 				}
 				slices.Sort(ks)
 				p.Addf("row %q: the prediction is not binary (values %v).", cid, ks)
-				continue
+				return nil
 			}
 			pred := pv.where(keep)
 			if pv.dims != gv.dims {
@@ -98,6 +86,10 @@ func pantherGrader(id string) Grader {
 			dsc, msd = append(dsc, c[0]), append(msd, c[1])
 			hd95, masd = append(hd95, c[2]), append(masd, c[3])
 			err2 = append(err2, c[4]*c[4])
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if !p.Empty() {
 			return Invalid(p.List()), nil

@@ -21,33 +21,21 @@ func init() { Register("seg_a", GraderFunc(gradeSEGA)) }
 // distance in millimetres (ground-truth spacing), as the leaderboard reports it.
 func gradeSEGA(ctx context.Context, subDir, ansDir string, opt Options) (*Result, error) {
 	const id = "seg_a"
-	at, ids, err := ReadAnswers(ansDir, "image_id", "label_path")
-	if err != nil {
-		return nil, err
+	cases, invalid, err := openFileCases(subDir, ansDir, "image_id", "label_path", "predicted_mask_path", nil)
+	if cases == nil {
+		return invalid, err
 	}
-	gtPath := answerPaths(at, ids, "label_path", ansDir)
-	var p Problems
-	col := "predicted_mask_path"
-	s := ReadSubmission(subDir, Spec{IDColumn: "image_id", FileColumns: []string{col}}, ids, &p)
-	if s == nil || !s.Table.Has(col) || !s.Table.Has("image_id") {
-		return Invalid(p.List()), nil
-	}
+	p := &cases.p
 	var dice, hd []float64
-	for _, cid := range ids {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
-			continue
-		}
-		pv, err := readVol(s.File(cid, col))
+	err = cases.each(ctx, func(cid, predPath, gtPath string) error {
+		pv, err := readVol(predPath)
 		if err != nil {
 			p.Addf("row %q: %v.", cid, err)
-			continue
+			return nil
 		}
-		gv, err := readVol(gtPath[cid])
+		gv, err := readVol(gtPath)
 		if err != nil {
-			return nil, fmt.Errorf("grade: %s answers: %w", id, err)
+			return fmt.Errorf("grade: %s answers: %w", id, err)
 		}
 		gt := gv.where(volPositive)
 		pred := pv.where(volPositive)
@@ -56,7 +44,7 @@ func gradeSEGA(ctx context.Context, subDir, ansDir string, opt Options) (*Result
 		}
 		o, err := metrics.BinaryOverlap(gt, pred)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dice = append(dice, o.Dice(1))
 		sp := [3]float64{1, 1, 1}
@@ -65,9 +53,13 @@ func gradeSEGA(ctx context.Context, subDir, ansDir string, opt Options) (*Result
 		}
 		h, err := segaHausdorff(gt, pred, o, gv.dims, sp, opt.Official)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		hd = append(hd, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !p.Empty() {
 		return Invalid(p.List()), nil

@@ -62,43 +62,35 @@ const (
 // averages the per-label F1.
 func topbrainGrader(id string, sideRoad []int64, valid map[int64][]int64) Grader {
 	return GraderFunc(func(ctx context.Context, subDir, ansDir string, _ Options) (*Result, error) {
-		at, ids, err := ReadAnswers(ansDir, "image_id", "label_path")
-		if err != nil {
-			return nil, err
+		cases, invalid, err := openFileCases(subDir, ansDir, "image_id", "label_path", "predicted_mask_path", nil)
+		if cases == nil {
+			return invalid, err
 		}
-		gtPath := answerPaths(at, ids, "label_path", ansDir)
-		var p Problems
-		col := "predicted_mask_path"
-		s := ReadSubmission(subDir, Spec{IDColumn: "image_id", FileColumns: []string{col}}, ids, &p)
-		if s == nil || !s.Table.Has(col) || !s.Table.Has("image_id") {
-			return Invalid(p.List()), nil
-		}
+		p := &cases.p
 		var dice, cl, b0, hd, nb []float64
 		var det [][]metrics.Detection
-		for _, cid := range ids {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
-				continue
-			}
-			gt, pred, dims, sp, err := readLabelPair(s.File(cid, col), gtPath[cid])
+		err = cases.each(ctx, func(cid, predPath, gtPath string) error {
+			gt, pred, dims, sp, err := readLabelPair(predPath, gtPath)
 			if err != nil {
 				if errors.Is(err, errAnswers) {
-					return nil, fmt.Errorf("grade: %s answers %s: %w", id, gtPath[cid], err)
+					return fmt.Errorf("grade: %s answers %s: %w", id, gtPath, err)
 				}
 				p.Addf("row %q: %v.", cid, err)
-				continue
+				return nil
 			}
 			c, v, err := topbrainCase(gt, pred, dims, sp, sideRoad, valid)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			dice, cl, b0 = append(dice, c[0]), append(cl, c[1]), append(b0, c[2])
 			hd, nb = append(hd, c[3]), append(nb, c[4])
 			if v != nil {
 				det = append(det, v)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if !p.Empty() {
 			return Invalid(p.List()), nil

@@ -38,45 +38,33 @@ const (
 // accuracy).
 func topcowSegGrader(id string) Grader {
 	return GraderFunc(func(ctx context.Context, subDir, ansDir string, _ Options) (*Result, error) {
-		at, ids, err := ReadAnswers(ansDir, "image_id", "label_path")
-		if err != nil {
-			return nil, err
+		cases, invalid, err := openFileCases(subDir, ansDir, "image_id", "label_path", "predicted_mask_path", nil)
+		if cases == nil {
+			return invalid, err
 		}
-		gtPath := answerPaths(at, ids, "label_path", ansDir)
-		var p Problems
-		col := "predicted_mask_path"
-		s := ReadSubmission(subDir, Spec{IDColumn: "image_id", FileColumns: []string{col}}, ids, &p)
-		if s == nil || !s.Table.Has(col) || !s.Table.Has("image_id") {
-			return Invalid(p.List()), nil
-		}
+		p := &cases.p
 		var dice, cl, b0, hd []float64
 		var det [][]metrics.Detection
 		var antOK, posOK []string
 		truth := []string{}
-		for _, cid := range ids {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if _, ok := s.Row[cid]; !ok || !fileExists(s.File(cid, col)) {
-				continue
-			}
-			gt, pred, dims, sp, err := readLabelPair(s.File(cid, col), gtPath[cid])
+		err = cases.each(ctx, func(cid, predPath, gtPath string) error {
+			gt, pred, dims, sp, err := readLabelPair(predPath, gtPath)
 			if err != nil {
 				if errors.Is(err, errAnswers) {
-					return nil, fmt.Errorf("grade: %s answers %s: %w", id, gtPath[cid], err)
+					return fmt.Errorf("grade: %s answers %s: %w", id, gtPath, err)
 				}
 				p.Addf("row %q: %v.", cid, err)
-				continue
+				return nil
 			}
 			lo, err := metrics.CountLabels(gt, pred)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			classes := lo.GTLabels()
 			dice = append(dice, metrics.ClassAverageDiceTopCoW(lo))
 			c, err := metrics.ClDice(binarise01(pred), binarise01(gt), dims, metrics.SkeletonZYX)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			cl = append(cl, c)
 			var errs, hds []float64
@@ -85,12 +73,12 @@ func topcowSegGrader(id string) Grader {
 				gm, pm = metrics.LabelMask(gt, l, gm), metrics.LabelMask(pred, l, pm)
 				e, err := metrics.Betti0Error(pm, gm, dims)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				errs = append(errs, float64(e))
 				h, err := labelHD95(lo[l], pm, gm, dims, sp, topcowHD95)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				hds = append(hds, h)
 			}
@@ -107,6 +95,10 @@ func topcowSegGrader(id string) Grader {
 			antOK = append(antOK, verdict(metrics.TopologyMatch(lo, topcowAnterior, topcowIoU)))
 			posOK = append(posOK, verdict(metrics.TopologyMatch(lo, topcowPosterior, topcowIoU)))
 			truth = append(truth, "correct")
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if !p.Empty() {
 			return Invalid(p.List()), nil
