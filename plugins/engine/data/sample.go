@@ -1,0 +1,100 @@
+package data
+
+import (
+	"math/rand/v2"
+)
+
+// Sampler cuts random patches from cases.
+type Sampler struct {
+	Patch [3]int // X, Y, Z; Z = 1 for 2D patches
+	// FgProb is the probability that a patch is centred on a random foreground voxel of a
+	// random class present in the case (nnU-Net forces a third of each batch).
+	FgProb float64
+}
+
+// Len is the number of voxels in a patch.
+func (s *Sampler) Len() int { return s.Patch[0] * s.Patch[1] * s.Patch[2] }
+
+// Sample cuts one patch of c into img (c.C planes of Len values) and lab (Len values; may
+// be nil). It reports whether the patch was forced onto foreground; a case without
+// foreground is sampled uniformly. Without foreground forcing, the patch lies inside the
+// case along every axis the case is at least as long as the patch and covers the case
+// otherwise; a forced patch is centred on its voxel and shifted inside the same bounds, so
+// the voxel stays in the patch. Voxels outside the case are padded with the channel minimum
+// and label 0.
+func (s *Sampler) Sample(r *rand.Rand, c *Case, img []float32, lab []int32) (forced bool) {
+	var lo [3]int
+	fg := c.FgClasses()
+	if len(fg) > 0 && r.Float64() < s.FgProb {
+		forced = true
+		f := c.fg[fg[r.IntN(len(fg))]]
+		v := int(f[r.IntN(len(f))])
+		pos := [3]int{v % c.Dims[0], v / c.Dims[0] % c.Dims[1], v / (c.Dims[0] * c.Dims[1])}
+		for a := range 3 {
+			l, h := bounds(c.Dims[a], s.Patch[a])
+			lo[a] = min(max(pos[a]-s.Patch[a]/2, l), h)
+		}
+	} else {
+		for a := range 3 {
+			l, h := bounds(c.Dims[a], s.Patch[a])
+			lo[a] = l + r.IntN(h-l+1)
+		}
+	}
+	s.crop(c, lo, img, lab)
+	return forced
+}
+
+// bounds is the range of a patch's first index along an axis of n voxels.
+func bounds(n, p int) (lo, hi int) {
+	if n >= p {
+		return 0, n - p
+	}
+	return n - p, 0
+}
+
+// crop copies the patch whose first voxel is lo, padding outside the case.
+func (s *Sampler) crop(c *Case, lo [3]int, img []float32, lab []int32) {
+	P, D := s.Patch, c.Dims
+	S, PS := D[0]*D[1]*D[2], s.Len()
+	x0, x1 := max(0, -lo[0]), min(P[0], D[0]-lo[0]) // patch x range inside the case
+	for ch := range c.C {
+		src, dst, pad := c.Image[ch*S:(ch+1)*S], img[ch*PS:(ch+1)*PS], c.Min[ch]
+		for z := range P[2] {
+			for y := range P[1] {
+				row := dst[(z*P[1]+y)*P[0] : (z*P[1]+y+1)*P[0]]
+				sz, sy := lo[2]+z, lo[1]+y
+				if sz < 0 || sz >= D[2] || sy < 0 || sy >= D[1] || x0 >= x1 {
+					fill(row, pad)
+					continue
+				}
+				fill(row[:x0], pad)
+				o := (sz*D[1]+sy)*D[0] + lo[0]
+				copy(row[x0:x1], src[o+x0:o+x1])
+				fill(row[x1:], pad)
+			}
+		}
+	}
+	if lab == nil {
+		return
+	}
+	for z := range P[2] {
+		for y := range P[1] {
+			row := lab[(z*P[1]+y)*P[0] : (z*P[1]+y+1)*P[0]]
+			sz, sy := lo[2]+z, lo[1]+y
+			if c.Label == nil || sz < 0 || sz >= D[2] || sy < 0 || sy >= D[1] || x0 >= x1 {
+				clear(row)
+				continue
+			}
+			clear(row[:x0])
+			o := (sz*D[1]+sy)*D[0] + lo[0]
+			copy(row[x0:x1], c.Label[o+x0:o+x1])
+			clear(row[x1:])
+		}
+	}
+}
+
+func fill(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
+	}
+}
