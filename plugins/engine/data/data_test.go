@@ -468,3 +468,21 @@ func BenchmarkPatchLoader(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*cfg.Batch)/b.Elapsed().Seconds(), "patches/s")
 }
+
+// The gamma table matches math.Pow within its documented bound.
+func TestGammaLUT(t *testing.T) {
+	for _, g := range []float64{0.7, 1, 1.5} {
+		s := make([]float32, 10001)
+		for i := range s {
+			s[i] = -2 + 4*float32(i)/10000
+		}
+		want := slices.Clone(s)
+		gammaLUT(s, -2, 4, g)
+		for i, v := range want {
+			w := -2 + math.Pow(float64(v+2)/4, g)*4
+			if math.Abs(float64(s[i])-w) > 4e-3 { // 1e-3 of the range 4
+				t.Fatalf("gamma %v at %v: %v, want %v", g, v, s[i], w)
+			}
+		}
+	}
+}
