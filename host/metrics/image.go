@@ -60,7 +60,7 @@ func imageReflect(i, n int) int {
 
 // imageColumns visits rows [y0, y1) of the window sums of a, b, a², b² and ab over a
 // win×win window (border by edge). For each row y it calls visit with the five column
-// sums over rows y−r … y+r (r = win/2): cs[k][r+x] for column x, the r entries either side
+// sums over rows y−r … y+r (r = win/2): cs[r+x][k] for column x, the r entries either side
 // holding the columns edge maps to (and one spare zero entry after them), so that visit forms each window sum as a running sum
 // along the row in the same pass as its per-pixel formula. Moving down a row adds the
 // entering row and subtracts the leaving one; nothing full-size is allocated.
@@ -68,13 +68,10 @@ func imageReflect(i, n int) int {
 // Each input value v enters as (v − lo)/d with the lo and d of its image (min–max
 // normalisation; lo 0 and d 1 read the images as they are). Normalised rows are kept in a
 // ring of win rows, so every value is divided once.
-func imageColumns(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i, n int) int, y0, y1 int, visit func(y int, cs *[5][]float64)) {
+func imageColumns(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i, n int) int, y0, y1 int, visit func(y int, cs [][5]float64)) {
 	r := win / 2
 	norm := na != [2]float64{0, 1} || nb != [2]float64{0, 1}
-	var cs [5][]float64
-	for k := range cs {
-		cs[k] = make([]float64, w+2*r+1) // one spare entry for the last running step
-	}
+	cs := make([][5]float64, w+2*r+1) // one spare entry for the last running step
 	ra := make([][]float64, win)
 	rb := make([][]float64, win)
 	load := func(slot, sy int) {
@@ -92,57 +89,59 @@ func imageColumns(a, b []float64, na, nb [2]float64, w, h, win int, edge func(i,
 			db[i] = (srcB[i] - nb[0]) / nb[1]
 		}
 	}
-	c0, c1, c2, c3, c4 := cs[0][r:r+w], cs[1][r:r+w], cs[2][r:r+w], cs[3][r:r+w], cs[4][r:r+w]
+	cc := cs[r : r+w]
 	for i := 0; i < win; i++ {
 		load(i, edge(y0-r+i, h))
-		xa, xb := ra[i][:w], rb[i][:w]
-		for x := range c0 {
+		xa, xb := ra[i][:len(cc)], rb[i][:len(cc)]
+		for x := range cc {
 			u, v := xa[x], xb[x]
-			c0[x] += u
-			c1[x] += v
-			c2[x] += u * u
-			c3[x] += v * v
-			c4[x] += u * v
+			e := &cc[x]
+			e[0] += u
+			e[1] += v
+			e[2] += u * u
+			e[3] += v * v
+			e[4] += u * v
 		}
 	}
 	start := 0 // ring slot of the top row of the window
 	for y := y0; y < y1; y++ {
-		for k := range cs {
-			c := cs[k]
-			for i := 0; i < r; i++ {
-				c[i] = c[r+edge(i-r, w)]
-				c[r+w+i] = c[r+edge(w+i, w)]
-			}
+		for i := 0; i < r; i++ {
+			cs[i] = cs[r+edge(i-r, w)]
+			cs[r+w+i] = cs[r+edge(w+i, w)]
 		}
-		visit(y, &cs)
+		visit(y, cs)
 		if y+1 >= y1 {
 			break
 		}
 		sy := edge(y+1+r, h)
-		oa, ob := ra[start][:w], rb[start][:w]
+		oa, ob := ra[start][:len(cc)], rb[start][:len(cc)]
 		if norm {
 			// The leaving row's slot takes the entering row, value by value.
 			srcA, srcB := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
-			for x := range c0 {
+			srcA, srcB = srcA[:len(cc)], srcB[:len(cc)]
+			for x := range cc {
 				uo, vo := oa[x], ob[x]
 				u, v := (srcA[x]-na[0])/na[1], (srcB[x]-nb[0])/nb[1]
 				oa[x], ob[x] = u, v
-				c0[x] += u - uo
-				c1[x] += v - vo
-				c2[x] += u*u - uo*uo
-				c3[x] += v*v - vo*vo
-				c4[x] += u*v - uo*vo
+				e := &cc[x]
+				e[0] += u - uo
+				e[1] += v - vo
+				e[2] += u*u - uo*uo
+				e[3] += v*v - vo*vo
+				e[4] += u*v - uo*vo
 			}
 		} else {
 			xa, xb := a[sy*w:(sy+1)*w], b[sy*w:(sy+1)*w]
-			for x := range c0 {
+			xa, xb = xa[:len(cc)], xb[:len(cc)]
+			for x := range cc {
 				uo, vo := oa[x], ob[x]
 				u, v := xa[x], xb[x]
-				c0[x] += u - uo
-				c1[x] += v - vo
-				c2[x] += u*u - uo*uo
-				c3[x] += v*v - vo*vo
-				c4[x] += u*v - uo*vo
+				e := &cc[x]
+				e[0] += u - uo
+				e[1] += v - vo
+				e[2] += u*u - uo*uo
+				e[3] += v*v - vo*vo
+				e[4] += u*v - uo*vo
 			}
 			ra[start], rb[start] = xa, xb
 		}
@@ -202,12 +201,12 @@ func LNCC(pred, gt Image) (float64, error) {
 	inv := 1 / float64(win*win)
 	sum, cnt := imageStrips(0, h, func(y0, y1 int) (float64, int) {
 		s, c := 0.0, 0
-		imageColumns(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, cs *[5][]float64) {
-			c0, c1, c2, c3, c4 := cs[0], cs[1], cs[2], cs[3], cs[4]
+		imageColumns(a, b, na, nb, w, h, win, imageReflect101, y0, y1, func(_ int, cs [][5]float64) {
 			// Entry x of cs is image column x − r: the window of x is entries x … x+win−1.
 			var v0, v1, v2, v3, v4 float64
 			for i := 0; i < win; i++ {
-				v0, v1, v2, v3, v4 = v0+c0[i], v1+c1[i], v2+c2[i], v3+c3[i], v4+c4[i]
+				e := &cs[i]
+				v0, v1, v2, v3, v4 = v0+e[0], v1+e[1], v2+e[2], v3+e[3], v4+e[4]
 			}
 			s, c = lnccRow(v0, v1, v2, v3, v4, inv, cs, win, w, s, c)
 		})
@@ -276,13 +275,13 @@ func SSIM(a, b Image, dataRange float64) (float64, error) {
 	w, h := a.W, a.H
 	sum, _ := imageStrips(pad, h-pad, func(y0, y1 int) (float64, int) {
 		s := 0.0
-		imageColumns(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, cs *[5][]float64) {
-			k0, k1, k2, k3, k4 := cs[0], cs[1], cs[2], cs[3], cs[4]
+		imageColumns(a.Pix, b.Pix, [2]float64{0, 1}, [2]float64{0, 1}, w, h, win, imageReflect, y0, y1, func(_ int, cs [][5]float64) {
 			// Entry x + pad of cs is image column x: the window of x is entries
 			// x … x+win−1.
 			var v0, v1, v2, v3, v4 float64
 			for i := pad; i < pad+win; i++ {
-				v0, v1, v2, v3, v4 = v0+k0[i], v1+k1[i], v2+k2[i], v3+k3[i], v4+k4[i]
+				e := &cs[i]
+				v0, v1, v2, v3, v4 = v0+e[0], v1+e[1], v2+e[2], v3+e[3], v4+e[4]
 			}
 			s = ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2, cs, pad, win, w-2*pad, s)
 		})
@@ -294,12 +293,10 @@ func SSIM(a, b Image, dataRange float64) (float64, error) {
 // lnccRow adds up LNCC's per-pixel terms along one row of w pixels, starting from the
 // window sums v of pixel 0 (entries 0 … win−1 of the column sums cs); each step to the
 // next window adds entry x+win less entry x.
-func lnccRow(v0, v1, v2, v3, v4, inv float64, cs *[5][]float64, win, w int, s float64, c int) (float64, int) {
-	i0, i1, i2, i3, i4 := cs[0][win:win+w], cs[1][win:win+w], cs[2][win:win+w], cs[3][win:win+w], cs[4][win:win+w]
-	o0, o1, o2, o3, o4 := cs[0][:w], cs[1][:w], cs[2][:w], cs[3][:w], cs[4][:w]
-	i1, i2, i3, i4 = i1[:len(i0)], i2[:len(i0)], i3[:len(i0)], i4[:len(i0)]
-	o0, o1, o2, o3, o4 = o0[:len(i0)], o1[:len(i0)], o2[:len(i0)], o3[:len(i0)], o4[:len(i0)]
-	for x := range i0 {
+func lnccRow(v0, v1, v2, v3, v4, inv float64, cs [][5]float64, win, w int, s float64, c int) (float64, int) {
+	in := cs[win : win+w]
+	out := cs[:len(in)]
+	for x := range in {
 		mu1, mu2 := v0*inv, v1*inv
 		s1 := v2*inv - mu1*mu1
 		s2 := v3*inv - mu2*mu2
@@ -307,11 +304,12 @@ func lnccRow(v0, v1, v2, v3, v4, inv float64, cs *[5][]float64, win, w int, s fl
 			s += (v4*inv - mu1*mu2) / math.Sqrt(s1*s2)
 			c++
 		}
-		v0 += i0[x] - o0[x]
-		v1 += i1[x] - o1[x]
-		v2 += i2[x] - o2[x]
-		v3 += i3[x] - o3[x]
-		v4 += i4[x] - o4[x]
+		p, q := &in[x], &out[x]
+		v0 += p[0] - q[0]
+		v1 += p[1] - q[1]
+		v2 += p[2] - q[2]
+		v3 += p[3] - q[3]
+		v4 += p[4] - q[4]
 	}
 	return s, c
 }
@@ -319,13 +317,10 @@ func lnccRow(v0, v1, v2, v3, v4, inv float64, cs *[5][]float64, win, w int, s fl
 // ssimRow adds up SSIM's per-pixel terms along n pixels of one row, starting from the
 // window sums v of the first (entries pad … pad+win−1 of the column sums cs); each step to
 // the next window adds entry x+win less entry x.
-func ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2 float64, cs *[5][]float64, pad, win, n int, s float64) float64 {
-	lo, hi := pad+win, pad+win+n
-	i0, i1, i2, i3, i4 := cs[0][lo:hi], cs[1][lo:hi], cs[2][lo:hi], cs[3][lo:hi], cs[4][lo:hi]
-	o0, o1, o2, o3, o4 := cs[0][pad:pad+n], cs[1][pad:pad+n], cs[2][pad:pad+n], cs[3][pad:pad+n], cs[4][pad:pad+n]
-	i1, i2, i3, i4 = i1[:len(i0)], i2[:len(i0)], i3[:len(i0)], i4[:len(i0)]
-	o0, o1, o2, o3, o4 = o0[:len(i0)], o1[:len(i0)], o2[:len(i0)], o3[:len(i0)], o4[:len(i0)]
-	for x := range i0 {
+func ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2 float64, cs [][5]float64, pad, win, n int, s float64) float64 {
+	in := cs[pad+win : pad+win+n]
+	out := cs[pad : pad+len(in)]
+	for x := range in {
 		ux, uy := v0*inv, v1*inv
 		vx := covNorm * (v2*inv - ux*ux)
 		vy := covNorm * (v3*inv - uy*uy)
@@ -333,11 +328,12 @@ func ssimRow(v0, v1, v2, v3, v4, inv, covNorm, c1, c2 float64, cs *[5][]float64,
 		a1, a2 := 2*ux*uy+c1, 2*vxy+c2
 		b1, b2 := ux*ux+uy*uy+c1, vx+vy+c2
 		s += (a1 * a2) / (b1 * b2)
-		v0 += i0[x] - o0[x]
-		v1 += i1[x] - o1[x]
-		v2 += i2[x] - o2[x]
-		v3 += i3[x] - o3[x]
-		v4 += i4[x] - o4[x]
+		p, q := &in[x], &out[x]
+		v0 += p[0] - q[0]
+		v1 += p[1] - q[1]
+		v2 += p[2] - q[2]
+		v3 += p[3] - q[3]
+		v4 += p[4] - q[4]
 	}
 	return s
 }
