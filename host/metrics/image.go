@@ -60,10 +60,11 @@ func imageReflect(i, n int) int {
 
 // imageColumns visits rows [y0, y1) of the window sums of a, b, a², b² and ab over a
 // win×win window (border by edge). For each row y it calls visit with the five column
-// sums over rows y−r … y+r (r = win/2): cs[r+x][k] for column x, the r entries either side
-// holding the columns edge maps to (and one spare zero entry after them), so that visit forms each window sum as a running sum
-// along the row in the same pass as its per-pixel formula. Moving down a row adds the
-// entering row and subtracts the leaving one; nothing full-size is allocated.
+// sums over rows y−r … y+r (r = win/2): cs[r+x][k] for column x, the r entries either
+// side holding the columns edge maps to (and one spare zero entry after them), so that
+// visit forms each window sum as a running sum along the row in the same pass as its
+// per-pixel formula. Moving down a row adds the entering row and subtracts the leaving
+// one; nothing full-size is allocated.
 //
 // Each input value v enters as (v − lo)/d with the lo and d of its image (min–max
 // normalisation; lo 0 and d 1 read the images as they are). Normalised rows are kept in a
