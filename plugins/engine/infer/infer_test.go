@@ -1,0 +1,308 @@
+package infer
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"amid/viewer/volume"
+)
+
+func TestGaussian(t *testing.T) {
+	for _, p := range [][3]int{{8, 6, 5}, {7, 7, 1}} {
+		w := Gaussian(p)
+		top := float32(0)
+		for z := range p[2] {
+			for y := range p[1] {
+				for x := range p[0] {
+					v := w[(z*p[1]+y)*p[0]+x]
+					m := w[((p[2]-1-z)*p[1]+p[1]-1-y)*p[0]+p[0]-1-x]
+					if v != m || !(v > 0) {
+						t.Fatalf("patch %v: weight %v at (%d,%d,%d), mirror %v", p, v, x, y, z, m)
+					}
+					top = max(top, v)
+				}
+			}
+		}
+		if top != 1 {
+			t.Fatalf("patch %v: maximum %v", p, top)
+		}
+	}
+	// Odd patch 7: centre 3, σ = 7/8; one voxel off centre exp(-1/(2·(7/8)²)) = exp(-32/49).
+	w := Gaussian([3]int{7, 1, 1})
+	if want := math.Exp(-32.0 / 49); math.Abs(float64(w[4])-want) > 1e-7 {
+		t.Fatalf("w[4] = %v, want %v", w[4], want)
+	}
+}
+
+func TestSteps(t *testing.T) {
+	// nnU-Net: n 100, p 40: ceil(60/20)+1 = 4 windows, step 20. n 90: ceil(50/20)+1 = 4,
+	// step 50/3 → 0, 16.67, 33.33, 50 rounded.
+	for _, c := range []struct {
+		n, p int
+		want []int
+	}{{100, 40, []int{0, 20, 40, 60}}, {90, 40, []int{0, 17, 33, 50}}, {40, 40, []int{0}}, {30, 40, []int{-5}}, {3, 1, []int{0, 1, 2}}} {
+		if got := Steps(c.n, c.p, 0.5); !slices.Equal(got, c.want) {
+			t.Errorf("Steps(%d, %d) = %v, want %v", c.n, c.p, got, c.want)
+		}
+	}
+}
+
+// A predictor returning a constant per class gives exactly that constant everywhere,
+// with and without mirroring, also when the image is smaller than the patch.
+func TestWindowConstant(t *testing.T) {
+	consts := []float32{0.3, 0.7, 1.0 / 3}
+	pred := func(_, out []float32) {
+		n := len(out) / len(consts)
+		for k, c := range consts {
+			for i := range n {
+				out[k*n+i] = c
+			}
+		}
+	}
+	for _, dims := range [][3]int{{13, 11, 9}, {5, 20, 3}} {
+		for _, mirror := range []bool{false, true} {
+			img := make([]float32, 2*dims[0]*dims[1]*dims[2])
+			prob, err := Window(img, dims, Options{Patch: [3]int{6, 8, 4}, Channels: 2, Classes: 3, Mirror: mirror}, pred)
+			if err != nil {
+				t.Fatal(err)
+			}
+			N := dims[0] * dims[1] * dims[2]
+			for i, v := range prob {
+				if v != consts[i/N] {
+					t.Fatalf("dims %v mirror %v: voxel %d class %d = %v", dims, mirror, i%N, i/N, v)
+				}
+			}
+		}
+	}
+}
+
+// A predictor that echoes its input returns the image exactly wherever windows overlap
+// (a weighted mean of equal values); with mirroring too, since each flip is undone.
+func TestWindowEcho(t *testing.T) {
+	dims := [3]int{10, 9, 7}
+	N := dims[0] * dims[1] * dims[2]
+	img := make([]float32, N)
+	for i := range img {
+		img[i] = float32(i % 17)
+	}
+	echo := func(in, out []float32) { copy(out, in) }
+	for _, mirror := range []bool{false, true} {
+		prob, err := Window(img, dims, Options{Patch: [3]int{4, 4, 4}, Channels: 1, Classes: 1, Mirror: mirror}, echo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range img {
+			if math.Abs(float64(prob[i]-img[i])) > 1e-5 {
+				t.Fatalf("mirror %v voxel %d: %v, want %v", mirror, i, prob[i], img[i])
+			}
+		}
+	}
+	// Mirroring flips each output back: a predictor that ignores its input and outputs the
+	// patch-local x gives x unmirrored; mirrored, the flipped pass is flipped back to 3-x,
+	// so the mean is 1.5 everywhere.
+	dims = [3]int{4, 1, 1}
+	xs := func(_, out []float32) {
+		for i := range out {
+			out[i] = float32(i)
+		}
+	}
+	a, _ := Window(make([]float32, 4), dims, Options{Patch: [3]int{4, 1, 1}, Channels: 1, Classes: 1}, xs)
+	b, _ := Window(make([]float32, 4), dims, Options{Patch: [3]int{4, 1, 1}, Channels: 1, Classes: 1, Mirror: true}, xs)
+	for i := range 4 {
+		if a[i] != float32(i) || b[i] != 1.5 {
+			t.Fatalf("plain %v, mirrored %v", a, b)
+		}
+	}
+}
+
+func TestWindowErrors(t *testing.T) {
+	if _, err := Window(make([]float32, 5), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 2, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
+		t.Fatal("wrong image length: no error")
+	}
+	if _, err := Window(make([]float32, 4), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 0, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
+		t.Fatal("zero patch: no error")
+	}
+}
+
+func TestArgmaxToVolume(t *testing.T) {
+	// Two classes over three voxels; voxel 1 is a tie and goes to class 0.
+	lab := Argmax([]float32{0.9, 0.5, 0.2, 0.1, 0.5, 0.8}, 2)
+	if !slices.Equal(lab, []int32{0, 0, 1}) {
+		t.Fatalf("argmax %v", lab)
+	}
+	ref, _ := volume.New(volume.Float32, [4]int{3, 1, 1, 1})
+	ref.Spacing, ref.Origin = [3]float64{0.7, 0.8, 2.5}, [3]float64{-100, 20, 3}
+	ref.Direction = [9]float64{-1, 0, 0, 0, -1, 0, 0, 0, 1}
+	v, err := ToVolume(ref, lab, []int{0, 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.DType() != volume.Int16 || !slices.Equal(v.Data.([]int16), []int16{0, 0, 300}) || !volume.SameGrid(v, ref, 0) {
+		t.Fatalf("%v %v %+v", v.DType(), v.Data, v)
+	}
+	if v, _ = ToVolume(ref, lab, []int{0, 5}); v.DType() != volume.Uint8 {
+		t.Fatalf("type %v", v.DType())
+	}
+	if _, err := ToVolume(ref, []int32{0, 2, 1}, []int{0, 5}); err == nil {
+		t.Fatal("class without mapping: no error")
+	}
+	if _, err := ToVolume(ref, lab[:2], []int{0, 5}); !errors.Is(err, volume.ErrGeometry) {
+		t.Fatalf("short map: %v", err)
+	}
+}
+
+// grid builds an X·Y·Z map from z-slices of rows drawn with '.', '1', '2'.
+func grid(t *testing.T, slices ...[]string) ([]int32, [3]int) {
+	t.Helper()
+	dims := [3]int{len(slices[0][0]), len(slices[0]), len(slices)}
+	var out []int32
+	for _, s := range slices {
+		for _, row := range s {
+			for _, c := range row {
+				if c == '.' {
+					out = append(out, 0)
+				} else {
+					out = append(out, c-'0')
+				}
+			}
+		}
+	}
+	return out, dims
+}
+
+func TestKeepLargestRemoveSmall(t *testing.T) {
+	// Class 1: a 4-voxel block, a 2-voxel pair diagonal to nothing, and a single voxel that
+	// touches the block only by a corner across slices (26-connected: part of the block).
+	// Class 2: components of 3 and 1 voxels.
+	lab, dims := grid(t,
+		[]string{
+			"11...",
+			"11..1",
+			".....",
+			"22.2.",
+			"2....",
+		},
+		[]string{
+			"....1",
+			"..1..",
+			".....",
+			".....",
+			".....",
+		})
+	want, _ := grid(t,
+		[]string{
+			"11...",
+			"11...",
+			".....",
+			"22...",
+			"2....",
+		},
+		[]string{
+			".....",
+			"..1..",
+			".....",
+			".....",
+			".....",
+		})
+	got := slices.Clone(lab)
+	KeepLargest(got, dims)
+	if !slices.Equal(got, want) {
+		t.Fatalf("KeepLargest\n got %v\nwant %v", got, want)
+	}
+	// Components under 3 voxels go: the class-1 pair and the class-2 single.
+	want, _ = grid(t,
+		[]string{
+			"11...",
+			"11...",
+			".....",
+			"22...",
+			"2....",
+		},
+		[]string{
+			".....",
+			"..1..",
+			".....",
+			".....",
+			".....",
+		})
+	got = slices.Clone(lab)
+	RemoveSmall(got, dims, 3)
+	if !slices.Equal(got, want) {
+		t.Fatalf("RemoveSmall\n got %v\nwant %v", got, want)
+	}
+	got = slices.Clone(lab)
+	RemoveSmall(got, dims, 1)
+	if !slices.Equal(got, lab) {
+		t.Fatal("RemoveSmall(1) changed the map")
+	}
+}
+
+func TestFillHoles(t *testing.T) {
+	// Middle slice of three: a one-voxel hole inside class 1 (closed above and below by the
+	// other slices) and a background run inside class 2 that reaches the border at x 7,
+	// so it is not a hole.
+	ring := []string{
+		"........",
+		".111222.",
+		".111222.",
+		".111222.",
+		"........",
+	}
+	lab, dims := grid(t, ring, []string{
+		"........",
+		".111222.",
+		".1.12...",
+		".111222.",
+		"........",
+	}, ring)
+	want, _ := grid(t, ring, []string{
+		"........",
+		".111222.",
+		".1112...",
+		".111222.",
+		"........",
+	}, ring)
+	got := slices.Clone(lab)
+	FillHoles(got, dims)
+	if !slices.Equal(got, want) {
+		t.Fatalf("FillHoles\n got %v\nwant %v", got, want)
+	}
+	// A hole between classes 1 (4 face neighbours) and 2 (2) takes class 1.
+	lab, dims = grid(t, []string{
+		"...",
+		".1.",
+		"...",
+	}, []string{
+		".2.",
+		"1.1",
+		".1.",
+	}, []string{
+		"...",
+		".2.",
+		"...",
+	})
+	FillHoles(lab, dims)
+	if lab[13] != 1 {
+		t.Fatalf("hole filled with %d, want 1", lab[13])
+	}
+}
+
+func BenchmarkSlidingWindow(b *testing.B) {
+	dims, P := [3]int{128, 128, 128}, [3]int{64, 64, 64}
+	N := dims[0] * dims[1] * dims[2]
+	img := make([]float32, N)
+	pred := func(in, out []float32) { // 3 classes, a cheap stand-in for the network
+		n := len(in)
+		copy(out[:n], in)
+		copy(out[n:2*n], in)
+		copy(out[2*n:], in)
+	}
+	for b.Loop() {
+		if _, err := Window(img, dims, Options{Patch: P, Channels: 1, Classes: 3}, pred); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*N)/b.Elapsed().Seconds()/1e6, "Mvoxel/s")
+}

@@ -1,0 +1,220 @@
+package infer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Predict runs the network on one patch: in holds C planes of the patch, out receives K
+// planes (probabilities or any scores to be averaged).
+type Predict func(in, out []float32)
+
+// Options configure [Window].
+type Options struct {
+	Patch    [3]int // X, Y, Z; Z = 1 for a 2D network run slice by slice
+	Channels int    // C
+	Classes  int    // K
+	// Overlap is the fraction of a patch shared by neighbouring windows (0.5 when zero,
+	// nnU-Net's step size 0.5).
+	Overlap float64
+	// Mirror averages the predictions over every combination of flips of the patch axes
+	// longer than one voxel (8 in 3D, 4 in 2D), each flipped back before averaging.
+	Mirror bool
+}
+
+// Gaussian returns the importance weights of a patch: a product over axes of
+// exp(-d²/2σ²) with d the distance from the patch centre ((p-1)/2, so the map is
+// symmetric) and σ = p/8, scaled so that its maximum is 1. nnU-Net centres on p/2, which is
+// off by half a voxel for even p.
+func Gaussian(p [3]int) []float32 {
+	var ax [3][]float64
+	for a := range 3 {
+		ax[a] = make([]float64, p[a])
+		c, s := float64(p[a]-1)/2, float64(p[a])/8
+		top := 0.0
+		for i := range ax[a] {
+			d := float64(i) - c
+			ax[a][i] = math.Exp(-d * d / (2 * s * s))
+			top = max(top, ax[a][i])
+		}
+		for i := range ax[a] {
+			ax[a][i] /= top
+		}
+	}
+	w := make([]float32, 0, p[0]*p[1]*p[2])
+	for z := range p[2] {
+		for y := range p[1] {
+			for x := range p[0] {
+				w = append(w, float32(ax[0][x]*ax[1][y]*ax[2][z]))
+			}
+		}
+	}
+	return w
+}
+
+// Steps returns the first voxels of the windows along an axis of n voxels for patch p: as
+// nnU-Net, ceil((n-p)/(p·step))+1 windows spread evenly from 0 to n-p and rounded
+// (duplicates removed). When n < p the single window starts at -(p-n)/2, centring the
+// image in it.
+func Steps(n, p int, overlap float64) []int {
+	if n <= p {
+		return []int{-(p - n) / 2}
+	}
+	target := float64(p) * (1 - overlap)
+	k := int(math.Ceil(float64(n-p)/target)) + 1
+	step := float64(n-p) / float64(k-1)
+	var out []int
+	for i := range k {
+		s := int(math.Round(step * float64(i)))
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Window predicts every voxel of img (C planes of dims X·Y·Z) with windows of opt.Patch
+// and returns K planes: at each voxel, the average of the windows' outputs weighted by
+// [Gaussian]. Sums are kept in float64 (12 bytes per voxel and class), so a predictor
+// that returns a constant gives exactly that constant. Voxels of a window outside the
+// image are fed as 0.
+func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
+	P, C, K := opt.Patch, opt.Channels, opt.Classes
+	if C <= 0 || K <= 0 || P[0] <= 0 || P[1] <= 0 || P[2] <= 0 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
+		return nil, fmt.Errorf("infer: channels %d, classes %d, patch %v and dims %v must be positive", C, K, P, dims)
+	}
+	N := dims[0] * dims[1] * dims[2]
+	if len(img) != C*N {
+		return nil, fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
+	}
+	ov := opt.Overlap
+	if ov == 0 {
+		ov = 0.5
+	}
+	if !(ov > 0 && ov < 1) {
+		return nil, errors.New("infer: overlap must be in (0, 1)")
+	}
+	PN := P[0] * P[1] * P[2]
+	w := Gaussian(P)
+	num := make([]float64, K*N)
+	den := make([]float64, N)
+	in, out := make([]float32, C*PN), make([]float32, K*PN)
+	flipped := make([]float32, C*PN)
+	acc := make([]float64, K*PN)
+	var flips []int // bit masks of axes to flip
+	for m := range 8 {
+		ok := true
+		for a := range 3 {
+			if m&(1<<a) != 0 && P[a] == 1 {
+				ok = false
+			}
+		}
+		if ok && (opt.Mirror || m == 0) {
+			flips = append(flips, m)
+		}
+	}
+	var steps [3][]int
+	for a := range 3 {
+		steps[a] = Steps(dims[a], P[a], ov)
+	}
+	for _, z0 := range steps[2] {
+		for _, y0 := range steps[1] {
+			for _, x0 := range steps[0] {
+				lo := [3]int{x0, y0, z0}
+				extract(img, dims, C, lo, P, in)
+				clear(acc)
+				for _, m := range flips {
+					src := in
+					if m != 0 {
+						copy(flipped, in)
+						flipAxes(flipped, P, C, m)
+						src = flipped
+					}
+					clear(out)
+					pred(src, out)
+					flipAxes(out, P, K, m)
+					for i, v := range out {
+						acc[i] += float64(v)
+					}
+				}
+				inv := 1 / float64(len(flips)) // a power of two: exact
+				for z := max(0, -z0); z < min(P[2], dims[2]-z0); z++ {
+					for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
+						for x := max(0, -x0); x < min(P[0], dims[0]-x0); x++ {
+							pi := (z*P[1]+y)*P[0] + x
+							vi := ((z0+z)*dims[1]+y0+y)*dims[0] + x0 + x
+							wv := float64(w[pi])
+							den[vi] += wv
+							for k := range K {
+								num[k*N+vi] += wv * acc[k*PN+pi] * inv
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	res := make([]float32, K*N)
+	for i := range res {
+		res[i] = float32(num[i] / den[i%N])
+	}
+	return res, nil
+}
+
+// extract copies the window starting at lo into in, zero outside the image.
+func extract(img []float32, dims [3]int, C int, lo, P [3]int, in []float32) {
+	N, PN := dims[0]*dims[1]*dims[2], P[0]*P[1]*P[2]
+	x0, x1 := max(0, -lo[0]), min(P[0], dims[0]-lo[0])
+	for c := range C {
+		src, dst := img[c*N:(c+1)*N], in[c*PN:(c+1)*PN]
+		for z := range P[2] {
+			for y := range P[1] {
+				row := dst[(z*P[1]+y)*P[0] : (z*P[1]+y+1)*P[0]]
+				sz, sy := lo[2]+z, lo[1]+y
+				if sz < 0 || sz >= dims[2] || sy < 0 || sy >= dims[1] || x0 >= x1 {
+					clear(row)
+					continue
+				}
+				clear(row[:x0])
+				o := (sz*dims[1]+sy)*dims[0] + lo[0]
+				copy(row[x0:x1], src[o+x0:o+x1])
+				clear(row[x1:])
+			}
+		}
+	}
+}
+
+// flipAxes reverses each of n planes of patch shape p along the axes in mask (bit a: axis a).
+func flipAxes(s []float32, p [3]int, n, mask int) {
+	PN := p[0] * p[1] * p[2]
+	for c := range n {
+		pl := s[c*PN : (c+1)*PN]
+		if mask&1 != 0 {
+			for r := 0; r < PN; r += p[0] {
+				row := pl[r : r+p[0]]
+				for i, j := 0, len(row)-1; i < j; i, j = i+1, j-1 {
+					row[i], row[j] = row[j], row[i]
+				}
+			}
+		}
+		if mask&2 != 0 {
+			for z := range p[2] {
+				q := pl[z*p[0]*p[1] : (z+1)*p[0]*p[1]]
+				for i, j := 0, p[1]-1; i < j; i, j = i+1, j-1 {
+					for x := range p[0] {
+						q[i*p[0]+x], q[j*p[0]+x] = q[j*p[0]+x], q[i*p[0]+x]
+					}
+				}
+			}
+		}
+		if mask&4 != 0 {
+			q := p[0] * p[1]
+			for i, j := 0, p[2]-1; i < j; i, j = i+1, j-1 {
+				for x := range q {
+					pl[i*q+x], pl[j*q+x] = pl[j*q+x], pl[i*q+x]
+				}
+			}
+		}
+	}
+}
