@@ -139,15 +139,21 @@ func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, e
 					}
 				}
 				inv := 1 / float64(len(flips)) // a power of two: exact
+				xa, xb := max(0, -x0), min(P[0], dims[0]-x0)
 				for z := max(0, -z0); z < min(P[2], dims[2]-z0); z++ {
 					for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
-						for x := max(0, -x0); x < min(P[0], dims[0]-x0); x++ {
-							pi := (z*P[1]+y)*P[0] + x
-							vi := ((z0+z)*dims[1]+y0+y)*dims[0] + x0 + x
-							wv := float64(w[pi])
-							den[vi] += wv
-							for k := range K {
-								num[k*N+vi] += wv * acc[k*PN+pi] * inv
+						pr := (z*P[1] + y) * P[0]
+						vr := ((z0+z)*dims[1]+y0+y)*dims[0] + x0
+						wr := w[pr+xa : pr+xb]
+						d := den[vr+xa : vr+xb]
+						for i, wv := range wr {
+							d[i] += float64(wv)
+						}
+						for k := range K {
+							a := acc[k*PN+pr+xa : k*PN+pr+xb]
+							nm := num[k*N+vr+xa : k*N+vr+xb]
+							for i, wv := range wr {
+								nm[i] += float64(wv) * (a[i] * inv)
 							}
 						}
 					}
