@@ -1,0 +1,139 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"amid/plugins/engine"
+)
+
+// Plan returns the configurations that fit the budget: "2d" always, "2.5d" when the
+// median image has at least Slices25D slices, "3d_fullres" when it has more than one. A
+// lane that fits no patch is left out; when none fits, the error (ErrBudget) says what
+// the smallest patch of each lane would need.
+func Plan(f Fingerprint, b Budget) ([]Config, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if b.Bytes <= 0 {
+		return nil, fmt.Errorf("%w: budget of %d bytes", ErrBudget, b.Bytes)
+	}
+	sp := TargetSpacing(f)
+	med := MedianShape(f, sp)
+	total := 0.0 // dataset voxels after resampling
+	for _, c := range f.Cases {
+		v := 1.0
+		for a := range 3 {
+			v *= float64(c.Dims[a]) * c.Spacing[a] / sp[a]
+		}
+		total += v
+	}
+	base := Config{Spacing: sp, MedianShape: med, Norm: normalization(f), RareClasses: rare(f)}
+	type lane struct {
+		name   string
+		slices int
+		start  [3]int
+	}
+	inPlane := [3]int{1, med[1], med[2]}
+	lanes := []lane{{Lane2D, 1, inPlane}}
+	if med[0] >= Slices25D {
+		lanes = append(lanes, lane{Lane25D, Slices25D, inPlane})
+	}
+	if med[0] > 1 {
+		lanes = append(lanes, lane{Lane3D, 1, med})
+	}
+	var out []Config
+	var errs []error
+	for _, l := range lanes {
+		c := base
+		c.Lane, c.Slices = l.name, l.slices
+		if err := fit(&c, f, b, l.start, total); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// fit chooses the patch, topology and batch of c: starting from start (the median
+// shape), it shrinks the axis largest relative to the median shape by its pooling
+// divisor until MinBatch patches fit the budget, then raises the batch while it fits and
+// covers at most MaxBatchFraction of the dataset's voxels.
+func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error {
+	limit := MaxWidth3D
+	if start[0] == 1 {
+		limit = MaxWidth2D
+	}
+	patch := start
+	for {
+		_, pools := Topology(patch, c.Spacing)
+		d := divisor(pools)
+		for a := range 3 {
+			patch[a] = max(d[a], patch[a]/d[a]*d[a])
+		}
+		// Rounding down can change the topology: recompute on the rounded patch.
+		kernels, pools := Topology(patch, c.Spacing)
+		d = divisor(pools)
+		net := engine.UNetConfig{
+			In: f.Channels * c.Slices, Classes: f.Classes, Widths: widths(len(kernels), limit),
+			Kernels: kernels, Pools: pools, Convs: 2, Norm: engine.Instance, Slope: 0.01,
+		}
+		bytes := Estimate(net, MinBatch, patch)
+		if bytes <= b.Bytes {
+			c.Patch, c.Net = patch, net
+			c.Batch = MinBatch
+			vox := float64(patch[0] * patch[1] * patch[2])
+			for {
+				n := c.Batch + 1
+				if Estimate(net, n, patch) > b.Bytes || float64(n)*vox > MaxBatchFraction*total {
+					break
+				}
+				c.Batch = n
+			}
+			c.Bytes = Estimate(net, c.Batch, patch)
+			return nil
+		}
+		// Shrink the axis whose patch is largest relative to the median shape.
+		axis, best := -1, 0.0
+		for a := range 3 {
+			if patch[a] <= MinPoolEdge || patch[a]-d[a] < 1 {
+				continue
+			}
+			if r := float64(patch[a]) / float64(c.MedianShape[a]); r > best {
+				axis, best = a, r
+			}
+		}
+		if axis < 0 {
+			return fmt.Errorf("%w: lane %s needs %.1f MiB for a batch of %d patches of %v, budget is %.1f MiB",
+				ErrBudget, c.Lane, float64(bytes)/(1<<20), MinBatch, patch, float64(b.Bytes)/(1<<20))
+		}
+		patch[axis] -= d[axis]
+	}
+}
+
+func normalization(f Fingerprint) Normalization {
+	switch f.Modality {
+	case "CT":
+		return Normalization{Scheme: "ct", Low: f.FGLow, High: f.FGHigh, Mean: f.FGMean, Std: f.FGStd}
+	case "RGB":
+		return Normalization{Scheme: "rgb"}
+	}
+	return Normalization{Scheme: "zscore"}
+}
+
+// rareFrequency: foreground classes below this fraction of voxels are rare.
+const rareFrequency = 1e-3
+
+func rare(f Fingerprint) []int {
+	var r []int
+	for i, q := range f.ClassFrequency {
+		if i > 0 && q < rareFrequency {
+			r = append(r, i)
+		}
+	}
+	return r
+}
