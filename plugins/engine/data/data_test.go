@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"amid/viewer/volume"
@@ -417,7 +418,9 @@ func TestLoaderErrors(t *testing.T) {
 	// A streamed case that fails surfaces from Next.
 	cfg.Channels = 1
 	cfg.Budget = 0
-	l, err := NewLoader(cfg, []Source{src[0], &failAfter{memSource: src[1].(memSource), n: 1}})
+	fail := &failAfter{memSource: src[1].(memSource)}
+	fail.n.Store(1)
+	l, err := NewLoader(cfg, []Source{src[0], fail})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,14 +440,13 @@ func TestLoaderErrors(t *testing.T) {
 
 type failAfter struct {
 	memSource
-	n int
+	n atomic.Int32
 }
 
 func (f *failAfter) Load() (*Case, error) {
-	if f.n <= 0 {
+	if f.n.Add(-1) < 0 {
 		return nil, errors.New("b.nii: gone")
 	}
-	f.n--
 	return f.c, nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"amid/viewer/volume"
 )
 
-// Source loads one case.
+// Source loads one case. Load may be called from several goroutines at once.
 type Source interface {
 	Name() string
 	Load() (*Case, error)
