@@ -1,0 +1,268 @@
+package widget
+
+import (
+	"bytes"
+	"flag"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/test"
+
+	"amid/viewer/volume"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden PNGs in testdata/")
+
+// ctVolume is a 12×10×5 int16 CT-like volume: x ramps −1000..1200 HU in steps of 200, y adds
+// 10·y, z adds z; labels: class 1 in x 2..5, y 2..4 and class 2 in x 7..9, y 5..8, all slices.
+func ctVolume(t testing.TB) (*volume.Volume, *volume.Volume) {
+	v := newVol(t, volume.Int16, [4]int{12, 10, 5, 1})
+	lab := newVol(t, volume.Uint8, [4]int{12, 10, 5, 1})
+	v.Spacing = [3]float64{1, 1.5, 2}
+	v.Origin = [3]float64{-10, 20, 30}
+	lab.Spacing, lab.Origin = v.Spacing, v.Origin
+	for z := 0; z < 5; z++ {
+		for y := 0; y < 10; y++ {
+			for x := 0; x < 12; x++ {
+				i := v.Index(x, y, z, 0)
+				v.Data.([]int16)[i] = int16(-1000 + 200*x + 10*y + z)
+				switch {
+				case x >= 2 && x <= 5 && y >= 2 && y <= 4:
+					lab.Data.([]uint8)[i] = 1
+				case x >= 7 && x <= 9 && y >= 5 && y <= 8:
+					lab.Data.([]uint8)[i] = 2
+				}
+			}
+		}
+	}
+	return v, lab
+}
+
+// uiQueue stands in for the UI goroutine: the test driver runs fyne.DoAndWait on the calling
+// goroutine, so the view's frames are handed to the test goroutine instead, which runs them
+// in settle.
+type uiQueue chan func()
+
+func (q uiQueue) run(f func()) {
+	done := make(chan struct{})
+	q <- func() { f(); close(done) }
+	<-done
+}
+
+var queues = map[*SliceView]uiQueue{}
+
+// settle runs frames on the test goroutine until every requested frame has been applied.
+func settle(t *testing.T, v *SliceView) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		v.mu.Lock()
+		done := v.done >= v.gen
+		v.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case f := <-queues[v]:
+			f()
+		case <-time.After(time.Millisecond):
+		case <-deadline:
+			t.Fatal("frames still pending after 10 s")
+		}
+	}
+}
+
+// newSliceView returns a view whose frames are applied by settle.
+func newSliceView(p Plane) *SliceView {
+	v := NewSliceView(p)
+	q := make(uiQueue)
+	v.ui = q.run
+	queues[v] = q
+	return v
+}
+
+func newView(t *testing.T, p Plane) (*SliceView, fyne.Window) {
+	test.NewTempApp(t)
+	vol, lab := ctVolume(t)
+	v := newSliceView(p)
+	if err := v.SetVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetLabels(lab, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := test.NewTempWindow(t, v)
+	w.SetPadded(false)
+	w.Resize(fyne.NewSize(160, 160))
+	settle(t, v)
+	return v, w
+}
+
+func golden(t *testing.T, name string, img image.Image) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	want, err := png.Decode(bytes.NewReader(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Bounds() != img.Bounds() {
+		t.Fatalf("%s: size %v, golden %v", name, img.Bounds(), want.Bounds())
+	}
+	diff := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r1, g1, b1, a1 := img.At(x, y).RGBA()
+			r2, g2, b2, a2 := want.At(x, y).RGBA()
+			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
+				diff++
+			}
+		}
+	}
+	if diff > 0 {
+		_ = os.WriteFile(filepath.Join(t.TempDir(), name), buf.Bytes(), 0o644)
+		t.Errorf("%s: %d pixels differ from the golden image (go test -update rewrites it)", name, diff)
+	}
+}
+
+func TestSliceViewGolden(t *testing.T) {
+	for _, p := range []Plane{Axial, Coronal, Sagittal} {
+		v, w := newView(t, p)
+		v.SetCrosshair([3]int{3, 3, 2})
+		settle(t, v)
+		golden(t, "sliceview_"+p.String()+".png", w.Canvas().Capture())
+	}
+}
+
+func TestSliceViewEvents(t *testing.T) {
+	v, w := newView(t, Axial)
+	c := w.Canvas()
+	mid := fyne.NewPos(80, 80)
+	if s := v.Slice(); s != 2 {
+		t.Fatalf("initial slice %d, want the middle of 5 (2)", s)
+	}
+	// The volume's values reach −1000 HU, so the CT presets apply; the first is brain 80/40.
+	if got := v.Window(); got != CTPresets[0].Window {
+		t.Errorf("initial window %v, want %v", got, CTPresets[0].Window)
+	}
+	var slices []int
+	v.OnSlice = func(s int) { slices = append(slices, s) }
+	test.Scroll(c, mid, 0, 10)
+	if s := v.Slice(); s != 3 {
+		t.Errorf("after wheel up: slice %d, want 3", s)
+	}
+	test.Scroll(c, mid, 0, -10)
+	test.Scroll(c, mid, 0, -10)
+	if s := v.Slice(); s != 1 {
+		t.Errorf("after two wheel downs: slice %d, want 1", s)
+	}
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	if s := v.Slice(); s != 2 {
+		t.Errorf("after Up: slice %d, want 2", s)
+	}
+	// PageUp steps max(1, 5/10) = 1 slice; PageDown twice clamps at 0 after slice 3.
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyPageUp})
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyPageDown})
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyPageDown})
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
+	v.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
+	if s := v.Slice(); s != 0 {
+		t.Errorf("after paging down: slice %d, want 0", s)
+	}
+	if want := []int{3, 2, 1, 2, 3, 2, 1, 0}; len(slices) != len(want) {
+		t.Errorf("OnSlice saw %v, want %v", slices, want)
+	}
+	test.Type(v, "3")
+	if got := v.Window(); got != (Window{1500, -600}) {
+		t.Errorf("after key 3: window %v, want lung 1500/−600", got)
+	}
+	// Dragging 20 px right widens by 20·1500/200 = 150; 10 px down raises the level by 75.
+	test.Drag(c, mid, 20, 10)
+	if got := v.Window(); got != (Window{1650, -525}) {
+		t.Errorf("after drag: window %v, want {1650 -525}", got)
+	}
+	test.Type(v, "l")
+	if v.LabelsVisible() {
+		t.Error("key l did not hide the labels")
+	}
+	settle(t, v)
+	if err := v.Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSliceViewHover(t *testing.T) {
+	v, _ := newView(t, Axial)
+	// 160×160 widget; the image is 12 mm × 15 mm (12 px × 1 mm, 10 px × 1.5 mm), so it is
+	// scaled by 160/15 to 128×160 and placed at x = 16. Voxel (x, y) covers
+	// [16 + 128/12·x, …) × [16·y, …); the centre of voxel (3, 4) is (16+10.67·3.5, 16·4.5).
+	var got Probe
+	var ok bool
+	v.OnHover = func(p Probe, in bool) { got, ok = p, in }
+	v.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: fyne.NewPos(16+128.0/12*3.5, 16*4.5)}})
+	if !ok || got.Voxel != [3]int{3, 4, 2} {
+		t.Fatalf("probe %+v ok=%v, want voxel (3,4,2)", got, ok)
+	}
+	// Value −1000 + 200·3 + 10·4 + 2; world = origin + spacing·index = (−10+3, 20+6, 30+4).
+	if got.Value != -358 || got.Label != 1 || got.World != [3]float64{-7, 26, 34} {
+		t.Errorf("probe %+v, want value −358, label 1, world (−7, 26, 34)", got)
+	}
+	v.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: fyne.NewPos(5, 80)}})
+	if ok {
+		t.Error("hover left of the image still reports a voxel")
+	}
+}
+
+// A burst of slice changes renders far fewer frames than changes (frames are coalesced and
+// spaced FrameInterval apart) and ends on the last state.
+func TestSliceViewCoalesce(t *testing.T) {
+	v, _ := newView(t, Axial)
+	before := v.frames
+	for i := 0; i < 100; i++ {
+		v.SetSlice(i % 5)
+		v.SetWindow(Window{float64(100 + i), 0})
+	}
+	settle(t, v)
+	if n := v.frames - before; n > 50 || n < 1 {
+		t.Errorf("%d frames for 200 changes, want between 1 and 50", n)
+	}
+	if w := v.Window(); w.Width != 199 {
+		t.Errorf("final width %v, want 199", w.Width)
+	}
+}
+
+func TestSliceViewBadLabels(t *testing.T) {
+	test.NewTempApp(t)
+	vol, _ := ctVolume(t)
+	v := newSliceView(Axial)
+	if err := v.SetVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	other := newVol(t, volume.Uint8, [4]int{12, 10, 4, 1})
+	if err := v.SetLabels(other, nil); err == nil {
+		t.Error("labels on another grid accepted")
+	}
+	if err := v.SetVolume(&volume.Volume{Dims: [4]int{2, 2, 2, 1}, Data: []int16{1}}); err == nil {
+		t.Error("invalid volume accepted")
+	}
+}
