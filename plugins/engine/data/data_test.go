@@ -488,3 +488,53 @@ func TestGammaLUT(t *testing.T) {
 		}
 	}
 }
+
+// With no rotation and zoom 1 the warp reproduces the plain crop exactly; a rotation by
+// 90° (Rotate π/2 drawn at its extreme is unlikely, so warp is called directly) matches
+// the transposed-and-flipped crop.
+func TestSampleWarp(t *testing.T) {
+	img := newVol(t, volume.Float32, [4]int{9, 9, 3, 1}, func(x, y, z, _ int) float64 { return float64(x + 10*y + 100*z) })
+	lab := newVol(t, volume.Uint8, [4]int{9, 9, 3, 1}, func(x, y, _, _ int) float64 { return float64((x + y) % 2) })
+	c, err := NewCase("warp", img, lab, Norm{Modality: RGB}, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Sampler{Patch: [3]int{5, 5, 2}}
+	n := s.Len()
+	a, al, b, bl := make([]float32, n), make([]int32, n), make([]float32, n), make([]int32, n)
+	lo := [3]int{2, 3, 1}
+	s.crop(c, lo, a, al)
+	s.warp(c, lo, 0, 1, b, bl)
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-6 || al[i] != bl[i] {
+			t.Fatalf("voxel %d: crop %v/%d, warp %v/%d", i, a[i], al[i], b[i], bl[i])
+		}
+	}
+	// 90° about the patch centre: patch voxel (x, y) samples centre + (-(y-2), x-2).
+	s.warp(c, lo, math.Pi/2, 1, b, bl)
+	for z := range 2 {
+		for y := range 5 {
+			for x := range 5 {
+				sx, sy, sz := lo[0]+2-(y-2), lo[1]+2+(x-2), lo[2]+z
+				want := float32(c.Min[0])
+				if sz < 3 && sx >= 0 && sx < 9 && sy >= 0 && sy < 9 {
+					want = c.Image[(sz*9+sy)*9+sx]
+				}
+				if got := b[(z*5+y)*5+x]; math.Abs(float64(got-want)) > 1e-5 {
+					t.Fatalf("(%d,%d,%d): %v, want %v", x, y, z, got, want)
+				}
+			}
+		}
+	}
+	// Through Sample, labels stay within the task's classes and images finite.
+	s.Rotate, s.Zoom, s.PSpatial = 0.5, [2]float64{0.8, 1.25}, 1
+	r := rand.New(rand.NewPCG(8, 9))
+	for range 20 {
+		s.Sample(r, c, b, bl)
+		for i := range b {
+			if math.IsNaN(float64(b[i])) || bl[i] < 0 || bl[i] > 1 {
+				t.Fatalf("voxel %d: %v / %d", i, b[i], bl[i])
+			}
+		}
+	}
+}

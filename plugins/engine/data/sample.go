@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"math/rand/v2"
 )
 
@@ -10,6 +11,13 @@ type Sampler struct {
 	// FgProb is the probability that a patch is centred on a random foreground voxel of a
 	// random class present in the case (nnU-Net forces a third of each batch).
 	FgProb float64
+	// Rotate is the largest in-plane rotation (about Z, radians) and Zoom the range of
+	// isotropic scale factors (>1 shows a larger region, shrunk) of the spatial transform
+	// applied with probability PSpatial; the patch is then resampled from the case,
+	// trilinearly for the image and by nearest voxel for labels. Zero fields are off.
+	Rotate   float64
+	Zoom     [2]float64
+	PSpatial float64
 }
 
 // Len is the number of voxels in a patch.
@@ -40,8 +48,68 @@ func (s *Sampler) Sample(r *rand.Rand, c *Case, img []float32, lab []int32) (for
 			lo[a] = l + r.IntN(h-l+1)
 		}
 	}
+	if (s.Rotate > 0 || s.Zoom != [2]float64{}) && r.Float64() < s.PSpatial {
+		th := (2*r.Float64() - 1) * s.Rotate
+		z := 1.0
+		if s.Zoom != [2]float64{} {
+			z = s.Zoom[0] + r.Float64()*(s.Zoom[1]-s.Zoom[0])
+		}
+		s.warp(c, lo, th, z, img, lab)
+		return forced
+	}
 	s.crop(c, lo, img, lab)
 	return forced
+}
+
+// warp fills the patch whose unwarped first voxel is lo by sampling the case at
+// centre + zoom·R(th)·(p - centre), R a rotation in the X–Y plane; Z is zoomed only for
+// 3D patches.
+func (s *Sampler) warp(c *Case, lo [3]int, th, zoom float64, img []float32, lab []int32) {
+	P, D := s.Patch, c.Dims
+	S, PS := D[0]*D[1]*D[2], s.Len()
+	var ctr [3]float64
+	for a := range 3 {
+		ctr[a] = float64(lo[a]) + float64(P[a]-1)/2
+	}
+	cs, sn := math.Cos(th)*zoom, math.Sin(th)*zoom
+	zz := 1.0
+	if P[2] > 1 {
+		zz = zoom
+	}
+	i := 0
+	for z := range P[2] {
+		for y := range P[1] {
+			for x := range P[0] {
+				dx, dy := float64(x)-float64(P[0]-1)/2, float64(y)-float64(P[1]-1)/2
+				sx := ctr[0] + cs*dx - sn*dy
+				sy := ctr[1] + sn*dx + cs*dy
+				sz := ctr[2] + zz*(float64(z)-float64(P[2]-1)/2)
+				x0, y0, z0 := int(math.Floor(sx)), int(math.Floor(sy)), int(math.Floor(sz))
+				fx, fy, fz := float32(sx-float64(x0)), float32(sy-float64(y0)), float32(sz-float64(z0))
+				for ch := range c.C {
+					src, pad := c.Image[ch*S:(ch+1)*S], c.Min[ch]
+					at := func(x, y, z int) float32 {
+						if x < 0 || y < 0 || z < 0 || x >= D[0] || y >= D[1] || z >= D[2] {
+							return pad
+						}
+						return src[(z*D[1]+y)*D[0]+x]
+					}
+					c0 := (at(x0, y0, z0)*(1-fx)+at(x0+1, y0, z0)*fx)*(1-fy) + (at(x0, y0+1, z0)*(1-fx)+at(x0+1, y0+1, z0)*fx)*fy
+					c1 := (at(x0, y0, z0+1)*(1-fx)+at(x0+1, y0, z0+1)*fx)*(1-fy) + (at(x0, y0+1, z0+1)*(1-fx)+at(x0+1, y0+1, z0+1)*fx)*fy
+					img[ch*PS+i] = c0*(1-fz) + c1*fz
+				}
+				if lab != nil {
+					nx, ny, nz := int(math.Round(sx)), int(math.Round(sy)), int(math.Round(sz))
+					if c.Label == nil || nx < 0 || ny < 0 || nz < 0 || nx >= D[0] || ny >= D[1] || nz >= D[2] {
+						lab[i] = 0
+					} else {
+						lab[i] = c.Label[(nz*D[1]+ny)*D[0]+nx]
+					}
+				}
+				i++
+			}
+		}
+	}
 }
 
 // bounds is the range of a patch's first index along an axis of n voxels.
