@@ -102,6 +102,14 @@ func TestResampleSliceAndAnisotropy(t *testing.T) {
 	if _, err := Resample(v, [3]float64{0.5, 0, 1}, false); !errors.Is(err, volume.ErrGeometry) {
 		t.Fatalf("zero spacing: %v", err)
 	}
+	// Back onto the original grid: the two slices at z 0 and 20 mm map to the one slice.
+	back, err := ResampleTo(out, [3]int{3, 3, 1}, v.Spacing, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Dims != v.Dims || back.AtIndex(4) != 4 {
+		t.Fatalf("back: dims %v voxel 4 = %v", back.Dims, back.AtIndex(4))
+	}
 }
 
 func TestNormalise(t *testing.T) {

@@ -20,6 +20,23 @@ func Resample(v *volume.Volume, spacing [3]float64, label bool) (*volume.Volume,
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
+	var dims [3]int
+	for a := range 3 {
+		s := spacing[a]
+		if !(s > 0) || math.IsInf(s, 0) {
+			return nil, fmt.Errorf("%w: target spacing %v along axis %d", volume.ErrGeometry, s, a)
+		}
+		dims[a] = max(1, int(math.Round(float64(v.Dims[a])*v.Spacing[a]/s)))
+	}
+	return ResampleTo(v, dims, spacing, label)
+}
+
+// ResampleTo is [Resample] onto a grid of the given dims and spacing (same origin and
+// direction), e.g. back to an image's own grid after working on a resampled one.
+func ResampleTo(v *volume.Volume, dims3 [3]int, spacing [3]float64, label bool) (*volume.Volume, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
 	var dims [4]int
 	var scale [3]float64
 	for a := range 3 {
@@ -31,7 +48,7 @@ func Resample(v *volume.Volume, spacing [3]float64, label bool) (*volume.Volume,
 		if f > maxResampleFactor || f < 1.0/maxResampleFactor {
 			return nil, fmt.Errorf("%w: resampling axis %d from %v to %v mm is a factor %.3g, beyond 1/%d..%d", volume.ErrGeometry, a, v.Spacing[a], s, f, maxResampleFactor, maxResampleFactor)
 		}
-		dims[a] = max(1, int(math.Round(float64(v.Dims[a])*f)))
+		dims[a] = dims3[a]
 		scale[a] = s / v.Spacing[a]
 	}
 	dims[3] = v.Dims[3]
