@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"amid/plugins/engine/data"
 	"amid/viewer/volume"
 )
 
@@ -305,4 +306,63 @@ func BenchmarkSlidingWindow(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*N)/b.Elapsed().Seconds()/1e6, "Mvoxel/s")
+}
+
+// Segment on a resampled grid: a "network" that thresholds its (MR-normalised) input at 0
+// into two classes gives back, on the image's own grid, the bright half as the task's
+// value 7, with the image's geometry.
+func TestSegment(t *testing.T) {
+	img, _ := volume.New(volume.Int16, [4]int{16, 12, 6, 1})
+	img.Spacing, img.Origin = [3]float64{1, 1, 2.5}, [3]float64{3, -2, 40}
+	img.Direction = [9]float64{-1, 0, 0, 0, -1, 0, 0, 0, 1}
+	for z := range 6 {
+		for y := range 12 {
+			for x := range 16 {
+				v := 100.0
+				if x >= 8 {
+					v = 300
+				}
+				img.SetIndex(img.Index(x, y, z, 0), v)
+			}
+		}
+	}
+	thr := func(in, out []float32) {
+		n := len(in)
+		for i, v := range in {
+			if v > 0 {
+				out[n+i] = 1
+			} else {
+				out[i] = 1
+			}
+		}
+	}
+	m := Model{Options: Options{Patch: [3]int{8, 8, 4}, Channels: 1, Classes: 2, Mirror: true},
+		Spacing: [3]float64{2, 2, 2}, Norm: data.Norm{Modality: data.MR}, Mapping: []int{0, 7}, Predict: thr}
+	lab, prob, err := Segment(img, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !volume.SameGrid(lab, img, 0) || len(prob) != 2*img.NumVoxels() {
+		t.Fatalf("grid %+v, %d scores", lab, len(prob))
+	}
+	// The resampled grid has the edge between its voxels 3 (x 6 mm) and 4 (x 8 mm);
+	// interpolating back, image voxels x ≤ 6 are background, x ≥ 8 foreground, and x 7
+	// lies halfway (a tie, background).
+	for z := range 6 {
+		for y := range 12 {
+			for x := range 16 {
+				want := 0.0
+				if x >= 8 {
+					want = 7
+				}
+				if got := lab.At(x, y, z, 0); got != want {
+					t.Fatalf("(%d,%d,%d) = %v, want %v", x, y, z, got, want)
+				}
+			}
+		}
+	}
+	m.Mapping = []int{0}
+	if _, _, err := Segment(img, m); err == nil {
+		t.Fatal("short mapping: no error")
+	}
 }
