@@ -125,6 +125,11 @@ func TestWindowErrors(t *testing.T) {
 	if _, err := Window(make([]float32, 4), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 0, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
 		t.Fatal("zero patch: no error")
 	}
+	// 1024³ voxels × 2 sums × 8 bytes = 16 GiB, over volume.MaxBytes (8 GiB).
+	big := [3]int{1024, 1024, 1024}
+	if _, err := Window(nil, big, Options{Patch: [3]int{2, 2, 2}, Channels: 1, Classes: 1}, nil); !errors.Is(err, volume.ErrTooLarge) {
+		t.Fatalf("16 GiB of sums: %v", err)
+	}
 }
 
 func TestArgmaxToVolume(t *testing.T) {

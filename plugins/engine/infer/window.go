@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"amid/viewer/volume"
 )
 
 // Predict runs the network on one patch: in holds C planes of the patch, out receives K
@@ -83,6 +85,9 @@ func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, e
 	P, C, K := opt.Patch, opt.Channels, opt.Classes
 	if C <= 0 || K <= 0 || P[0] <= 0 || P[1] <= 0 || P[2] <= 0 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
 		return nil, fmt.Errorf("infer: channels %d, classes %d, patch %v and dims %v must be positive", C, K, P, dims)
+	}
+	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], K + 1}, volume.Float64); err != nil {
+		return nil, fmt.Errorf("infer: sums for %d classes of %v voxels: %w", K, dims, err)
 	}
 	N := dims[0] * dims[1] * dims[2]
 	if len(img) != C*N {
