@@ -1,0 +1,106 @@
+package widget
+
+import (
+	"sync"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	fwidget "fyne.io/fyne/v2/widget"
+
+	"amid/viewer/volume"
+)
+
+// OrthoView shows the axial, coronal and sagittal planes of one volume with a linked
+// crosshair: tapping a voxel in one view, or changing a view's slice, moves the crosshair
+// and the slices of the other two.
+type OrthoView struct {
+	fwidget.BaseWidget
+
+	// Views are the axial, coronal and sagittal views, in that order.
+	Views [3]*SliceView
+	// OnHover is called with the voxel under the cursor in any of the views.
+	OnHover func(p Probe, ok bool)
+
+	mu    sync.Mutex
+	cross [3]int
+}
+
+// NewOrthoView returns an empty three-plane view.
+func NewOrthoView() *OrthoView {
+	o := &OrthoView{}
+	for i, p := range []Plane{Axial, Coronal, Sagittal} {
+		v := NewSliceView(p)
+		o.Views[i] = v
+		v.OnPick = o.SetCrosshair
+		v.OnSlice = func(s int) {
+			o.mu.Lock()
+			o.cross[v.Layout().Through] = s
+			c := o.cross
+			o.mu.Unlock()
+			o.setCross(c)
+		}
+		v.OnHover = func(p Probe, ok bool) {
+			if o.OnHover != nil {
+				o.OnHover(p, ok)
+			}
+		}
+	}
+	o.ExtendBaseWidget(o)
+	return o
+}
+
+// SetVolume shows vol in all three views with the crosshair at its centre.
+func (o *OrthoView) SetVolume(vol *volume.Volume) error {
+	for _, v := range o.Views {
+		if err := v.SetVolume(vol); err != nil {
+			return err
+		}
+	}
+	o.SetCrosshair([3]int{vol.Dims[0] / 2, vol.Dims[1] / 2, vol.Dims[2] / 2})
+	return nil
+}
+
+// SetLabels sets the overlay (and, with truth, the difference view) of all three views.
+func (o *OrthoView) SetLabels(labels, truth *volume.Volume) error {
+	for _, v := range o.Views {
+		if err := v.SetLabels(labels, truth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetWindow sets the display window of all three views.
+func (o *OrthoView) SetWindow(w Window) {
+	for _, v := range o.Views {
+		v.SetWindow(w)
+	}
+}
+
+// SetCrosshair moves the crosshair to voxel idx in all three views.
+func (o *OrthoView) SetCrosshair(idx [3]int) {
+	o.mu.Lock()
+	o.cross = idx
+	o.mu.Unlock()
+	o.setCross(idx)
+}
+
+func (o *OrthoView) setCross(idx [3]int) {
+	for _, v := range o.Views {
+		v.SetCrosshair(idx)
+	}
+}
+
+// Crosshair returns the voxel under the crosshair.
+func (o *OrthoView) Crosshair() [3]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cross
+}
+
+// CreateRenderer implements fyne.Widget: a 2×2 grid, axial and coronal on top, sagittal
+// below left.
+func (o *OrthoView) CreateRenderer() fyne.WidgetRenderer {
+	return fwidget.NewSimpleRenderer(container.NewGridWithColumns(2, o.Views[0], o.Views[1], o.Views[2], layout.NewSpacer()))
+}
