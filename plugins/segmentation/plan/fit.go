@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"amid/plugins/engine"
 )
@@ -18,7 +19,7 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 	if b.Bytes <= 0 {
 		return nil, fmt.Errorf("%w: budget of %d bytes", ErrBudget, b.Bytes)
 	}
-	sp := TargetSpacing(f)
+	sp, why := targetSpacing(f)
 	med := MedianShape(f, sp)
 	total := 0.0 // dataset voxels after resampling
 	for _, c := range f.Cases {
@@ -29,6 +30,10 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 		total += v
 	}
 	base := Config{Spacing: sp, MedianShape: med, Norm: normalization(f), RareClasses: rare(f)}
+	base.Rationale = []string{why, fmt.Sprintf("median shape after resampling: %v (D, H, W)", med)}
+	if len(base.RareClasses) > 0 {
+		base.Rationale = append(base.Rationale, fmt.Sprintf("classes %v are under %g of the voxels: oversample foreground", base.RareClasses, rareFrequency))
+	}
 	type lane struct {
 		name   string
 		slices int
@@ -46,6 +51,7 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 	var errs []error
 	for _, l := range lanes {
 		c := base
+		c.Rationale = slices.Clone(base.Rationale)
 		c.Lane, c.Slices = l.name, l.slices
 		if err := fit(&c, f, b, l.start, total); err != nil {
 			errs = append(errs, err)
@@ -61,12 +67,13 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 
 // fit chooses the patch, topology and batch of c: starting from start (the median
 // shape), it shrinks the axis largest relative to the median shape by its pooling
-// divisor until MinBatch patches fit the budget, then raises the batch while it fits and
+// divisor until the patch is within MaxPatch3D (MaxPatch2D) voxels and MinBatch patches
+// fit the budget, then raises the batch while it fits and
 // covers at most MaxBatchFraction of the dataset's voxels.
 func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error {
-	limit := MaxWidth3D
+	limit, maxVox := MaxWidth3D, MaxPatch3D
 	if start[0] == 1 {
-		limit = MaxWidth2D
+		limit, maxVox = MaxWidth2D, MaxPatch2D
 	}
 	patch := start
 	for {
@@ -78,23 +85,29 @@ func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error 
 		// Rounding down can change the topology: recompute on the rounded patch.
 		kernels, pools := Topology(patch, c.Spacing)
 		d = divisor(pools)
+		vox := patch[0] * patch[1] * patch[2]
 		net := engine.UNetConfig{
 			In: f.Channels * c.Slices, Classes: f.Classes, Widths: widths(len(kernels), limit),
 			Kernels: kernels, Pools: pools, Convs: 2, Norm: engine.Instance, Slope: 0.01,
 		}
-		bytes := Estimate(net, MinBatch, patch)
-		if bytes <= b.Bytes {
+		var bytes int64 = -1 // not estimated while the patch exceeds the cap
+		if vox <= maxVox {
+			bytes = Estimate(net, MinBatch, patch)
+		}
+		if bytes >= 0 && bytes <= b.Bytes {
 			c.Patch, c.Net = patch, net
-			c.Batch = MinBatch
-			vox := float64(patch[0] * patch[1] * patch[2])
-			for {
-				n := c.Batch + 1
-				if Estimate(net, n, patch) > b.Bytes || float64(n)*vox > MaxBatchFraction*total {
-					break
-				}
-				c.Batch = n
+			// Estimate is affine in the batch: E(n) = E(0) + n·(E(1) − E(0)).
+			e0 := Estimate(net, 0, patch)
+			n := (b.Bytes - e0) / (Estimate(net, 1, patch) - e0)
+			if lim := MaxBatchFraction * total / float64(vox); lim < float64(n) {
+				n = int64(lim)
 			}
+			c.Batch = max(MinBatch, int(n))
 			c.Bytes = Estimate(net, c.Batch, patch)
+			c.Rationale = append(c.Rationale,
+				fmt.Sprintf("patch %v from %v: shrunk on the axis largest relative to the median shape until within %d voxels and %d patches fit %.2f GiB, rounded to multiples of %v", patch, start, maxVox, MinBatch, float64(b.Bytes)/(1<<30), d),
+				fmt.Sprintf("%d stages; kernels %v; pools %v (an axis is pooled while ≥ %d voxels and within %d× of the finest spacing)", len(kernels), kernels, pools, MinPoolEdge, MaxSpacingRatio),
+				fmt.Sprintf("batch %d: the largest that fits the budget and covers ≤ %g%% of the dataset's voxels, at least %d; estimated %.2f GiB", c.Batch, 100*MaxBatchFraction, MinBatch, float64(c.Bytes)/(1<<30)))
 			return nil
 		}
 		// Shrink the axis whose patch is largest relative to the median shape.
@@ -108,6 +121,9 @@ func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error 
 			}
 		}
 		if axis < 0 {
+			if bytes < 0 {
+				bytes = Estimate(net, MinBatch, patch)
+			}
 			return fmt.Errorf("%w: lane %s needs %.1f MiB for a batch of %d patches of %v, budget is %.1f MiB",
 				ErrBudget, c.Lane, float64(bytes)/(1<<20), MinBatch, patch, float64(b.Bytes)/(1<<20))
 		}

@@ -46,6 +46,9 @@ const (
 	MinBatch = 2
 	// MaxBatchFraction caps a batch at this fraction of the dataset's voxels (nnU-Net: 5 %).
 	MaxBatchFraction = 0.05
+	// MaxPatch3D and MaxPatch2D cap the starting patch (nnU-Net: 256³ and 2048² voxels).
+	MaxPatch3D = 256 * 256 * 256
+	MaxPatch2D = 2048 * 2048
 	// Slices25D is the number of neighbouring slices the 2.5D lane stacks as channels.
 	Slices25D = 5
 )
@@ -59,24 +62,27 @@ var (
 
 // Case is one training image: voxels and spacing (mm) per axis in (D, H, W) order.
 type Case struct {
-	Dims    [3]int
-	Spacing [3]float64
+	Dims    [3]int     `json:"dims"`
+	Spacing [3]float64 `json:"spacing"`
 }
 
 // Fingerprint summarises a segmentation dataset (nnU-Net's dataset_fingerprint.json).
 type Fingerprint struct {
-	Cases []Case
+	Cases []Case `json:"cases"`
 	// Modality names the image kind: "CT" (clipped to the foreground percentiles, then a
 	// global z-score), "RGB" (scaled to 0–1), anything else a per-image z-score.
-	Modality string
+	Modality string `json:"modality"`
 	// Channels per image (3 for RGB).
-	Channels int
+	Channels int `json:"channels"`
 	// Classes including background.
-	Classes int
+	Classes int `json:"classes"`
 	// Foreground intensity percentiles 0.5 and 99.5, and the foreground mean and std.
-	FGLow, FGHigh, FGMean, FGStd float64
+	FGLow  float64 `json:"fg_p00_5"`
+	FGHigh float64 `json:"fg_p99_5"`
+	FGMean float64 `json:"fg_mean"`
+	FGStd  float64 `json:"fg_std"`
 	// ClassFrequency is each class's fraction of all labelled voxels (len Classes).
-	ClassFrequency []float64
+	ClassFrequency []float64 `json:"class_frequency,omitempty"`
 }
 
 // Budget bounds a configuration's training step.
@@ -90,40 +96,48 @@ type Budget struct {
 type Normalization struct {
 	// Scheme is "ct" (clip to [Low, High], then (x − Mean)/Std), "zscore" (per image) or
 	// "rgb" (divide by 255).
-	Scheme               string
-	Low, High, Mean, Std float64
+	Scheme string  `json:"scheme"`
+	Low    float64 `json:"low,omitempty"`
+	High   float64 `json:"high,omitempty"`
+	Mean   float64 `json:"mean,omitempty"`
+	Std    float64 `json:"std,omitempty"`
 }
 
 // Config is one planned lane; Net, Patch and Batch go to engine.BuildUNet.
 type Config struct {
-	Lane string
+	Lane string `json:"lane"`
 	// Spacing is the target spacing and MedianShape the median image shape after
 	// resampling to it; (D, H, W).
-	Spacing     [3]float64
-	MedianShape [3]int
+	Spacing     [3]float64 `json:"spacing"`
+	MedianShape [3]int     `json:"median_shape"`
 	// Patch (D, H, W; D = 1 for the 2D lanes) and Batch fitted to the budget.
-	Patch [3]int
-	Batch int
+	Patch [3]int `json:"patch"`
+	Batch int    `json:"batch"`
 	// Slices stacked as channels (Slices25D for 2.5D, else 1).
-	Slices int
-	Net    engine.UNetConfig
+	Slices int               `json:"slices"`
+	Net    engine.UNetConfig `json:"net"`
 	// Bytes is the estimated memory of a training step (see Estimate).
-	Bytes int64
-	Norm  Normalization
+	Bytes int64         `json:"bytes"`
+	Norm  Normalization `json:"norm"`
 	// RareClasses are foreground classes under 0.1 % of the labelled voxels, where a
 	// trainer should oversample foreground patches.
-	RareClasses []int
+	RareClasses []int `json:"rare_classes,omitempty"`
+	// Rationale lists the decisions and the figures behind them, in order.
+	Rationale []string `json:"rationale"`
 }
 
 // Stages is the number of resolution stages of the U-Net.
 func (c Config) Stages() int { return len(c.Net.Widths) }
 
+// maxChannels bounds channels and classes.
+const maxChannels = 1024
+
 func (f Fingerprint) check() error {
 	if len(f.Cases) == 0 {
 		return fmt.Errorf("%w: no cases", ErrFingerprint)
 	}
-	if f.Channels < 1 || f.Classes < 2 {
-		return fmt.Errorf("%w: %d channels and %d classes; need at least 1 and 2", ErrFingerprint, f.Channels, f.Classes)
+	if f.Channels < 1 || f.Classes < 2 || f.Channels > maxChannels || f.Classes > maxChannels {
+		return fmt.Errorf("%w: %d channels and %d classes; need 1 to %d and 2 to %d", ErrFingerprint, f.Channels, f.Classes, maxChannels, maxChannels)
 	}
 	if len(f.ClassFrequency) != 0 && len(f.ClassFrequency) != f.Classes {
 		return fmt.Errorf("%w: %d class frequencies for %d classes", ErrFingerprint, len(f.ClassFrequency), f.Classes)
@@ -154,6 +168,14 @@ func percentile(v []float64, q float64) float64 {
 // AnisoThreshold times the finest, that axis takes the 10th percentile of its spacings
 // instead, floored at the coarsest of the other axes (nnU-Net).
 func TargetSpacing(f Fingerprint) [3]float64 {
+	t, _ := targetSpacing(f)
+	return t
+}
+
+// axisName names the axes (D, H, W) in rationales.
+var axisName = [3]string{"D", "H", "W"}
+
+func targetSpacing(f Fingerprint) ([3]float64, string) {
 	var t [3]float64
 	per := make([][]float64, 3)
 	for a := range 3 {
@@ -162,6 +184,7 @@ func TargetSpacing(f Fingerprint) [3]float64 {
 		}
 		t[a] = percentile(per[a], 0.5)
 	}
+	why := fmt.Sprintf("target spacing: per-axis median %.4g×%.4g×%.4g mm", t[0], t[1], t[2])
 	lo, hi := 0, 0
 	for a := range 3 {
 		if t[a] < t[lo] {
@@ -178,9 +201,12 @@ func TargetSpacing(f Fingerprint) [3]float64 {
 				floor = max(floor, t[a])
 			}
 		}
-		t[hi] = max(percentile(per[hi], 0.1), floor)
+		p10 := percentile(per[hi], 0.1)
+		t[hi] = max(p10, floor)
+		why += fmt.Sprintf("; %s is %.3g× the finest axis (> %d): its target is the 10th percentile %.4g mm floored at %.4g mm, %.4g mm",
+			axisName[hi], t[hi]/t[lo], AnisoThreshold, p10, floor, t[hi])
 	}
-	return t
+	return t, why
 }
 
 // MedianShape is the per-axis median of the case shapes resampled to spacing.
@@ -218,14 +244,14 @@ func Topology(patch [3]int, spacing [3]float64) (kernels, pools [][3]int) {
 			if patch[a] == 1 {
 				continue
 			}
-			close := sp[a] < MaxSpacingRatio*finest
-			if close {
+			near := sp[a] < MaxSpacingRatio*finest
+			if near {
 				three[a] = true
 			}
 			if three[a] {
 				k[a] = 3
 			}
-			if close && size[a] >= MinPoolEdge {
+			if near && size[a] >= MinPoolEdge {
 				p[a] = 2
 				pooled = true
 			}

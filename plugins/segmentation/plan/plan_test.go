@@ -37,6 +37,15 @@ func pumaLike() Fingerprint {
 	return Fingerprint{Cases: cases(50, [3]int{1, 1024, 1024}, [3]float64{1, 0.00025, 0.00025}), Modality: "RGB", Channels: 3, Classes: 4}
 }
 
+func mustPlan(t *testing.T, f Fingerprint, b Budget) []Config {
+	t.Helper()
+	cs, err := Plan(f, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 func lanes(cs []Config) []string {
 	var s []string
 	for _, c := range cs {
@@ -123,6 +132,15 @@ func TestIsotropicBrain(t *testing.T) {
 	if c.Patch != [3]int{64, 96, 112} {
 		t.Fatalf("tight budget: patch %v, want [64 96 112]", c.Patch)
 	}
+	// The 2D lane takes whole 112×112 slices; the dataset's 5 % cap is
+	// 0.05·(20·73·112·112)/(112·112) = 73 slices, well within 16 GiB.
+	c2 := lane(t, cs, Lane2D)
+	if c2.Patch != [3]int{1, 112, 112} {
+		t.Errorf("2d patch %v", c2.Patch)
+	}
+	if c2 = lane(t, mustPlan(t, islesLike(), b), Lane2D); c2.Batch != 73 {
+		t.Errorf("2d batch %d in 16 GiB, want 73", c2.Batch)
+	}
 	// The 2.5D lane stacks 5 slices as channels of a 2D U-Net.
 	c25 := lane(t, cs, Lane25D)
 	if c25.Net.In != 5 || c25.Patch[0] != 1 || c25.Slices != 5 {
@@ -159,6 +177,9 @@ func TestAnisotropicCT(t *testing.T) {
 	}
 	if c.Norm != (Normalization{"ct", -100, 300, 80, 60}) {
 		t.Errorf("normalization %+v", c.Norm)
+	}
+	if !strings.Contains(c.Rationale[0], "D is 7.14× the finest axis (> 3): its target is the 10th percentile 5 mm") {
+		t.Errorf("rationale %q", c.Rationale[0])
 	}
 	t.Logf("CT 3d_fullres in 4 GiB: patch %v batch %d stages %d, %.2f GiB", c.Patch, c.Batch, c.Stages(), float64(c.Bytes)/gib)
 }
