@@ -458,25 +458,38 @@ func (f *failAfter) Load() (*Case, error) {
 	return f.c, nil
 }
 
+// BenchmarkPatchLoader: batches of two 128³ patches from one resident 256³ case, on
+// GOMAXPROCS workers: plain crops, crops with flips, rotations and intensity transforms,
+// and resampled (rotated and zoomed) patches with the same transforms.
 func BenchmarkPatchLoader(b *testing.B) {
 	src := testCases(b, 1, [3]int{256, 256, 256})
-	cfg := Config{Sampler: Sampler{Patch: [3]int{128, 128, 128}, FgProb: 1.0 / 3},
-		Augment: &Augment{Flip: [3]bool{true, true, true}, Rot90: true, Scale: [2]float64{0.75, 1.25}, Gamma: [2]float64{0.7, 1.5}},
-		Batch:   2, Channels: 1, Seed: 1, Budget: 1 << 30, Labels: true}
-	l, err := NewLoader(cfg, src)
-	if err != nil {
-		b.Fatal(err)
+	aug := &Augment{Flip: [3]bool{true, true, true}, Rot90: true, Scale: [2]float64{0.75, 1.25}, Gamma: [2]float64{0.7, 1.5}}
+	for _, c := range []struct {
+		name string
+		aug  *Augment
+		warp bool
+	}{{"crop", nil, false}, {"augment", aug, false}, {"warp", aug, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := Config{Sampler: Sampler{Patch: [3]int{128, 128, 128}, FgProb: 1.0 / 3}, Augment: c.aug,
+				Batch: 2, Channels: 1, Seed: 1, Budget: 1 << 30, Labels: true}
+			if c.warp {
+				cfg.Rotate, cfg.Zoom, cfg.PSpatial = 0.5, [2]float64{0.8, 1.25}, 1
+			}
+			l, err := NewLoader(cfg, src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			for b.Loop() {
+				bt, err := l.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Release(bt)
+			}
+			b.ReportMetric(float64(b.N*cfg.Batch)/b.Elapsed().Seconds(), "patches/s")
+		})
 	}
-	defer l.Close()
-	b.ResetTimer()
-	for b.Loop() {
-		bt, err := l.Next()
-		if err != nil {
-			b.Fatal(err)
-		}
-		l.Release(bt)
-	}
-	b.ReportMetric(float64(b.N*cfg.Batch)/b.Elapsed().Seconds(), "patches/s")
 }
 
 // The gamma table matches math.Pow within its documented bound.

@@ -86,16 +86,25 @@ func (s *Sampler) warp(c *Case, lo [3]int, th, zoom float64, img []float32, lab 
 				sz := ctr[2] + zz*(float64(z)-float64(P[2]-1)/2)
 				x0, y0, z0 := int(math.Floor(sx)), int(math.Floor(sy)), int(math.Floor(sz))
 				fx, fy, fz := float32(sx-float64(x0)), float32(sy-float64(y0)), float32(sz-float64(z0))
+				inside := x0 >= 0 && y0 >= 0 && z0 >= 0 && x0+1 < D[0] && y0+1 < D[1] && z0+1 < D[2]
 				for ch := range c.C {
-					src, pad := c.Image[ch*S:(ch+1)*S], c.Min[ch]
-					at := func(x, y, z int) float32 {
-						if x < 0 || y < 0 || z < 0 || x >= D[0] || y >= D[1] || z >= D[2] {
-							return pad
+					src := c.Image[ch*S : (ch+1)*S]
+					var v [8]float32 // corners, x fastest
+					if inside {
+						o := (z0*D[1]+y0)*D[0] + x0
+						o1 := o + D[0]*D[1]
+						v = [8]float32{src[o], src[o+1], src[o+D[0]], src[o+D[0]+1], src[o1], src[o1+1], src[o1+D[0]], src[o1+D[0]+1]}
+					} else {
+						for j := range 8 {
+							x, y, z := x0+j&1, y0+j>>1&1, z0+j>>2
+							v[j] = c.Min[ch]
+							if x >= 0 && y >= 0 && z >= 0 && x < D[0] && y < D[1] && z < D[2] {
+								v[j] = src[(z*D[1]+y)*D[0]+x]
+							}
 						}
-						return src[(z*D[1]+y)*D[0]+x]
 					}
-					c0 := (at(x0, y0, z0)*(1-fx)+at(x0+1, y0, z0)*fx)*(1-fy) + (at(x0, y0+1, z0)*(1-fx)+at(x0+1, y0+1, z0)*fx)*fy
-					c1 := (at(x0, y0, z0+1)*(1-fx)+at(x0+1, y0, z0+1)*fx)*(1-fy) + (at(x0, y0+1, z0+1)*(1-fx)+at(x0+1, y0+1, z0+1)*fx)*fy
+					c0 := (v[0]*(1-fx)+v[1]*fx)*(1-fy) + (v[2]*(1-fx)+v[3]*fx)*fy
+					c1 := (v[4]*(1-fx)+v[5]*fx)*(1-fy) + (v[6]*(1-fx)+v[7]*fx)*fy
 					img[ch*PS+i] = c0*(1-fz) + c1*fz
 				}
 				if lab != nil {
