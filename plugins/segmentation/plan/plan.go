@@ -293,9 +293,9 @@ func widths(stages, limit int) []int {
 // Estimate is the memory in bytes of one training step of the U-Net cfg on a batch of n
 // patches (strided convolutions, as planned): per sample the input, every convolution's
 // and normalisation's output with its gradient, the transposed convolutions' outputs with
-// their gradients and the logits with gradient and softmax; plus 16 bytes per parameter
-// (value, gradient, two Adam moments). Im2col workspaces (≤ 8 MiB per worker) are left
-// out.
+// their gradients and the logits with gradient and softmax; plus 20 bytes per parameter
+// (value, gradient, the engine's flipped copy of convolution weights for the input
+// gradient, two Adam moments). Im2col workspaces (≤ 8 MiB per worker) are left out.
 func Estimate(cfg engine.UNetConfig, n int, patch [3]int) int64 {
 	st := len(cfg.Widths)
 	pools := append([][3]int{{1, 1, 1}}, cfg.Pools...)
@@ -327,5 +327,5 @@ func Estimate(cfg engine.UNetConfig, n int, patch [3]int) int64 {
 		prev = cfg.Widths[s]
 	}
 	params += int64(cfg.Widths[0]+1) * int64(cfg.Classes)
-	return 4*int64(n)*floats + 16*params
+	return 4*int64(n)*floats + 20*params
 }

@@ -261,22 +261,38 @@ func TestOneSlice(t *testing.T) {
 	if c.Patch != [3]int{1, 48, 64} || c.Stages() != 5 || c.Net.Pools[3] != [3]int{1, 1, 2} {
 		t.Fatalf("patch %v stages %d pools %v", c.Patch, c.Stages(), c.Net.Pools)
 	}
-	u, err := engine.BuildUNet(engine.NewCPU(1), c.Net, c.Batch, c.Patch, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Estimate against the engine's own count: Net.Bytes holds activations, gradients,
-	// workspaces and 8 bytes per parameter; the estimate adds Adam's 8 and omits
-	// workspaces, so compare with the workspaces' share (≤ 8 MiB per worker) allowed.
-	var np int64
-	for _, p := range u.Params() {
-		np += int64(len(p.Data))
-	}
-	real := u.Bytes() + 8*np
-	ratio := float64(c.Bytes) / float64(real)
-	t.Logf("estimate %d bytes, engine %d (+Adam), ratio %.3f", c.Bytes, real, ratio)
-	if ratio < 0.7 || ratio > 1.1 {
-		t.Errorf("estimate %d bytes is %.2f× the engine's %d", c.Bytes, ratio, real)
+}
+
+// TestEstimateMatchesEngine builds planned U-Nets (the 2D one-slice plan and a small
+// anisotropic 3D plan) in the engine and compares Estimate with the engine's own count:
+// Net.Bytes holds activations, gradients, workspaces, flipped weights and 8 bytes per
+// parameter; the estimate adds Adam's 8 and omits the im2col workspace (one worker's
+// here, under 8 MiB).
+func TestEstimateMatchesEngine(t *testing.T) {
+	for _, f := range []Fingerprint{
+		{Cases: cases(4, [3]int{1, 48, 64}, [3]float64{3, 0.8, 0.8}), Channels: 1, Classes: 2},
+		{Cases: cases(4, [3]int{12, 32, 40}, [3]float64{2.5, 1, 1}), Channels: 2, Classes: 3},
+	} {
+		cs, err := Plan(f, Budget{256 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cs[len(cs)-1] // 3d_fullres when planned, else 2d
+		u, err := engine.BuildUNet(engine.NewCPU(1), c.Net, c.Batch, c.Patch, 1)
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.Lane, c.Patch, err)
+		}
+		var np int64
+		for _, p := range u.Params() {
+			np += int64(len(p.Data))
+		}
+		real := u.Bytes() + 8*np
+		ratio := float64(c.Bytes) / float64(real)
+		t.Logf("%s patch %v batch %d: estimate %d bytes, engine %d (+Adam), ratio %.3f", c.Lane, c.Patch, c.Batch, c.Bytes, real, ratio)
+		// Measured 1.006 (2d) and 0.989 (3d) when written; the workspace is the difference.
+		if ratio < 0.9 || ratio > 1.05 {
+			t.Errorf("%s: estimate %d bytes is %.2f× the engine's %d", c.Lane, c.Bytes, ratio, real)
+		}
 	}
 }
 
