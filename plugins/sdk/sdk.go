@@ -12,6 +12,7 @@ package sdk
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -31,15 +32,24 @@ import (
 // in the environment (see protocol.ServerTLS); a host that offers only go-plugin's
 // automatic mutual TLS gets that instead.
 func Serve(impl protocol.Plugin) {
+	var tlsErr error
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
 		Plugins:         protocol.PluginSet(impl),
 		GRPCServer:      plugin.DefaultGRPCServer,
 		// The host's per-start credentials: the plugin's certificate, and the host's as
 		// the only client accepted. Without them Serve refuses to serve in plain text.
-		TLSProvider: protocol.ServerTLS,
-		Logger:      Logger(),
+		TLSProvider: func() (*tls.Config, error) {
+			c, err := protocol.ServerTLS()
+			tlsErr = err
+			return c, err
+		},
+		Logger: Logger(),
 	})
+	if tlsErr != nil {
+		// go-plugin has logged it (the host shows the line); the host sees the exit.
+		os.Exit(1)
+	}
 }
 
 // Logger returns a logger that writes JSON lines to stderr, which the host re-logs at the
