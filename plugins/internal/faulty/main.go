@@ -14,6 +14,11 @@
 //	bad-sha       Train's final result carries the wrong sha256
 //	no-file       Train's final result names a file that does not exist
 //	error         Train returns an error after two progress events
+//	legacy-tls    serves the way an SDK before the host's credentials did: go-plugin's
+//	              automatic mutual TLS (works, slower)
+//	plaintext     serves without TLS, ignoring every credential the host offers
+//	wrong-tls     serves with a certificate of its own instead of the one the host made
+//	no-tls        starts with no credentials in its environment (the SDK refuses to serve)
 //
 // With AMID_FAULT unset it behaves: ten quick steps, a checkpoint every two.
 package main
@@ -27,6 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-plugin"
+
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 )
@@ -34,8 +41,36 @@ import (
 var fault = os.Getenv("AMID_FAULT")
 
 func main() {
-	if fault == "stdout" {
+	switch fault {
+	case "stdout":
 		fmt.Println("hello from a plugin that does not know the rules")
+	case "legacy-tls", "plaintext":
+		if fault == "plaintext" {
+			os.Unsetenv("PLUGIN_CLIENT_CERT")
+		}
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig: protocol.Handshake,
+			Plugins:         protocol.PluginSet(faulty{}),
+			GRPCServer:      plugin.DefaultGRPCServer,
+			Logger:          sdk.Logger(),
+		})
+		return
+	case "wrong-tls":
+		// Credentials made here: a certificate and key the host has never seen, and the
+		// host's certificate as the client it accepts.
+		c, err := protocol.NewCredentials()
+		if err != nil {
+			panic(err)
+		}
+		for _, kv := range c.Env {
+			if k, v, _ := strings.Cut(kv, "="); k == protocol.EnvTLSCert || k == protocol.EnvTLSKey {
+				os.Setenv(k, v)
+			}
+		}
+	case "no-tls":
+		for _, k := range []string{protocol.EnvTLSCert, protocol.EnvTLSKey, protocol.EnvTLSClientCert, "PLUGIN_CLIENT_CERT"} {
+			os.Unsetenv(k)
+		}
 	}
 	sdk.Serve(faulty{})
 }
