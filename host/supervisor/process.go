@@ -128,6 +128,7 @@ func Start(_ context.Context, e *catalog.Entry, opts Options) (*Process, error) 
 	// Ping completes the TLS handshake now, so that a plugin that fails it is refused at
 	// start rather than at its first call.
 	if err := rpc.Ping(); err != nil {
+		killGroup(cmd) // no graceful stop for a plugin that failed the handshake
 		p.kill("")
 		return nil, p.explain("start", err)
 	}
@@ -227,6 +228,12 @@ func (p *Process) explain(op string, err error) error {
 	switch {
 	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
 		return fmt.Errorf("plugin %s was not started: its binary no longer matches the trusted sha256: %w", p.Name, err)
+	case strings.Contains(msg, "Failed to read any lines from plugin's stdout"):
+		// It ended (or closed stdout) before its handshake: say how, if it did end.
+		if st, ok := p.waitExit(500 * time.Millisecond); ok {
+			return fmt.Errorf("plugin %s exited during %s (%s) before its handshake: %w", p.Name, op, st, err)
+		}
+		return fmt.Errorf("plugin %s closed its stdout before its handshake: %w", p.Name, err)
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		return fmt.Errorf("plugin %s wrote to stdout before its handshake (plugins must log to stderr): %w", p.Name, err)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
