@@ -392,6 +392,15 @@ func TestLoaderDeterministic(t *testing.T) {
 		}
 		return imgs, labs, l.Resident()
 	}
+	l, err := NewLoader(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l.Close() // twice is fine
+	if _, err := l.Next(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
 	i1, l1, r1 := run(1, 1<<30)
 	i3, l3, r3 := run(3, 0)
 	if r1 != 3 || r3 != 0 {

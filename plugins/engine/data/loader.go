@@ -234,10 +234,17 @@ func (l *Loader) Next() (*Batch, error) {
 			}
 			return b, nil
 		}
-		b := <-l.done
-		l.pending[b.Index] = b
+		select {
+		case b := <-l.done:
+			l.pending[b.Index] = b
+		case <-l.stop:
+			return nil, ErrClosed
+		}
 	}
 }
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("loader: closed")
 
 // Release hands a batch's buffers back for refilling.
 func (l *Loader) Release(b *Batch) {
