@@ -224,6 +224,11 @@ func (l *Loader) fill(b *Batch, cache **Case) error {
 // is returned with the batch that needed it (and the batch is released).
 func (l *Loader) Next() (*Batch, error) {
 	for {
+		select {
+		case <-l.stop:
+			return nil, ErrClosed
+		default:
+		}
 		if b, ok := l.pending[l.next]; ok {
 			delete(l.pending, l.next)
 			l.next++
