@@ -44,11 +44,14 @@ type Params struct {
 // Renderer renders slices into a buffer it reuses: after the first render of a given size,
 // Render allocates nothing. The returned image is valid until the next Render call.
 type Renderer struct {
-	img   image.RGBA
-	pix   []uint8
-	lab   []int32
-	truth []int32
-	mix   [256]mix // blend terms of labels 0..255 for the current overlay
+	img    image.RGBA
+	pix    []uint8
+	lab    []int32
+	truth  []int32
+	mix    [256]mix // blend terms of labels 0..255 for the current overlay
+	lut    []uint8  // gray of every 16-bit value under lutWin, indexed by the value's bits
+	lutWin Window
+	lutT   volume.DType
 }
 
 // mix holds a label's premultiplied colour and its remaining image weight: a blended channel
@@ -91,9 +94,9 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 	case []int8:
 		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
 	case []uint16:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
+		lookup(r.img.Pix, d, r.table(volume.Uint16, p.Window, lo, scale), l.W, l.H, base, du, dv)
 	case []int16:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
+		lookup(r.img.Pix, d, r.table(volume.Int16, p.Window, lo, scale), l.W, l.H, base, du, dv)
 	case []uint32:
 		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
 	case []int32:
@@ -139,6 +142,52 @@ func windowCoef(w Window) (lo, scale float32) {
 	return float32(w.Level - width/2), float32(255 / width)
 }
 
+// table returns the gray of every value of a 16-bit type t under window w, indexed by the
+// value's bit pattern; it is rebuilt only when w or t changes.
+func (r *Renderer) table(t volume.DType, w Window, lo, scale float32) []uint8 {
+	if r.lut != nil && r.lutWin == w && r.lutT == t {
+		return r.lut
+	}
+	if r.lut == nil {
+		r.lut = make([]uint8, 1<<16)
+	}
+	for i := range r.lut {
+		x := float32(uint16(i))
+		if t == volume.Int16 {
+			x = float32(int16(uint16(i)))
+		}
+		r.lut[i] = grayOf(x, lo, scale)
+	}
+	r.lutWin, r.lutT = w, t
+	return r.lut
+}
+
+func lookup[T ~uint16 | ~int16](pix []uint8, d []T, lut []uint8, w, h, base, du, dv int) {
+	lut = lut[:1<<16]
+	o := 0
+	for y := 0; y < h; y++ {
+		i := base + y*dv
+		row := pix[o : o+4*w : o+4*w]
+		for x := 0; x < len(row); x += 4 {
+			b := lut[uint16(d[i])]
+			row[x], row[x+1], row[x+2], row[x+3] = b, b, b, 255
+			i += du
+		}
+		o += 4 * w
+	}
+}
+
+func grayOf(x, lo, scale float32) uint8 {
+	g := (x - lo) * scale
+	switch {
+	case g >= 255:
+		return 255
+	case g > 0:
+		return uint8(g + 0.5)
+	}
+	return 0 // NaN and negatives are black
+}
+
 type number interface {
 	~uint8 | ~int8 | ~uint16 | ~int16 | ~uint32 | ~int32 | ~float32 | ~float64
 }
@@ -149,14 +198,7 @@ func gray[T number](pix []uint8, d []T, w, h, base, du, dv int, lo, scale float3
 		i := base + y*dv
 		row := pix[o : o+4*w : o+4*w]
 		for x := 0; x < len(row); x += 4 {
-			g := (float32(d[i]) - lo) * scale
-			var b uint8
-			switch {
-			case g >= 255:
-				b = 255
-			case g > 0:
-				b = uint8(g + 0.5)
-			} // NaN and negatives stay black
+			b := grayOf(float32(d[i]), lo, scale)
 			row[x], row[x+1], row[x+2], row[x+3] = b, b, b, 255
 			i += du
 		}
@@ -257,6 +299,7 @@ func (r *Renderer) blendLabels(w, h int, o *Overlay) {
 	lab, pix := r.lab, r.img.Pix
 	for y := 0; y < h; y++ {
 		row := lab[y*w : y*w+w]
+		prow := pix[4*y*w : 4*(y*w+w)]
 		for x, k := range row {
 			if k == 0 {
 				continue
@@ -275,13 +318,17 @@ func (r *Renderer) blendLabels(w, h int, o *Overlay) {
 			if m.keep == 255 || (o.Outline && !border(lab, w, h, x, y, k)) {
 				continue
 			}
-			p := pix[4*(y*w+x) : 4*(y*w+x)+3 : 4*(y*w+x)+3]
-			p[0] = uint8((uint32(p[0])*m.keep + m.r + 127) / 255)
-			p[1] = uint8((uint32(p[1])*m.keep + m.g + 127) / 255)
-			p[2] = uint8((uint32(p[2])*m.keep + m.b + 127) / 255)
+			p := prow[4*x : 4*x+3 : 4*x+3]
+			p[0] = div255(uint32(p[0])*m.keep + m.r + 127)
+			p[1] = div255(uint32(p[1])*m.keep + m.g + 127)
+			p[2] = div255(uint32(p[2])*m.keep + m.b + 127)
 		}
 	}
 }
+
+// div255 is x/255 for x < 255·256, every x whose quotient fits a byte (TestDiv255 checks
+// them all); blends never exceed 255·255 + 127.
+func div255(x uint32) uint8 { return uint8((x + 1 + (x >> 8)) >> 8) }
 
 // border reports whether pixel (x, y) with label k touches another label or the image edge
 // in its 4-neighbourhood.

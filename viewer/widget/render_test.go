@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"testing"
+	"time"
 
 	"amid/viewer/volume"
 )
@@ -32,6 +33,32 @@ func TestWindowGray(t *testing.T) {
 	for x, g := range want {
 		if c := img.RGBAAt(x, 0); c != (color.RGBA{g, g, g, 255}) {
 			t.Errorf("pixel %d = %v, want gray %d", x, c, g)
+		}
+	}
+}
+
+// The 16-bit lookup table must match the direct formula, for unsigned values too and after
+// the window changes.
+func TestWindowLookup(t *testing.T) {
+	v := newVol(t, volume.Uint16, [4]int{4, 1, 1, 1})
+	copy(v.Data.([]uint16), []uint16{0, 20, 50, 65535})
+	var r Renderer
+	for _, c := range []struct {
+		w    Window
+		want []uint8
+	}{
+		{Window{100, 50}, []uint8{0, 51, 128, 255}},
+		// W=40, L=40: ramp from 20, 6.375 per unit: 20 → 0, 50 → 191.25 → 191.
+		{Window{40, 40}, []uint8{0, 0, 191, 255}},
+	} {
+		img, err := r.Render(v, &Params{Window: c.w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for x, g := range c.want {
+			if got := img.RGBAAt(x, 0).R; got != g {
+				t.Errorf("window %v pixel %d = %d, want %d", c.w, x, got, g)
+			}
 		}
 	}
 }
@@ -336,10 +363,23 @@ func BenchmarkRenderSlice(b *testing.B) {
 	}
 	var r Renderer
 	p := &Params{Plane: Axial, Slice: 150, Window: Window{400, 40}, Overlay: Overlay{Labels: lab, Colors: DefaultColors(), Opacity: 0.4}}
-	b.ResetTimer()
+	if _, err := r.Render(v, p); err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := r.Render(v, p); err != nil {
 			b.Fatal(err)
+		}
+	}
+	// CPU time per render, steadier than wall time on a loaded machine.
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+func TestDiv255(t *testing.T) {
+	for x := uint32(0); x < 255*256; x++ {
+		if got, want := div255(x), uint8(x/255); got != want {
+			t.Fatalf("div255(%d) = %d, want %d", x, got, want)
 		}
 	}
 }
