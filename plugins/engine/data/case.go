@@ -43,7 +43,8 @@ func (c *Case) FgClasses() []int {
 }
 
 // NewCase normalises img with n and maps lab's values to class indices through classes
-// (classes[k] is the task's value for class k; classes[0] is background). lab may be nil.
+// (classes[k] is the task's value for class k; classes[0] is background). lab may be nil;
+// float label maps are accepted when every value is one of classes.
 // NaN or infinite voxels, a label grid different from the image's, and label values outside
 // classes are errors naming the case.
 func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case, error) {
@@ -73,9 +74,6 @@ func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case
 	if lab.Dims[3] != 1 || !volume.SameGrid(img, lab, 1e-3) {
 		return nil, fmt.Errorf("case %s: label grid %v does not match image grid %v: %w", name, lab.Dims, img.Dims, volume.ErrGeometry)
 	}
-	if !lab.DType().IsInteger() {
-		return nil, fmt.Errorf("case %s: label element type %v is not an integer type: %w", name, lab.DType(), volume.ErrDType)
-	}
 	if len(classes) == 0 {
 		return nil, fmt.Errorf("case %s: no classes given", name)
 	}
@@ -90,7 +88,7 @@ func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case
 		v := lab.AtIndex(i)
 		if v != last {
 			k, ok := idx[int(v)]
-			if !ok {
+			if !ok || v != math.Trunc(v) {
 				return nil, fmt.Errorf("case %s: label value %v at voxel %d is not one of the task's labels %v", name, v, i, classes)
 			}
 			last, lastK = v, k

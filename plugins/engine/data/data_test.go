@@ -196,6 +196,19 @@ func TestCaseErrors(t *testing.T) {
 	if !slices.Equal(c.Label, []int32{0, 1, 2}) || !slices.Equal(c.FgClasses(), []int{1, 2}) {
 		t.Fatalf("labels %v classes %v", c.Label, c.FgClasses())
 	}
+	// Float label maps are common in NIfTI; integral values are accepted, others are not.
+	flab := newVol(t, volume.Float32, [4]int{3, 1, 1, 1}, func(x, _, _, _ int) float64 { return float64(2 * x) })
+	if c, err := NewCase("case11", img, flab, Norm{Modality: MR}, []int{0, 2, 4}); err != nil || !slices.Equal(c.Label, []int32{0, 1, 2}) {
+		t.Fatalf("float labels: %v", err)
+	}
+	flab.Data.([]float32)[1] = 2.5
+	if _, err := NewCase("case12", img, flab, Norm{Modality: MR}, []int{0, 2, 4}); err == nil || !strings.Contains(err.Error(), "value 2.5") {
+		t.Fatalf("label 2.5: %v", err)
+	}
+	flab.Data.([]float32)[1] = float32(math.NaN())
+	if _, err := NewCase("case13", img, flab, Norm{Modality: MR}, []int{0, 2, 4}); err == nil || !strings.Contains(err.Error(), "case13") {
+		t.Fatalf("label NaN: %v", err)
+	}
 	short := newVol(t, volume.Uint8, [4]int{2, 1, 1, 1}, func(int, int, int, int) float64 { return 0 })
 	if _, err := NewCase("case10", img, short, Norm{Modality: MR}, []int{0}); !errors.Is(err, volume.ErrGeometry) {
 		t.Fatalf("grid mismatch: %v", err)
