@@ -35,6 +35,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/plugins/protocol"
+	"amid/plugins/protocol/schema"
 )
 
 // Options tunes the supervisor. Zero fields take the defaults shown.
@@ -79,7 +80,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	client *plugin.Client
 	plug   protocol.Plugin
-	schema *protocol.Schema
+	schema *schema.Schema
 
 	mu     sync.Mutex
 	killed string // why the host killed it, if it did
@@ -289,7 +290,7 @@ func (p *Process) Describe(ctx context.Context) (*protocol.DescribeResponse, err
 	if err != nil {
 		return nil, err
 	}
-	s, err := d.Validate()
+	s, err := schema.Describe(d)
 	if err != nil {
 		return nil, p.explain("Describe", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"amid/plugins/protocol"
+	"amid/plugins/protocol/schema"
 	"amid/plugins/sdk"
 )
 
@@ -98,7 +99,7 @@ func Run(t *testing.T, binary string, opts *Options) {
 	if err != nil {
 		t.Fatalf("Describe: %v", err)
 	}
-	schema, err := desc.Validate()
+	cfgSchema, err := schema.Describe(desc)
 	if err != nil {
 		t.Fatalf("Describe: %v", err)
 	}
@@ -121,7 +122,7 @@ func Run(t *testing.T, binary string, opts *Options) {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
-	if err := plan.Validate(schema); err != nil {
+	if err := plan.Validate(cfgSchema); err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
 
@@ -133,7 +134,7 @@ func Run(t *testing.T, binary string, opts *Options) {
 	if cfg == nil {
 		cfg = plan.Candidates[0].Config
 	}
-	if err := schema.Check(cfg); err != nil {
+	if err := cfgSchema.Check(cfg); err != nil {
 		t.Fatalf("train configuration: %v", err)
 	}
 	work := t.TempDir()

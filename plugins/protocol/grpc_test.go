@@ -74,16 +74,19 @@ func TestRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(d, fakeDesc) {
 		t.Errorf("Describe = %+v, want %+v", d, fakeDesc)
 	}
-	schema, err := d.Validate()
-	if err != nil {
+	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := p.Plan(ctx, &PlanRequest{Fingerprint: []byte(`{"n":2}`), Task: Task{Kind: "segmentation", Dims: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plan.Validate(schema); err != nil {
+	var checked checker
+	if err := plan.Validate(&checked); err != nil {
 		t.Fatal(err)
+	}
+	if len(checked.configs) != 1 || string(checked.configs[0]) != `{"lr":0.1}` {
+		t.Errorf("configurations checked: %q", checked.configs)
 	}
 	if plan.Candidates[0].Rationale != `{"n":2}` {
 		t.Errorf("fingerprint did not travel: %+v", plan)
@@ -120,25 +123,33 @@ func TestTrainWithoutResultIsIncomplete(t *testing.T) {
 	}
 }
 
+// checker is a ConfigChecker that records the configurations it checks and returns err.
+type checker struct {
+	configs [][]byte
+	err     error
+}
+
+func (c *checker) Check(config []byte) error {
+	c.configs = append(c.configs, config)
+	return c.err
+}
+
 func TestValidateRejects(t *testing.T) {
 	bad := *fakeDesc
 	bad.ProtocolVersion = Version + 1
-	if _, err := bad.Validate(); !errors.Is(err, ErrMalformed) {
+	if err := bad.Validate(); !errors.Is(err, ErrMalformed) {
 		t.Errorf("protocol mismatch: err = %v", err)
 	}
 	bad = *fakeDesc
-	bad.ConfigSchema = []byte(`{"type": 12}`)
-	if _, err := bad.Validate(); !errors.Is(err, ErrMalformed) {
-		t.Errorf("bad schema: err = %v", err)
+	bad.Tasks = []TaskKind{{Kind: "segmentation", Dims: []int{4}}}
+	if err := bad.Validate(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("dimension 4: err = %v", err)
 	}
-	bad = *fakeDesc
-	bad.ConfigSchema = []byte(`{"$ref":"file:///etc/hostname"}`)
-	if _, err := bad.Validate(); !errors.Is(err, ErrMalformed) {
-		t.Errorf("schema that loads a file: err = %v", err)
+	if err := (&PlanResponse{Candidates: []Candidate{{Name: "x", Config: []byte(`{}`)}}}).Validate(&checker{err: errors.New("missing lr")}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("config the checker refuses: err = %v", err)
 	}
-	s, _ := fakeDesc.Validate()
-	if err := (&PlanResponse{Candidates: []Candidate{{Name: "x", Config: []byte(`{}`)}}}).Validate(s); !errors.Is(err, ErrMalformed) {
-		t.Errorf("config missing lr: err = %v", err)
+	if err := (&PlanResponse{}).Validate(&checker{}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("empty plan: err = %v", err)
 	}
 	if err := (&Progress{Step: 3}).Validate(4); !errors.Is(err, ErrMalformed) {
 		t.Errorf("step going back: err = %v", err)

@@ -1,13 +1,10 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
 	"math"
 	"regexp"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -15,18 +12,18 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // TaskKinds are the task kinds the protocol knows.
 var TaskKinds = []string{"segmentation", "detection", "classification", "iqa", "enhancement"}
 
-// Validate checks a description against the protocol's rules and compiles its config
-// schema. Errors wrap ErrMalformed.
-func (r *DescribeResponse) Validate() (*Schema, error) {
+// Validate checks a description against the protocol's rules; amid/plugins/protocol/schema
+// also compiles its config schema. Errors wrap ErrMalformed.
+func (r *DescribeResponse) Validate() error {
 	switch {
 	case !nameRE.MatchString(r.Name):
-		return nil, fmt.Errorf("%w: plugin name %q is not lower-case letters, digits and dashes", ErrMalformed, r.Name)
+		return fmt.Errorf("%w: plugin name %q is not lower-case letters, digits and dashes", ErrMalformed, r.Name)
 	case r.Version == "":
-		return nil, fmt.Errorf("%w: plugin %s has no version", ErrMalformed, r.Name)
+		return fmt.Errorf("%w: plugin %s has no version", ErrMalformed, r.Name)
 	case r.ProtocolVersion != Version:
-		return nil, fmt.Errorf("%w: plugin %s speaks protocol %d, the host speaks %d", ErrMalformed, r.Name, r.ProtocolVersion, Version)
+		return fmt.Errorf("%w: plugin %s speaks protocol %d, the host speaks %d", ErrMalformed, r.Name, r.ProtocolVersion, Version)
 	case len(r.Tasks) == 0:
-		return nil, fmt.Errorf("%w: plugin %s lists no task kinds", ErrMalformed, r.Name)
+		return fmt.Errorf("%w: plugin %s lists no task kinds", ErrMalformed, r.Name)
 	}
 	for _, t := range r.Tasks {
 		known := false
@@ -34,58 +31,26 @@ func (r *DescribeResponse) Validate() (*Schema, error) {
 			known = known || k == t.Kind
 		}
 		if !known {
-			return nil, fmt.Errorf("%w: plugin %s lists unknown task kind %q", ErrMalformed, r.Name, t.Kind)
+			return fmt.Errorf("%w: plugin %s lists unknown task kind %q", ErrMalformed, r.Name, t.Kind)
 		}
 		for _, d := range t.Dims {
 			if d != 2 && d != 3 {
-				return nil, fmt.Errorf("%w: plugin %s lists task %s with dimension %d (want 2 or 3)", ErrMalformed, r.Name, t.Kind, d)
+				return fmt.Errorf("%w: plugin %s lists task %s with dimension %d (want 2 or 3)", ErrMalformed, r.Name, t.Kind, d)
 			}
 		}
-	}
-	s, err := CompileSchema(r.ConfigSchema)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", r.Name, err)
-	}
-	return s, nil
-}
-
-// Schema is a compiled configuration schema.
-type Schema struct{ s *jsonschema.Schema }
-
-// CompileSchema compiles a JSON Schema. Errors wrap ErrMalformed.
-func CompileSchema(doc []byte) (*Schema, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("%w: config schema is not JSON: %w", ErrMalformed, err)
-	}
-	c := jsonschema.NewCompiler()
-	// A plugin's schema may not make the host read files or URLs: no loaders.
-	c.UseLoader(jsonschema.SchemeURLLoader{})
-	if err := c.AddResource("config.schema.json", v); err != nil {
-		return nil, fmt.Errorf("%w: config schema: %w", ErrMalformed, err)
-	}
-	s, err := c.Compile("config.schema.json")
-	if err != nil {
-		return nil, fmt.Errorf("%w: config schema does not compile: %w", ErrMalformed, err)
-	}
-	return &Schema{s: s}, nil
-}
-
-// Check validates a JSON configuration against the schema.
-func (s *Schema) Check(config []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(config))
-	if err != nil {
-		return fmt.Errorf("configuration is not JSON: %w", err)
-	}
-	if err := s.s.Validate(v); err != nil {
-		return fmt.Errorf("configuration does not match the schema: %w", err)
 	}
 	return nil
 }
 
+// ConfigChecker checks a JSON configuration, as a compiled config schema
+// (amid/plugins/protocol/schema) does.
+type ConfigChecker interface {
+	Check(config []byte) error
+}
+
 // Validate checks a plan: at least one candidate, each named, each config valid against s.
 // Errors wrap ErrMalformed.
-func (r *PlanResponse) Validate(s *Schema) error {
+func (r *PlanResponse) Validate(s ConfigChecker) error {
 	if len(r.Candidates) == 0 {
 		return fmt.Errorf("%w: the plan has no candidates", ErrMalformed)
 	}

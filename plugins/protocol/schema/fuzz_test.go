@@ -1,24 +1,24 @@
-package protocol
+package schema
 
 import "testing"
 
 // FuzzSchema feeds plugin-supplied config schemas and configurations (both untrusted input
-// to the host) through CompileSchema and Check: they may fail, never panic.
+// to the host) through Compile, Check and Describe: they may fail, never panic.
 func FuzzSchema(f *testing.F) {
-	f.Add(fakeDesc.ConfigSchema, []byte(`{"lr":0.1}`))
+	f.Add(desc.ConfigSchema, []byte(`{"lr":0.1}`))
 	f.Add([]byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"steps":{"type":"integer","minimum":1}},"required":["steps"],"additionalProperties":false}`), []byte(`{"steps":20}`))
 	f.Add([]byte(`{"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/a"}}}`), []byte(`1`))
 	f.Add([]byte(`{"pattern":"(a+)+$"}`), []byte(`"aaaaaaaaaaaaaaaaaaaaaaaaaaaa!"`))
 	f.Add([]byte(`not json`), []byte(`{`))
 	f.Add([]byte(`{"$ref":"file:///etc/passwd"}`), []byte(`{}`))
-	f.Fuzz(func(t *testing.T, schema, config []byte) {
-		s, err := CompileSchema(schema)
+	f.Fuzz(func(t *testing.T, doc, config []byte) {
+		s, err := Compile(doc)
 		if err != nil {
 			return
 		}
 		_ = s.Check(config)
-		d := *fakeDesc
-		d.ConfigSchema = schema
-		_, _ = d.Validate()
+		d := *desc
+		d.ConfigSchema = doc
+		_, _ = Describe(&d)
 	})
 }
