@@ -77,8 +77,9 @@ func NewSliceView(p Plane) *SliceView {
 	return v
 }
 
-// SetVolume shows v from its middle slice with the first of DefaultPresets(v). It fails,
-// leaving the view unchanged, when v does not validate.
+// SetVolume shows v from its middle slice with the first of DefaultPresets(v) and no
+// overlay (set one with SetLabels afterwards). It fails, leaving the view unchanged, when v
+// does not validate.
 func (v *SliceView) SetVolume(vol *volume.Volume) error {
 	if err := vol.Validate(); err != nil {
 		return fmt.Errorf("viewer: %w", err)
