@@ -3,10 +3,12 @@ package infer
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"amid/plugins/engine/data"
+	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
 
@@ -365,6 +367,18 @@ func TestSegment(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Written as NIfTI and read back: same grid and values.
+	path := filepath.Join(t.TempDir(), "seg.nii.gz")
+	if err := imageio.Write(path, lab); err != nil {
+		t.Fatal(err)
+	}
+	back, err := imageio.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !volume.SameGrid(back, img, 1e-5) || !slices.Equal(back.Data.([]uint8), lab.Data.([]uint8)) {
+		t.Fatalf("read back %+v", back)
 	}
 	m.Mapping = []int{0}
 	if _, _, err := Segment(img, m); err == nil {
