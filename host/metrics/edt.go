@@ -138,6 +138,7 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need 
 			line := make([]float64, n)
 			v := make([]int32, n)
 			z := make([]float64, n+1)
+			hb := make([]float64, n)
 			for u := lo; u < hi; u++ {
 				if axis == 0 {
 					if need != nil && !need[u] {
@@ -151,7 +152,7 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need 
 						edtTwoSweep(row, s)
 					} else {
 						copy(line, row)
-						edtEnvelope(line, row, v, z, s)
+						edtEnvelope(line, row, v, z, hb, s)
 					}
 					continue
 				}
@@ -184,7 +185,7 @@ func edtPass(data []float64, dims [3]int, axis int, s float64, first bool, need 
 						edtTwoSweep(f, s)
 					} else {
 						copy(line, f)
-						edtEnvelope(line, f, v, z, s)
+						edtEnvelope(line, f, v, z, hb, s)
 					}
 				}
 				if !changed {
@@ -299,9 +300,11 @@ func edtTwoSweep(f []float64, s float64) {
 }
 
 // edtEnvelope computes d[q] = min_p (q−p)²s² + f[p] by the lower envelope of parabolas
-// (Felzenszwalb & Huttenlocher 2012). f entries of +Inf are not features. v and z are
-// scratch of length len(f) and len(f)+1.
-func edtEnvelope(f, d []float64, v []int32, z []float64, s float64) {
+// (Felzenszwalb & Huttenlocher 2012). f entries of +Inf are not features. v, z and h are
+// scratch of length len(f), len(f)+1 and len(f); h[k] keeps f[p] + s²p² of the envelope's
+// k-th parabola p = v[k], so each intersection reads it instead of forming it again (the
+// same expression, the same float value).
+func edtEnvelope(f, d []float64, v []int32, z, h []float64, s float64) {
 	n := len(f)
 	s2 := s * s
 	k := -1
@@ -316,11 +319,11 @@ func edtEnvelope(f, d []float64, v []int32, z []float64, s float64) {
 			continue
 		}
 		qf := float64(q)
+		hq := fq + s2*qf*qf
 		var sp float64
 		for k >= 0 {
-			p := int(v[k])
-			pf := float64(p)
-			sp = ((fq + s2*qf*qf) - (f[p] + s2*pf*pf)) / (2 * s2 * (qf - pf))
+			pf := float64(v[k])
+			sp = (hq - h[k]) / (2 * s2 * (qf - pf))
 			if sp <= z[k] {
 				k--
 				continue
@@ -329,6 +332,7 @@ func edtEnvelope(f, d []float64, v []int32, z []float64, s float64) {
 		}
 		k++
 		v[k] = int32(q)
+		h[k] = hq
 		if k == 0 {
 			z[0] = math.Inf(-1)
 		} else {

@@ -108,6 +108,7 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 			d := make([]float64, n)
 			v := make([]int32, n)
 			zb := make([]float64, n+1)
+			hb := make([]float64, n)
 			for {
 				z := int(next.Add(1) - 1)
 				if z >= nz {
@@ -145,7 +146,7 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 					if edtTrivial(fy) {
 						copy(dy, fy)
 					} else {
-						edtEnvelope(fy, dy, v, zb, sy)
+						edtEnvelope(fy, dy, v, zb, hb, sy)
 					}
 					for y, ok := range need {
 						if ok {
@@ -156,7 +157,7 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 				// X pass on the needed rows, read at the query surfels.
 				for y, ok := range need {
 					if ok {
-						out = surfaceRowX(g[y*nx:(y+1)*nx], q[y*nx:(y+1)*nx], sx, area, out, d[:nx], v, zb)
+						out = surfaceRowX(g[y*nx:(y+1)*nx], q[y*nx:(y+1)*nx], sx, area, out, d[:nx], v, zb, hb)
 					}
 				}
 			}
@@ -186,8 +187,8 @@ func surfaceDirected(feature, query []uint8, m [3]int, spacing [3]float64, area 
 // transform. Surfels are few on a row and their nearest feature is usually near, so each
 // is found by scanning outward from it while (Δx·sx)² stays below the best sum so far
 // (the minimum of the same float sums the envelope forms); when the scans grow past twice
-// the row's length the row falls back to the lower envelope (d, v, zb: its scratch).
-func surfaceRowX(g []float64, q []uint8, sx float64, area *[256]float64, out []surfacePair, d []float64, v []int32, zb []float64) []surfacePair {
+// the row's length the row falls back to the lower envelope (d, v, zb, hb: its scratch).
+func surfaceRowX(g []float64, q []uint8, sx float64, area *[256]float64, out []surfacePair, d []float64, v []int32, zb, hb []float64) []surfacePair {
 	n := len(g)
 	budget := 2 * n
 	env := false
@@ -225,7 +226,7 @@ func surfaceRowX(g []float64, q []uint8, sx float64, area *[256]float64, out []s
 		out = append(out, surfacePair{math.Sqrt(best), area[c]})
 		if budget < 0 {
 			env = true
-			edtEnvelope(g, d, v, zb, sx)
+			edtEnvelope(g, d, v, zb, hb, sx)
 		}
 	}
 	return out
