@@ -6,24 +6,18 @@ package ui
 import (
 	"bytes"
 	"fmt"
-	"image"
-	"image/color"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
 	"amid/assets"
 	"amid/viewer/nifti"
-	"amid/viewer/volume"
+	vwidget "amid/viewer/widget"
 )
 
-// Brain window (width 80, level 40 HU), the usual first look at a head CT.
-const brainWidth, brainLevel = 80, 40
-
 // NewMainWindow builds the main window. Until the run screens exist it shows the bundled
-// sample study: its summary and its middle axial slice in the brain window.
+// sample study in the three-plane viewer with its label overlay, in the CT brain window.
 func NewMainWindow(a fyne.App) (fyne.Window, error) {
 	w := a.NewWindow("AMID")
 	w.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
@@ -32,7 +26,7 @@ func NewMainWindow(a fyne.App) (fyne.Window, error) {
 		return nil, err
 	}
 	w.SetContent(content)
-	w.Resize(fyne.NewSize(720, 560))
+	w.Resize(fyne.NewSize(960, 720))
 	return w, nil
 }
 
@@ -41,30 +35,31 @@ func sampleView() (fyne.CanvasObject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sample study: %w", err)
 	}
-	img := canvas.NewImageFromImage(AxialSlice(ct, ct.Dims[2]/2, brainWidth, brainLevel))
-	img.FillMode = canvas.ImageFillContain
-	img.ScaleMode = canvas.ImageScalePixels
-	img.SetMinSize(fyne.NewSize(384, 384))
+	labels, err := nifti.Decode(bytes.NewReader(assets.SampleLabels), assets.SampleLabelsPath)
+	if err != nil {
+		return nil, fmt.Errorf("sample study: %w", err)
+	}
+	view := vwidget.NewOrthoView()
+	if err := view.SetVolume(ct); err != nil {
+		return nil, fmt.Errorf("sample study: %w", err)
+	}
+	if err := view.SetLabels(labels, nil); err != nil {
+		return nil, fmt.Errorf("sample study: %w", err)
+	}
+	view.SetWindow(vwidget.CTPresets[0].Window) // brain 80/40, the first look at a head CT
 	s := ct.Stats()
 	summary := widget.NewLabel(fmt.Sprintf("Sample study: head CT %d×%d×%d, %.1f×%.1f×%.1f mm, %s, %.0f…%.0f HU",
 		ct.Dims[0], ct.Dims[1], ct.Dims[2], ct.Spacing[0], ct.Spacing[1], ct.Spacing[2], ct.Orientation(), s.Min, s.Max))
-	title := widget.NewLabelWithStyle("AMID — autonomous medical imaging development", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	return container.NewBorder(container.NewVBox(title, summary), nil, nil, nil, img), nil
-}
-
-// AxialSlice renders slice z of channel 0 as 8-bit grey with a window of the given width
-// and level: values at or below level−width/2 are black, at or above level+width/2 white.
-// Column x goes to the right and row y down, so an LPS volume shows in radiological
-// convention (the patient's left on the screen's right, anterior up).
-func AxialSlice(v *volume.Volume, z int, width, level float64) *image.Gray {
-	X, Y := v.Dims[0], v.Dims[1]
-	img := image.NewGray(image.Rect(0, 0, X, Y))
-	lo := level - width/2
-	for y := 0; y < Y; y++ {
-		for x := 0; x < X; x++ {
-			f := (v.At(x, y, z, 0) - lo) / width
-			img.SetGray(x, y, color.Gray{Y: uint8(255*max(0, min(1, f)) + 0.5)})
+	probe := widget.NewLabel("Scroll to change slices, drag to window, keys 1–5 for presets, L for labels.")
+	view.OnHover = func(p vwidget.Probe, ok bool) {
+		if !ok {
+			return
 		}
+		fyne.Do(func() {
+			probe.SetText(fmt.Sprintf("voxel (%d, %d, %d)  %g HU  label %d  LPS (%.1f, %.1f, %.1f) mm",
+				p.Voxel[0], p.Voxel[1], p.Voxel[2], p.Value, p.Label, p.World[0], p.World[1], p.World[2]))
+		})
 	}
-	return img
+	title := widget.NewLabelWithStyle("AMID — autonomous medical imaging development", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	return container.NewBorder(container.NewVBox(title, summary), probe, nil, nil, view), nil
 }
