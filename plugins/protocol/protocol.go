@@ -8,6 +8,10 @@
 // Plugin authors implement [Plugin] and call amid/plugins/sdk.Serve; the host dispenses a
 // [Plugin] from a started process (see amid/host/supervisor). New capabilities arrive as new
 // optional interfaces, never by changing Plugin.
+//
+// The connection is mutual TLS with credentials the host makes for each start
+// ([NewCredentials], [ServerTLS]). Config schemas are compiled by the host-side package
+// amid/plugins/protocol/schema, which plugin binaries do not link.
 package protocol
 
 //go:generate ./generate.sh
