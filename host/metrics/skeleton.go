@@ -233,14 +233,56 @@ var skeletonEulerLUT = [128]int8{
 	1, 1, -1, 1, 3, 3, 1, 5, 3, 3, 1, -1, 1, 1, -1, 3, 1, 1, -1,
 }
 
+// skeletonOctantDelta is one octant's entry of skeletonEulerLUT for the neighbourhood nbh.
+func skeletonOctantDelta(oct *[7]uint8, nbh uint32) int {
+	n := 1
+	for b, idx := range oct {
+		n |= int(nbh>>idx&1) << (7 - b)
+	}
+	return int(skeletonEulerLUT[n>>1])
+}
+
+// skeletonOctantGeom places each octant, a 2×2×2 cube holding the centre, in the
+// neighbourhood: shift is 9 times its lower plane along p (bits 9(dp+1) … of nbh), sq the
+// plane bit of its lowest (c, r) corner; its voxels are plane bits sq, sq+1, sq+3, sq+4 of
+// that plane and the next.
+var skeletonOctantGeom = func() (g [8][2]uint8) {
+	for o, oct := range skeletonOctants {
+		p0, c0, r0 := 1, 1, 1 // the centre, index 13, is in every octant
+		for _, k := range oct {
+			p0, c0, r0 = min(p0, int(k)/9), min(c0, int(k)/3%3), min(r0, int(k)%3)
+		}
+		g[o] = [2]uint8{uint8(9 * p0), uint8(3*c0 + r0)}
+	}
+	return g
+}()
+
+// skeletonOctantTab[o][t] is skeletonOctantDelta of octant o for the 8-bit cube t: bits
+// 0–3 the octant's square in its lower plane, bits 4–7 in the upper one.
+var skeletonOctantTab = func() (tab [8][256]int8) {
+	for o := range skeletonOctants {
+		sh, sq := uint32(skeletonOctantGeom[o][0]), uint32(skeletonOctantGeom[o][1])
+		pos := [8]uint32{sq, sq + 1, sq + 3, sq + 4, 9 + sq, 9 + sq + 1, 9 + sq + 3, 9 + sq + 4}
+		for t := 0; t < 256; t++ {
+			var nbh uint32
+			for b, p := range pos {
+				nbh |= uint32(t>>b&1) << (sh + p)
+			}
+			tab[o][t] = int8(skeletonOctantDelta(&skeletonOctants[o], nbh))
+		}
+	}
+	return tab
+}()
+
+// skeletonEulerInvariant reports whether removing the centre keeps the Euler
+// characteristic (Lee94): the octants' changes, read from skeletonOctantTab, sum to 0.
 func skeletonEulerInvariant(nbh uint32) bool {
 	e := 0
-	for _, oct := range skeletonOctants {
-		n := 1
-		for b, idx := range oct {
-			n |= int(nbh>>idx&1) << (7 - b)
-		}
-		e += int(skeletonEulerLUT[n>>1])
+	for o := range skeletonOctantGeom {
+		a := nbh >> skeletonOctantGeom[o][0]
+		sq := skeletonOctantGeom[o][1]
+		t := a>>sq&3 | (a>>(sq+3)&3)<<2 | (a>>(sq+9)&3)<<4 | (a>>(sq+12)&3)<<6
+		e += int(skeletonOctantTab[o][t])
 	}
 	return e == 0
 }
