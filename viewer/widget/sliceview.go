@@ -310,7 +310,11 @@ func (v *SliceView) frame() {
 	img, err := r.Render(vol, &p)
 	ui := v.ui
 	if ui == nil {
-		ui = fyne.DoAndWait
+		if r := frameRunner.Load(); r != nil {
+			ui = *r
+		} else {
+			ui = fyne.DoAndWait
+		}
 	}
 	ui(func() {
 		if err == nil && v.img != nil {
