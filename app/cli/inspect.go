@@ -88,10 +88,12 @@ func printInfo(w io.Writer, in *Info) {
 	fmt.Fprintf(w, "path         %s\n", in.Path)
 	fmt.Fprintf(w, "format       %s\n", in.Format)
 	fmt.Fprintf(w, "dims         %d × %d × %d × %d (x, y, z, channels)\n", in.Dims[0], in.Dims[1], in.Dims[2], in.Dims[3])
-	fmt.Fprintf(w, "spacing      %g × %g × %g mm\n", in.Spacing[0], in.Spacing[1], in.Spacing[2])
-	fmt.Fprintf(w, "origin       %g, %g, %g mm (LPS)\n", in.Origin[0], in.Origin[1], in.Origin[2])
+	// Text shows 7 significant digits, the precision of the float32 fields most formats
+	// store geometry in; --json gives every digit.
+	fmt.Fprintf(w, "spacing      %.7g × %.7g × %.7g mm\n", in.Spacing[0], in.Spacing[1], in.Spacing[2])
+	fmt.Fprintf(w, "origin       %.7g, %.7g, %.7g mm (LPS)\n", in.Origin[0], in.Origin[1], in.Origin[2])
 	d := in.Direction
-	fmt.Fprintf(w, "direction    [%g %g %g; %g %g %g; %g %g %g] (%s)\n", d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], in.Orientation)
+	fmt.Fprintf(w, "direction    [%.7g %.7g %.7g; %.7g %.7g %.7g; %.7g %.7g %.7g] (%s)\n", d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], in.Orientation)
 	fmt.Fprintf(w, "dtype        %s\n", in.DType)
 	fmt.Fprintf(w, "min/max/mean %g / %g / %.6g\n", in.Min, in.Max, in.Mean)
 	if in.NaN > 0 {
