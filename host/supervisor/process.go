@@ -82,6 +82,10 @@ type Process struct {
 	plug   protocol.Plugin
 	schema *schema.Schema
 
+	// sockDir holds the plugin's Unix socket; it is removed when the plugin is killed,
+	// so a plugin that dies without cleaning up leaves nothing in the temp folder.
+	sockDir string
+
 	mu     sync.Mutex
 	killed string // why the host killed it, if it did
 }
@@ -101,12 +105,16 @@ func Start(_ context.Context, e *catalog.Entry, opts Options) (*Process, error) 
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s was not started: %w", e.Name, err)
 	}
+	sockDir, err := os.MkdirTemp("", "amid-plugin-")
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s was not started: %w", e.Name, err)
+	}
 	cmd := exec.Command(e.Path)
 	// The credentials come after the host's environment: the last value of a variable wins.
-	cmd.Env = append(os.Environ(), creds.Env...)
+	cmd.Env = append(append(os.Environ(), creds.Env...), plugin.EnvUnixSocketDir+"="+sockDir)
 	isolate(cmd)
 	log := opts.Logger.Named(e.Name)
-	p := &Process{Name: e.Name, SHA256: e.Record.TrustedSHA256, opts: opts, cmd: cmd}
+	p := &Process{Name: e.Name, SHA256: e.Record.TrustedSHA256, opts: opts, cmd: cmd, sockDir: sockDir}
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.PluginSet(nil),
@@ -196,6 +204,7 @@ func (p *Process) kill(why string) {
 	}
 	p.client.Kill()
 	killGroup(p.cmd)
+	os.RemoveAll(p.sockDir)
 }
 
 func (p *Process) killedFor() string {
