@@ -48,6 +48,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"amid/viewer/internal/atomicfile"
+	"amid/viewer/internal/rawtail"
 	"amid/viewer/volume"
 )
 
@@ -185,24 +186,11 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		if h.Compressed {
 			return nil, errf(name, volume.ErrFormat, "HeaderSize = -1 with compressed data is not supported")
 		}
-		if remain >= 0 {
-			if remain < nbytes {
-				return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed", remain, nbytes)
-			}
-			if _, err := io.CopyN(io.Discard, src, remain-nbytes); err != nil {
-				return nil, errf(dataName, volume.ErrTruncated, "%v", err)
-			}
-			remain = nbytes
-		} else {
-			all, err := io.ReadAll(io.LimitReader(src, volume.MaxBytes+1))
-			if err != nil {
-				return nil, fmt.Errorf("metaimage: %s: %w", dataName, err)
-			}
-			if int64(len(all)) < nbytes {
-				return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed", len(all), nbytes)
-			}
-			src, remain = bytes.NewReader(all[int64(len(all))-nbytes:]), nbytes
+		tail, err := rawtail.Last(src, remain, nbytes)
+		if err != nil {
+			return nil, fmt.Errorf("metaimage: %s: %w", dataName, err)
 		}
+		src, remain = tail, nbytes
 	case h.HeaderSize > 0:
 		skip := h.HeaderSize - consumed
 		if skip < 0 {

@@ -53,6 +53,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"amid/viewer/internal/atomicfile"
+	"amid/viewer/internal/rawtail"
 	"amid/viewer/volume"
 )
 
@@ -239,24 +240,11 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 	switch h.enc {
 	case "raw":
 		if h.bskip == -1 {
-			if remain >= 0 {
-				if remain < nbytes {
-					return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed", remain, nbytes)
-				}
-				if _, err := io.CopyN(io.Discard, src, remain-nbytes); err != nil {
-					return nil, errf(dataName, volume.ErrTruncated, "%v", err)
-				}
-				remain = nbytes
-			} else {
-				all, err := io.ReadAll(io.LimitReader(src, volume.MaxBytes+1))
-				if err != nil {
-					return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
-				}
-				if int64(len(all)) < nbytes {
-					return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed", len(all), nbytes)
-				}
-				src, remain = bytes.NewReader(all[int64(len(all))-nbytes:]), nbytes
+			tail, err := rawtail.Last(src, remain, nbytes)
+			if err != nil {
+				return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
 			}
+			src, remain = tail, nbytes
 		} else if h.bskip > 0 {
 			if _, err := io.CopyN(io.Discard, src, h.bskip); err != nil {
 				return nil, errf(dataName, volume.ErrTruncated, "shorter than byte skip %d", h.bskip)

@@ -1,0 +1,26 @@
+package rawtail
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"amid/viewer/volume"
+)
+
+func TestLast(t *testing.T) {
+	for _, remain := range []int64{10, -1} { // known length, and a stream of unknown length
+		r, err := Last(strings.NewReader("headerDATA"), remain, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		if string(b) != "DATA" {
+			t.Fatalf("remain %d: %q", remain, b)
+		}
+		if _, err := Last(strings.NewReader("abc"), min(remain, 3), 4); !errors.Is(err, volume.ErrTruncated) {
+			t.Fatalf("remain %d: short stream gave %v", remain, err)
+		}
+	}
+}
