@@ -48,7 +48,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 
 	"amid/viewer/internal/atomicfile"
-	"amid/viewer/internal/rawtail"
+	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )
 
@@ -186,7 +186,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		if h.Compressed {
 			return nil, errf(name, volume.ErrFormat, "HeaderSize = -1 with compressed data is not supported")
 		}
-		tail, err := rawtail.Last(src, remain, nbytes)
+		tail, err := rawio.Last(src, remain, nbytes)
 		if err != nil {
 			return nil, fmt.Errorf("metaimage: %s: %w", dataName, err)
 		}
@@ -221,7 +221,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		if err != nil {
 			return nil, errf(dataName, volume.ErrFormat, "compressed data: %v", err)
 		}
-		raw, err = readN(zr, nbytes, csize >= 0)
+		raw, err = rawio.ReadN(zr, nbytes, csize >= 0)
 		if err != nil {
 			return nil, errf(dataName, volume.ErrTruncated, "decompressing: %v", err)
 		}
@@ -229,7 +229,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		if remain >= 0 && remain < nbytes {
 			return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed for %v %s", remain, nbytes, h.DimSize, typeNames[t])
 		}
-		raw, err = readN(src, nbytes, remain >= 0)
+		raw, err = rawio.ReadN(src, nbytes, remain >= 0)
 		if err != nil {
 			return nil, errf(dataName, volume.ErrTruncated, "%v", err)
 		}
@@ -248,27 +248,6 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		return nil, fmt.Errorf("metaimage: %s: %w", name, err)
 	}
 	return v, nil
-}
-
-// readN reads exactly n bytes. When the source is known to hold them (sized) the buffer is
-// allocated at once; otherwise it grows as data arrive, so a short stream that claims a
-// huge image allocates little.
-func readN(r io.Reader, n int64, sized bool) ([]byte, error) {
-	if sized {
-		b := make([]byte, n)
-		if k, err := io.ReadFull(r, b); err != nil {
-			return nil, fmt.Errorf("got %d of %d bytes: %w", k, n, err)
-		}
-		return b, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r, n))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) < n {
-		return nil, fmt.Errorf("got %d of %d bytes", len(b), n)
-	}
-	return b, nil
 }
 
 // inflater returns a zlib or gzip reader, whichever the stream's first bytes announce.

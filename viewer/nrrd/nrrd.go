@@ -53,7 +53,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"amid/viewer/internal/atomicfile"
-	"amid/viewer/internal/rawtail"
+	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )
 
@@ -240,7 +240,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 	switch h.enc {
 	case "raw":
 		if h.bskip == -1 {
-			tail, err := rawtail.Last(src, remain, nbytes)
+			tail, err := rawio.Last(src, remain, nbytes)
 			if err != nil {
 				return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
 			}
@@ -256,7 +256,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 		if remain >= 0 && remain < nbytes {
 			return nil, errf(dataName, volume.ErrTruncated, "holds %d bytes of data, %d needed for sizes %v of %s", remain, nbytes, h.sizes, typeNames[h.typ])
 		}
-		raw, err = readN(src, nbytes, remain >= 0)
+		raw, err = rawio.ReadN(src, nbytes, remain >= 0)
 		if err != nil {
 			return nil, errf(dataName, volume.ErrTruncated, "%v", err)
 		}
@@ -279,7 +279,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 				return nil, errf(dataName, volume.ErrTruncated, "decompressed data shorter than byte skip %d: %v", h.bskip, err)
 			}
 		}
-		raw, err = readN(zr, nbytes, remain >= 0 && h.enc == "gzip")
+		raw, err = rawio.ReadN(zr, nbytes, remain >= 0 && h.enc == "gzip")
 		if err != nil {
 			return nil, errf(dataName, volume.ErrTruncated, "decompressing: %v", err)
 		}
@@ -370,26 +370,6 @@ func putText(raw []byte, i int, t volume.DType, s string) error {
 		le.PutUint32(raw[4*i:], uint32(x))
 	}
 	return nil
-}
-
-// readN reads exactly n bytes, allocating at once when the source is known to be big
-// enough and growing as data arrive otherwise.
-func readN(r io.Reader, n int64, sized bool) ([]byte, error) {
-	if sized {
-		b := make([]byte, n)
-		if k, err := io.ReadFull(r, b); err != nil {
-			return nil, fmt.Errorf("got %d of %d bytes: %w", k, n, err)
-		}
-		return b, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r, n))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) < n {
-		return nil, fmt.Errorf("got %d of %d bytes", len(b), n)
-	}
-	return b, nil
 }
 
 func parseHeader(br *bufio.Reader, name string) (*header, int64, error) {

@@ -1,4 +1,4 @@
-package rawtail
+package rawio
 
 import (
 	"errors"
@@ -21,6 +21,18 @@ func TestLast(t *testing.T) {
 		}
 		if _, err := Last(strings.NewReader("abc"), min(remain, 3), 4); !errors.Is(err, volume.ErrTruncated) {
 			t.Fatalf("remain %d: short stream gave %v", remain, err)
+		}
+	}
+}
+
+func TestReadN(t *testing.T) {
+	for _, sized := range []bool{true, false} {
+		b, err := ReadN(strings.NewReader("abcdef"), 4, sized)
+		if err != nil || string(b) != "abcd" {
+			t.Fatalf("sized %v: %q %v", sized, b, err)
+		}
+		if _, err := ReadN(strings.NewReader("ab"), 4, sized); err == nil {
+			t.Fatalf("sized %v: a short stream was accepted", sized)
 		}
 	}
 }

@@ -1,7 +1,7 @@
-// Package rawtail positions a reader at the last bytes of a data stream, for the raw
-// formats whose header says "the data are the last N bytes of the file" (MetaImage's
-// HeaderSize = -1, NRRD's byte skip: -1).
-package rawtail
+// Package rawio reads the raw data blocks of header-plus-data formats (MetaImage, NRRD)
+// without trusting the header's sizes: exact reads that allocate only what arrives, and the
+// "data are the last N bytes" rule (MetaImage's HeaderSize = -1, NRRD's byte skip: -1).
+package rawio
 
 import (
 	"bytes"
@@ -32,4 +32,25 @@ func Last(src io.Reader, remain, n int64) (io.Reader, error) {
 		return nil, fmt.Errorf("%w: holds %d bytes of data, %d needed", volume.ErrTruncated, len(all), n)
 	}
 	return bytes.NewReader(all[int64(len(all))-n:]), nil
+}
+
+// ReadN reads exactly n bytes. When the source is known to hold them (sized) the buffer is
+// allocated at once; otherwise it grows as data arrive, so a short stream that claims a
+// huge image allocates little.
+func ReadN(r io.Reader, n int64, sized bool) ([]byte, error) {
+	if sized {
+		b := make([]byte, n)
+		if k, err := io.ReadFull(r, b); err != nil {
+			return nil, fmt.Errorf("got %d of %d bytes: %w", k, n, err)
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, n))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) < n {
+		return nil, fmt.Errorf("got %d of %d bytes", len(b), n)
+	}
+	return b, nil
 }
