@@ -8,11 +8,8 @@
 package catalog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 	"time"
 
 	"amid/host/store"
+	"amid/plugins/protocol"
 )
 
 // Prefix starts every plugin executable's name.
@@ -179,7 +177,7 @@ func (c *Catalog) inspect(path, name string, builtin bool) *Entry {
 		return nil
 	}
 	e.Modified = fi.ModTime()
-	sum, err := FileSHA256(path)
+	sum, err := protocol.FileSHA256(path)
 	if err != nil {
 		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s: %v", name, err)
 		return e
@@ -206,18 +204,4 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
-}
-
-// FileSHA256 returns the lower-case hex sha256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

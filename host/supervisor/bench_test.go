@@ -27,7 +27,7 @@ import (
 // benchEntry installs the example plugin as a trusted catalog entry (no store needed).
 func benchEntry(b *testing.B) (*catalog.Entry, Options) {
 	b.Helper()
-	sum, err := catalog.FileSHA256(echoBin)
+	sum, err := protocol.FileSHA256(echoBin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkChecksum(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum, err := catalog.FileSHA256(echoBin)
+	sum, err := protocol.FileSHA256(echoBin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func verify(name, work string, res *protocol.TrainResult) error {
 	if !within(work, res.Checkpoint) {
 		return fmt.Errorf("plugin %s named a final checkpoint %s outside its work folder %s", name, res.Checkpoint, work)
 	}
-	sum, err := catalog.FileSHA256(res.Checkpoint)
+	sum, err := protocol.FileSHA256(res.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("plugin %s named a final checkpoint that cannot be read: %w", name, err)
 	}

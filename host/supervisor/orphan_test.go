@@ -14,6 +14,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/host/store"
+	"amid/plugins/protocol"
 )
 
 const childEnv = "AMID_SUPERVISOR_CHILD"
@@ -25,7 +26,7 @@ const childEnv = "AMID_SUPERVISOR_CHILD"
 // be killed.
 func childHost() {
 	path := os.Getenv(childEnv)
-	sum, err := catalog.FileSHA256(path)
+	sum, err := protocol.FileSHA256(path)
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(2)

@@ -15,7 +15,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -58,19 +57,9 @@ func Logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Debug})
 }
 
-// FileSHA256 returns the lower-case hex sha256 of the file at path.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// FileSHA256 returns the lower-case hex sha256 of the file at path, as the protocol
+// carries it.
+func FileSHA256(path string) (string, error) { return protocol.FileSHA256(path) }
 
 // WriteFile writes data to path atomically (a temporary file in the same folder, synced,
 // then renamed), so a crash never leaves a half-written checkpoint under its final name.
