@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/data"
+	"amid/plugins/segmentation/plan"
+)
+
+// config is one training configuration; schema describes it. Axes of Patch, Kernels,
+// Pools and Spacing are (D, H, W) = (Z, Y, X), as in package plan.
+type config struct {
+	Lane    string     `json:"lane"`
+	Patch   [3]int     `json:"patch"`
+	Batch   int        `json:"batch"`
+	Widths  []int      `json:"widths"`
+	Kernels [][3]int   `json:"kernels,omitempty"`
+	Pools   [][3]int   `json:"pools,omitempty"`
+	Spacing [3]float64 `json:"spacing,omitzero"` // zero: each image's own grid
+	// Modality is "ct", "mr" (per-image z-score of non-zero voxels) or "rgb"; CT takes
+	// the training set's statistics in CT.
+	Modality string   `json:"modality"`
+	CT       *ctStats `json:"ct,omitempty"`
+	Labels   []int    `json:"labels"` // the task's label value of each class; Labels[0] is background
+	Steps    int      `json:"steps"`
+	Epoch    int      `json:"steps_per_epoch"`
+	LR       float64  `json:"learning_rate"`
+	Decay    float64  `json:"weight_decay"`
+	Seed     int64    `json:"seed"` // 0: the request's seed
+	FgProb   float64  `json:"foreground_prob"`
+	Report   int      `json:"report_every"`
+	Mirror   bool     `json:"mirror"` // flip test-time augmentation at prediction
+}
+
+type ctStats struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "AMID segmentation plugin configuration",
+  "type": "object",
+  "properties": {
+    "lane": {"enum": ["2d", "3d_fullres"]},
+    "patch": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W; D = 1 for 2d"},
+    "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
+    "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
+    "kernels": {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 7}, "minItems": 3, "maxItems": 3}},
+    "pools": {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4}, "minItems": 3, "maxItems": 3}},
+    "spacing": {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 3, "maxItems": 3, "description": "target spacing D, H, W in mm; zeros keep each image's grid"},
+    "modality": {"enum": ["ct", "mr", "rgb"]},
+    "ct": {"type": "object", "properties": {"low": {"type": "number"}, "high": {"type": "number"}, "mean": {"type": "number"}, "std": {"type": "number", "exclusiveMinimum": 0}}, "required": ["low", "high", "mean", "std"], "additionalProperties": false},
+    "labels": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 1024, "uniqueItems": true},
+    "steps": {"type": "integer", "minimum": 1, "maximum": 100000000},
+    "steps_per_epoch": {"type": "integer", "minimum": 1},
+    "learning_rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 10},
+    "weight_decay": {"type": "number", "minimum": 0},
+    "seed": {"type": "integer"},
+    "foreground_prob": {"type": "number", "minimum": 0, "maximum": 1},
+    "report_every": {"type": "integer", "minimum": 1},
+    "mirror": {"type": "boolean"}
+  },
+  "required": ["lane", "patch", "batch", "widths", "modality", "labels", "steps"],
+  "additionalProperties": false
+}`
+
+// Defaults of the optional fields.
+const (
+	defaultEpoch  = 250  // nnU-Net's iterations per epoch
+	defaultLR     = 3e-3 // AdamW
+	defaultDecay  = 3e-5 // nnU-Net's weight decay
+	defaultFgProb = 0.33 // nnU-Net forces a third of each batch onto foreground
+	defaultReport = 10
+)
+
+// parseConfig decodes and checks a configuration, filling the defaults.
+func parseConfig(b []byte) (config, error) {
+	var c config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("segmentation configuration: %w", err)
+	}
+	if c.Epoch == 0 {
+		c.Epoch = defaultEpoch
+	}
+	if c.LR == 0 {
+		c.LR = defaultLR
+	}
+	if c.Decay == 0 {
+		c.Decay = defaultDecay
+	}
+	if c.FgProb == 0 {
+		c.FgProb = defaultFgProb
+	}
+	if c.Report == 0 {
+		c.Report = defaultReport
+	}
+	switch {
+	case c.Lane != plan.Lane2D && c.Lane != plan.Lane3D:
+		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q", c.Lane, plan.Lane2D, plan.Lane3D)
+	case c.Lane == plan.Lane2D && c.Patch[0] != 1:
+		return c, fmt.Errorf("segmentation configuration: a 2d patch has D = 1, not %d", c.Patch[0])
+	case slices.ContainsFunc(c.Patch[:], func(v int) bool { return v < 1 }):
+		return c, fmt.Errorf("segmentation configuration: patch %v has a non-positive size", c.Patch)
+	case c.Batch < 1 || c.Steps < 1 || c.Epoch < 1 || c.Report < 1:
+		return c, fmt.Errorf("segmentation configuration: batch, steps, steps_per_epoch and report_every must be positive")
+	case len(c.Widths) == 0:
+		return c, fmt.Errorf("segmentation configuration: no widths")
+	case len(c.Labels) < 2:
+		return c, fmt.Errorf("segmentation configuration: %d labels, at least background and one class", len(c.Labels))
+	case c.Modality == "ct" && (c.CT == nil || !(c.CT.Std > 0)):
+		return c, fmt.Errorf("segmentation configuration: modality ct needs ct statistics with a positive std")
+	case c.Modality != "ct" && c.Modality != "mr" && c.Modality != "rgb":
+		return c, fmt.Errorf("segmentation configuration: modality %q is not ct, mr or rgb", c.Modality)
+	case !(c.LR > 0) || c.Decay < 0 || c.FgProb < 0 || c.FgProb > 1:
+		return c, fmt.Errorf("segmentation configuration: learning_rate must be positive, weight_decay ≥ 0, foreground_prob in [0, 1]")
+	}
+	for _, s := range c.Spacing {
+		if s < 0 {
+			return c, fmt.Errorf("segmentation configuration: negative spacing %v", c.Spacing)
+		}
+	}
+	return c, nil
+}
+
+// net is the U-Net the configuration describes for channels input channels.
+func (c config) net(channels int) engine.UNetConfig {
+	return engine.UNetConfig{
+		In: channels, Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
+		Convs: 2, Norm: engine.Instance, Slope: 0.01,
+	}
+}
+
+// norm is the data package's normalisation for the configuration.
+func (c config) norm() data.Norm {
+	switch c.Modality {
+	case "ct":
+		return data.Norm{Modality: data.CT, CT: data.CTStats{Lo: c.CT.Low, Hi: c.CT.High, Mean: c.CT.Mean, Std: c.CT.Std}}
+	case "rgb":
+		return data.Norm{Modality: data.RGB}
+	}
+	return data.Norm{Modality: data.MR}
+}
+
+// spacingXYZ is the target spacing in the volume's (X, Y, Z) order; zero keeps the grid.
+func (c config) spacingXYZ() [3]float64 {
+	if c.Spacing[0] == 0 || c.Spacing[1] == 0 || c.Spacing[2] == 0 {
+		return [3]float64{}
+	}
+	return [3]float64{c.Spacing[2], c.Spacing[1], c.Spacing[0]}
+}
+
+// patchXYZ is the patch in the (X, Y, Z) order of the data and infer packages.
+func (c config) patchXYZ() [3]int { return [3]int{c.Patch[2], c.Patch[1], c.Patch[0]} }

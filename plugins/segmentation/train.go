@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/engine/data"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+	"amid/viewer/imageio"
+)
+
+// Training constants.
+const (
+	clipNorm    = 12      // gradient-norm clip (nnU-Net)
+	polyPower   = 0.9     // poly learning-rate exponent (nnU-Net)
+	cacheBudget = 1 << 30 // bytes of cases the loader keeps in memory
+	finalName   = "final.ckpt"
+)
+
+// sources are the data loader's sources for cases, checked to have one image and a label.
+func sources(cases []protocol.Case, c config, labels bool) ([]data.Source, error) {
+	if len(cases) == 0 {
+		return nil, errors.New("no training cases")
+	}
+	var out []data.Source
+	for _, k := range cases {
+		if len(k.Images) != 1 {
+			return nil, fmt.Errorf("case %s has %d image files; the segmentation plugin takes one file per case (channels inside it)", k.ID, len(k.Images))
+		}
+		if labels && k.Label == "" {
+			return nil, fmt.Errorf("case %s has no label file", k.ID)
+		}
+		out = append(out, &data.FileSource{Image: k.Images[0], Label: k.Label, Spacing: c.spacingXYZ(), Norm: c.norm(), Classes: c.Labels})
+	}
+	return out, nil
+}
+
+// channels is the number of channels of the image file at path.
+func channels(path string) (int, error) {
+	v, err := imageio.Read(path)
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", path, err)
+	}
+	return v.Dims[3], nil
+}
+
+// saved is the training configuration a checkpoint records: the configuration and the
+// number of image channels, enough to rebuild the network for prediction.
+type saved struct {
+	Config   config `json:"config"`
+	Channels int    `json:"channels"`
+}
+
+// event is what the training goroutine hands the Train call.
+type event struct {
+	p   *protocol.Progress
+	res *protocol.TrainResult
+	err error
+}
+
+func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	c, err := parseConfig(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	if c.Seed == 0 {
+		c.Seed = req.Seed
+	}
+	src, err := sources(req.Train, c, true)
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	ch, err := channels(req.Train[0].Images[0])
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	// The training runs on its own goroutine so that a cancel returns at once, whatever
+	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan event)
+	go func() {
+		res, err := run(ctx, req, c, src, ch, events)
+		select {
+		case events <- event{res: res, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e := <-events:
+			if e.p == nil {
+				if e.err != nil && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return e.res, e.err
+			}
+			if err := report(e.p); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// run trains c and sends progress on events; it returns the final result.
+func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, events chan<- event) (*protocol.TrainResult, error) {
+	be := engine.NewCPU(runtime.GOMAXPROCS(0))
+	arch := c.net(ch)
+	u, err := engine.BuildUNet(be, arch, c.Batch, c.Patch, uint64(c.Seed))
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
+	start, epoch := 0, 0
+	if req.ResumeFrom != "" {
+		m, err := ckpt.Load(req.ResumeFrom, arch, u, opt)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation train: resume: %w", err)
+		}
+		start, epoch = m.Step, m.Epoch
+	}
+	rec := saved{Config: c, Channels: ch}
+	save := func(name string, step int) (string, error) {
+		p := filepath.Join(req.WorkDir, name)
+		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: u, Opt: opt})
+		return p, err
+	}
+	aug := &data.Augment{Flip: [3]bool{true, true, c.Patch[0] > 1}}
+	ld, err := data.NewLoader(data.Config{
+		Sampler: data.Sampler{Patch: c.patchXYZ(), FgProb: c.FgProb}, Augment: aug,
+		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed) + uint64(start)*0x9e3779b97f4a7c15,
+		Workers: 1, Budget: cacheBudget, Labels: true,
+	}, src)
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	defer ld.Close()
+	send := func(p *protocol.Progress) error {
+		select {
+		case events <- event{p: p}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	began := time.Now()
+	var sum float64
+	var n int
+	for step := start + 1; step <= c.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := ld.Next()
+		if err != nil {
+			return nil, fmt.Errorf("segmentation train: %w", err)
+		}
+		copy(u.Input.Data, b.Image)
+		err = u.Loss.SetLabels(b.Label)
+		ld.Release(b)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation train: %w", err)
+		}
+		opt.LR = engine.PolyLR(c.LR, step-1, c.Steps, polyPower)
+		u.Forward()
+		u.Backward()
+		engine.ClipGradNorm(u.Params(), clipNorm)
+		opt.Step()
+		sum += u.Loss.Value()
+		n++
+		var ck string
+		if step%c.Epoch == 0 {
+			epoch++
+			if step < c.Steps {
+				if ck, err = save(fmt.Sprintf("epoch-%04d.ckpt", epoch), step); err != nil {
+					return nil, fmt.Errorf("segmentation train: %w", err)
+				}
+			}
+		}
+		if step%c.Report == 0 || ck != "" || step == c.Steps {
+			el := time.Since(began)
+			done := step - start
+			p := &protocol.Progress{
+				Step: int64(step), TotalSteps: int64(c.Steps), Epoch: int64(epoch),
+				Losses:           map[string]float64{"dice_ce": sum / float64(n)},
+				SamplesPerSecond: float64(done*c.Batch) / max(el.Seconds(), 1e-9),
+				ETA:              time.Duration(float64(el) / float64(done) * float64(c.Steps-step)),
+				Checkpoint:       ck,
+			}
+			sum, n = 0, 0
+			if err := send(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	final, err := save(finalName, max(start, c.Steps))
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	var val map[string]float64
+	if len(req.Validation) > 0 {
+		if val, err = validate(ctx, final, req.Validation); err != nil {
+			return nil, fmt.Errorf("segmentation train: validation: %w", err)
+		}
+	}
+	return sdk.Result(final, int64(max(start, c.Steps)), val)
+}
