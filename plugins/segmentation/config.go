@@ -11,7 +11,7 @@ import (
 	"amid/plugins/segmentation/plan"
 )
 
-// config is one training configuration; schema describes it. Axes of Patch, Kernels,
+// config is one training configuration; configSchema describes it. Axes of Patch, Kernels,
 // Pools and Spacing are (D, H, W) = (Z, Y, X), as in package plan.
 type config struct {
 	Lane    string     `json:"lane"`
@@ -43,7 +43,7 @@ type ctStats struct {
 	Std  float64 `json:"std"`
 }
 
-const schema = `{
+const configSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "title": "AMID segmentation plugin configuration",
   "type": "object",

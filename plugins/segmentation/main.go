@@ -2,7 +2,7 @@
 // U-Nets in 2D and 3D trained on the CPU with AMID's own engine (amid/plugins/engine).
 //
 //   - Describe: segmentation in 2D and 3D, Dice metrics, the configuration schema
-//     (schema in config.go), hardware "cpu".
+//     (configSchema in config.go), hardware "cpu".
 //   - Plan: the request's fingerprint is the JSON that plan.ParseFingerprint reads
 //     (amid/plugins/segmentation/plan.Fingerprint: cases with dims and spacing in (D, H, W)
 //     order, modality, channels, classes, foreground intensity statistics, class
@@ -58,7 +58,7 @@ func (seg) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		ProtocolVersion: protocol.Version,
 		Tasks:           []protocol.TaskKind{{Kind: "segmentation", Dims: []int{2, 3}}},
 		Metrics:         []string{"dice", "mean_dice", "soft_dice"},
-		ConfigSchema:    []byte(schema),
+		ConfigSchema:    []byte(configSchema),
 		Hardware:        []string{"cpu"},
 	}, nil
 }

@@ -22,6 +22,7 @@ const (
 	polyPower   = 0.9     // poly learning-rate exponent (nnU-Net)
 	cacheBudget = 1 << 30 // bytes of cases the loader keeps in memory
 	finalName   = "final.ckpt"
+	cancelWait  = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
 )
 
 // sources are the data loader's sources for cases, checked to have one image and a label.
@@ -86,7 +87,9 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := make(chan event)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		res, err := run(ctx, req, c, src, ch, events)
 		select {
 		case events <- event{res: res, err: err}:
@@ -96,6 +99,12 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	for {
 		select {
 		case <-ctx.Done():
+			// Give the step in flight a moment to end, so that no checkpoint is being
+			// written when Train returns; the protocol allows 2 s.
+			select {
+			case <-finished:
+			case <-time.After(cancelWait):
+			}
 			return nil, ctx.Err()
 		case e := <-events:
 			if e.p == nil {

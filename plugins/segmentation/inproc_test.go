@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/protocol"
+	"amid/plugins/protocol/schema"
+	"amid/plugins/segmentation/plan"
+	"amid/viewer/imageio"
+)
+
+// TestPlanLanes plans the plan package's ISLES-like and CT-like fingerprints: both get a
+// 2d and a 3d_fullres candidate (2.5d is not trained), each valid against the schema and
+// accepted by parseConfig; a 2-D task gets the 2d lane only.
+func TestPlanLanes(t *testing.T) {
+	d, _ := seg{}.Describe(context.Background(), nil)
+	s, err := schema.Describe(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"isles_like.json", "ct_like.json"} {
+		fp, err := os.ReadFile(filepath.Join("plan", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dims := range []int{3, 2} {
+			r, err := seg{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: fp, Task: protocol.Task{Kind: "segmentation", Dims: dims}})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := r.Validate(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var lanes []string
+			for _, c := range r.Candidates {
+				lanes = append(lanes, c.Name)
+				if _, err := parseConfig(c.Config); err != nil {
+					t.Errorf("%s %s: %v", name, c.Name, err)
+				}
+			}
+			want := "2d 3d_fullres"
+			if dims == 2 {
+				want = "2d"
+			}
+			if got := strings.Join(lanes, " "); got != want {
+				t.Errorf("%s, %d-D task: lanes %q, want %q", name, dims, got, want)
+			}
+		}
+	}
+	if _, err := (seg{}).Plan(context.Background(), &protocol.PlanRequest{Fingerprint: []byte(`{"cases":3}`), Task: protocol.Task{Kind: "segmentation"}}); !errors.Is(err, plan.ErrFingerprint) {
+		t.Errorf("a malformed fingerprint: %v, want ErrFingerprint", err)
+	}
+	if _, err := (seg{}).Plan(context.Background(), &protocol.PlanRequest{Task: protocol.Task{Kind: "detection"}}); err == nil {
+		t.Error("a detection task was planned")
+	}
+}
+
+// TestResume trains 4 steps, resumes to 8 from the 4-step checkpoint, and predicts with
+// the result: the prediction lies on the input's grid in the input's format.
+func TestResume(t *testing.T) {
+	cases := discCases(t, 3, 4)
+	work := t.TempDir()
+	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(4, 2, 2), Train: cases, WorkDir: work, Seed: 5}
+	var cks []string
+	res, err := seg{}.Train(context.Background(), req, func(p *protocol.Progress) error {
+		if p.Checkpoint != "" {
+			cks = append(cks, p.Checkpoint)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// steps_per_epoch 2 over 4 steps: one epoch checkpoint (step 2), then the final one.
+	if len(cks) != 1 || filepath.Base(cks[0]) != "epoch-0001.ckpt" || res.Steps != 4 {
+		t.Fatalf("checkpoints %v, result %+v", cks, res)
+	}
+	req2 := *req
+	req2.Config, req2.ResumeFrom, req2.WorkDir = tiny(8, 2, 1), res.Checkpoint, t.TempDir()
+	var first int64
+	res2, err := seg{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
+		if first == 0 {
+			first = p.Step
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != 5 || res2.Steps != 8 {
+		t.Errorf("resumed at step %d, ended at %d; want 5 and 8", first, res2.Steps)
+	}
+	m, err := ckpt.ReadManifest(res2.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("final checkpoint at step %d epoch %d, want 8 and 4", m.Step, m.Epoch)
+	}
+	out := t.TempDir()
+	pr, err := seg{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases[:1], OutputDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Predictions) != 1 || pr.Predictions[0].Files[0] != filepath.Join(out, "case000.nii.gz") {
+		t.Fatalf("predictions %+v", pr.Predictions)
+	}
+	got, err := imageio.Read(pr.Predictions[0].Files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := imageio.Read(cases[0].Images[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dims != [4]int{side, side, 1, 1} || got.Spacing != img.Spacing || got.Origin != img.Origin {
+		t.Errorf("prediction grid %v %v %v, image %v %v %v", got.Dims, got.Spacing, got.Origin, img.Dims, img.Spacing, img.Origin)
+	}
+	// A checkpoint of another architecture is refused on resume.
+	req3 := *req
+	req3.Config = []byte(strings.Replace(string(tiny(8, 2, 1)), "[8,16,32]", "[8,16]", 1))
+	req3.ResumeFrom, req3.WorkDir = res.Checkpoint, t.TempDir()
+	if _, err := (seg{}).Train(context.Background(), &req3, func(*protocol.Progress) error { return nil }); err == nil {
+		t.Error("resumed a checkpoint into a different network")
+	}
+}
+
+// TestCancel cancels a long run after its second checkpoint: Train returns within the
+// protocol's 2 s and the checkpoint stays.
+func TestCancel(t *testing.T) {
+	cases := discCases(t, 2, 6)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last string
+	var at time.Time
+	_, err := seg{}.Train(ctx, &protocol.TrainRequest{Config: tiny(100000, 1, 1), Train: cases, WorkDir: t.TempDir(), Seed: 1},
+		func(p *protocol.Progress) error {
+			if p.Checkpoint != "" {
+				last = p.Checkpoint
+			}
+			if p.Step == 2 {
+				at = time.Now()
+				cancel()
+			}
+			return nil
+		})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Train after cancel: %v", err)
+	}
+	if waited := time.Since(at); waited > 2*time.Second {
+		t.Errorf("Train took %v to stop", waited)
+	}
+	if _, err := os.Stat(last); err != nil {
+		t.Errorf("last checkpoint: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ cfg, want string }{
+		{`{"lane":"2.5d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "lane"},
+		{`{"lane":"2d","patch":[2,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "D = 1"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"ct","labels":[0,1],"steps":1}`, "ct statistics"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0],"steps":1}`, "labels"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":0,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "positive"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"x":1}`, "unknown field"},
+		{`[]`, "cannot unmarshal"},
+	} {
+		if _, err := parseConfig([]byte(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := outPath(t.TempDir(), "../x", "a.png"); err == nil {
+		t.Error("a case id with a path was accepted")
+	}
+	for img, want := range map[string]string{"a.PNG": "c.png", "a.nii.gz": "c.nii.gz", "a.dcm": "c.nii.gz", "a.mha": "c.mha"} {
+		if p, _ := outPath("d", "c", img); p != filepath.Join("d", want) {
+			t.Errorf("outPath for %s = %s, want %s", img, p, want)
+		}
+	}
+}
+
+// FuzzParseConfig checks that no configuration makes parseConfig panic, and that an
+// accepted one has the invariants training relies on.
+func FuzzParseConfig(f *testing.F) {
+	f.Add(tiny(6, 3, 2))
+	f.Add([]byte(`{"lane":"3d_fullres","patch":[8,8,8],"batch":2,"widths":[4,8],"modality":"ct","ct":{"low":-100,"high":200,"mean":40,"std":50},"labels":[0,3],"steps":5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := parseConfig(b)
+		if err != nil {
+			return
+		}
+		if c.Batch < 1 || c.Steps < 1 || c.Epoch < 1 || c.Report < 1 || len(c.Labels) < 2 || len(c.Widths) == 0 || c.Patch[0] < 1 {
+			t.Fatalf("accepted %+v", c)
+		}
+	})
+}
