@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"amid/plugins/protocol"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// TestLanesAndFormats trains a few steps of the 3d_fullres lane on anisotropic NIfTI
+// volumes resampled to a target spacing, and of the 2d lane on 8-bit PNG images, and
+// checks that each prediction comes back on the input's grid in the input's format.
+func TestLanesAndFormats(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(9, 9))
+	// A 24×24×6 volume at 1×1×2 mm with a bright box; the label map marks the box.
+	write := func(name string, dt volume.DType, dims [4]int, sp [3]float64, val func(x, y, z int, in bool) float64) string {
+		v, err := volume.New(dt, dims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Spacing = sp
+		for z := range dims[2] {
+			for y := range dims[1] {
+				for x := range dims[0] {
+					in := x >= 6 && x < 16 && y >= 8 && y < 18 && z >= 1 && z < dims[2]-1
+					v.SetIndex(v.Index(x, y, z, 0), val(x, y, z, in))
+				}
+			}
+		}
+		p := filepath.Join(dir, name)
+		if err := imageio.Write(p, v); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	img := func(_, _, _ int, in bool) float64 {
+		if in {
+			return 100 + 10*r.NormFloat64()
+		}
+		return 50 + 10*r.NormFloat64()
+	}
+	lab := func(_, _, _ int, in bool) float64 {
+		if in {
+			return 2 // the task's label value; class 1 of the network
+		}
+		return 0
+	}
+	dims3, sp3 := [4]int{24, 24, 6, 1}, [3]float64{1, 1, 2}
+	dims2, sp2 := [4]int{24, 24, 1, 1}, [3]float64{1, 1, 1}
+	for _, tc := range []struct {
+		name, ext string
+		dt        volume.DType
+		dims      [4]int
+		sp        [3]float64
+		cfg       string
+	}{
+		// Target spacing 2×2×2 mm (D, H, W): the volume is trained and predicted at 12×12×6.
+		{"3d", ".nii.gz", volume.Int16, dims3, sp3, `{"lane":"3d_fullres","patch":[4,8,8],"batch":2,"widths":[4,8],"spacing":[2,2,2],"modality":"mr","labels":[0,2],"steps":3,"steps_per_epoch":2,"mirror":true}`},
+		{"2d", ".png", volume.Uint8, dims2, sp2, `{"lane":"2d","patch":[1,16,16],"batch":2,"widths":[4,8],"modality":"rgb","labels":[0,2],"steps":3}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := protocol.Case{ID: "c" + tc.name, Images: []string{write(tc.name+"img"+tc.ext, tc.dt, tc.dims, tc.sp, img)}, Label: write(tc.name+"lab"+tc.ext, volume.Uint8, tc.dims, tc.sp, lab)}
+			res, err := seg{}.Train(context.Background(), &protocol.TrainRequest{Config: []byte(tc.cfg), Train: []protocol.Case{c}, Validation: []protocol.Case{c}, WorkDir: t.TempDir(), Seed: 2},
+				func(*protocol.Progress) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := res.Validation["dice"]; !ok || d < 0 || d > 1 {
+				t.Errorf("validation %v", res.Validation)
+			}
+			out := t.TempDir()
+			pr, err := seg{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: []protocol.Case{c}, OutputDir: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(out, c.ID+tc.ext)
+			if f := pr.Predictions[0].Files[0]; f != want {
+				t.Fatalf("prediction file %s, want %s", f, want)
+			}
+			got, err := imageio.Read(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Dims != tc.dims || got.Spacing != tc.sp {
+				t.Errorf("prediction grid %v %v, want %v %v", got.Dims, got.Spacing, tc.dims, tc.sp)
+			}
+			for i := range got.NumVoxels() {
+				if v := got.AtIndex(i); v != 0 && v != 2 {
+					t.Fatalf("prediction value %v, want 0 or 2", v)
+				}
+			}
+		})
+	}
+}
