@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -95,5 +96,45 @@ func TestLanesAndFormats(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChannelFiles stacks two single-channel files of a case as channels, trains two
+// steps on them, and refuses a channel file on another grid.
+func TestChannelFiles(t *testing.T) {
+	cases := discCases(t, 2, 8)
+	two := cases[0]
+	two.Images = []string{cases[0].Images[0], cases[1].Images[0]}
+	v, err := readImage(two.Images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := imageio.Read(cases[0].Images[0])
+	b, _ := imageio.Read(cases[1].Images[0])
+	if v.Dims != [4]int{side, side, 1, 2} || v.AtIndex(10) != a.AtIndex(5) || v.AtIndex(11) != b.AtIndex(5) {
+		t.Fatalf("stacked %v: voxel 5 = %v, %v; want %v, %v", v.Dims, v.AtIndex(10), v.AtIndex(11), a.AtIndex(5), b.AtIndex(5))
+	}
+	res, err := seg{}.Train(context.Background(), &protocol.TrainRequest{Config: tiny(2, 2, 1), Train: []protocol.Case{two}, WorkDir: t.TempDir(), Seed: 1},
+		func(*protocol.Progress) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (seg{}).Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: []protocol.Case{two}, OutputDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	// One channel only: the network wants two.
+	if _, err := (seg{}).Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: cases[:1], OutputDir: t.TempDir()}); err == nil {
+		t.Error("a one-channel case was predicted with a two-channel network")
+	}
+	small, err := volume.New(volume.Float32, [4]int{8, 8, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "small.nii.gz")
+	if err := imageio.Write(p, small); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readImage([]string{cases[0].Images[0], p}); !errors.Is(err, volume.ErrGeometry) {
+		t.Errorf("channel files on two grids: %v, want ErrGeometry", err)
 	}
 }

@@ -8,9 +8,9 @@
 //     order, modality, channels, classes, foreground intensity statistics, class
 //     frequencies); plan.Plan within a 4 GiB step budget gives one candidate per lane it
 //     offers that this plugin trains ("2d", "3d_fullres"; "2.5d" is left out).
-//   - Train: reads each case's image and label (one image file per case; the file may hold
-//     several channels), samples patches with the data package's Loader, trains with AdamW
-//     and a poly learning rate, reports progress every report_every steps, writes a
+//   - Train: reads each case's image (one file, which may hold several channels, or one
+//     single-channel file per channel on a common grid) and label, samples patches with
+//     the data package's Loader, trains with AdamW and a poly learning rate, reports progress every report_every steps, writes a
 //     checkpoint (amid/plugins/engine/ckpt) at the end of every epoch and at the end, and
 //     scores the validation cases with Dice. Cancelling stops within the step in flight.
 //   - Predict: sliding-window inference (amid/plugins/engine/infer) on each case; the label

@@ -58,13 +58,13 @@ func load(path string) (infer.Model, error) {
 	}, nil
 }
 
-// segment predicts the label map of the image file at path.
-func segment(m infer.Model, path string) (img, lab *volume.Volume, err error) {
-	if img, err = imageio.Read(path); err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", path, err)
+// segment predicts the label map of a case's image files.
+func segment(m infer.Model, paths []string) (img, lab *volume.Volume, err error) {
+	if img, err = readImage(paths); err != nil {
+		return nil, nil, err
 	}
 	if lab, _, err = infer.Segment(img, m); err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", path, err)
+		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}
 	return img, lab, nil
 }
@@ -98,14 +98,14 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if len(c.Images) != 1 {
-			return nil, fmt.Errorf("segmentation predict: case %s has %d image files, want one", c.ID, len(c.Images))
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("segmentation predict: case %s has no image file", c.ID)
 		}
 		p, err := outPath(req.OutputDir, c.ID, c.Images[0])
 		if err != nil {
 			return nil, fmt.Errorf("segmentation predict: %w", err)
 		}
-		_, lab, err := segment(m, c.Images[0])
+		_, lab, err := segment(m, c.Images)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
 		}
@@ -129,10 +129,10 @@ func validate(ctx context.Context, path string, cases []protocol.Case) (map[stri
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if len(c.Images) != 1 || c.Label == "" {
-			return nil, fmt.Errorf("validation case %s needs one image file and a label", c.ID)
+		if len(c.Images) == 0 || c.Label == "" {
+			return nil, fmt.Errorf("validation case %s needs an image and a label", c.ID)
 		}
-		_, pred, err := segment(m, c.Images[0])
+		_, pred, err := segment(m, c.Images)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}

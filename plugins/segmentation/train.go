@@ -13,7 +13,6 @@ import (
 	"amid/plugins/engine/data"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
-	"amid/viewer/imageio"
 )
 
 // Training constants.
@@ -25,29 +24,29 @@ const (
 	cancelWait  = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
 )
 
-// sources are the data loader's sources for cases, checked to have one image and a label.
+// sources are the data loader's sources for cases, checked to have images and a label.
 func sources(cases []protocol.Case, c config, labels bool) ([]data.Source, error) {
 	if len(cases) == 0 {
 		return nil, errors.New("no training cases")
 	}
 	var out []data.Source
 	for _, k := range cases {
-		if len(k.Images) != 1 {
-			return nil, fmt.Errorf("case %s has %d image files; the segmentation plugin takes one file per case (channels inside it)", k.ID, len(k.Images))
+		if len(k.Images) == 0 {
+			return nil, fmt.Errorf("case %s has no image file", k.ID)
 		}
 		if labels && k.Label == "" {
 			return nil, fmt.Errorf("case %s has no label file", k.ID)
 		}
-		out = append(out, &data.FileSource{Image: k.Images[0], Label: k.Label, Spacing: c.spacingXYZ(), Norm: c.norm(), Classes: c.Labels})
+		out = append(out, &caseSource{images: k.Images, label: k.Label, spacing: c.spacingXYZ(), norm: c.norm(), classes: c.Labels})
 	}
 	return out, nil
 }
 
-// channels is the number of channels of the image file at path.
-func channels(path string) (int, error) {
-	v, err := imageio.Read(path)
+// channels is the number of channels of a case's image.
+func channels(paths []string) (int, error) {
+	v, err := readImage(paths)
 	if err != nil {
-		return 0, fmt.Errorf("image %s: %w", path, err)
+		return 0, err
 	}
 	return v.Dims[3], nil
 }
@@ -78,7 +77,7 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
-	ch, err := channels(req.Train[0].Images[0])
+	ch, err := channels(req.Train[0].Images)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
