@@ -41,8 +41,11 @@ amid: deps
 desktop: deps
 	$(GO) build -o $(BIN)/amid-desktop .
 
+# plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
+# folder; each must still be trusted with `amid plugins trust NAME`).
 plugins: deps
 	@mkdir -p $(BIN)/plugins
+	$(GO) build -o $(BIN)/plugins/amid-plugin-segmentation ./plugins/segmentation
 
 # The main job on the bundled sample study.
 run: build
