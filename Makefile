@@ -51,6 +51,7 @@ plugins: deps
 run: build
 	$(BIN)/amid inspect assets/sample/head_ct.nii.gz
 	$(BIN)/amid inspect assets/sample/head_ct_labels.nii.gz
+	AMID_HOME=$(BIN)/home $(BIN)/amid plugins list
 
 realdata: deps
 	@.ci/realdata.sh
