@@ -32,6 +32,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"amid/host/catalog"
 	"amid/plugins/protocol"
@@ -278,9 +280,10 @@ func unary[T any](ctx context.Context, p *Process, op string, call func(context.
 	r, err := call(ctx)
 	if err != nil {
 		var zero T
-		if ctx.Err() == context.DeadlineExceeded {
-			// Decided here, not from the error: gRPC reports a deadline as a status whose
-			// wording varies, and the process may not have been reaped yet.
+		if ctx.Err() == context.DeadlineExceeded || status.Code(err) == codes.DeadlineExceeded {
+			// Decided here, not from the error's wording, which varies; and the plugin's
+			// side of the deadline (sent as grpc-timeout) can end the call a moment before
+			// this context's own timer fires, so the status code counts too.
 			why := fmt.Sprintf("did not answer %s within its deadline and was stopped", op)
 			p.kill(why)
 			return zero, fmt.Errorf("plugin %s %s: %w", p.Name, why, err)
