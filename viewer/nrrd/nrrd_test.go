@@ -3,7 +3,6 @@ package nrrd
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"math"
@@ -14,21 +13,15 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	ref "amid/viewer/internal/golden"
 	"amid/viewer/volume"
 )
 
 // golden is one file's expected values, written by testdata/golden.py from its own numpy
 // parser (the command is recorded in golden.json).
 type golden struct {
-	Dims      [4]int
-	DType     string
-	Spacing   [3]float64
-	Origin    [3]float64
-	Direction [9]float64
-	Sum       float64
-	Min, Max  float64
-	Voxels    [][5]float64 // x, y, z, c, value
-	Segments  []struct {
+	ref.Image
+	Segments []struct {
 		Index, Label, Layer int
 		ID, Name            string
 	}
@@ -42,14 +35,8 @@ type goldenFile struct {
 
 func loadGolden(t *testing.T) goldenFile {
 	t.Helper()
-	b, err := os.ReadFile("testdata/golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g goldenFile
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
+	ref.Load(t, "testdata/golden.json", &g)
 	if len(g.ITK) == 0 || len(g.Generated) == 0 {
 		t.Fatal("golden.json holds no files")
 	}
@@ -61,39 +48,11 @@ func loadGolden(t *testing.T) goldenFile {
 // the last place (2.2e-16 relative); 1e-12 leaves room for a few such roundings.
 const geomTol = 1e-12
 
-func near(a, b []float64) bool {
-	for i := range a {
-		if math.Abs(a[i]-b[i]) > geomTol*math.Max(1, math.Abs(b[i])) {
-			return false
-		}
-	}
-	return true
-}
-
-// check compares v with the golden values; the sum may differ in the last bits for float
-// data (numpy sums pairwise), hence the relative 1e-12.
+// check compares v with the golden values.
 func check(t *testing.T, name string, v *volume.Volume, g golden) {
 	t.Helper()
-	if v.Dims != g.Dims || v.DType().String() != g.DType {
-		t.Fatalf("%s: dims %v %v, want %v %s", name, v.Dims, v.DType(), g.Dims, g.DType)
-	}
-	if !near(v.Spacing[:], g.Spacing[:]) || !near(v.Origin[:], g.Origin[:]) || !near(v.Direction[:], g.Direction[:]) {
-		t.Errorf("%s: geometry %v %v %v, want %v %v %v", name, v.Spacing, v.Origin, v.Direction, g.Spacing, g.Origin, g.Direction)
-	}
-	sum, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
-	for i := 0; i < v.Len(); i++ {
-		x := v.AtIndex(i)
-		sum += x
-		lo, hi = math.Min(lo, x), math.Max(hi, x)
-	}
-	if math.Abs(sum-g.Sum) > 1e-12*math.Max(1, math.Abs(g.Sum)) || lo != g.Min || hi != g.Max {
-		t.Errorf("%s: sum %v min %v max %v, want %v %v %v", name, sum, lo, hi, g.Sum, g.Min, g.Max)
-	}
-	for _, p := range g.Voxels {
-		if got := v.At(int(p[0]), int(p[1]), int(p[2]), int(p[3])); got != p[4] {
-			t.Errorf("%s: voxel %v = %v, want %v", name, p[:4], got, p[4])
-		}
-	}
+	ref.CheckValues(t, name, v, g.Image)
+	ref.CheckGeometry(t, name, v, g.Image, geomTol)
 }
 
 func TestGoldenITK(t *testing.T) {
@@ -219,7 +178,7 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("%v %v raw=%v: values differ", typ, dims, raw)
 				}
 				// NRRD stores direction·spacing; see the package documentation.
-				if !near(got.Spacing[:], v.Spacing[:]) || got.Origin != v.Origin || !near(got.Direction[:], v.Direction[:]) {
+				if !volume.SameGrid(got, v, geomTol) {
 					t.Errorf("%v %v: geometry %v %v %v, want %v %v %v", typ, dims, got.Spacing, got.Origin, got.Direction, v.Spacing, v.Origin, v.Direction)
 				}
 				if im.KeyValues["note"] != "a\nb" {

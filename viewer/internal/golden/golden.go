@@ -1,0 +1,81 @@
+// Package golden holds the test helpers the format packages share for reference values
+// written by their testdata/golden.py scripts: an image's dims, type, geometry, sum, range
+// and sampled voxels, loaded from JSON and compared with a decoded volume.
+package golden
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+
+	"amid/viewer/volume"
+)
+
+// Image is one file's expected values.
+type Image struct {
+	Dims      [4]int
+	DType     string
+	Spacing   [3]float64
+	Origin    [3]float64
+	Direction [9]float64
+	Sum       float64
+	Min, Max  float64
+	Voxels    [][5]float64 // x, y, z, c, value
+}
+
+// Load decodes the JSON file at path into dst, failing the test on error.
+func Load(tb testing.TB, path string, dst any) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+}
+
+// sumTol is the relative tolerance of the sum: for float data numpy sums pairwise, which
+// can differ from a running sum in the last bits.
+const sumTol = 1e-12
+
+// CheckValues compares v's dims, element type, sum, min, max and sampled voxels with g.
+func CheckValues(tb testing.TB, name string, v *volume.Volume, g Image) {
+	tb.Helper()
+	if v.Dims != g.Dims || v.DType().String() != g.DType {
+		tb.Fatalf("%s: dims %v %v, want %v %s", name, v.Dims, v.DType(), g.Dims, g.DType)
+	}
+	sum, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+	for i := 0; i < v.Len(); i++ {
+		x := v.AtIndex(i)
+		sum += x
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	if math.Abs(sum-g.Sum) > sumTol*math.Max(1, math.Abs(g.Sum)) || lo != g.Min || hi != g.Max {
+		tb.Errorf("%s: sum %v min %v max %v, want %v %v %v", name, sum, lo, hi, g.Sum, g.Min, g.Max)
+	}
+	for _, p := range g.Voxels {
+		if got := v.At(int(p[0]), int(p[1]), int(p[2]), int(p[3])); got != p[4] {
+			tb.Errorf("%s: voxel %v = %v, want %v", name, p[:4], got, p[4])
+		}
+	}
+}
+
+// CheckGeometry compares v's spacing, origin and direction with g, each within tol
+// relative to max(1, |expected|); tol 0 asks for equality.
+func CheckGeometry(tb testing.TB, name string, v *volume.Volume, g Image, tol float64) {
+	tb.Helper()
+	if !near(v.Spacing[:], g.Spacing[:], tol) || !near(v.Origin[:], g.Origin[:], tol) || !near(v.Direction[:], g.Direction[:], tol) {
+		tb.Errorf("%s: geometry %v %v %v, want %v %v %v", name, v.Spacing, v.Origin, v.Direction, g.Spacing, g.Origin, g.Direction)
+	}
+}
+
+func near(a, b []float64, tol float64) bool {
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > tol*math.Max(1, math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}
