@@ -14,7 +14,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine screenshots generate clean
+        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-viewer screenshots generate clean
 
 all: build
 
@@ -94,6 +94,11 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-viewer: one 512×512 slice of a 512×512×300 CT with a 16-class overlay, and a full
+# scroll through it (median and 95th percentile per slice).
+bench-viewer: deps
+	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll' -benchtime 5x ./viewer/widget/
 
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots.
 screenshots: desktop

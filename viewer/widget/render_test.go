@@ -4,6 +4,7 @@ import (
 	"errors"
 	"image/color"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -374,6 +375,38 @@ func BenchmarkRenderSlice(b *testing.B) {
 	}
 	// CPU time per render, steadier than wall time on a loaded machine.
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkScroll renders every axial slice of the same 512×512×300 CT with its 16-class
+// overlay, as a full scroll through the volume, and reports the median and 95th percentile
+// time per slice. One op is one full scroll.
+func BenchmarkScroll(b *testing.B) {
+	v := newVol(b, volume.Int16, [4]int{512, 512, 300, 1})
+	lab := newVol(b, volume.Uint8, [4]int{512, 512, 300, 1})
+	d, l := v.Data.([]int16), lab.Data.([]uint8)
+	for i := range d {
+		d[i] = int16(i%2048 - 1024)
+		l[i] = uint8((i / 4096) % 16)
+	}
+	var r Renderer
+	p := &Params{Plane: Axial, Window: Window{400, 40}, Overlay: Overlay{Labels: lab, Colors: DefaultColors(), Opacity: 0.4}}
+	times := make([]time.Duration, 0, 300*b.N)
+	for b.Loop() {
+		for z := 0; z < 300; z++ {
+			p.Slice = z
+			t0 := time.Now()
+			if _, err := r.Render(v, p); err != nil {
+				b.Fatal(err)
+			}
+			times = append(times, time.Since(t0))
+		}
+	}
+	slices.Sort(times)
+	ms := func(q float64) float64 {
+		return float64(times[int(q*float64(len(times)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(0.5), "median-ms/slice")
+	b.ReportMetric(ms(0.95), "p95-ms/slice")
 }
 
 func TestDiv255(t *testing.T) {
