@@ -2,11 +2,9 @@ package metaimage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,34 +105,10 @@ func TestDecodeMatchesRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameVolume(a, d) {
+		if !ref.Same(a, d) {
 			t.Errorf("%s: Decode differs from Read", name)
 		}
 	}
-}
-
-func sameVolume(a, b *volume.Volume) bool {
-	if a.Dims != b.Dims || a.Spacing != b.Spacing || a.Origin != b.Origin || a.Direction != b.Direction || a.DType() != b.DType() {
-		return false
-	}
-	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
-}
-
-// random returns a volume of type t with an oblique geometry and random values (NaN and
-// infinities included for floats, to prove bit-exact storage).
-func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
-	r := rand.New(rand.NewPCG(seed, 1))
-	v, _ := volume.New(t, dims)
-	raw := make([]byte, v.Len()*t.Size())
-	for i := range raw {
-		raw[i] = byte(r.Uint32())
-	}
-	v.Data = volume.DecodeBytes(raw, t, le)
-	v.Spacing = [3]float64{0.7 + r.Float64(), 0.1 * (1 + r.Float64()), 3.3}
-	v.Origin = [3]float64{-123.456789, r.NormFloat64() * 100, 1e-7}
-	c, s := math.Cos(0.3), math.Sin(0.3)
-	v.Direction = [9]float64{c, -s, 0, s, c, 0, 0, 0, -1}
-	return v
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -145,7 +119,7 @@ func TestRoundTrip(t *testing.T) {
 		for j, dims := range shapes {
 			for _, ext := range []string{".mha", ".mhd"} {
 				for _, comp := range []bool{false, true} {
-					v := random(typ, dims, uint64(10*i+j))
+					v := ref.Random(typ, dims, uint64(10*i+j))
 					p := filepath.Join(dir, "rt"+ext)
 					if err := WriteWith(p, v, Options{Compress: comp}); err != nil {
 						t.Fatal(err)
@@ -154,7 +128,7 @@ func TestRoundTrip(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%v %v %s %v: %v", typ, dims, ext, comp, err)
 					}
-					if !sameVolume(v, got) {
+					if !ref.Same(v, got) {
 						t.Errorf("%v %v %s compress=%v: round trip differs", typ, dims, ext, comp)
 					}
 				}
@@ -162,7 +136,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	// A plain 2D image is written with NDims = 2.
-	v := random(volume.Uint8, [4]int{4, 3, 1, 1}, 99)
+	v := ref.Random(volume.Uint8, [4]int{4, 3, 1, 1}, 99)
 	v.Spacing[2], v.Origin[2], v.Direction = 1, 0, volume.Identity
 	p := filepath.Join(dir, "flat.mha")
 	if err := Write(p, v); err != nil {
@@ -233,7 +207,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("missing data file: %v", err)
 	}
 	// Writers refuse what MetaImage cannot name.
-	if err := Write(filepath.Join(t.TempDir(), "x.nii"), random(volume.Uint8, [4]int{2, 2, 2, 1}, 1)); err == nil {
+	if err := Write(filepath.Join(t.TempDir(), "x.nii"), ref.Random(volume.Uint8, [4]int{2, 2, 2, 1}, 1)); err == nil {
 		t.Error("Write accepted a .nii path")
 	}
 }
@@ -291,5 +265,3 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
-
-var le = binary.LittleEndian

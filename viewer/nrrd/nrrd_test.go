@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,34 +125,10 @@ func TestDecodeMatchesRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameVolume(a, d) {
+		if !ref.Same(a, d) {
 			t.Errorf("%s: Decode differs from Read", name)
 		}
 	}
-}
-
-func sameVolume(a, b *volume.Volume) bool {
-	if a.Dims != b.Dims || a.Spacing != b.Spacing || a.Origin != b.Origin || a.Direction != b.Direction || a.DType() != b.DType() {
-		return false
-	}
-	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
-}
-
-// random returns a volume of type t with an oblique geometry and random values (NaN and
-// infinities included for floats, to prove bit-exact storage).
-func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
-	r := rand.New(rand.NewPCG(seed, 1))
-	v, _ := volume.New(t, dims)
-	raw := make([]byte, v.Len()*t.Size())
-	for i := range raw {
-		raw[i] = byte(r.Uint32())
-	}
-	v.Data = volume.DecodeBytes(raw, t, le)
-	v.Spacing = [3]float64{0.7 + r.Float64(), 0.1 * (1 + r.Float64()), 3.3}
-	v.Origin = [3]float64{-123.456789, r.NormFloat64() * 100, 1e-7}
-	c, s := math.Cos(0.3), math.Sin(0.3)
-	v.Direction = [9]float64{c, -s, 0, s, c, 0, 0, 0, -1}
-	return v
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -164,7 +138,7 @@ func TestRoundTrip(t *testing.T) {
 	for i, typ := range types {
 		for j, dims := range shapes {
 			for _, raw := range []bool{false, true} {
-				v := random(typ, dims, uint64(10*i+j))
+				v := ref.Random(typ, dims, uint64(10*i+j))
 				p := filepath.Join(dir, "rt.nrrd")
 				if err := WriteWith(p, v, Options{Raw: raw, KeyValues: map[string]string{"note": "a\nb"}}); err != nil {
 					t.Fatal(err)
@@ -188,14 +162,14 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	// Axis-aligned geometry round-trips bit for bit.
-	v := random(volume.Int16, [4]int{4, 3, 2, 1}, 7)
+	v := ref.Random(volume.Int16, [4]int{4, 3, 2, 1}, 7)
 	v.Direction = [9]float64{-1, 0, 0, 0, 0, 1, 0, -1, 0}
 	p := filepath.Join(dir, "aligned.nrrd")
 	if err := Write(p, v); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Read(p)
-	if err != nil || !sameVolume(v, got) {
+	if err != nil || !ref.Same(v, got) {
 		t.Fatalf("axis-aligned round trip: %v %v", err, got)
 	}
 }
@@ -260,7 +234,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := Read(p); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "orphan.raw") {
 		t.Errorf("missing data file: %v", err)
 	}
-	if err := Write(filepath.Join(t.TempDir(), "x.mha"), random(volume.Uint8, [4]int{2, 2, 2, 1}, 1)); err == nil {
+	if err := Write(filepath.Join(t.TempDir(), "x.mha"), ref.Random(volume.Uint8, [4]int{2, 2, 2, 1}, 1)); err == nil {
 		t.Error("Write accepted a .mha path")
 	}
 }
@@ -338,7 +312,7 @@ func TestWriteSegmentation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameVolume(in.Volume, out.Volume) {
+	if !ref.Same(in.Volume, out.Volume) {
 		t.Error("labels differ after the round trip")
 	}
 	if len(out.Segments) != len(in.Segments) {
@@ -357,7 +331,7 @@ func TestWriteSegmentation(t *testing.T) {
 	if err := WriteSegmentation(p, in.Volume, []Segment{bad}); err == nil {
 		t.Error("a segment in a missing layer was written")
 	}
-	if err := WriteSegmentation(p, random(volume.Float32, [4]int{2, 2, 2, 1}, 1), nil); !errors.Is(err, volume.ErrDType) {
+	if err := WriteSegmentation(p, ref.Random(volume.Float32, [4]int{2, 2, 2, 1}, 1), nil); !errors.Is(err, volume.ErrDType) {
 		t.Errorf("float labels: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,31 +77,13 @@ func TestGoldenGenerated(t *testing.T) {
 
 var le = binary.LittleEndian
 
-func sameVolume(a, b *volume.Volume) bool {
-	if a.Dims != b.Dims || a.DType() != b.DType() {
-		return false
-	}
-	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
-}
-
-func random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
-	r := rand.New(rand.NewPCG(seed, 1))
-	v, _ := volume.New(t, dims)
-	raw := make([]byte, v.Len()*t.Size())
-	for i := range raw {
-		raw[i] = byte(r.Uint32())
-	}
-	v.Data = volume.DecodeBytes(raw, t, le)
-	return v
-}
-
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	all := []volume.DType{volume.Uint8, volume.Int8, volume.Uint16, volume.Int16, volume.Uint32, volume.Int32, volume.Float32, volume.Float64}
 	for i, typ := range all {
 		for c := 1; c <= 4; c++ {
 			for _, ext := range []string{".png", ".tif"} {
-				v := random(typ, [4]int{13, 7, 1, c}, uint64(10*i+c))
+				v := ref.RandomValues(typ, [4]int{13, 7, 1, c}, uint64(10*i+c))
 				v.Spacing = [3]float64{0.7, 1.25, 1}
 				p := filepath.Join(dir, "rt"+ext)
 				err := Write(p, v)
@@ -120,7 +101,7 @@ func TestRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %v C=%d: %v", ext, typ, c, err)
 				}
-				if !sameVolume(v, got) {
+				if !ref.SameValues(v, got) {
 					t.Errorf("%s %v C=%d: values differ", ext, typ, c)
 				}
 				// PNG keeps the spacing as decimal text (exact); TIFF as pixels per cm with
@@ -155,7 +136,7 @@ func patchTag(b []byte, tag uint16, val uint32) []byte {
 
 func TestBadInput(t *testing.T) {
 	var tif bytes.Buffer
-	if err := encodeTIFF(&tif, random(volume.Uint16, [4]int{8, 6, 1, 1}, 3)); err != nil {
+	if err := encodeTIFF(&tif, ref.RandomValues(volume.Uint16, [4]int{8, 6, 1, 1}, 3)); err != nil {
 		t.Fatal(err)
 	}
 	pngb, err := os.ReadFile("testdata/gen_u16.png")
@@ -199,10 +180,10 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := Write(filepath.Join(dir, "x.bmp"), random(volume.Uint8, [4]int{2, 2, 1, 1}, 1)); err == nil {
+	if err := Write(filepath.Join(dir, "x.bmp"), ref.RandomValues(volume.Uint8, [4]int{2, 2, 1, 1}, 1)); err == nil {
 		t.Error("Write accepted .bmp")
 	}
-	if err := Write(filepath.Join(dir, "x.png"), random(volume.Uint8, [4]int{2, 2, 3, 1}, 1)); !errors.Is(err, volume.ErrGeometry) {
+	if err := Write(filepath.Join(dir, "x.png"), ref.RandomValues(volume.Uint8, [4]int{2, 2, 3, 1}, 1)); !errors.Is(err, volume.ErrGeometry) {
 		t.Errorf("Write of 3 slices: %v", err)
 	}
 }

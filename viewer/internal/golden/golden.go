@@ -1,11 +1,15 @@
-// Package golden holds the test helpers the format packages share for reference values
-// written by their testdata/golden.py scripts: an image's dims, type, geometry, sum, range
-// and sampled voxels, loaded from JSON and compared with a decoded volume.
+// Package golden holds the test helpers the format packages share: reference values
+// written by their testdata/golden.py scripts (an image's dims, type, geometry, sum, range
+// and sampled voxels, loaded from JSON and compared with a decoded volume), and random
+// volumes with bit-exact comparison for round-trip tests.
 package golden
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -78,4 +82,45 @@ func near(a, b []float64, tol float64) bool {
 		}
 	}
 	return true
+}
+
+// RandomValues returns a volume of type t whose bytes are random (NaN and infinities
+// included for floats, to prove bit-exact storage), with unit spacing, zero origin and the
+// identity direction.
+func RandomValues(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
+	r := rand.New(rand.NewPCG(seed, 1))
+	v, _ := volume.New(t, dims)
+	raw := make([]byte, v.Len()*t.Size())
+	for i := range raw {
+		raw[i] = byte(r.Uint32())
+	}
+	v.Data = volume.DecodeBytes(raw, t, binary.LittleEndian)
+	return v
+}
+
+// Random is RandomValues with an oblique, anisotropic geometry (a 0.3 rad rotation about
+// z and a flipped z axis) that tests a writer's geometry.
+func Random(t volume.DType, dims [4]int, seed uint64) *volume.Volume {
+	v := RandomValues(t, dims, seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	v.Spacing = [3]float64{0.7 + r.Float64(), 0.1 * (1 + r.Float64()), 3.3}
+	v.Origin = [3]float64{-123.456789, r.NormFloat64() * 100, 1e-7}
+	c, s := math.Cos(0.3), math.Sin(0.3)
+	v.Direction = [9]float64{c, -s, 0, s, c, 0, 0, 0, -1}
+	return v
+}
+
+// SameValues reports whether a and b have the same dims, element type and bit-identical
+// data.
+func SameValues(a, b *volume.Volume) bool {
+	if a.Dims != b.Dims || a.DType() != b.DType() {
+		return false
+	}
+	le := binary.LittleEndian
+	return bytes.Equal(volume.EncodeBytes(a.Data, le), volume.EncodeBytes(b.Data, le))
+}
+
+// Same is SameValues plus exactly equal spacing, origin and direction.
+func Same(a, b *volume.Volume) bool {
+	return SameValues(a, b) && a.Spacing == b.Spacing && a.Origin == b.Origin && a.Direction == b.Direction
 }
