@@ -1,0 +1,412 @@
+// Package task reads task definitions: a small YAML file that names what to predict (kind,
+// dimension, channels, labels), where the data lies (train and test cases as file
+// patterns), the metric, the submission contract and the budget.
+//
+// A definition looks like this (ISLES'22):
+//
+//	id: isles22
+//	title: Ischemic stroke lesion segmentation (ISLES'22)
+//	kind: segmentation
+//	dims: 3
+//	modality: MR
+//	challenge: isles22            # the ReX-MLE grader that scores it, if any
+//	channels: [dwi, adc, flair]
+//	labels: [{value: 0, name: background}, {value: 1, name: lesion}]
+//	data:
+//	  train:
+//	    images: ["train/{id}_dwi.nii.gz", "train/{id}_adc.nii.gz", "train/{id}_flair.nii.gz"]
+//	    label: {path: "train/{id}_msk.nii.gz"}
+//	  test:
+//	    images: ["test/{id}_dwi.nii.gz", "test/{id}_adc.nii.gz", "test/{id}_flair.nii.gz"]
+//	  patient: "^(sub-strokecase[0-9]+)"
+//	metric: {name: dice, direction: max}
+//	submission:
+//	  columns: [case_id, predicted_mask_path]
+//	  id_column: case_id
+//	  file_column: predicted_mask_path
+//	  path: "predictions/{id}_pred.nii.gz"
+//	budget: 20m
+//
+// Case ids come from the first image pattern: every file that matches it with one path
+// segment in place of {id} is a case. Every error names the file and the field.
+//
+// The plugin-facing part of a task is [Task.Spec] (amid/plugins/taskspec).
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"amid/plugins/taskspec"
+)
+
+// MaxFileBytes bounds a task file.
+const MaxFileBytes = 1 << 20
+
+// ErrInvalid marks a task definition that breaks the schema.
+var ErrInvalid = errors.New("invalid task definition")
+
+// Task is one task definition.
+type Task struct {
+	ID          string `yaml:"id"`
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
+	Kind        string `yaml:"kind"`
+	Dims        int    `yaml:"dims"`
+	Modality    string `yaml:"modality"`
+	// Challenge is the ReX-MLE challenge id whose grader scores the submission.
+	Challenge   string               `yaml:"challenge"`
+	Channels    []string             `yaml:"channels"`
+	Labels      []taskspec.Label     `yaml:"labels"`
+	Instances   bool                 `yaml:"instances"`
+	Attributes  []taskspec.Attribute `yaml:"attributes"`
+	Points      []string             `yaml:"points"`
+	PointRadius float64              `yaml:"point_radius"`
+	Box3D       bool                 `yaml:"box3d"`
+	Score       *taskspec.ScoreRange `yaml:"score"`
+	Data        Data                 `yaml:"data"`
+	Metric      Metric               `yaml:"metric"`
+	Submission  Submission           `yaml:"submission"`
+	Budget      Duration             `yaml:"budget"`
+	Leaderboard string               `yaml:"leaderboard"` // a challenge id of assets/leaderboards
+	Extra       map[string]any       `yaml:"extra"`
+
+	// Path is the file the task was read from, empty when built in code.
+	Path string `yaml:"-"`
+}
+
+// Data says where a task's cases lie, relative to the data folder.
+type Data struct {
+	Train Split `yaml:"train"`
+	Test  Split `yaml:"test"`
+	// Patient is a regular expression on the case id whose first group names the patient
+	// (empty: each case is its own patient). Folds never split a patient.
+	Patient string `yaml:"patient"`
+}
+
+// Split is one split's file patterns.
+type Split struct {
+	// Images are one pattern per channel file, each with {id}.
+	Images []string `yaml:"images"`
+	// Label is where a case's label comes from (train only).
+	Label LabelSource `yaml:"label"`
+}
+
+// Label formats a LabelSource may name. Per-case formats have {id} in the path; table
+// formats name one file holding every case.
+const (
+	LabelImage       = "image"        // a label image per case (default)
+	LabelAnnotation  = "annotation"   // a taskspec.Annotation JSON per case
+	LabelPUMATissue  = "puma-tissue"  // PUMA tissue GeoJSON per case
+	LabelPUMANuclei  = "puma-nuclei"  // PUMA nuclei GeoJSON per case
+	LabelTopCoWROI   = "topcow-roi"   // TopCoW ROI text per case
+	LabelTopCoWEdges = "topcow-edges" // TopCoW edge YAML per case
+	LabelDENTEX      = "dentex-coco"  // one COCO JSON with category_id_1/2/3 (table)
+	LabelCSV         = "csv"          // one CSV with an id and a value column (table)
+)
+
+var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV}
+
+// Table reports whether format keeps every case's label in one file.
+func Table(format string) bool { return format == LabelDENTEX || format == LabelCSV }
+
+// LabelSource names a label file pattern (or table file) and its format.
+type LabelSource struct {
+	Path        string `yaml:"path"`
+	Format      string `yaml:"format"`
+	IDColumn    string `yaml:"id_column"`
+	ValueColumn string `yaml:"value_column"`
+}
+
+// Metric is the task's metric.
+type Metric struct {
+	Name      string         `yaml:"name"`
+	Direction string         `yaml:"direction"` // max (default) or min
+	Params    map[string]any `yaml:"params"`
+}
+
+// Submission is the submission contract: a CSV manifest and the files it names.
+type Submission struct {
+	CSV     string   `yaml:"csv"` // default submission.csv
+	Columns []string `yaml:"columns"`
+	// IDColumn holds the case id; FileColumn the prediction file's path relative to the
+	// submission folder; ValueColumn a value written into the CSV itself (IQA scores).
+	IDColumn    string `yaml:"id_column"`
+	FileColumn  string `yaml:"file_column"`
+	ValueColumn string `yaml:"value_column"`
+	// Path is the prediction file's pattern with {id}.
+	Path string `yaml:"path"`
+	// Format is how a prediction file is written: an image format by the path's suffix,
+	// or one of dentex-json, puma-json, topcow-box-json, topcow-edges-json.
+	Format string `yaml:"format"`
+	// Const are columns with one value for every row (TopCoW's modality).
+	Const map[string]string `yaml:"const"`
+}
+
+// Duration is a time.Duration written as "20m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration such as "90s", "20m" or "1h30m".
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("budget %q is not a duration such as 20m or 1h30m", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as text.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// Load reads and validates the task file at path.
+func Load(path string) (*Task, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrInvalid, MaxFileBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t.Path = path
+	return t, nil
+}
+
+// Parse decodes and validates a task definition.
+func Parse(b []byte) (*Task, error) {
+	var t Task
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%w: the file is empty", ErrInvalid)
+	}
+	if err := yaml.UnmarshalWithOptions(b, &t, yaml.Strict()); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, oneLine(yaml.FormatError(err, false, false)))
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fieldErr is a validation error naming the field.
+func fieldErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// Validate checks every rule of the schema and reports the first broken one, naming the
+// field. It fills defaults (metric direction, submission CSV name, label format).
+func (t *Task) Validate() error {
+	switch {
+	case !idRE.MatchString(t.ID):
+		return fieldErr("id", "%q must be lower-case letters, digits, '.', '_' or '-'", t.ID)
+	case !slices.Contains(taskspec.Kinds, t.Kind):
+		return fieldErr("kind", "%q is not one of %v", t.Kind, taskspec.Kinds)
+	case t.Dims != 2 && t.Dims != 3:
+		return fieldErr("dims", "%d is not 2 or 3", t.Dims)
+	case t.Budget < 0:
+		return fieldErr("budget", "negative")
+	}
+	if err := t.Data.Train.check("data.train", true); err != nil {
+		return err
+	}
+	if err := t.Data.Test.check("data.test", false); err != nil {
+		return err
+	}
+	if n := len(t.Channels); n > 0 && len(t.Data.Train.Images) > 1 && n != len(t.Data.Train.Images) {
+		return fieldErr("channels", "%d names for %d image patterns in data.train.images", n, len(t.Data.Train.Images))
+	}
+	if len(t.Data.Test.Images) != len(t.Data.Train.Images) {
+		return fieldErr("data.test.images", "%d patterns, but data.train.images has %d", len(t.Data.Test.Images), len(t.Data.Train.Images))
+	}
+	if t.Data.Patient != "" {
+		re, err := regexp.Compile(t.Data.Patient)
+		if err != nil {
+			return fieldErr("data.patient", "%v", err)
+		}
+		if re.NumSubexp() < 1 {
+			return fieldErr("data.patient", "%q has no group naming the patient", t.Data.Patient)
+		}
+	}
+	switch t.Kind {
+	case taskspec.Segmentation:
+		if len(t.Labels) < 2 && !t.Instances {
+			return fieldErr("labels", "a segmentation needs background and at least one label")
+		}
+	case taskspec.Detection:
+		if len(t.Points) == 0 && !t.Box3D && t.Dims != 2 {
+			return fieldErr("points", "a 3D detection without box3d needs point classes")
+		}
+	case taskspec.Classification:
+		if len(t.Attributes) == 0 {
+			return fieldErr("attributes", "a classification needs at least one attribute")
+		}
+	case taskspec.IQA:
+		if t.Score == nil {
+			return fieldErr("score", "an image-quality task needs its score range")
+		}
+	}
+	if t.Metric.Name == "" {
+		return fieldErr("metric.name", "missing")
+	}
+	switch t.Metric.Direction {
+	case "":
+		t.Metric.Direction = "max"
+	case "max", "min":
+	default:
+		return fieldErr("metric.direction", "%q is not max or min", t.Metric.Direction)
+	}
+	if err := t.Submission.check(); err != nil {
+		return err
+	}
+	if err := t.Spec().Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (s *Split) check(field string, train bool) error {
+	if len(s.Images) == 0 {
+		return fieldErr(field+".images", "no image pattern")
+	}
+	for i, p := range s.Images {
+		if err := checkPattern(p, true); err != nil {
+			return fieldErr(fmt.Sprintf("%s.images[%d]", field, i), "%v", err)
+		}
+	}
+	l := &s.Label
+	if !train {
+		if l.Path != "" {
+			return fieldErr(field+".label", "the test split has no labels")
+		}
+		return nil
+	}
+	if l.Path == "" {
+		return fieldErr(field+".label.path", "missing")
+	}
+	if l.Format == "" {
+		l.Format = LabelImage
+	}
+	if !slices.Contains(labelFormats, l.Format) {
+		return fieldErr(field+".label.format", "%q is not one of %v", l.Format, labelFormats)
+	}
+	if err := checkPattern(l.Path, !Table(l.Format)); err != nil {
+		return fieldErr(field+".label.path", "%v", err)
+	}
+	if l.Format == LabelCSV && (l.IDColumn == "" || l.ValueColumn == "") {
+		return fieldErr(field+".label", "a csv label needs id_column and value_column")
+	}
+	return nil
+}
+
+// checkPattern checks a relative slash-separated path pattern, with exactly one {id} when
+// withID.
+func checkPattern(p string, withID bool) error {
+	switch {
+	case p == "":
+		return errors.New("empty pattern")
+	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\"):
+		return fmt.Errorf("%q must be a relative path with '/'", p)
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Errorf("%q leaves the data folder", p)
+	case strings.ContainsAny(strings.ReplaceAll(p, "{id}", ""), "*?[]{}"):
+		return fmt.Errorf("%q has glob characters or braces other than {id}", p)
+	}
+	n := strings.Count(p, "{id}")
+	if withID && n != 1 {
+		return fmt.Errorf("%q must hold {id} exactly once", p)
+	}
+	if !withID && n != 0 {
+		return fmt.Errorf("%q is one file for all cases and must not hold {id}", p)
+	}
+	return nil
+}
+
+func (s *Submission) check() error {
+	if s.CSV == "" {
+		s.CSV = "submission.csv"
+	}
+	switch {
+	case len(s.Columns) == 0:
+		return fieldErr("submission.columns", "missing")
+	case !slices.Contains(s.Columns, s.IDColumn):
+		return fieldErr("submission.id_column", "%q is not one of the columns %v", s.IDColumn, s.Columns)
+	case (s.FileColumn == "") == (s.ValueColumn == ""):
+		return fieldErr("submission", "exactly one of file_column and value_column must be set")
+	case s.FileColumn != "" && !slices.Contains(s.Columns, s.FileColumn):
+		return fieldErr("submission.file_column", "%q is not one of the columns %v", s.FileColumn, s.Columns)
+	case s.ValueColumn != "" && !slices.Contains(s.Columns, s.ValueColumn):
+		return fieldErr("submission.value_column", "%q is not one of the columns %v", s.ValueColumn, s.Columns)
+	}
+	if s.FileColumn != "" {
+		if err := checkPattern(s.Path, true); err != nil {
+			return fieldErr("submission.path", "%v", err)
+		}
+	}
+	for c := range s.Const {
+		if !slices.Contains(s.Columns, c) {
+			return fieldErr("submission.const", "%q is not one of the columns %v", c, s.Columns)
+		}
+	}
+	for _, c := range s.Columns {
+		if c != s.IDColumn && c != s.FileColumn && c != s.ValueColumn {
+			if _, ok := s.Const[c]; !ok {
+				return fieldErr("submission.columns", "column %q has no source: not the id, file or value column and not in const", c)
+			}
+		}
+	}
+	return nil
+}
+
+// Spec is the plugin-facing part of the task.
+func (t *Task) Spec() *taskspec.Spec {
+	s := &taskspec.Spec{
+		ID: t.ID, Kind: t.Kind, Dims: t.Dims, Modality: t.Modality, Channels: t.Channels,
+		Labels: t.Labels, Instances: t.Instances, Attributes: t.Attributes, Points: t.Points,
+		PointRadius: t.PointRadius, Box3D: t.Box3D, Score: t.Score, Metric: t.Metric.Name,
+	}
+	if t.Submission.FileColumn != "" {
+		s.Output = Suffix(t.Submission.Path)
+	}
+	if t.Kind != taskspec.Segmentation && t.Kind != taskspec.Enhancement {
+		s.Output = ".json"
+	}
+	return s
+}
+
+// Suffix is a path's file suffix, with the double suffixes .nii.gz and .seg.nrrd kept
+// whole.
+func Suffix(path string) string {
+	base := path[strings.LastIndex(path, "/")+1:]
+	for _, s := range []string{".nii.gz", ".seg.nrrd"} {
+		if strings.HasSuffix(base, s) {
+			return s
+		}
+	}
+	if i := strings.LastIndex(base, "."); i >= 0 {
+		return base[i:]
+	}
+	return ""
+}
