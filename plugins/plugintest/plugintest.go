@@ -171,6 +171,33 @@ func Run(t *testing.T, binary string, opts *Options) {
 		cancelCfg = plan.Candidates[len(plan.Candidates)-1].Config
 	}
 	checkCancel(t, p, &protocol.TrainRequest{LaneID: "cancel", Task: task, Config: cancelCfg, Train: cases, WorkDir: t.TempDir(), Seed: 1})
+	checkTimeLimit(t, p, &protocol.TrainRequest{LaneID: "limit", Task: task, Config: cancelCfg, Train: cases, Validation: cases[:1], WorkDir: t.TempDir(), Seed: 1, TimeLimit: TimeLimit})
+}
+
+// TimeLimit is the training time limit the conformance suite sets on its longest
+// configuration, and TimeLimitGrace how much longer than that Train may take to end
+// normally (final checkpoint and validation included).
+var (
+	TimeLimit      = time.Second
+	TimeLimitGrace = 45 * time.Second
+)
+
+// checkTimeLimit trains the longest configuration with a time limit and checks that Train
+// ends normally, with a result, rather than running on until the host gives up.
+func checkTimeLimit(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), req.TimeLimit+TimeLimitGrace)
+	defer cancel()
+	res, err := p.Train(ctx, req, func(*protocol.Progress) error { return nil })
+	if ctx.Err() != nil {
+		t.Fatalf("time limit: Train ran past TrainRequest.TimeLimit (%v) plus %v; it must stop stepping when the limit has elapsed and finish normally (see sdk.Clock)", req.TimeLimit, TimeLimitGrace)
+	}
+	if err != nil {
+		t.Fatalf("time limit: Train returned an error instead of finishing normally at its time limit: %v", err)
+	}
+	if err := res.Validate(); err != nil {
+		t.Fatalf("time limit: %v", err)
+	}
 }
 
 // train runs Train and checks its progress and its final result.

@@ -123,6 +123,11 @@ type TrainRequest struct {
 	WorkDir    string // where the plugin writes checkpoints
 	ResumeFrom string // checkpoint to resume from, empty for a fresh start
 	Seed       int64
+	// TimeLimit, when positive, is how long training may take: when it has elapsed the
+	// plugin stops stepping and finishes normally (final checkpoint, validation, result),
+	// as if the configured number of steps had been reached. The host's scheduler shares
+	// a run's budget among lanes this way. sdk.Clock measures it.
+	TimeLimit time.Duration
 }
 
 // Progress is one training progress event.

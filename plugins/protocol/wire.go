@@ -94,6 +94,7 @@ func trainRequestToPB(r *TrainRequest) *pb.TrainRequest {
 		LaneId: r.LaneID, Task: taskToPB(r.Task), Config: r.Config,
 		Train: casesToPB(r.Train), Validation: casesToPB(r.Validation),
 		WorkDir: r.WorkDir, ResumeFrom: r.ResumeFrom, Seed: r.Seed,
+		TimeLimitMs: r.TimeLimit.Milliseconds(),
 	}
 }
 
@@ -102,6 +103,7 @@ func trainRequestFromPB(r *pb.TrainRequest) *TrainRequest {
 		LaneID: r.GetLaneId(), Task: taskFromPB(r.GetTask()), Config: r.GetConfig(),
 		Train: casesFromPB(r.GetTrain()), Validation: casesFromPB(r.GetValidation()),
 		WorkDir: r.GetWorkDir(), ResumeFrom: r.GetResumeFrom(), Seed: r.GetSeed(),
+		TimeLimit: time.Duration(r.GetTimeLimitMs()) * time.Millisecond,
 	}
 }
 

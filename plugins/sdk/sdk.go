@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -96,3 +97,23 @@ func Result(path string, steps int64, validation map[string]float64) (*protocol.
 	}
 	return &protocol.TrainResult{Checkpoint: path, SHA256: sum, Steps: steps, Validation: validation}, nil
 }
+
+// Clock measures a training run's time limit (protocol.TrainRequest.TimeLimit) from the
+// moment the plugin received the request.
+type Clock struct {
+	start time.Time
+	limit time.Duration
+}
+
+// NewClock starts the clock of req.
+func NewClock(req *protocol.TrainRequest) *Clock {
+	return &Clock{start: time.Now(), limit: req.TimeLimit}
+}
+
+// Expired reports whether the time limit has elapsed; without a limit it never does.
+// A training loop checks it once per step and, when it is true, stops stepping and
+// finishes as if the last step had been reached.
+func (c *Clock) Expired() bool { return c.limit > 0 && time.Since(c.start) >= c.limit }
+
+// Elapsed is the time since the request arrived.
+func (c *Clock) Elapsed() time.Duration { return time.Since(c.start) }

@@ -161,12 +161,18 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		}
 	}
 	began := time.Now()
+	clock := sdk.NewClock(req)
 	var sum float64
 	var n int
+	last := start
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if clock.Expired() {
+			break // the host's time limit: finish normally with what is trained
+		}
+		last = step
 		b, err := ld.Next()
 		if err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
@@ -209,7 +215,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			}
 		}
 	}
-	final, err := save(finalName, max(start, c.Steps))
+	final, err := save(finalName, last)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
@@ -219,5 +225,5 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			return nil, fmt.Errorf("segmentation train: validation: %w", err)
 		}
 	}
-	return sdk.Result(final, int64(max(start, c.Steps)), val)
+	return sdk.Result(final, int64(last), val)
 }

@@ -130,7 +130,13 @@ func (echo) Train(ctx context.Context, req *protocol.TrainRequest, report func(*
 		start = ck.Step
 	}
 	began := time.Now()
+	clock := sdk.NewClock(req)
+	last := start
 	for step := start + 1; step <= cfg.Steps; step++ {
+		if clock.Expired() {
+			break // the host's time limit: finish normally
+		}
+		last = step
 		if cfg.StepMS > 0 {
 			select {
 			case <-ctx.Done():
@@ -161,10 +167,10 @@ func (echo) Train(ctx context.Context, req *protocol.TrainRequest, report func(*
 		}
 	}
 	final := filepath.Join(req.WorkDir, "final.json")
-	if _, err := writeCheckpoint(final, checkpoint{Step: cfg.Steps, Mean: mean}); err != nil {
+	if _, err := writeCheckpoint(final, checkpoint{Step: last, Mean: mean}); err != nil {
 		return nil, err
 	}
-	return sdk.Result(final, cfg.Steps, map[string]float64{"mean": mean})
+	return sdk.Result(final, last, map[string]float64{"mean": mean})
 }
 
 func (echo) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {

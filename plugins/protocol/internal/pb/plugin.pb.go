@@ -505,6 +505,7 @@ type TrainRequest struct {
 	WorkDir       string                 `protobuf:"bytes,6,opt,name=work_dir,json=workDir,proto3" json:"work_dir,omitempty"`          // where the plugin writes checkpoints
 	ResumeFrom    string                 `protobuf:"bytes,7,opt,name=resume_from,json=resumeFrom,proto3" json:"resume_from,omitempty"` // checkpoint to resume from, empty for a fresh start
 	Seed          int64                  `protobuf:"varint,8,opt,name=seed,proto3" json:"seed,omitempty"`
+	TimeLimitMs   int64                  `protobuf:"varint,9,opt,name=time_limit_ms,json=timeLimitMs,proto3" json:"time_limit_ms,omitempty"` // train at most this long, then finish normally; 0: no limit
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -591,6 +592,13 @@ func (x *TrainRequest) GetResumeFrom() string {
 func (x *TrainRequest) GetSeed() int64 {
 	if x != nil {
 		return x.Seed
+	}
+	return 0
+}
+
+func (x *TrainRequest) GetTimeLimitMs() int64 {
+	if x != nil {
+		return x.TimeLimitMs
 	}
 	return 0
 }
@@ -1063,7 +1071,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\fPlanResponse\x129\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x19.amid.plugin.v1.CandidateR\n" +
-	"candidates\"\x9b\x02\n" +
+	"candidates\"\xbf\x02\n" +
 	"\fTrainRequest\x12\x17\n" +
 	"\alane_id\x18\x01 \x01(\tR\x06laneId\x12(\n" +
 	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12\x16\n" +
@@ -1075,7 +1083,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\bwork_dir\x18\x06 \x01(\tR\aworkDir\x12\x1f\n" +
 	"\vresume_from\x18\a \x01(\tR\n" +
 	"resumeFrom\x12\x12\n" +
-	"\x04seed\x18\b \x01(\x03R\x04seed\"\xd6\x03\n" +
+	"\x04seed\x18\b \x01(\x03R\x04seed\x12\"\n" +
+	"\rtime_limit_ms\x18\t \x01(\x03R\vtimeLimitMs\"\xd6\x03\n" +
 	"\bProgress\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x1f\n" +
 	"\vtotal_steps\x18\x02 \x01(\x03R\n" +
