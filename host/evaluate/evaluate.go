@@ -1,0 +1,312 @@
+// Package evaluate scores predictions on validation folds with the host's own metrics
+// (amid/host/metrics), never with a number a plugin reports. Predictions and labels are the
+// canonical per-case files of amid/plugins/taskspec: label images, target images or
+// annotation JSON.
+//
+// Each kind has one primary validation metric, the one that decides which lane wins; it
+// follows the challenge's metric family:
+//
+//   - segmentation: mean over cases of the mean Dice over the foreground labels present in
+//     the ground truth or the prediction (a case with neither scores 1); instance
+//     segmentation: mean F1 at IoU 0.5 after Hungarian matching (NeurIPS-CellSeg);
+//   - detection: boxes, COCO AP@[.5:.95] averaged over the attributes (DENTEX); points,
+//     macro F1 over the point classes within the point radius (PUMA); a 3D box, mean IoU;
+//   - classification: balanced accuracy of each group's joint variant (TopCoW), or of each
+//     attribute, averaged;
+//   - iqa: |PLCC| + |SROCC| + |KROCC| (LDCT-IQA);
+//   - enhancement: mean LNCC with an 11×11 window (USenhance).
+package evaluate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"amid/host/metrics"
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// Pair is one case's prediction and ground-truth file.
+type Pair struct {
+	ID    string
+	Pred  string
+	Label string
+}
+
+// Score is a validation result.
+type Score struct {
+	// Metric names the primary metric and Value is its value (higher is better for
+	// every primary metric here).
+	Metric string             `json:"metric"`
+	Value  float64            `json:"value"`
+	Cases  int                `json:"cases"`
+	Extra  map[string]float64 `json:"extra,omitempty"`
+	// PerCase holds the per-case values where the metric is a mean over cases.
+	PerCase map[string]float64 `json:"per_case,omitempty"`
+}
+
+// ErrEval marks predictions that cannot be scored.
+var ErrEval = errors.New("cannot score predictions")
+
+// Evaluate scores pairs for the task spec s.
+func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, error) {
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%w: no validation cases", ErrEval)
+	}
+	switch s.Kind {
+	case taskspec.Segmentation:
+		if s.Instances {
+			return perCase(ctx, pairs, "f1@0.5", instanceF1)
+		}
+		return perCase(ctx, pairs, "dice", func(p, l *volume.Volume) (float64, error) { return meanDice(p, l) })
+	case taskspec.Enhancement:
+		return perCase(ctx, pairs, "lncc", lncc)
+	}
+	anns := make([][2]*taskspec.Annotation, len(pairs))
+	for i, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pr, err := taskspec.ReadAnnotation(p.Pred, s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: case %s: prediction: %w", ErrEval, p.ID, err)
+		}
+		gt, err := taskspec.ReadAnnotation(p.Label, s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: case %s: label: %w", ErrEval, p.ID, err)
+		}
+		anns[i] = [2]*taskspec.Annotation{pr, gt}
+	}
+	switch {
+	case s.Kind == taskspec.Detection && s.Box3D:
+		return box3D(pairs, anns), nil
+	case s.Kind == taskspec.Detection && len(s.Points) > 0:
+		return points(s, anns), nil
+	case s.Kind == taskspec.Detection:
+		return boxes(s, anns), nil
+	case s.Kind == taskspec.Classification:
+		return classes(s, anns), nil
+	case s.Kind == taskspec.IQA:
+		return scores(anns)
+	}
+	return nil, fmt.Errorf("%w: kind %q", ErrEval, s.Kind)
+}
+
+func perCase(ctx context.Context, pairs []Pair, name string, f func(p, l *volume.Volume) (float64, error)) (*Score, error) {
+	out := &Score{Metric: name, Cases: len(pairs), PerCase: map[string]float64{}}
+	var sum float64
+	for _, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pv, err := imageio.Read(p.Pred)
+		if err != nil {
+			return nil, fmt.Errorf("%w: case %s: prediction %s: %w", ErrEval, p.ID, p.Pred, err)
+		}
+		lv, err := imageio.Read(p.Label)
+		if err != nil {
+			return nil, fmt.Errorf("%w: case %s: label %s: %w", ErrEval, p.ID, p.Label, err)
+		}
+		if [3]int(pv.Dims[:3]) != [3]int(lv.Dims[:3]) {
+			return nil, fmt.Errorf("%w: case %s: prediction %s is %v but its label is %v", ErrEval, p.ID, p.Pred, pv.Dims[:3], lv.Dims[:3])
+		}
+		v, err := f(pv, lv)
+		if err != nil {
+			return nil, fmt.Errorf("%w: case %s: %w", ErrEval, p.ID, err)
+		}
+		out.PerCase[p.ID] = v
+		sum += v
+	}
+	out.Value = sum / float64(len(pairs))
+	return out, nil
+}
+
+func ints(v *volume.Volume) []int32 {
+	n := v.NumVoxels()
+	out := make([]int32, n)
+	for i := range n {
+		out[i] = int32(v.AtIndex(i * v.Dims[3]))
+	}
+	return out
+}
+
+func meanDice(p, l *volume.Volume) (float64, error) {
+	pv, lv := ints(p), ints(l)
+	inter := map[int32]int{}
+	np := map[int32]int{}
+	nl := map[int32]int{}
+	for i := range pv {
+		if pv[i] != 0 {
+			np[pv[i]]++
+		}
+		if lv[i] != 0 {
+			nl[lv[i]]++
+			if pv[i] == lv[i] {
+				inter[lv[i]]++
+			}
+		}
+	}
+	present := map[int32]bool{}
+	for k := range np {
+		present[k] = true
+	}
+	for k := range nl {
+		present[k] = true
+	}
+	if len(present) == 0 {
+		return 1, nil
+	}
+	var sum float64
+	for k := range present {
+		sum += 2 * float64(inter[k]) / float64(np[k]+nl[k])
+	}
+	return sum / float64(len(present)), nil
+}
+
+func instanceF1(p, l *volume.Volume) (float64, error) {
+	if p.Dims[2] != 1 {
+		return 0, fmt.Errorf("instance F1 is defined for 2D images, not %v", p.Dims[:3])
+	}
+	c, err := metrics.CellSegF1(ints(l), ints(p), l.Dims[0], l.Dims[1], []float64{0.5})
+	if err != nil {
+		return 0, err
+	}
+	return c[0].F1, nil
+}
+
+func gray(v *volume.Volume) metrics.Image {
+	n := v.NumVoxels()
+	im := metrics.Image{W: v.Dims[0], H: v.Dims[1] * v.Dims[2], Pix: make([]float64, n)}
+	for i := range n {
+		im.Pix[i] = v.AtIndex(i * v.Dims[3])
+	}
+	return im
+}
+
+func lncc(p, l *volume.Volume) (float64, error) { return metrics.LNCC(gray(p), gray(l)) }
+
+func box3D(pairs []Pair, anns [][2]*taskspec.Annotation) *Score {
+	out := &Score{Metric: "iou", Cases: len(pairs), PerCase: map[string]float64{}}
+	var sum float64
+	for i, a := range anns {
+		var v float64
+		if a[0].Box3D != nil && a[1].Box3D != nil {
+			v = metrics.BoxIoUReX(metrics.Box3D{Size: a[0].Box3D.Size, Location: a[0].Box3D.Min}, metrics.Box3D{Size: a[1].Box3D.Size, Location: a[1].Box3D.Min}, 0.5)
+		}
+		out.PerCase[pairs[i].ID] = v
+		sum += v
+	}
+	out.Value = sum / float64(len(anns))
+	return out
+}
+
+func points(s *taskspec.Spec, anns [][2]*taskspec.Annotation) *Score {
+	radius := s.PointRadius
+	if radius <= 0 {
+		radius = 15
+	}
+	per := make([]map[string]metrics.PointCounts, len(anns))
+	conv := func(ps []taskspec.Point) []metrics.Nucleus {
+		out := make([]metrics.Nucleus, len(ps))
+		for i, p := range ps {
+			out[i] = metrics.Nucleus{Class: p.Class, X: p.X, Y: p.Y, Score: p.Score}
+		}
+		return out
+	}
+	for i, a := range anns {
+		per[i] = metrics.PUMAMatch(conv(a[1].Points), conv(a[0].Points), radius, false)
+	}
+	f1, byClass := metrics.PUMAMacroF1(per, s.Points, 0)
+	return &Score{Metric: "macro_f1", Value: f1, Cases: len(anns), Extra: byClass}
+}
+
+func boxes(s *taskspec.Spec, anns [][2]*taskspec.Annotation) *Score {
+	out := &Score{Metric: "ap_mean", Cases: len(anns), Extra: map[string]float64{}}
+	attrs := s.Attributes
+	if len(attrs) == 0 {
+		attrs = []taskspec.Attribute{{Name: "", Classes: []string{"object", "object"}}}
+	}
+	imgs := make([]int64, len(anns))
+	for i := range anns {
+		imgs[i] = int64(i + 1)
+	}
+	var sum float64
+	for _, at := range attrs {
+		var gts []metrics.COCOGT
+		var dts []metrics.COCODet
+		cats := make([]int64, len(at.Classes))
+		for c := range cats {
+			cats[c] = int64(c + 1)
+		}
+		id := int64(1)
+		for i, a := range anns {
+			for _, b := range a[1].Boxes {
+				gts = append(gts, metrics.COCOGT{ID: id, ImageID: int64(i + 1), CategoryID: int64(b.Attrs[at.Name] + 1), Box: metrics.COCOBox{X: b.X, Y: b.Y, W: b.W, H: b.H}, Area: b.W * b.H})
+				id++
+			}
+			for _, b := range a[0].Boxes {
+				dts = append(dts, metrics.COCODet{ImageID: int64(i + 1), CategoryID: int64(b.Attrs[at.Name] + 1), Box: metrics.COCOBox{X: b.X, Y: b.Y, W: b.W, H: b.H}, Score: b.Score})
+			}
+		}
+		st := metrics.COCOEvaluate(gts, dts, imgs, cats)
+		ap := math.Max(st.AP, 0) // pycocotools reports -1 when no ground truth
+		out.Extra["ap_"+at.Name] = ap
+		sum += ap
+	}
+	out.Value = sum / float64(len(attrs))
+	return out
+}
+
+func classes(s *taskspec.Spec, anns [][2]*taskspec.Annotation) *Score {
+	out := &Score{Metric: "balanced_accuracy", Cases: len(anns), Extra: map[string]float64{}}
+	groups := map[string][]taskspec.Attribute{}
+	var order []string
+	for _, at := range s.Attributes {
+		g := at.Group
+		if g == "" {
+			g = at.Name
+		}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], at)
+	}
+	var sum float64
+	for _, g := range order {
+		var yt, yp []string
+		for _, a := range anns {
+			var t, p []string
+			for _, at := range groups[g] {
+				t = append(t, fmt.Sprint(a[1].Classes[at.Name]))
+				p = append(p, fmt.Sprint(a[0].Classes[at.Name]))
+			}
+			yt = append(yt, strings.Join(t, ""))
+			yp = append(yp, strings.Join(p, ""))
+		}
+		v := metrics.BalancedAccuracy(yt, yp)
+		out.Extra[g] = v
+		sum += v
+	}
+	out.Value = sum / float64(len(order))
+	return out
+}
+
+func scores(anns [][2]*taskspec.Annotation) (*Score, error) {
+	pred := make([]float64, len(anns))
+	gt := make([]float64, len(anns))
+	for i, a := range anns {
+		if a[0].Score == nil || a[1].Score == nil {
+			return nil, fmt.Errorf("%w: case %d has no score", ErrEval, i)
+		}
+		pred[i], gt[i] = *a[0].Score, *a[1].Score
+	}
+	s, pl, sr, kr := metrics.LDCTScore(pred, gt)
+	if math.IsNaN(s) {
+		s = 0 // constant predictions have no correlation
+	}
+	return &Score{Metric: "plcc_srocc_krocc", Value: s, Cases: len(anns), Extra: map[string]float64{"plcc": pl, "srocc": sr, "krocc": kr}}, nil
+}
