@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -62,10 +63,17 @@ func (t *Task) Resolve(root string) (*Dataset, error) {
 }
 
 func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp) ([]Case, error) {
-	ids, err := IDs(root, s.Images[0])
-	if err != nil {
-		return nil, err
+	first := s.FirstPatterns()
+	var ids []string
+	for _, p := range first {
+		more, err := IDs(root, p)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
 	}
+	sort.Strings(ids)
+	ids = slices.Compact(ids)
 	cases := make([]Case, 0, len(ids))
 	for _, id := range ids {
 		c := Case{ID: id, Patient: id}
@@ -74,8 +82,11 @@ func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp)
 				c.Patient = m[1]
 			}
 		}
-		for _, p := range s.Images {
+		for i, p := range s.Images {
 			f := Expand(root, p, id)
+			if i == 0 {
+				f = firstExisting(root, first, id)
+			}
 			if _, err := os.Stat(f); err != nil {
 				return nil, fmt.Errorf("%w: %s case %s: image %s is missing", ErrData, name, id, f)
 			}
@@ -93,6 +104,33 @@ func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp)
 		cases = append(cases, c)
 	}
 	return cases, nil
+}
+
+// FirstPatterns is the first image pattern followed by its variants with the other
+// Suffixes in place of its own ending.
+func (s *Split) FirstPatterns() []string {
+	if len(s.Images) == 0 {
+		return nil
+	}
+	p := s.Images[0]
+	out := []string{p}
+	base := strings.TrimSuffix(p, Suffix(p))
+	for _, x := range s.Suffixes {
+		out = append(out, base+x)
+	}
+	return out
+}
+
+// firstExisting is the file of the first pattern that exists for id (the first pattern's
+// file when none does).
+func firstExisting(root string, patterns []string, id string) string {
+	for _, p := range patterns {
+		f := Expand(root, p, id)
+		if _, err := os.Stat(f); err == nil {
+			return f
+		}
+	}
+	return Expand(root, patterns[0], id)
 }
 
 // Expand is pattern's file for case id under root.

@@ -96,6 +96,12 @@ type Data struct {
 type Split struct {
 	// Images are one pattern per channel file, each with {id}.
 	Images []string `yaml:"images"`
+	// Suffixes are other file endings the first image pattern's file may have in place of
+	// its own, for folders that mix formats (NeurIPS-CellSeg holds .png, .bmp, .tif and
+	// .tiff images side by side): "train/images/{id}.png" with suffixes [".bmp", ".tif"]
+	// also finds train/images/{id}.bmp and train/images/{id}.tif. A case's first image is
+	// the first of these files that exists, the pattern's own ending first.
+	Suffixes []string `yaml:"suffixes"`
 	// Label is where a case's label comes from (train only).
 	Label LabelSource `yaml:"label"`
 }
@@ -214,7 +220,10 @@ func fieldErr(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
 
-var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+var (
+	idRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+	suffixRE = regexp.MustCompile(`^(\.[A-Za-z0-9]+)+$`)
+)
 
 // Validate checks every rule of the schema and reports the first broken one, naming the
 // field. It fills defaults (metric direction, submission CSV name, label format).
@@ -294,6 +303,14 @@ func (s *Split) check(field string, train bool) error {
 	for i, p := range s.Images {
 		if err := checkPattern(p, true); err != nil {
 			return fieldErr(fmt.Sprintf("%s.images[%d]", field, i), "%v", err)
+		}
+	}
+	if len(s.Suffixes) > 0 && strings.Contains(Suffix(s.Images[0]), "{id}") {
+		return fieldErr(field+".suffixes", "%q has no file ending after {id} to replace", s.Images[0])
+	}
+	for i, x := range s.Suffixes {
+		if !suffixRE.MatchString(x) {
+			return fieldErr(fmt.Sprintf("%s.suffixes[%d]", field, i), "%q is not a file ending such as .png or .nii.gz", x)
 		}
 	}
 	l := &s.Label
