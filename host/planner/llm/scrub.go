@@ -1,0 +1,329 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Placeholders that replace what the scrubber takes out of free text.
+const (
+	redactedPath = "[path]"
+	redactedName = "[name]"
+	redactedUID  = "[uid]"
+	redactedID   = "[id]"
+	redactedDate = "[date]"
+	redacted     = "[redacted]"
+)
+
+// FingerprintKeys are the fingerprint keys whose members a request may carry. A member of
+// the fingerprint under any other key is dropped whatever its value, so that a value a
+// profiler should not have written (a case id, a file name, a DICOM tag) never leaves the
+// machine. Keys match case-insensitively with '_', '-' and ' ' ignored, so class_frequencies
+// and classFrequencies are the same key. Integer keys without leading zeros (label values)
+// and percentile keys (p1, p99, p99_5) are known too.
+var FingerprintKeys = []string{
+	"cases", "train", "test", "splits", "n", "count", "counts", "total", "missing",
+	"images", "labels", "label", "channels", "channel", "modality", "modalities", "kind",
+	"dims", "dim", "ndim", "shape", "shapes", "size", "sizes", "spacing", "spacings",
+	"voxel_volume", "anisotropy", "orientation", "dtype", "dtypes", "format", "formats",
+	"min", "max", "mean", "median", "std", "var", "iqr", "sum", "percentiles", "quantiles",
+	"histogram", "bins", "hist", "value", "values", "fraction", "ratio",
+	"intensity", "intensities", "foreground", "background",
+	"classes", "class_frequencies", "class_counts", "frequencies", "frequency", "voxels",
+	"objects", "object_sizes", "object_counts", "objects_per_case", "components",
+	"boxes", "box", "box_sizes", "width", "height", "depth", "aspect", "area", "volume",
+	"scores", "score", "distribution", "attributes", "points",
+	"empty", "empty_cases", "multi_label", "instances", "slices", "frames", "bits",
+	"photometric", "photometric_interpretation", "signed", "rescale", "unit", "units",
+	"contract", "checks", "ok", "warnings", "errors", "duplicates", "patients", "groups",
+}
+
+// fingerprintStringKeys are the fingerprint keys whose string values a request may carry
+// (short words such as "CT" or "float32"); a string under any other key is dropped.
+var fingerprintStringKeys = []string{
+	"modality", "modalities", "kind", "dtype", "dtypes", "format", "formats", "orientation",
+	"photometric", "photometric_interpretation", "unit", "units", "channel", "channels",
+}
+
+// Scrubber takes out of what a request carries anything that could identify a patient or
+// name a file: file paths, DICOM person names (with '^'), UIDs, dates, id-like tokens and
+// the configured identifiers. It is safe for concurrent use.
+type Scrubber struct {
+	idents     []string // lower case
+	keys       map[string]bool
+	stringKeys map[string]bool
+}
+
+// Report counts what a scrub took out. It names no value, so it may be logged.
+type Report struct {
+	Dropped  int // members or elements removed
+	Redacted int // tokens of free text replaced
+}
+
+func (r *Report) add(o Report) { r.Dropped += o.Dropped; r.Redacted += o.Redacted }
+
+// NewScrubber returns a scrubber that also redacts each of identifiers (matched without
+// regard to case; empty ones are ignored) and also knows the fingerprint keys extraKeys.
+func NewScrubber(identifiers, extraKeys []string) *Scrubber {
+	s := &Scrubber{keys: map[string]bool{}, stringKeys: map[string]bool{}}
+	for _, id := range identifiers {
+		if id = strings.TrimSpace(id); id != "" {
+			s.idents = append(s.idents, strings.ToLower(id))
+		}
+	}
+	// Longest first, so that an identifier inside another is not matched first.
+	sort.Slice(s.idents, func(i, j int) bool { return len(s.idents[i]) > len(s.idents[j]) })
+	for _, k := range FingerprintKeys {
+		s.keys[normKey(k)] = true
+	}
+	for _, k := range extraKeys {
+		s.keys[normKey(k)] = true
+	}
+	for _, k := range fingerprintStringKeys {
+		s.stringKeys[normKey(k)] = true
+	}
+	return s
+}
+
+func normKey(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, k)
+}
+
+var (
+	tokenRE     = regexp.MustCompile(`\S+`)
+	uidRE       = regexp.MustCompile(`^[0-9]+(\.[0-9]+){3,}$`)
+	dateRE      = regexp.MustCompile(`[0-9]{4}[-./][0-9]{1,2}[-./][0-9]{1,2}|[0-9]{1,2}[-./][0-9]{1,2}[-./][0-9]{4}`)
+	longDigits  = regexp.MustCompile(`[0-9]{6,}`)
+	decimalRE   = regexp.MustCompile(`^[+-]?[0-9]{0,5}\.[0-9]+([eE][+-]?[0-9]+)?%?$`)
+	shapeRE     = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(x[0-9]+(\.[0-9]+)?)+(mm|px|vox)?$`)
+	driveRE     = regexp.MustCompile(`^[A-Za-z]:`)
+	intKeyRE    = regexp.MustCompile(`^(0|[1-9][0-9]{0,4})$`)
+	pctKeyRE    = regexp.MustCompile(`^[pq][0-9]{1,2}(_[0-9]+)?$`)
+	fileExtRE   = regexp.MustCompile(`(?i)\.(dcm|dicom|ima|nii|gz|mha|mhd|nrrd|nhdr|png|tif|tiff|bmp|jpe?g|csv|tsv|json|jsonl|ya?ml|npy|npz|h5|hdf5|zip|tar|raw|img|hdr|mat|pkl|pt|pth|txt|log)$`)
+	punctuation = "\"'`()[]{}<>,;:!?."
+)
+
+// Text returns s with every configured identifier and every token that looks like a file
+// path, a DICOM person name, a UID, a date or an id replaced by a placeholder, and how many
+// it replaced.
+func (s *Scrubber) Text(text string) (string, int) {
+	n := 0
+	if len(s.idents) > 0 {
+		text, n = s.redactIdents(text)
+	}
+	out := tokenRE.ReplaceAllStringFunc(text, func(tok string) string {
+		core := strings.Trim(tok, punctuation)
+		if core == "" || core == redacted {
+			return tok
+		}
+		if p := classify(core); p != "" {
+			n++
+			i := strings.Index(tok, core)
+			return tok[:i] + p + tok[i+len(core):]
+		}
+		return tok
+	})
+	return out, n
+}
+
+func (s *Scrubber) redactIdents(text string) (string, int) {
+	n := 0
+	for _, id := range s.idents {
+		low := strings.ToLower(text)
+		if !strings.Contains(low, id) {
+			continue
+		}
+		if len(low) != len(text) {
+			// Lower-casing changed byte offsets (rare runes): drop the whole text.
+			return redacted, n + 1
+		}
+		var b strings.Builder
+		for {
+			i := strings.Index(low, id)
+			if i < 0 {
+				break
+			}
+			b.WriteString(text[:i])
+			b.WriteString(redacted)
+			text, low = text[i+len(id):], low[i+len(id):]
+			n++
+		}
+		b.WriteString(text)
+		text = b.String()
+	}
+	return text, n
+}
+
+// classify returns the placeholder for a token that must not leave the machine, or "".
+func classify(t string) string {
+	switch {
+	case isPath(t):
+		return redactedPath
+	case strings.ContainsRune(t, '^'):
+		return redactedName
+	case uidRE.MatchString(t):
+		return redactedUID
+	case dateRE.MatchString(t):
+		return redactedDate
+	case decimalRE.MatchString(t), shapeRE.MatchString(t):
+		return ""
+	case longDigits.MatchString(t):
+		return redactedID
+	case idLike(t):
+		return redactedID
+	}
+	return ""
+}
+
+// isPath reports whether a token looks like a file path or a file name.
+func isPath(t string) bool {
+	return strings.ContainsAny(t, `/\`) || strings.HasPrefix(t, "~") || driveRE.MatchString(t) ||
+		fileExtRE.MatchString(t)
+}
+
+// idLike reports whether a token mixes letters with three or more digits, as case, patient
+// and accession ids do (LIDC-IDRI-0001, sub-strokecase0042).
+func idLike(t string) bool {
+	digits, letters := 0, 0
+	for _, r := range t {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case unicode.IsLetter(r):
+			letters++
+		}
+	}
+	return digits >= 3 && letters > 0 && len(t) >= 6
+}
+
+// Leaks reports whether b contains one of the configured identifiers (without regard to
+// case); the error names the identifier by its position only.
+func (s *Scrubber) Leaks(b []byte) error {
+	low := bytes.ToLower(b)
+	for i, id := range s.idents {
+		if bytes.Contains(low, []byte(id)) {
+			return fmt.Errorf("request carries configured identifier %d of %d", i+1, len(s.idents))
+		}
+	}
+	return nil
+}
+
+// Document scrubs a JSON document whose structure is free (a task definition, a plugin's
+// configuration or schema): a string that is a file path as a whole is dropped with its
+// member or element, other strings pass through Text, and a member whose key Text would
+// change is dropped. Numbers keep their exact text. A document that is not JSON becomes
+// null.
+func (s *Scrubber) Document(doc json.RawMessage) (json.RawMessage, Report) {
+	return s.scrub(doc, false)
+}
+
+// Fingerprint scrubs a dataset fingerprint strictly: it keeps only members under known keys
+// (FingerprintKeys and the extra keys), numbers and booleans, and strings only under the
+// keys that name short words (modality, dtype, …) when Text leaves them alone.
+func (s *Scrubber) Fingerprint(doc json.RawMessage) (json.RawMessage, Report) {
+	return s.scrub(doc, true)
+}
+
+func (s *Scrubber) scrub(doc json.RawMessage, strict bool) (json.RawMessage, Report) {
+	var rep Report
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return json.RawMessage("null"), rep
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		rep.Dropped++
+		return json.RawMessage("null"), rep
+	}
+	out, keep := s.value(v, strict, "", &rep)
+	if !keep {
+		return json.RawMessage("null"), rep
+	}
+	b, err := marshal(out)
+	if err != nil {
+		rep.Dropped++
+		return json.RawMessage("null"), rep
+	}
+	return b, rep
+}
+
+// value scrubs v found under key; keep is false when v must be dropped.
+func (s *Scrubber) value(v any, strict bool, key string, rep *Report) (any, bool) {
+	switch x := v.(type) {
+	case nil, bool, json.Number:
+		return x, true
+	case string:
+		if strict {
+			if !s.stringKeys[normKey(key)] || len(x) > 64 {
+				rep.Dropped++
+				return nil, false
+			}
+			if t, n := s.Text(x); n > 0 || t != x {
+				rep.Dropped++
+				return nil, false
+			}
+			return x, true
+		}
+		if t := strings.TrimSpace(x); t != "" && !strings.ContainsAny(t, " \t\n") && isPath(strings.Trim(t, punctuation)) {
+			rep.Dropped++
+			return nil, false
+		}
+		t, n := s.Text(x)
+		rep.Redacted += n
+		return t, true
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if e2, ok := s.value(e, strict, key, rep); ok {
+				out = append(out, e2)
+			}
+		}
+		return out, true
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if !s.keyOK(k, strict) {
+				rep.Dropped++
+				continue
+			}
+			if e2, ok := s.value(e, strict, k, rep); ok {
+				out[k] = e2
+			}
+		}
+		return out, true
+	}
+	rep.Dropped++
+	return nil, false
+}
+
+func (s *Scrubber) keyOK(k string, strict bool) bool {
+	if t, n := s.Text(k); n > 0 || t != k {
+		return false
+	}
+	if !strict {
+		return true
+	}
+	return s.keys[normKey(k)] || intKeyRE.MatchString(k) || pctKeyRE.MatchString(strings.ToLower(k))
+}
+
+// marshal encodes v without HTML escaping, so placeholders stay readable.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n")), nil
+}
