@@ -427,6 +427,98 @@ func TestLoaderDeterministic(t *testing.T) {
 	if slices.Equal(i1[0], i1[1]) {
 		t.Fatal("batches 0 and 1 equal")
 	}
+	// A loader started at batch 5 (a resumed run) continues the uninterrupted stream.
+	c := cfg
+	c.Start, c.Workers = 5, 2
+	ls, err := NewLoader(c, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	for k := 5; k < len(i1); k++ {
+		b, err := ls.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Index != k || !slices.Equal(b.Image, i1[k]) || !slices.Equal(b.Label, l1[k]) {
+			t.Fatalf("resumed batch %d (index %d) differs from the uninterrupted one", k, b.Index)
+		}
+		ls.Release(b)
+	}
+	c.Start = -1
+	if _, err := NewLoader(c, src); err == nil {
+		t.Error("a negative start was accepted")
+	}
+}
+
+// TestSampleStack cuts 2.5D stacks of 5 slices from a 6-slice case whose slice z holds the
+// constant z+1: every slice of the case is a centre slice, the stack's slices are the
+// centre's neighbours in order (the minimum beyond the case), and a forced stack is centred
+// on the foreground slice.
+func TestSampleStack(t *testing.T) {
+	const Z, S = 6, 5
+	img := newVol(t, volume.Float32, [4]int{8, 8, Z, 1}, func(_, _, z, _ int) float64 { return float64(z + 1) })
+	lab := newVol(t, volume.Uint8, [4]int{8, 8, Z, 1}, func(_, _, z, _ int) float64 {
+		if z == Z-1 {
+			return 1
+		}
+		return 0
+	})
+	c, err := NewCase("stack", img, lab, Norm{Modality: RGB}, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slice := func(z int) float32 { return c.Image[z*64] } // the case's value on slice z
+	// 5×5 in-plane: the warp maps the middle pixel (2, 2) onto a voxel centre exactly, so
+	// with or without the warp it holds its slice's value; without it every pixel does.
+	const P = 25
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, warp := range []bool{false, true} {
+		s := Sampler{Patch: [3]int{5, 5, S}, Stack: true}
+		if warp {
+			s.Rotate, s.Zoom, s.PSpatial = 0.3, [2]float64{1.25, 1.25}, 1
+		}
+		pi, pl := make([]float32, s.Len()), make([]int32, s.Len())
+		centres := map[int]bool{}
+		for range 400 {
+			s.Sample(r, c, pi, pl)
+			// The centre slice's value names it.
+			zc := -1
+			for z := range Z {
+				if pi[S/2*P+12] == slice(z) {
+					zc = z
+				}
+			}
+			if zc < 0 {
+				t.Fatalf("warp %v: centre slice value %v is no slice of the case", warp, pi[S/2*P+12])
+			}
+			centres[zc] = true
+			for j := range S {
+				want := c.Min[0]
+				if z := zc - S/2 + j; z >= 0 && z < Z {
+					want = slice(z)
+				}
+				for i, v := range pi[j*P : (j+1)*P] {
+					if (i == 12 || !warp) && v != want {
+						t.Fatalf("warp %v, centre %d: stack slice %d pixel %d holds %v, want %v", warp, zc, j, i, v, want)
+					}
+				}
+			}
+		}
+		if len(centres) != Z {
+			t.Errorf("warp %v: centre slices %v, want all %d", warp, centres, Z)
+		}
+	}
+	s := Sampler{Patch: [3]int{5, 5, S}, Stack: true, FgProb: 1}
+	pi, pl := make([]float32, s.Len()), make([]int32, s.Len())
+	for range 20 {
+		if !s.Sample(r, c, pi, pl) {
+			t.Fatal("a stack was not forced with FgProb 1")
+		}
+		if pi[S/2*P] != slice(Z-1) || pl[S/2*P] != 1 {
+			t.Fatalf("forced stack centred on value %v label %d, want slice %d", pi[S/2*P], pl[S/2*P], Z-1)
+		}
+	}
 }
 
 func TestLoaderErrors(t *testing.T) {

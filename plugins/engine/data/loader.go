@@ -65,11 +65,15 @@ type Config struct {
 	Prefetch int   // batches allocated (ready or being filled); 0: Workers+1
 	Budget   int64 // bytes of cases kept in memory; the rest are read from disk per sample
 	Labels   bool  // whether batches carry label maps
+	// Start is the index of the first batch: batch k is drawn from (Seed, k) alone, so a
+	// loader started at k yields what an uninterrupted one yields from its k-th batch on
+	// (a resumed training run sees the batches it would have seen).
+	Start int
 }
 
 // Batch is one batch in the engine's layout.
 type Batch struct {
-	Index  int       // position in the stream, from 0
+	Index  int       // position in the stream, from Config.Start
 	Image  []float32 // Batch × Channels × patch voxels
 	Label  []int32   // Batch × patch voxels; nil without labels
 	Forced []bool    // per sample: centred on foreground
@@ -106,7 +110,10 @@ func NewLoader(cfg Config, src []Source) (*Loader, error) {
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = cfg.Workers + 1
 	}
-	l := &Loader{cfg: cfg, src: src, resident: make([]*Case, len(src)), pending: map[int]*Batch{},
+	if cfg.Start < 0 {
+		return nil, fmt.Errorf("loader: start batch %d is negative", cfg.Start)
+	}
+	l := &Loader{cfg: cfg, src: src, resident: make([]*Case, len(src)), pending: map[int]*Batch{}, next: cfg.Start,
 		free: make(chan *Batch, cfg.Prefetch), done: make(chan *Batch, cfg.Prefetch), stop: make(chan struct{})}
 	var used int64
 	for i, s := range src {
@@ -133,7 +140,7 @@ func NewLoader(cfg Config, src []Source) (*Loader, error) {
 	go func() { // hands out batch numbers in order as buffers come free
 		defer l.wg.Done()
 		defer close(jobs)
-		for k := 0; ; k++ {
+		for k := cfg.Start; ; k++ {
 			select {
 			case b := <-l.free:
 				b.Index = k

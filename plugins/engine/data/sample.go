@@ -18,6 +18,11 @@ type Sampler struct {
 	Rotate   float64
 	Zoom     [2]float64
 	PSpatial float64
+	// Stack makes the patch's Z slices a 2.5D stack around its centre slice (index
+	// Patch[2]/2): the centre slice may be any slice of the case, a forced patch's centre
+	// slice holds its foreground voxel, slices beyond the case are padded, and the spatial
+	// transform stays in-plane (no zoom along Z).
+	Stack bool
 }
 
 // Len is the number of voxels in a patch.
@@ -39,12 +44,12 @@ func (s *Sampler) Sample(r *rand.Rand, c *Case, img []float32, lab []int32) (for
 		v := int(f[r.IntN(len(f))])
 		pos := [3]int{v % c.Dims[0], v / c.Dims[0] % c.Dims[1], v / (c.Dims[0] * c.Dims[1])}
 		for a := range 3 {
-			l, h := bounds(c.Dims[a], s.Patch[a])
+			l, h := s.bounds(a, c.Dims[a])
 			lo[a] = min(max(pos[a]-s.Patch[a]/2, l), h)
 		}
 	} else {
 		for a := range 3 {
-			l, h := bounds(c.Dims[a], s.Patch[a])
+			l, h := s.bounds(a, c.Dims[a])
 			lo[a] = l + r.IntN(h-l+1)
 		}
 	}
@@ -73,7 +78,7 @@ func (s *Sampler) warp(c *Case, lo [3]int, th, zoom float64, img []float32, lab 
 	}
 	cs, sn := math.Cos(th)*zoom, math.Sin(th)*zoom
 	zz := 1.0
-	if P[2] > 1 {
+	if P[2] > 1 && !s.Stack {
 		zz = zoom
 	}
 	i := 0
@@ -119,6 +124,16 @@ func (s *Sampler) warp(c *Case, lo [3]int, th, zoom float64, img []float32, lab 
 			}
 		}
 	}
+}
+
+// bounds is the range of the patch's first index along axis a of n voxels; a stack's
+// first slice ranges so that its centre slice covers 0..n-1.
+func (s *Sampler) bounds(a, n int) (lo, hi int) {
+	p := s.Patch[a]
+	if a == 2 && s.Stack {
+		return -(p / 2), n - 1 - p/2
+	}
+	return bounds(n, p)
 }
 
 // bounds is the range of a patch's first index along an axis of n voxels.

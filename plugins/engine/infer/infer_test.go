@@ -120,6 +120,46 @@ func TestWindowEcho(t *testing.T) {
 	}
 }
 
+// TestWindowStacked runs a 2.5D "network" that echoes channel 1's stack of 3 slices as 3
+// classes: class k at slice z is channel 1 at slice z−1+k, or channel 1's minimum beyond
+// the volume.
+func TestWindowStacked(t *testing.T) {
+	dims := [3]int{6, 5, 4}
+	const C, S = 2, 3
+	N, XY := dims[0]*dims[1]*dims[2], dims[0]*dims[1]
+	img := make([]float32, C*N)
+	for i := range img {
+		img[i] = float32(i%23) - 3
+	}
+	low := float32(math.Inf(1))
+	for _, v := range img[N:] {
+		low = min(low, v)
+	}
+	echo := func(in, out []float32) { copy(out, in[len(out):]) } // channel 1: planes S…2S−1, after S planes of len(out)/S
+	for _, mirror := range []bool{false, true} {
+		prob, err := Window(img, dims, Options{Patch: [3]int{4, 4, 1}, Channels: C, Classes: S, Slices: S, Mirror: mirror}, echo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range S {
+			for z := range dims[2] {
+				for i := range XY {
+					want := low
+					if sz := z - 1 + k; sz >= 0 && sz < dims[2] {
+						want = img[N+sz*XY+i]
+					}
+					if got := prob[k*N+z*XY+i]; math.Abs(float64(got-want)) > 1e-5 {
+						t.Fatalf("mirror %v, class %d slice %d pixel %d: %v, want %v", mirror, k, z, i, got, want)
+					}
+				}
+			}
+		}
+	}
+	if _, err := Window(img, dims, Options{Patch: [3]int{4, 4, 2}, Channels: C, Classes: S, Slices: S}, echo); err == nil {
+		t.Error("a 2.5D window with a 3D patch: no error")
+	}
+}
+
 func TestWindowErrors(t *testing.T) {
 	if _, err := Window(make([]float32, 5), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 2, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
 		t.Fatal("wrong image length: no error")

@@ -23,6 +23,11 @@ type Options struct {
 	// Mirror averages the predictions over every combination of flips of the patch axes
 	// longer than one voxel (8 in 3D, 4 in 2D), each flipped back before averaging.
 	Mirror bool
+	// Slices, when above 1, makes the network a 2.5D one: Patch has Z = 1 and the network
+	// takes Channels·Slices planes, channel c's slices z−Slices/2 … z+Slices/2 at planes
+	// c·Slices … c·Slices+Slices−1 (data.Sampler's Stack layout), and predicts slice z.
+	// Slices beyond the image are filled with the channel's minimum, as in training.
+	Slices int
 }
 
 // Gaussian returns the importance weights of a patch: a product over axes of
@@ -82,6 +87,9 @@ func Steps(n, p int, overlap float64) []int {
 // that returns a constant gives exactly that constant. Voxels of a window outside the
 // image are fed as 0.
 func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
+	if opt.Slices > 1 {
+		return stacked(img, dims, opt, pred)
+	}
 	P, C, K := opt.Patch, opt.Channels, opt.Classes
 	if C <= 0 || K <= 0 || P[0] <= 0 || P[1] <= 0 || P[2] <= 0 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
 		return nil, fmt.Errorf("infer: channels %d, classes %d, patch %v and dims %v must be positive", C, K, P, dims)
@@ -227,5 +235,58 @@ func flipAxes(s []float32, p [3]int, n, mask int) {
 				}
 			}
 		}
+	}
+}
+
+// stacked runs a 2.5D network slice by slice: each slice's stack of neighbours is a 2D
+// image of Channels·Slices planes that [Window] predicts.
+func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
+	C, K, S := opt.Channels, opt.Classes, opt.Slices
+	if C <= 0 || K <= 0 || opt.Patch[2] != 1 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
+		return nil, fmt.Errorf("infer: a 2.5D network needs positive channels %d, classes %d and dims %v, and a patch %v with Z = 1", C, K, dims, opt.Patch)
+	}
+	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], K + C}, volume.Float32); err != nil {
+		return nil, fmt.Errorf("infer: %d classes of %v voxels: %w", K, dims, err)
+	}
+	XY, N := dims[0]*dims[1], dims[0]*dims[1]*dims[2]
+	if len(img) != C*N {
+		return nil, fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
+	}
+	low := make([]float32, C)
+	for c := range C {
+		low[c] = float32(math.Inf(1))
+		for _, v := range img[c*N : (c+1)*N] {
+			low[c] = min(low[c], v)
+		}
+	}
+	in2 := opt
+	in2.Slices, in2.Channels = 0, C*S
+	stack := make([]float32, C*S*XY)
+	res := make([]float32, K*N)
+	for z := range dims[2] {
+		for c := range C {
+			for j := range S {
+				dst := stack[(c*S+j)*XY : (c*S+j+1)*XY]
+				if sz := z - S/2 + j; sz >= 0 && sz < dims[2] {
+					copy(dst, img[c*N+sz*XY:c*N+(sz+1)*XY])
+				} else {
+					fill(dst, low[c])
+				}
+			}
+		}
+		out, err := Window(stack, [3]int{dims[0], dims[1], 1}, in2, pred)
+		if err != nil {
+			return nil, err
+		}
+		for k := range K {
+			copy(res[k*N+z*XY:k*N+(z+1)*XY], out[k*XY:(k+1)*XY])
+		}
+	}
+	return res, nil
+}
+
+func fill(s []float32, v float32) {
+	for i := range s {
+		s[i] = v
 	}
 }
