@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // UNetConfig describes an nnU-Net style U-Net (PlainConvUNet): per stage, Convs
 // convolutions each followed by normalisation and LeakyReLU; down-sampling by a strided
@@ -22,6 +25,30 @@ type UNetConfig struct {
 	Norm    NormKind
 	// Slope of LeakyReLU (nnU-Net: 0.01).
 	Slope float64
+	// DeepSupervision adds a 1×1 head and a loss to the decoder stages below full
+	// resolution, on labels down-sampled by nearest voxel (UNet.SetLabels). Output i (0:
+	// full resolution) of the n = stages−1 decoder outputs weighs 2^−i, the lowest one 0
+	// (so it gets no head), all normalised to sum to 1 (nnU-Net).
+	DeepSupervision bool
+}
+
+// DeepSupervisionWeights are the loss weights of the decoder outputs of a U-Net of the
+// given stages with deep supervision, full resolution first (see UNetConfig).
+func DeepSupervisionWeights(stages int) []float64 {
+	n := max(stages-1, 1)
+	w := make([]float64, n)
+	var sum float64
+	for i := range w {
+		if i == n-1 && n > 1 {
+			break
+		}
+		w[i] = math.Ldexp(1, -i)
+		sum += w[i]
+	}
+	for i := range w {
+		w[i] /= sum
+	}
+	return w
 }
 
 // UNet is a built U-Net with its input, logits and loss.
@@ -29,7 +56,51 @@ type UNet struct {
 	*Net
 	Input  *Tensor
 	Logits *Tensor
+	// Loss is the full-resolution loss; with deep supervision Aux are the losses of the
+	// lower-resolution outputs, highest resolution first, and Factor their down-sampling
+	// factors (D, H, W) relative to the input.
 	Loss   *Loss
+	Aux    []*Loss
+	Factor [][3]int
+	scr    []int32
+}
+
+// SetLabels sets the class of every voxel of the input (N × D·H·W, sample-major) as the
+// target of the loss and, down-sampled by nearest voxel (the voxel at the first corner of
+// each block), of every auxiliary loss.
+func (u *UNet) SetLabels(labels []int32) error {
+	if err := u.Loss.SetLabels(labels); err != nil {
+		return err
+	}
+	in := u.Input.Shape
+	for j, l := range u.Aux {
+		f, s := u.Factor[j], l.x.Shape
+		u.scr = u.scr[:0]
+		for n := range s.N {
+			for d := range s.D {
+				for h := range s.H {
+					row := ((n*in.D+d*f[0])*in.H + h*f[1]) * in.W
+					for w := range s.W {
+						u.scr = append(u.scr, labels[row+w*f[2]])
+					}
+				}
+			}
+		}
+		if err := l.SetLabels(u.scr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Value is the loss of the last forward pass: the full-resolution loss plus, with deep
+// supervision, the auxiliary ones, each weighted.
+func (u *UNet) Value() float64 {
+	v := u.Loss.Value()
+	for _, l := range u.Aux {
+		v += l.Value()
+	}
+	return v
 }
 
 // BuildUNet builds cfg for a batch of n samples of the given patch (D, H, W; D = 1 for
@@ -78,6 +149,18 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 		}
 		return x
 	}
+	ds := DeepSupervisionWeights(st)
+	if !cfg.DeepSupervision {
+		ds = []float64{1}
+	}
+	factor := [3]int{1, 1, 1}
+	factors := [][3]int{factor}
+	for _, p := range pools {
+		for a := range 3 {
+			factor[a] *= p[a]
+		}
+		factors = append(factors, factor)
+	}
 	skips := make([]*Tensor, st)
 	x := u.Input
 	for s := range st {
@@ -98,14 +181,22 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 			return nil, fmt.Errorf("%w: patch %v is not divisible by the pooling at stage %d", ErrConfig, patch, s+1)
 		}
 		x = stage(b.Concat(up, skips[s]), s, one)
+		if s > 0 && s < len(ds) && ds[s] > 0 {
+			head := b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
+			u.Aux = append([]*Loss{b.SoftmaxLoss(head, ds[s], ds[s])}, u.Aux...)
+			u.Factor = append([][3]int{factors[s]}, u.Factor...)
+		}
 	}
 	u.Logits = b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
-	u.Loss = b.SoftmaxLoss(u.Logits, 1, 1)
+	u.Loss = b.SoftmaxLoss(u.Logits, ds[0], ds[0])
 	net, err := b.Build()
 	if err != nil {
 		return nil, err
 	}
 	u.Net = net
+	if len(u.Aux) > 0 {
+		u.scr = make([]int32, 0, u.Aux[0].x.Shape.N*u.Aux[0].x.Shape.Spatial())
+	}
 	return u, nil
 }
 

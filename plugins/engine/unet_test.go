@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -144,5 +145,83 @@ func TestUNetConfigErrors(t *testing.T) {
 		if _, err := BuildUNet(be, tc.cfg, 1, tc.patch, 1); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// TestDeepSupervision builds a 4-stage 2D U-Net with deep supervision: nnU-Net's weights
+// for 3 decoder outputs are 1, 1/2, 0 normalised (4/7... as 1/1.5, 0.5/1.5), so one
+// auxiliary head at half resolution; its labels are the full labels at even positions; and
+// the gradients of the total loss match central differences.
+func TestDeepSupervision(t *testing.T) {
+	if w := DeepSupervisionWeights(4); len(w) != 3 || math.Abs(w[0]-1/1.5) > 1e-15 || math.Abs(w[1]-0.5/1.5) > 1e-15 || w[2] != 0 {
+		t.Fatalf("weights for 4 stages: %v, want [1/1.5 0.5/1.5 0]", w)
+	}
+	// nnU-Net, 6 stages: 1, 1/2, 1/4, 1/8, 0 over their sum 1.875.
+	if w := DeepSupervisionWeights(6); math.Abs(w[3]-0.125/1.875) > 1e-15 || w[4] != 0 {
+		t.Fatalf("weights for 6 stages: %v", w)
+	}
+	cfg := UNetConfig{In: 1, Classes: 3, Widths: []int{3, 4, 4, 4}, Convs: 1, Slope: 0.01, DeepSupervision: true}
+	patch := [3]int{1, 16, 16}
+	u, err := BuildUNet(NewCPU(2), cfg, 2, patch, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Aux) != 1 || u.Factor[0] != [3]int{1, 2, 2} || u.Aux[0].x.Shape != (Shape{2, 3, 1, 8, 8}) {
+		t.Fatalf("%d auxiliary outputs, factors %v", len(u.Aux), u.Factor)
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	for i := range u.Input.Data {
+		u.Input.Data[i] = float32(r.NormFloat64())
+	}
+	lab := make([]int32, 2*256)
+	for i := range lab {
+		lab[i] = int32(r.IntN(3))
+	}
+	if err := u.SetLabels(lab); err != nil {
+		t.Fatal(err)
+	}
+	for n := range 2 {
+		for y := range 8 {
+			for x := range 8 {
+				if got, want := u.Aux[0].labels[n*64+y*8+x], lab[n*256+2*y*16+2*x]; got != want {
+					t.Fatalf("auxiliary label (%d, %d, %d) = %d, want %d", n, y, x, got, want)
+				}
+			}
+		}
+	}
+	for _, p := range u.Params() {
+		if !p.Decay {
+			for i := range p.Data {
+				p.Data[i] += float32(0.3 * r.NormFloat64())
+			}
+		}
+	}
+	value := func() float64 { u.Forward(); return u.Value() }
+	v := value()
+	if main, aux := u.Loss.Value(), u.Aux[0].Value(); v != main+aux || !(aux > 0) {
+		t.Fatalf("total %v, full-resolution %v, auxiliary %v", v, main, aux)
+	}
+	u.Backward()
+	heads := 0
+	for _, p := range u.Params() {
+		grad := append([]float32(nil), p.Grad...)
+		if len(p.Shape) == 5 && p.Shape[0] == 3 && p.Shape[2]*p.Shape[3]*p.Shape[4] == 1 {
+			heads++ // a 1×1 head with 3 outputs: the full-resolution one or the auxiliary one
+		}
+		for _, i := range pick(r, len(p.Data), 6) {
+			old := p.Data[i]
+			p.Data[i] = old + stdStep
+			up := value()
+			p.Data[i] = old - stdStep
+			down := value()
+			p.Data[i] = old
+			num := (up - down) / (2 * stdStep)
+			if d := math.Abs(num - float64(grad[i])); d > stdTol*max(1, math.Abs(float64(grad[i]))) {
+				t.Errorf("d/d%s[%d]: analytic %.6g, numeric %.6g", p.Name, i, grad[i], num)
+			}
+		}
+	}
+	if heads != 2 {
+		t.Errorf("%d 1×1 heads with 3 outputs, want 2", heads)
 	}
 }

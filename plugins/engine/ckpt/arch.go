@@ -45,6 +45,8 @@ func SameArch(got, want engine.UNetConfig) error {
 		return diff("checkpoint uses %s norm, model uses %s norm", normName(got.Norm), normName(want.Norm))
 	case got.Slope != want.Slope:
 		return diff("checkpoint has LeakyReLU slope %g, model has %g", got.Slope, want.Slope)
+	case got.DeepSupervision != want.DeepSupervision:
+		return diff("checkpoint has deep supervision %v, model has %v", got.DeepSupervision, want.DeepSupervision)
 	}
 	return nil
 }
