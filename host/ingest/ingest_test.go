@@ -287,7 +287,9 @@ func TestNuclei(t *testing.T) {
 	}
 	lab := write(t, filepath.Join(root, "n.geojson"), `{"type": "FeatureCollection", "features": [`+strings.Join(feats, ",")+`]}`)
 	cases := []task.Case{{ID: "c1", Images: []string{filepath.Join(root, "c1.tif")}, Label: lab}}
-	pt := func(x float64, c string) taskspec.Point { return taskspec.Point{X: (5*x + 8) / 5, Y: (5*10 + 8) / 5.0, Class: c, Score: 1} }
+	pt := func(x float64, c string) taskspec.Point {
+		return taskspec.Point{X: (5*x + 8) / 5, Y: (5*10 + 8) / 5.0, Class: c, Score: 1}
+	}
 	for _, c := range []struct {
 		points string
 		want   []taskspec.Point

@@ -34,7 +34,9 @@ func parseROI(b []byte) (*taskspec.Box3D, error) {
 		if *dst != nil {
 			return nil, fmt.Errorf("line %d repeats %q", n+1, key)
 		}
-		f := strings.FieldsFunc(rest, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' || r == '\r' || r == '[' || r == ']' || r == '(' || r == ')' })
+		f := strings.FieldsFunc(rest, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == ',' || r == '\r' || r == '[' || r == ']' || r == '(' || r == ')'
+		})
 		if len(f) != 3 {
 			return nil, fmt.Errorf("line %d holds %d values, want 3 voxel counts", n+1, len(f))
 		}
