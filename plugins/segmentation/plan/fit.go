@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"amid/plugins/engine"
 )
@@ -132,7 +133,7 @@ func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error 
 }
 
 func normalization(f Fingerprint) Normalization {
-	switch f.Modality {
+	switch strings.ToUpper(f.Modality) {
 	case "CT":
 		return Normalization{Scheme: "ct", Low: f.FGLow, High: f.FGHigh, Mean: f.FGMean, Std: f.FGStd}
 	case "RGB":

@@ -13,12 +13,13 @@ const (
 )
 
 // ParseFingerprint decodes a fingerprint from JSON (the form of Fingerprint's field tags)
-// and checks it: unknown fields, no cases, non-positive or non-finite spacings, sizes
-// beyond 2^20 voxels per axis or 2^20 cases are errors wrapping ErrFingerprint.
+// and checks it. Fields it does not know are ignored, so the host's richer profile
+// (amid/host/profile: task kind, case counts, median shape, intensity percentiles, ...)
+// is accepted as it is. No cases, non-positive or non-finite spacings, sizes beyond 2^20
+// voxels per axis or 2^20 cases are errors wrapping ErrFingerprint.
 func ParseFingerprint(data []byte) (Fingerprint, error) {
 	var f Fingerprint
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return Fingerprint{}, fmt.Errorf("%w: %v", ErrFingerprint, err)
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,8 +43,20 @@ func TestParseFingerprint(t *testing.T) {
 			t.Fatalf("%s parsed as %+v", path, f)
 		}
 	}
+	// The host's profile carries more fields than the planner reads; they are ignored.
+	data, err := os.ReadFile(filepath.Join("testdata", "profile_like.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ParseFingerprint(data)
+	if err != nil {
+		t.Fatalf("profile_like.json: %v", err)
+	}
+	if len(f.Cases) != 2 || f.Cases[1] != (Case{Dims: [3]int{72, 112, 112}, Spacing: [3]float64{2, 2, 2}}) || f.Modality != "MR" ||
+		f.Channels != 2 || f.Classes != 2 || f.FGStd != 1 || len(f.ClassFrequency) != 2 {
+		t.Fatalf("profile_like.json parsed as %+v", f)
+	}
 	for _, tc := range []struct{ json, want string }{
-		{`{"cases":[{"dims":[1,2,3],"spacing":[1,1,1]}],"channels":1,"classes":2,"colour":1}`, "unknown field"},
 		{`{"cases":[],"channels":1,"classes":2}`, "no cases"},
 		{`{"cases":[{"dims":[1,2,3],"spacing":[1,0,1]}],"channels":1,"classes":2}`, "case 0 has dims"},
 		{`{"cases":[{"dims":[1,2,3],"spacing":[1,1,1]}],"channels":1,"classes":1}`, "1 channels and 1 classes"},
@@ -61,7 +75,7 @@ func TestParseFingerprint(t *testing.T) {
 // fingerprint plans within a 1 GiB budget or fails with ErrBudget, and every planned lane
 // fits the budget.
 func FuzzParseFingerprint(f *testing.F) {
-	for name := range seeds {
+	for _, name := range append(slices.Sorted(maps.Keys(seeds)), "profile_like") {
 		if b, err := os.ReadFile(filepath.Join("testdata", name+".json")); err == nil {
 			f.Add(b)
 		}

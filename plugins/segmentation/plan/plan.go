@@ -70,7 +70,8 @@ type Case struct {
 type Fingerprint struct {
 	Cases []Case `json:"cases"`
 	// Modality names the image kind: "CT" (clipped to the foreground percentiles, then a
-	// global z-score), "RGB" (scaled to 0–1), anything else a per-image z-score.
+	// global z-score), "RGB" (scaled to 0–1), anything else a per-image z-score; case is
+	// ignored.
 	Modality string `json:"modality"`
 	// Channels per image (3 for RGB).
 	Channels int `json:"channels"`
