@@ -181,8 +181,8 @@ func newOffer(in planner.Input) *offer {
 	return o
 }
 
-// reply is the shape a reply decodes into.
-type reply struct {
+// replyDoc is the shape a reply decodes into.
+type replyDoc struct {
 	Lanes []struct {
 		Name      string          `json:"name"`
 		Plugin    string          `json:"plugin"`
@@ -195,7 +195,7 @@ type reply struct {
 // the reply is not JSON or keeps no lane (that error is what the retry feeds back).
 func (o *offer) parse(content string) ([]planner.Lane, []dropped, error) {
 	body := extractJSON(content)
-	var r reply
+	var r replyDoc
 	d := json.NewDecoder(strings.NewReader(body))
 	if err := d.Decode(&r); err != nil {
 		return nil, nil, fmt.Errorf("reply is not a JSON object matching the schema: %w", err)
