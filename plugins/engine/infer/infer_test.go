@@ -425,3 +425,62 @@ func TestSegment(t *testing.T) {
 		t.Fatal("short mapping: no error")
 	}
 }
+
+// TestInstances draws three discs on a 40×30 image, two of them touching and one 2-pixel
+// speck; the classes of the instance map turned back into instances give the same objects
+// (as a permutation of ids), the speck lost when seeds need 3 voxels and kept when they
+// need 1, and foreground with no seed stays 0.
+func TestInstances(t *testing.T) {
+	dims := [3]int{40, 30, 1}
+	ids := make([]int32, 40*30)
+	disc := func(cx, cy, r float64, id int32) {
+		for y := range 30 {
+			for x := range 40 {
+				if math.Hypot(float64(x)-cx, float64(y)-cy) <= r {
+					ids[y*40+x] = id
+				}
+			}
+		}
+	}
+	disc(10, 10, 6, 7)
+	disc(21, 10, 5.5, 3) // touches disc 7 along x = 15..16
+	disc(28, 22, 4, 9)
+	ids[2*40+35], ids[2*40+36] = 5, 5 // the speck: all boundary, no interior
+	cls := InstanceClasses(ids, dims)
+	if cls[10*40+10] != 1 || cls[10*40+4] != 2 || cls[0] != 0 || cls[2*40+35] != 2 {
+		t.Fatalf("classes at the centre, rim, corner and speck: %d %d %d %d", cls[10*40+10], cls[10*40+4], cls[0], cls[2*40+35])
+	}
+	got := Instances(cls, dims, 3)
+	perm := map[int32]int32{}
+	for i, g := range got {
+		want := ids[i]
+		if want == 5 {
+			want = 0 // the speck has no seed
+		}
+		if (g == 0) != (want == 0) {
+			t.Fatalf("pixel %d: instance %d, want object %d", i, g, ids[i])
+		}
+		if g == 0 {
+			continue
+		}
+		if p, ok := perm[g]; ok && p != want {
+			t.Fatalf("instance %d covers objects %d and %d", g, p, want)
+		}
+		perm[g] = want
+	}
+	if len(perm) != 3 {
+		t.Fatalf("%d instances, want 3: %v", len(perm), perm)
+	}
+	// A seed of one voxel: a single interior pixel grows through its boundary ring.
+	cls = make([]int32, 9)
+	for i := range cls {
+		cls[i] = 2
+	}
+	cls[4] = 1
+	if got := Instances(cls, [3]int{3, 3, 1}, 1); !slices.Equal(got, []int32{1, 1, 1, 1, 1, 1, 1, 1, 1}) {
+		t.Fatalf("ring around one seed: %v", got)
+	}
+	if got := Instances(cls, [3]int{3, 3, 1}, 2); !slices.Equal(got, make([]int32, 9)) {
+		t.Fatalf("ring around a seed too small: %v", got)
+	}
+}
