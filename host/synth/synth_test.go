@@ -1,6 +1,12 @@
 package synth
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"amid/host/task"
+)
 
 func TestHeadCT(t *testing.T) {
 	ct, lab, err := HeadCT(1, [3]int{64, 64, 24}, [3]float64{3.6, 3.6, 7})
@@ -41,5 +47,30 @@ func TestHeadCT(t *testing.T) {
 	}
 	if !same || !diff {
 		t.Fatalf("determinism: same seed equal=%v, other seed differs=%v", same, diff)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	if err := Demo(dir, 4, 1); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := tk.Resolve(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 training cases and max(4/4, 1) = 1 test case.
+	if len(d.Train) != 4 || len(d.Test) != 1 || d.Test[0].ID != "head005" {
+		t.Errorf("%d train, %d test cases (%v)", len(d.Train), len(d.Test), d.Test)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "answers", "head005_seg.nii.gz")); err != nil {
+		t.Errorf("test answer: %v", err)
+	}
+	if err := Demo(t.TempDir(), 1, 1); err == nil {
+		t.Error("a demo with one training case was accepted")
 	}
 }
