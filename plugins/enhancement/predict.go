@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/engine/infer"
+	"amid/plugins/enhancement/quality"
+	"amid/plugins/protocol"
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// model is a trained network ready to enhance images.
+type model struct {
+	c   config
+	be  engine.Backend
+	win *engine.ResUNet // batch 1 of the training patch
+	// whole is the network for the last image size of whole-image inference.
+	whole     *engine.ResUNet
+	wholeSize [2]int
+}
+
+// load rebuilds the network a checkpoint was trained with (from the configuration it
+// records) for one patch at a time.
+func load(path string) (*model, error) {
+	man, err := ckpt.ReadManifest(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	var s saved
+	if err := json.Unmarshal(man.Train, &s); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
+	}
+	b, err := json.Marshal(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	m := &model{c: c, be: engine.NewCPU(runtime.GOMAXPROCS(0))}
+	if m.win, err = engine.BuildResUNet(m.be, c.net(), 1, c.patch3(), 1, c.loss()); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if _, err := ckpt.Load(path, c.net(), m.win, nil); err != nil {
+		return nil, err
+	}
+	m.win.SetTraining(false)
+	return m, nil
+}
+
+// wholeNet returns a network for an image of h×w padded to the pooling, with the
+// trained weights.
+func (m *model) wholeNet(h, w int) (*engine.ResUNet, error) {
+	div := 1 << (len(m.c.Widths) - 1)
+	ph := max((h+div-1)/div*div, m.c.Window)
+	pw := max((w+div-1)/div*div, m.c.Window)
+	ph, pw = (ph+div-1)/div*div, (pw+div-1)/div*div
+	if m.whole != nil && m.wholeSize == [2]int{ph, pw} {
+		return m.whole, nil
+	}
+	m.whole = nil // let the last one go before building the next
+	u, err := engine.BuildResUNet(m.be, m.c.net(), 1, [3]int{1, ph, pw}, 1, m.c.loss())
+	if err != nil {
+		return nil, err
+	}
+	src, dst := m.win.Params(), u.Params()
+	for i := range dst {
+		copy(dst[i].Data, src[i].Data)
+	}
+	u.SetTraining(false)
+	m.whole, m.wholeSize = u, [2]int{ph, pw}
+	return u, nil
+}
+
+// enhance returns the restored image of g in g's scale (W×H values, about [0, 1]).
+func (m *model) enhance(g *gray) ([]float32, error) {
+	in := g.scaled(g.Scale)
+	if m.c.Inference == "whole" {
+		u, err := m.wholeNet(g.H, g.W)
+		if err != nil {
+			return nil, err
+		}
+		pw := u.Input.Shape.W
+		clear(u.Input.Data)
+		for y := range g.H {
+			copy(u.Input.Data[y*pw:y*pw+g.W], in[y*g.W:(y+1)*g.W])
+		}
+		u.Forward()
+		out := make([]float32, g.W*g.H)
+		for y := range g.H {
+			copy(out[y*g.W:(y+1)*g.W], u.Output.Data[y*pw:y*pw+g.W])
+		}
+		return out, nil
+	}
+	u := m.win
+	return infer.Window(in, [3]int{g.W, g.H, 1}, infer.Options{
+		Patch: m.c.patchXYZ(), Channels: 1, Classes: 1, Overlap: m.c.Overlap, Mirror: m.c.Mirror,
+	}, func(in, out []float32) {
+		copy(u.Input.Data, in)
+		u.Forward()
+		copy(out, u.Output.Data)
+	})
+}
+
+// restore is the enhanced image of g as a one-channel volume of g's element type and
+// geometry: values scaled back, rounded and clipped to the type's range for integer
+// types.
+func (m *model) restore(g *gray) (*volume.Volume, error) {
+	out, err := m.enhance(g)
+	if err != nil {
+		return nil, err
+	}
+	t := g.Vol.DType()
+	v, err := volume.New(t, [4]int{g.W, g.H, 1, 1})
+	if err != nil {
+		return nil, err
+	}
+	v.Spacing, v.Origin, v.Direction = g.Vol.Spacing, g.Vol.Origin, g.Vol.Direction
+	for i, x := range out {
+		v.SetIndex(i, float64(x)*g.Scale) // SetIndex rounds and clips integers to their range
+	}
+	return v, nil
+}
+
+// writable are the extensions imageio writes.
+var writable = []string{".nii.gz", ".nii", ".mha", ".nrrd", ".png", ".tif", ".tiff"}
+
+// outPath is the prediction file of case id in dir: with the task's output suffix when
+// the spec names one, else the input's own (PNG for 8- and 16-bit images in a format
+// imageio cannot write, TIFF for others).
+func outPath(dir, id, img string, spec *taskspec.Spec, t volume.DType) (string, error) {
+	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
+		return "", fmt.Errorf("case id %q cannot name a file", id)
+	}
+	if spec != nil && spec.Output != "" {
+		if !strings.HasPrefix(spec.Output, ".") || strings.ContainsAny(spec.Output, `/\`) {
+			return "", fmt.Errorf("task spec output %q is not a file suffix", spec.Output)
+		}
+		return filepath.Join(dir, id+spec.Output), nil
+	}
+	ext := ".tif"
+	if t == volume.Uint8 || t == volume.Uint16 {
+		ext = ".png"
+	}
+	low := strings.ToLower(img)
+	for _, e := range writable {
+		if strings.HasSuffix(low, e) {
+			ext = e
+			break
+		}
+	}
+	return filepath.Join(dir, id+ext), nil
+}
+
+func (enh) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
+	spec, err := checkTask(req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("enhancement predict: %w", err)
+	}
+	m, err := load(req.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("enhancement predict: %w", err)
+	}
+	out := &protocol.PredictResponse{}
+	for _, c := range req.Cases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("enhancement predict: case %s has no image file", c.ID)
+		}
+		g, err := readGray(c.Images[0])
+		if err != nil {
+			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
+		}
+		p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
+		if err != nil {
+			return nil, fmt.Errorf("enhancement predict: %w", err)
+		}
+		v, err := m.restore(g)
+		if err != nil {
+			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
+		}
+		if err := imageio.Write(p, v); err != nil {
+			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
+		}
+		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+	}
+	return out, nil
+}
+
+// maxPSNR caps the PSNR of one image (the grader's is +Inf for an exact copy) so that
+// means stay finite.
+const maxPSNR = 100
+
+// scores are the USenhance figures of a prediction against its reference, computed on
+// the values a written file holds.
+func scores(pred, ref *volume.Volume) (lncc, ssim, psnr float64, err error) {
+	a := quality.Image{W: pred.Dims[0], H: pred.Dims[1], Pix: make([]float64, pred.NumVoxels())}
+	b := quality.Image{W: ref.Dims[0], H: ref.Dims[1], Pix: make([]float64, ref.NumVoxels())}
+	if pred.Dims[3] != 1 || ref.Dims[3] != 1 {
+		return 0, 0, 0, fmt.Errorf("scores need one channel, not %d and %d", pred.Dims[3], ref.Dims[3])
+	}
+	for i := range a.Pix {
+		a.Pix[i] = pred.AtIndex(i)
+	}
+	for i := range b.Pix {
+		b.Pix[i] = ref.AtIndex(i)
+	}
+	rng := quality.DataRange(a, b)
+	if lncc, err = quality.LNCC(a, b); err != nil {
+		return
+	}
+	if ssim, err = quality.SSIM(a, b, rng); err != nil {
+		return
+	}
+	psnr, err = quality.PSNR(a, b, rng)
+	return lncc, ssim, min(psnr, maxPSNR), err
+}
+
+// grayVolume is g as a one-channel volume of its file's element type.
+func grayVolume(g *gray) (*volume.Volume, error) {
+	v, err := volume.New(g.Vol.DType(), [4]int{g.W, g.H, 1, 1})
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range g.Pix {
+		v.SetIndex(i, float64(x))
+	}
+	return v, nil
+}
+
+// validate scores the checkpoint on cases: the means over cases of LNCC, SSIM and PSNR of
+// the enhanced images against their targets ("lncc", "ssim", "psnr"), and of the
+// low-quality inputs themselves, the identity's figures ("lncc_input", …).
+func validate(ctx context.Context, path string, cases []protocol.Case) (map[string]float64, error) {
+	m, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, c := range cases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("validation case %s has no image", c.ID)
+		}
+		low, high, err := readPair(c.ID, c.Images[0], c.Label)
+		if err != nil {
+			return nil, err
+		}
+		pred, err := m.restore(low)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		ref, err := grayVolume(high)
+		if err != nil {
+			return nil, err
+		}
+		in, err := grayVolume(low)
+		if err != nil {
+			return nil, err
+		}
+		for suffix, v := range map[string]*volume.Volume{"": pred, "_input": in} {
+			l, s, p, err := scores(v, ref)
+			if err != nil {
+				return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			out["lncc"+suffix] += l / float64(len(cases))
+			out["ssim"+suffix] += s / float64(len(cases))
+			out["psnr"+suffix] += p / float64(len(cases))
+		}
+	}
+	for k, v := range out {
+		if math.IsNaN(v) {
+			return nil, fmt.Errorf("validation figure %s is NaN", k)
+		}
+	}
+	return out, nil
+}
