@@ -1,0 +1,81 @@
+package export
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// zipTime is every zip entry's modification time: the earliest an MS-DOS date can hold, so
+// that a package zips to the same bytes whenever it is zipped.
+var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Zip writes the package folder dir to zipPath as a deterministic zip: every plain file,
+// sorted by path, under one top folder named like dir, with a fixed modification time and
+// mode 0755 for executables, 0644 otherwise. The same folder always gives the same bytes.
+// The zip is written beside zipPath and renamed into place.
+func Zip(dir, zipPath string) error {
+	files, err := listFiles(dir)
+	if err != nil {
+		return err
+	}
+	top := filepath.Base(filepath.Clean(dir))
+	tmp, err := os.CreateTemp(filepath.Dir(zipPath), "."+filepath.Base(zipPath)+".partial-")
+	if err != nil {
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	defer os.Remove(tmp.Name())
+	zw := zip.NewWriter(tmp)
+	for _, f := range files {
+		src := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := addFile(zw, src, top+"/"+f.Path); err != nil {
+			tmp.Close()
+			return fmt.Errorf("zip %s: %w", zipPath, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	if err := os.Rename(tmp.Name(), zipPath); err != nil {
+		return fmt.Errorf("zip %s: %w", zipPath, err)
+	}
+	return nil
+}
+
+func addFile(zw *zip.Writer, src, name string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if st.Mode()&0o111 != 0 {
+		mode = 0o755
+	}
+	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: zipTime}
+	h.SetMode(mode)
+	w, err := zw.CreateHeader(h)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, in)
+	return err
+}
