@@ -5,7 +5,7 @@
 //
 //	manifest.json     format and AMID versions, task, plugin, audit anchor, every file's size and sha256
 //	report.md         the solution report (see Report)
-//	reproduce.sh      re-runs prediction with the bundled plugin: amid reproduce PACKAGE OUT
+//	reproduce.sh      re-runs prediction with the bundled plugin into OUT/predictions: amid reproduce PACKAGE OUT
 //	task.yaml         the task definition
 //	fingerprint.json  the dataset fingerprint
 //	plan.json         the planned lanes
@@ -28,9 +28,10 @@
 //
 // The weights are checked twice: each file under model/ other than config.json must have
 // the sha256 that the export entry records for its path, and, when the package names its
-// lane, a sha256 that the newest "lane.trained" entry whose Details field "lane" equals
-// that lane lists among its Outputs (any name). So the weights shipped are the ones the
-// log says were trained.
+// lane (Contents.Lane), a sha256 that some "lane.trained" entry whose Details field "lane"
+// (DetailLane) equals that lane lists among its Outputs, under any name (one entry per
+// fold; an ensemble's weights may come from several). So the weights shipped are the ones
+// the log says were trained.
 //
 // [Verify] checks all of this on a folder or a zip, and optionally re-runs prediction into
 // a clean temporary folder and compares the predictions byte for byte.
@@ -89,8 +90,8 @@ type Contents struct {
 	Created       time.Time // zero: now
 	Plugin        Plugin    // required: name, version and the binary's path
 	EngineVersion string    // optional: the training engine's version
-	// Lane is the chosen lane's ID. When set, the audit log must hold a "lane.trained"
-	// entry for it that records the sha256 of every checkpoint.
+	// Lane is the chosen lane's ID as its lane.trained entries name it in Details "lane".
+	// When set, those entries must record the sha256 of every checkpoint.
 	Lane string
 
 	Task        []byte // task.yaml, required
@@ -426,10 +427,11 @@ func write(root string, c *Contents) (*Manifest, error) {
 	return m, nil
 }
 
-// checkTrained reports when the newest lane.trained entry for lane does not list sum.
+// checkTrained reports when no lane.trained entry for lane lists sum among its Outputs.
+// Every fold of a lane has its own entry, so an ensemble's weights may come from several.
 func checkTrained(entries []audit.Entry, lane, file, sum string) error {
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
+	var seqs []string
+	for _, e := range entries {
 		if e.Action != audit.ActionLaneTrained || detail(e, DetailLane) != lane {
 			continue
 		}
@@ -438,9 +440,12 @@ func checkTrained(entries []audit.Entry, lane, file, sum string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s: sha256 %s is not among the weights that the lane.trained entry for lane %s (seq %d) records", file, sum, lane, e.Seq)
+		seqs = append(seqs, fmt.Sprint(e.Seq))
 	}
-	return fmt.Errorf("%s: the audit log has no lane.trained entry for lane %s", file, lane)
+	if len(seqs) == 0 {
+		return fmt.Errorf("%s: the audit log has no lane.trained entry for lane %s", file, lane)
+	}
+	return fmt.Errorf("%s: sha256 %s is not among the weights that the lane.trained entries for lane %s (seq %s) record", file, sum, lane, strings.Join(seqs, ", "))
 }
 
 // detail returns the string Details field key of e, "" when absent.
@@ -570,9 +575,10 @@ func syncDir(dir string) error {
 func reproduceScript(binary string) string {
 	return `#!/bin/sh
 # Re-runs this package's prediction with its bundled plugin binary (` + binary + `) and
-# weights (model/) on the test cases of task.yaml, and writes the predictions to OUT_DIR in
-# the layout of predictions/. It calls "amid reproduce PACKAGE_DIR OUT_DIR"; the amid
-# program is $AMID when set, else the one on PATH.
+# weights (model/) on the test cases of task.yaml, and writes the predictions to
+# OUT_DIR/predictions, laid out as this package's predictions/ folder. It calls
+# "amid reproduce PACKAGE_DIR OUT_DIR"; the amid program is $AMID when set, else the one on
+# PATH.
 #
 # "amid verify PACKAGE_DIR" does the same into a clean temporary folder and compares every
 # file with predictions/ byte for byte.

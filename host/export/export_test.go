@@ -213,8 +213,9 @@ func TestZipIsDeterministicAndVerifies(t *testing.T) {
 	}
 }
 
-// copyPredictions is a reproduce hook that copies the package's predictions, changed by
-// change (rel path → new content, "" removes) when not nil.
+// copyPredictions is a reproduce hook that copies the package's predictions into
+// out/predictions, changed by change (path under predictions/ → new content, "" removes)
+// when not nil, and writes a log file beside them that Verify ignores.
 func copyPredictions(change map[string]string) func(ctx context.Context, pkg, out string) error {
 	return func(ctx context.Context, pkg, out string) error {
 		if ents, _ := os.ReadDir(out); len(ents) != 0 {
@@ -233,12 +234,13 @@ func copyPredictions(change map[string]string) func(ctx context.Context, pkg, ou
 			if err != nil {
 				return err
 			}
-			dst := filepath.Join(out, rel)
+			dst := filepath.Join(out, DirPredictions, rel)
 			os.MkdirAll(filepath.Dir(dst), 0o755)
 			return os.WriteFile(dst, b, 0o644)
 		})
+		os.WriteFile(filepath.Join(out, "reproduce.log"), []byte("log"), 0o644)
 		for rel, data := range change {
-			dst := filepath.Join(out, filepath.FromSlash(rel))
+			dst := filepath.Join(out, DirPredictions, filepath.FromSlash(rel))
 			if data == "" {
 				os.Remove(dst)
 				continue
@@ -285,14 +287,14 @@ func TestTamperingIsCaught(t *testing.T) {
 		{"weight changed with a new manifest", func(t *testing.T, _ *fixture, pkg string) {
 			put(t, pkg, "model/fold0.ckpt", "other weights", 0o644)
 			rewriteManifest(t, pkg, nil)
-		}, []string{"model/fold0.ckpt has sha256", "export entry (seq 4) records", "is not among the weights that the lane.trained entry for lane unet-a (seq 3) records"}},
+		}, []string{"model/fold0.ckpt has sha256", "export entry (seq 4) records", "is not among the weights that the lane.trained entries for lane unet-a (seq 3) record"}},
 		{"weight and audit forged", func(t *testing.T, _ *fixture, pkg string) {
 			// Whoever rewrites the weights, the export entry, the chain and the manifest
 			// consistently is still caught by the lane.trained entry.
 			put(t, pkg, "model/fold0.ckpt", "other weights", 0o644)
 			forgeExport(t, pkg)
 			rewriteManifest(t, pkg, func(m *Manifest) { anchor(t, pkg, m) })
-		}, []string{"model/fold0.ckpt: sha256", "is not among the weights that the lane.trained entry for lane unet-a (seq 3) records"}},
+		}, []string{"model/fold0.ckpt: sha256", "is not among the weights that the lane.trained entries for lane unet-a (seq 3) record"}},
 		{"file missing", func(t *testing.T, _ *fixture, pkg string) {
 			os.Remove(filepath.Join(pkg, "predictions/sub/case_002.nii.gz"))
 		}, []string{"predictions/sub/case_002.nii.gz is listed in the manifest but missing"}},
@@ -419,7 +421,7 @@ func TestWriteRefusesUntrainedWeights(t *testing.T) {
 	f := newFixture(t)
 	put(t, f.dir, "src/fold0.ckpt", "weights nobody trained", 0o644)
 	_, err := Write(filepath.Join(f.dir, "pkg"), f.c)
-	if err == nil || !strings.Contains(err.Error(), "model/fold0.ckpt: sha256") || !strings.Contains(err.Error(), "lane unet-a (seq 3)") {
+	if err == nil || !strings.Contains(err.Error(), "model/fold0.ckpt: sha256") || !strings.Contains(err.Error(), "lane unet-a (seq 3) record") {
 		t.Fatalf("error %v", err)
 	}
 	if last, _, _ := f.log.Last(); last.Action == audit.ActionExport {
@@ -506,4 +508,20 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An ensemble's weights come from the lane's entries of several folds.
+func TestEnsembleWeightsFromSeveralFolds(t *testing.T) {
+	f := newFixture(t)
+	ck1 := put(t, f.dir, "src/fold1.ckpt", "weights of fold 1", 0o644)
+	sum1, _ := SHA256File(ck1)
+	if _, err := f.log.Append(audit.Entry{Role: audit.PluginRole("segmentation"), Action: audit.ActionLaneTrained,
+		Outputs: map[string]string{"checkpoint": sum1}, Details: json.RawMessage(`{"lane":"unet-a","fold":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	f.c.Checkpoints = append(f.c.Checkpoints, ck1)
+	pkg := f.write(t)
+	if v := verify(t, pkg, VerifyOptions{}); !v.OK() {
+		t.Fatal(v.Problems)
+	}
 }

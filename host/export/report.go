@@ -98,7 +98,7 @@ func RenderReport(m *Manifest, r Report, s Scores) string {
 
 	b.WriteString("## Reproducing\n\n")
 	b.WriteString("`./reproduce.sh OUT_DIR` re-runs prediction with the bundled plugin binary (`" + m.Plugin.Binary +
-		"`) and the weights under `model/` (it calls `amid reproduce PACKAGE_DIR OUT_DIR`). " +
+		"`) and the weights under `model/` into `OUT_DIR/predictions` (it calls `amid reproduce PACKAGE_DIR OUT_DIR`). " +
 		"`amid verify PACKAGE` checks every file against `manifest.json`, the audit chain in `audit.jsonl`, " +
 		"and that a re-run gives byte-identical files under `predictions/`.\n")
 	return b.String()

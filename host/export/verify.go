@@ -28,9 +28,10 @@ const maxManifest = 16 << 20
 
 // VerifyOptions tune Verify.
 type VerifyOptions struct {
-	// Reproduce re-runs prediction for the package in packageDir and writes the files into
-	// outDir, an empty folder, in the layout of the package's predictions/ folder. Nil:
-	// reproducibility is not checked (and Verification.ReproduceNote says so).
+	// Reproduce re-runs prediction for the package in packageDir into outDir, an empty
+	// folder, writing outDir/predictions laid out as the package's predictions/ folder
+	// (anything else it writes under outDir is ignored). Nil: reproducibility is not
+	// checked (and Verification.ReproduceNote says so).
 	Reproduce func(ctx context.Context, packageDir, outDir string) error
 }
 
@@ -80,7 +81,7 @@ func (v *Verification) err() error {
 //     and whose last entry is the export entry that records every file but manifest.json
 //     and audit.jsonl with its sha256;
 //   - when the manifest names a lane, every weight file's sha256 is among the Outputs of
-//     the newest lane.trained entry for that lane;
+//     a lane.trained entry for that lane;
 //   - when opt.Reproduce is set and every check above passed, a re-run into a clean
 //     temporary folder gives byte-identical files under predictions/.
 //
@@ -374,7 +375,11 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 		v.fail("re-running prediction failed: %s", strings.Join(strings.Fields(err.Error()), " "))
 		return
 	}
-	got, err := listFiles(out)
+	if err := os.MkdirAll(filepath.Join(out, DirPredictions), 0o755); err != nil {
+		v.fail("the re-run's predictions cannot be read: %v", err)
+		return
+	}
+	got, err := listFiles(filepath.Join(out, DirPredictions))
 	if err != nil {
 		v.fail("the re-run's predictions cannot be read: %v", err)
 		return
