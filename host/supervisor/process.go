@@ -99,6 +99,9 @@ func Start(_ context.Context, e *catalog.Entry, opts Options) (*Process, error) 
 	if err := e.Usable(); err != nil {
 		return nil, err
 	}
+	if e.Record == nil {
+		return nil, fmt.Errorf("plugin %s has no trust record", e.Name)
+	}
 	sum, err := hex.DecodeString(e.Record.TrustedSHA256)
 	if err != nil || len(sum) != sha256.Size {
 		return nil, fmt.Errorf("plugin %s: the recorded trust %q is not a sha256", e.Name, e.Record.TrustedSHA256)
