@@ -25,6 +25,13 @@ func commands() []*cobra.Command {
 		convertCmd(),
 		gradeCmd(),
 		pluginsCmd(),
+		auditCmd(),
+		verifyCmd(),
+		demoCmd(),
+		runCmd(),
+		resumeCmd(),
+		reportCmd(),
+		reproduceCmd(),
 	}
 }
 

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+
+	hostrun "amid/host/run"
+)
+
+// display shows a run's events: on a terminal a live bar per lane and fold (steps, loss,
+// ETA) with messages above it; otherwise plain lines, progress at most every 10 seconds.
+// Progress bars come from schollz/progressbar, a well-kept library: terminal drawing is not
+// AMID's core.
+type display struct {
+	mu       sync.Mutex
+	w        io.Writer
+	tty      bool
+	bar      *progressbar.ProgressBar
+	barKey   string
+	lastLine time.Time
+}
+
+func newDisplay(w io.Writer) *display {
+	d := &display{w: w}
+	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		d.tty = true
+	}
+	return d
+}
+
+func (d *display) event(e hostrun.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e.Progress == nil {
+		if d.bar != nil {
+			_ = d.bar.Clear()
+		}
+		fmt.Fprintf(d.w, "%s  %-8s %s\n", e.Time.Format("15:04:05"), e.Phase, e.Message)
+		if d.bar != nil {
+			_ = d.bar.RenderBlank()
+		}
+		return
+	}
+	p := e.Progress
+	key := fmt.Sprintf("%s fold %d", e.Lane, e.Fold)
+	loss := ""
+	for k, v := range p.Losses {
+		loss = fmt.Sprintf("%s %.4f", k, v)
+		break
+	}
+	if !d.tty {
+		if time.Since(d.lastLine) >= 10*time.Second || p.Step == p.TotalSteps {
+			d.lastLine = time.Now()
+			fmt.Fprintf(d.w, "%s  %-8s %s: step %d/%d%s, %.1f samples/s, ETA %v\n", e.Time.Format("15:04:05"), e.Phase, key, p.Step, p.TotalSteps, loss, p.SamplesPerSecond, p.ETA.Round(time.Second))
+		}
+		return
+	}
+	if d.bar == nil || d.barKey != key {
+		if d.bar != nil {
+			_ = d.bar.Finish()
+			fmt.Fprintln(d.w)
+		}
+		d.bar = progressbar.NewOptions64(max(p.TotalSteps, 1),
+			progressbar.OptionSetWriter(d.w), progressbar.OptionSetDescription(key),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		d.barKey = key
+	}
+	d.bar.Describe(key + loss)
+	_ = d.bar.Set64(p.Step)
+}
+
+func (d *display) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bar != nil {
+		_ = d.bar.Finish()
+		d.bar = nil
+	}
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"amid/host/catalog"
+	"amid/host/planner"
+	"amid/host/planner/llm"
+	hostrun "amid/host/run"
+)
+
+func runCmd() *cobra.Command {
+	var o hostrun.Options
+	var plannerName, llmURL, llmModel string
+	cmd := &cobra.Command{
+		Use:   "run TASK --out DIR",
+		Short: "Develop a model for a task end to end: profile, plan, train, verify, export",
+		Long: `run reads the task definition TASK (YAML), finds its cases in the data folder (--data, default
+the task file's folder), profiles the data and checks its contract, locks patient-level folds,
+plans lanes with the plugins (rules, or an LLM with --planner llm), trains them within the
+budget, picks the best on validation with the host's own metric, writes the submission,
+verifies it (and grades it when --answers names the private answers), and exports a model
+package into DIR/package. Ctrl-C stops at a safe point; amid resume DIR continues.
+
+The LLM planner talks to an OpenAI-compatible endpoint (--llm-url, --llm-model) with the key
+from $AMID_LLM_API_KEY; it is sent the fingerprint, the task text and results, never pixels
+or patient identifiers.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Task = args[0]
+			env, done, err := runEnv(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			p, name, err := chosenPlanner(plannerName, llmURL, llmModel, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			o.Planner, o.PlannerName = p, name
+			r, err := hostrun.New(o, env)
+			if err != nil {
+				return err
+			}
+			return execute(cmd, r)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "out", "", "the run folder (required)")
+	f.StringVar(&o.Data, "data", "", "the data folder (default: the task file's folder)")
+	f.DurationVar(&o.Budget, "budget", 0, "wall-clock budget, e.g. 20m (default: the task's, else 20m)")
+	f.StringVar(&plannerName, "planner", "rules", "rules or llm")
+	f.StringVar(&llmURL, "llm-url", "", "the LLM endpoint's base URL (OpenAI-compatible), for --planner llm")
+	f.StringVar(&llmModel, "llm-model", "", "the LLM's model name, for --planner llm")
+	f.StringVar(&o.Answers, "answers", "", "private answers folder: grade the submission with the challenge's grader")
+	f.IntVar(&o.Folds, "folds", 5, "cross-validation folds")
+	f.IntVar(&o.Finalists, "finalists", 2, "lanes trained on more than the first fold")
+	f.Int64Var(&o.Seed, "seed", 42, "seed of the folds and the training")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func resumeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run that stopped (Ctrl-C, a crash, a killed process) from its last checkpoints",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, done, err := runEnv(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			st, err := hostrun.LoadState(args[0])
+			if err != nil {
+				return err
+			}
+			var p planner.Planner
+			if st.Planner != "rules" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "amid: the run was planned by %s; the remaining phases need no planner\n", st.Planner)
+			}
+			r, err := hostrun.Open(args[0], p, env)
+			if err != nil {
+				return err
+			}
+			return execute(cmd, r)
+		},
+	}
+}
+
+func reportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report RUN",
+		Short: "Print a run's report: lanes, folds, scores, the choice and why",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := hostrun.LoadState(args[0])
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), hostrun.Report(st))
+			return err
+		},
+	}
+}
+
+// runEnv opens the plugin catalog for a run; call done when the run ends.
+func runEnv(stderr io.Writer) (hostrun.Env, func(), error) {
+	c, err := openCatalog()
+	if err != nil {
+		return hostrun.Env{}, nil, err
+	}
+	return hostrun.Env{Catalog: c, Supervisor: pluginOptions(stderr)}, func() { c.Store.Close() }, nil
+}
+
+func chosenPlanner(name, url, model string, stderr io.Writer) (planner.Planner, string, error) {
+	switch name {
+	case "rules", "":
+		return nil, "rules", nil
+	case "llm":
+		if url == "" || model == "" {
+			return nil, "", fmt.Errorf("--planner llm needs --llm-url and --llm-model")
+		}
+		cfg := llm.Config{BaseURL: url, Model: model}
+		logf := func(event string, fields map[string]any) { fmt.Fprintf(stderr, "llm planner: %s %v\n", event, fields) }
+		return llm.New(cfg, planner.Rules{}, logf), "llm:" + model, nil
+	}
+	return nil, "", fmt.Errorf("--planner %q is not rules or llm", name)
+}
+
+// execute runs r with a progress display and Ctrl-C handling.
+func execute(cmd *cobra.Command, r *hostrun.Runner) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out := cmd.ErrOrStderr()
+	disp := newDisplay(out)
+	r.SetEvents(disp.event)
+	began := time.Now()
+	err := r.Run(ctx)
+	disp.close()
+	st := r.State()
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(out, "stopped after %v; continue with: amid resume %s\n", time.Since(began).Round(time.Second), r.Dir())
+		}
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "run %s done in %v; package: %s\n", st.ID, time.Since(began).Round(time.Second), st.Package)
+	return nil
+}
+
+var _ = catalog.Trusted

@@ -1,0 +1,246 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"amid/host/catalog"
+	"amid/host/export"
+	"amid/host/store"
+	"amid/host/supervisor"
+	"amid/host/task"
+	"amid/plugins/sdk"
+)
+
+// Version is AMID's version, recorded in packages; the CLI sets it from its link-time
+// version.
+var Version = "dev"
+
+// ModelConfig is model/config.json of a package: what `amid reproduce` needs besides the
+// plugin and the weights.
+type ModelConfig struct {
+	Lane         string          `json:"lane"`
+	Fold         int             `json:"fold"`
+	Plugin       string          `json:"plugin"`
+	PluginConfig json.RawMessage `json:"plugin_config"`
+	Checkpoint   string          `json:"checkpoint"` // file name under model/
+	Data         string          `json:"data"`       // the data folder the test cases were read from
+	Test         []TestCase      `json:"test"`
+}
+
+// TestCase is one test case's id and the sha256 of each of its image files.
+type TestCase struct {
+	ID     string   `json:"id"`
+	SHA256 []string `json:"sha256"`
+}
+
+// export writes the model package and its zip.
+func (r *Runner) export(ctx context.Context) error {
+	best := r.st.lane(r.st.Chosen)
+	fold := best.Folds[r.st.ChosenFold]
+	entry, err := r.env.Catalog.Find(best.Plugin)
+	if err != nil {
+		return err
+	}
+	version := ""
+	if p, err := supervisor.Start(ctx, entry, r.env.Supervisor); err == nil {
+		if d, err := p.Describe(ctx); err == nil {
+			version = d.Version
+		}
+		p.Kill()
+	}
+	mc := ModelConfig{Lane: best.ID, Fold: r.st.ChosenFold, Plugin: best.Plugin, PluginConfig: best.Config,
+		Checkpoint: filepath.Base(fold.Checkpoint), Data: r.st.Data}
+	for _, c := range r.data.Test {
+		tc := TestCase{ID: c.ID}
+		for _, p := range c.Images {
+			s, err := sdk.FileSHA256(p)
+			if err != nil {
+				return err
+			}
+			tc.SHA256 = append(tc.SHA256, s)
+		}
+		mc.Test = append(mc.Test, tc)
+	}
+	rawTask, err := os.ReadFile(r.st.Task)
+	if err != nil {
+		return err
+	}
+	var fp, plan any
+	if err := readJSON(r.path("fingerprint.json"), &fp); err != nil {
+		return err
+	}
+	if err := readJSON(r.path("plan.json"), &plan); err != nil {
+		return err
+	}
+	c := export.Contents{
+		TaskID: r.task.ID, AMIDVersion: Version, Plugin: export.Plugin{Name: best.Plugin, Version: version, Binary: entry.Path},
+		Lane: fmt.Sprintf("%s.f%d", best.ID, r.st.ChosenFold),
+		Task: rawTask, Fingerprint: fp, Plan: plan, Scores: r.scores(), ModelConfig: mc,
+		Checkpoints: []string{fold.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
+	}
+	if len(r.data.Test) > 0 {
+		c.Predictions, c.Submission = r.path("final", "predictions"), r.path("submission")
+	}
+	if err := r.reviewDecisions(&c); err != nil {
+		return err
+	}
+	dir := r.path("package")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if _, err := export.Write(dir, c); err != nil {
+		return err
+	}
+	if err := export.Zip(dir, r.path("package.zip")); err != nil {
+		return err
+	}
+	r.st.Package = dir
+	r.logf("package written: %s (and %s)", dir, r.path("package.zip"))
+	return nil
+}
+
+// reviewDecisions adds the review decisions recorded in review.json of the run folder.
+func (r *Runner) reviewDecisions(c *export.Contents) error {
+	p := r.path("review.json")
+	if _, err := os.Stat(p); err != nil {
+		return nil
+	}
+	return readJSON(p, &c.Review)
+}
+
+func (r *Runner) scores() export.Scores {
+	s := export.Scores{Metric: r.task.Metric.Name, HigherIsBetter: true}
+	for _, l := range r.st.Lanes {
+		ls := export.LaneScores{Lane: l.ID, Plugin: l.Plugin, Status: "done"}
+		ks := make([]int, 0, len(l.Folds))
+		for k := range l.Folds {
+			ks = append(ks, k)
+		}
+		sort.Ints(ks)
+		for _, k := range ks {
+			f := l.Folds[k]
+			if f.Status == FoldDone {
+				ls.Folds = append(ls.Folds, export.FoldScore{Fold: k, Score: f.Score})
+			} else if f.Error != "" {
+				ls.Status, ls.Reason = "failed", oneLine(f.Error)
+			}
+		}
+		if len(ls.Folds) > 0 {
+			ls.Status = "done"
+		}
+		s.Lanes = append(s.Lanes, ls)
+	}
+	return s
+}
+
+func (r *Runner) solutionReport() export.Report {
+	t := r.task
+	best := r.st.lane(r.st.Chosen)
+	m, n := best.Mean()
+	rep := export.Report{
+		Title:     firstNonEmpty(t.Title, t.ID),
+		Challenge: fmt.Sprintf("%s. %d-D %s, modality %s; %d training and %d test cases.", firstNonEmpty(t.Description, t.Title, t.ID), t.Dims, t.Kind, firstNonEmpty(t.Modality, "unspecified"), len(r.data.Train), len(r.data.Test)),
+		Evaluation: fmt.Sprintf("The task's metric is %s (%s is better). Validation uses the host's own %s metric on %d locked patient-level folds; the test set is scored only by the challenge's grader, when its answers are given.",
+			t.Metric.Name, t.Metric.Direction, t.Kind, r.st.Folds),
+		Method:         fmt.Sprintf("Planner %s; %d lanes explored on the first fold, the best trained on further folds within a %v budget.", r.st.Planner, len(r.st.Lanes), r.st.Budget),
+		Architecture:   fmt.Sprintf("Plugin %s, lane %s: %s", best.Plugin, best.ID, best.Rationale),
+		Training:       fmt.Sprintf("Configuration:\n\n```json\n%s\n```\n\nFold %d model: %d steps in %v.", string(best.Config), r.st.ChosenFold, best.Folds[r.st.ChosenFold].Steps, best.Folds[r.st.ChosenFold].Took.Round(1e9)),
+		Inference:      fmt.Sprintf("The fold %d model predicts each test case with the plugin's Predict; the host converts the predictions into the submission contract (%s).", r.st.ChosenFold, strings.Join(t.Submission.Columns, ", ")),
+		PostProcessing: "As configured in the lane's configuration; none is chosen on the test set.",
+		Result:         fmt.Sprintf("Mean validation %s %.4f over %d fold(s).", t.Metric.Name, m, n),
+		Chosen:         best.ID,
+	}
+	if g := r.st.TestScore; g != nil && g.Valid {
+		rep.Result += fmt.Sprintf(" The challenge's grader scores the test submission %s = %.4f.", g.Primary, g.Score)
+	}
+	for _, l := range r.st.Lanes {
+		why := ""
+		for _, w := range r.st.Why {
+			if strings.HasPrefix(w, l.ID+" ") {
+				why = w
+			}
+		}
+		rep.Candidates = append(rep.Candidates, export.Candidate{Lane: l.ID, Plugin: l.Plugin, Summary: oneLine(l.Rationale), Why: why})
+	}
+	return rep
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// Reproduce re-runs a package's prediction into out/predictions: it starts the package's
+// own plugin binary (trusted by the sha256 the manifest records, which the caller has
+// verified), reads the test cases from the data folder the package names (or data, when
+// not empty), checks their bytes against the recorded sha256s, and predicts with the
+// package's weights.
+func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Options) error {
+	var man export.Manifest
+	if err := readJSON(filepath.Join(pkg, "manifest.json"), &man); err != nil {
+		return err
+	}
+	var mc ModelConfig
+	if err := readJSON(filepath.Join(pkg, "model", "config.json"), &mc); err != nil {
+		return err
+	}
+	t, err := task.Load(filepath.Join(pkg, "task.yaml"))
+	if err != nil {
+		return err
+	}
+	if data == "" {
+		data = mc.Data
+	}
+	d, err := t.Resolve(data)
+	if err != nil {
+		return err
+	}
+	byID := map[string]task.Case{}
+	for _, c := range d.Test {
+		byID[c.ID] = c
+	}
+	cases := make([]task.Case, 0, len(mc.Test))
+	for _, tc := range mc.Test {
+		c, ok := byID[tc.ID]
+		if !ok {
+			return fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
+		}
+		for i, p := range c.Images {
+			s, err := sdk.FileSHA256(p)
+			if err != nil {
+				return err
+			}
+			if i < len(tc.SHA256) && s != tc.SHA256[i] {
+				return fmt.Errorf("test image %s changed since the package was made (sha256 %s, recorded %s)", p, s, tc.SHA256[i])
+			}
+		}
+		cases = append(cases, c)
+	}
+	bin := filepath.Join(pkg, filepath.FromSlash(man.Plugin.Binary))
+	sum, err := sdk.FileSHA256(bin)
+	if err != nil {
+		return err
+	}
+	if sum != man.Plugin.SHA256 {
+		return fmt.Errorf("plugin %s has sha256 %s, the manifest records %s", bin, sum, man.Plugin.SHA256)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil && !os.IsPermission(err) {
+		return err
+	}
+	// The package's own plugin is trusted by the checksum its verified manifest records.
+	entry := &catalog.Entry{Name: man.Plugin.Name, Path: bin, SHA256: sum, State: catalog.Trusted,
+		Record: &store.Plugin{Name: man.Plugin.Name, Path: bin, TrustedSHA256: sum}}
+	ckpt := filepath.Join(pkg, "model", mc.Checkpoint)
+	_, err = Predict(ctx, entry, opts, t, mc.PluginConfig, ckpt, cases, filepath.Join(out, "predictions"))
+	return err
+}

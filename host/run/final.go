@@ -1,0 +1,268 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"amid/host/audit"
+	"amid/host/catalog"
+	"amid/host/grade"
+	"amid/host/submit"
+	"amid/host/supervisor"
+	"amid/host/task"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+)
+
+// Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
+// out (emptied first) and returns the files per case id. It checks that every case has a
+// file inside out.
+func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, cfg []byte, ckpt string, cases []task.Case, out string) (map[string][]string, error) {
+	if err := os.RemoveAll(out); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	p, err := supervisor.Start(ctx, entry, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Kill()
+	spec, err := jsonOf(t.Spec())
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.Predict(ctx, &protocol.PredictRequest{
+		Task: protocol.Task{Kind: t.Kind, Dims: t.Dims, Metric: t.Metric.Name, Spec: spec}, Config: cfg, Checkpoint: ckpt,
+		Cases: protoCases(cases, nil), OutputDir: out,
+	})
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]string{}
+	for _, pr := range resp.Predictions {
+		for _, f := range pr.Files {
+			rel, err := filepath.Rel(out, f)
+			if err != nil || rel == ".." || len(rel) > 2 && rel[:3] == "../" {
+				return nil, fmt.Errorf("plugin %s wrote %s outside its output folder %s", entry.Name, f, out)
+			}
+		}
+		files[pr.CaseID] = pr.Files
+	}
+	for _, c := range cases {
+		if len(files[c.ID]) == 0 {
+			return nil, fmt.Errorf("plugin %s wrote no prediction for case %s", entry.Name, c.ID)
+		}
+	}
+	return files, nil
+}
+
+// choose picks the lane with the best mean validation score, and the fold model of that
+// lane with the best validation score, and writes why.
+func (r *Runner) choose() (*LaneState, int, error) {
+	ranked := r.ranked()
+	if len(ranked) == 0 {
+		return nil, 0, errors.New("no lane finished a fold")
+	}
+	best := ranked[0]
+	m, n := best.Mean()
+	r.st.Why = []string{fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.task.Metric.Name, m, n, len(ranked))}
+	for _, l := range ranked[1:] {
+		lm, ln := l.Mean()
+		r.st.Why = append(r.st.Why, fmt.Sprintf("%s lost: mean validation %.4f over %d fold(s), %.4f below the winner", l.ID, lm, ln, m-lm))
+	}
+	for _, l := range r.st.Lanes {
+		if _, n := l.Mean(); n == 0 {
+			why := "it finished no fold"
+			for _, f := range l.Folds {
+				if f.Error != "" {
+					why = "it failed: " + oneLine(f.Error)
+					break
+				}
+			}
+			r.st.Why = append(r.st.Why, fmt.Sprintf("%s lost: %s", l.ID, why))
+		}
+	}
+	folds := make([]int, 0, len(best.Folds))
+	for k, f := range best.Folds {
+		if f.Status == FoldDone {
+			folds = append(folds, k)
+		}
+	}
+	sort.Ints(folds)
+	fold := folds[0]
+	for _, k := range folds {
+		if best.Folds[k].Score > best.Folds[fold].Score {
+			fold = k
+		}
+	}
+	return best, fold, nil
+}
+
+// final predicts the test set with the chosen lane and writes the submission.
+func (r *Runner) final(ctx context.Context) error {
+	best, fold, err := r.choose()
+	if err != nil {
+		return err
+	}
+	r.st.Chosen, r.st.ChosenFold = best.ID, fold
+	for _, w := range r.st.Why {
+		r.logf("%s", w)
+	}
+	if len(r.data.Test) == 0 {
+		r.logf("the task has no test cases: no submission to write")
+		return nil
+	}
+	ck := best.Folds[fold]
+	sum, err := sdk.FileSHA256(ck.Checkpoint)
+	if err != nil {
+		return err
+	}
+	if sum != ck.SHA256 {
+		return fmt.Errorf("checkpoint %s changed since training (sha256 %s, recorded %s)", ck.Checkpoint, sum, ck.SHA256)
+	}
+	preds, err := r.predict(ctx, best.Plugin, best.Config, ck.Checkpoint, r.data.Test, r.path("final", "predictions"))
+	if err != nil {
+		return err
+	}
+	if err := r.writeSubmission(ctx, preds, r.path("submission")); err != nil {
+		return err
+	}
+	subSum, err := treeHash(r.path("submission"))
+	if err != nil {
+		return err
+	}
+	return r.record(audit.RoleHost, "submission.written", map[string]string{"checkpoint": ck.SHA256}, map[string]string{"submission": subSum},
+		map[string]any{"lane": best.ID, "fold": fold, "cases": len(r.data.Test), "why": r.st.Why})
+}
+
+func (r *Runner) writeSubmission(ctx context.Context, preds map[string][]string, dir string) error {
+	list := make([]submit.Prediction, 0, len(r.data.Test))
+	for _, c := range r.data.Test {
+		list = append(list, submit.Prediction{CaseID: c.ID, File: preds[c.ID][0], Images: c.Images})
+	}
+	return submit.Write(ctx, r.task, r.data.Test, list, dir)
+}
+
+// verify is the gate before export: the grader (when answers are given) accepts the
+// submission, the chosen checkpoint is the one trained, and predicting again from scratch
+// gives byte-identical files.
+func (r *Runner) verify(ctx context.Context) error {
+	if r.st.Chosen == "" {
+		return errors.New("no chosen lane")
+	}
+	best := r.st.lane(r.st.Chosen)
+	details := map[string]any{}
+	if len(r.data.Test) > 0 {
+		if r.st.Answers != "" && r.task.Challenge != "" {
+			res, err := grade.Grade(ctx, r.task.Challenge, r.path("submission"), r.st.Answers, grade.Options{})
+			if err != nil {
+				return fmt.Errorf("grading: %w", err)
+			}
+			g := &Grade{Valid: res.Valid, Errors: res.Errors, Primary: res.Primary.Name, Score: finite(float64(res.Primary.Value)),
+				Percentile: finite(float64(res.Percentile)), Metrics: map[string]float64{}}
+			for k, v := range res.Metrics {
+				if f := float64(v); !math.IsNaN(f) && !math.IsInf(f, 0) {
+					g.Metrics[k] = f
+				}
+			}
+			r.st.TestScore = g
+			details["grader_valid"] = res.Valid
+			details["test_score"] = g.Score
+			if !res.Valid {
+				return fmt.Errorf("the %s grader refused the submission: %v", r.task.Challenge, res.Errors)
+			}
+			r.logf("the %s grader accepts the submission: %s = %.4f", r.task.Challenge, g.Primary, g.Score)
+		}
+		again := r.path("final", "reproduce")
+		ck := best.Folds[r.st.ChosenFold]
+		if _, err := r.predict(ctx, best.Plugin, best.Config, ck.Checkpoint, r.data.Test, again); err != nil {
+			return fmt.Errorf("reproduction: %w", err)
+		}
+		diff, err := sameTree(r.path("final", "predictions"), again)
+		if err != nil {
+			return err
+		}
+		if len(diff) > 0 {
+			return fmt.Errorf("predicting again gave different bytes for %v", diff)
+		}
+		details["reproducible"] = true
+		r.logf("predicting the test set again gives byte-identical files")
+		if err := os.RemoveAll(again); err != nil {
+			return err
+		}
+	}
+	return r.record(audit.RoleHost, "run.verified", nil, nil, details)
+}
+
+// treeHash is a sha256 over the relative paths and sha256s of every file under dir.
+func treeHash(dir string) (string, error) {
+	var b bytes.Buffer
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		s, err := sdk.FileSHA256(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(h[:]), nil
+}
+
+// finite maps NaN and infinities to 0, which JSON can hold.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }
+
+// sameTree lists the relative paths whose bytes differ between two folders, or that
+// exist in only one.
+func sameTree(a, b string) ([]string, error) {
+	files := map[string]bool{}
+	for _, root := range []string{a, b} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			files[rel] = true
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var diff []string
+	for rel := range files {
+		x, errA := os.ReadFile(filepath.Join(a, rel))
+		y, errB := os.ReadFile(filepath.Join(b, rel))
+		if errA != nil || errB != nil || !bytes.Equal(x, y) {
+			diff = append(diff, rel)
+		}
+	}
+	sort.Strings(diff)
+	return diff, nil
+}

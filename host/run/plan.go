@@ -1,0 +1,150 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+
+	"amid/host/audit"
+	"amid/host/catalog"
+	"amid/host/planner"
+	"amid/host/supervisor"
+	"amid/plugins/protocol"
+)
+
+// protoTask is the protocol's view of the task.
+func (r *Runner) protoTask() (protocol.Task, error) {
+	spec, err := json.Marshal(r.task.Spec())
+	if err != nil {
+		return protocol.Task{}, err
+	}
+	return protocol.Task{Kind: r.task.Kind, Dims: r.task.Dims, Metric: r.task.Metric.Name, Spec: spec}, nil
+}
+
+// plugins returns the trusted plugins that handle the task's kind and dimension, with
+// their descriptions.
+func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
+	if r.env.Catalog == nil {
+		return nil, fmt.Errorf("no plugin catalog")
+	}
+	es, err := r.env.Catalog.Scan()
+	if err != nil {
+		return nil, err
+	}
+	var out []*catalog.Entry
+	var refused []string
+	for i := range es {
+		e := &es[i]
+		if err := e.Usable(); err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		p, err := supervisor.Start(ctx, e, r.env.Supervisor)
+		if err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		d, err := p.Describe(ctx)
+		p.Kill()
+		if err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		for _, k := range d.Tasks {
+			if k.Kind == r.task.Kind && slices.Contains(k.Dims, r.task.Dims) {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		msg := fmt.Sprintf("no trusted plugin handles %d-D %s", r.task.Dims, r.task.Kind)
+		if len(refused) > 0 {
+			msg += "; refused: " + refused[0]
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	return out, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// plan asks each plugin for candidates and the planner for lanes.
+func (r *Runner) plan(ctx context.Context) error {
+	entries, err := r.plugins(ctx)
+	if err != nil {
+		return err
+	}
+	fp, err := os.ReadFile(r.path("fingerprint.json"))
+	if err != nil {
+		return err
+	}
+	pt, err := r.protoTask()
+	if err != nil {
+		return err
+	}
+	taskJSON, err := json.Marshal(r.task.Spec())
+	if err != nil {
+		return err
+	}
+	in := planner.Input{
+		Task: taskJSON, Kind: r.task.Kind, Dims: r.task.Dims, Metric: r.task.Metric.Name, HigherIsBetter: true,
+		Fingerprint: fp, Budget: r.st.Budget, Remaining: r.remaining(), Slots: slots(),
+	}
+	for _, e := range entries {
+		p, err := supervisor.Start(ctx, e, r.env.Supervisor)
+		if err != nil {
+			return err
+		}
+		d, derr := p.Describe(ctx)
+		resp, err := p.Plan(ctx, &protocol.PlanRequest{Fingerprint: fp, Task: pt})
+		p.Kill()
+		if derr != nil {
+			return derr
+		}
+		if err != nil {
+			r.logf("plugin %s could not plan: %v", e.Name, err)
+			continue
+		}
+		in.Plugins = append(in.Plugins, planner.Plugin{Name: e.Name, Schema: d.ConfigSchema, Candidates: resp.Candidates})
+	}
+	var pl planner.Planner = planner.Rules{}
+	if r.planner != nil {
+		pl = r.planner
+	}
+	lanes, err := pl.Plan(ctx, in)
+	if err != nil && r.planner != nil {
+		r.logf("planner %s failed (%v); using the rules", r.st.Planner, err)
+		r.st.Notes = append(r.st.Notes, fmt.Sprintf("planner %s failed: %v; the rules planned instead", r.st.Planner, err))
+		lanes, err = planner.Rules{}.Plan(ctx, in)
+	}
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, l := range lanes {
+		id := unsafeName.ReplaceAllString(l.Name, "_")
+		for seen[id] {
+			id += "_"
+		}
+		seen[id] = true
+		r.st.Lanes = append(r.st.Lanes, &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}})
+		r.logf("lane %s (%s): %s", id, l.Plugin, l.Rationale)
+	}
+	sum, err := writeJSON(r.path("plan.json"), lanes)
+	if err != nil {
+		return err
+	}
+	plugins := map[string]string{}
+	for _, e := range entries {
+		plugins["plugin:"+e.Name] = e.SHA256
+	}
+	return r.record(audit.RolePlanner, "plan.made", plugins, map[string]string{"plan.json": sum}, map[string]any{"lanes": len(lanes), "planner": r.st.Planner})
+}
+
+// slots is how many lanes may train at once: each lane's engine uses every core, so one
+// on a CPU-only machine.
+func slots() int { return 1 }

@@ -1,0 +1,162 @@
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"amid/host/audit"
+	"amid/host/folds"
+	"amid/host/ingest"
+	"amid/host/profile"
+	"amid/plugins/sdk"
+)
+
+func (r *Runner) path(name ...string) string {
+	return filepath.Join(append([]string{r.dir}, name...)...)
+}
+
+func writeJSON(path string, v any) (string, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return sdk.WriteFile(path, append(b, '\n'))
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// idsHash is the sha256 of the sorted ids, one per line.
+func idsHash(ids []string) string {
+	s := append([]string(nil), ids...)
+	sort.Strings(s)
+	h := sha256.Sum256([]byte(strings.Join(s, "\n")))
+	return hex.EncodeToString(h[:])
+}
+
+// prepare resolves the data, converts the labels, profiles the data, checks its contract
+// and locks the folds.
+func (r *Runner) prepare(ctx context.Context) error {
+	taskSum, err := sdk.FileSHA256(r.st.Task)
+	if err != nil {
+		return err
+	}
+	if err := r.record(audit.RoleHost, audit.ActionTaskLoaded, map[string]string{"task.yaml": taskSum}, nil,
+		map[string]any{"id": r.task.ID, "kind": r.task.Kind, "dims": r.task.Dims, "metric": r.task.Metric.Name, "budget_s": r.st.Budget.Seconds(), "planner": r.st.Planner}); err != nil {
+		return err
+	}
+	d, err := r.task.Resolve(r.st.Data)
+	if err != nil {
+		return err
+	}
+	r.data = d
+	trainIDs, testIDs := make([]string, len(d.Train)), make([]string, len(d.Test))
+	for i, c := range d.Train {
+		trainIDs[i] = c.ID
+	}
+	for i, c := range d.Test {
+		testIDs[i] = c.ID
+	}
+	overlap := map[string]bool{}
+	for _, id := range trainIDs {
+		overlap[id] = true
+	}
+	for _, id := range testIDs {
+		if overlap[id] {
+			return fmt.Errorf("case id %s is in both the training and the test split", id)
+		}
+	}
+	r.logf("%d training and %d test cases in %s", len(d.Train), len(d.Test), d.Root)
+	if err := r.record(audit.RoleHost, "data.resolved", nil, map[string]string{"train_ids": idsHash(trainIDs), "test_ids": idsHash(testIDs)},
+		map[string]any{"train": len(trainIDs), "test": len(testIDs), "test_labels_read": false}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.path("labels"), 0o755); err != nil {
+		return err
+	}
+	labels, err := ingest.Labels(ctx, r.task, d.Train, r.path("labels"))
+	if err != nil {
+		return err
+	}
+	r.labels = labels
+	sum, err := writeJSON(r.path("labels.json"), labels)
+	if err != nil {
+		return err
+	}
+	fp, contract, err := profile.Profile(ctx, r.task, d, labels)
+	if err != nil {
+		return err
+	}
+	fpSum, err := writeJSON(r.path("fingerprint.json"), fp)
+	if err != nil {
+		return err
+	}
+	cSum, err := writeJSON(r.path("contract.json"), contract)
+	if err != nil {
+		return err
+	}
+	warnings := 0
+	for _, p := range contract.Problems {
+		if p.Severity == profile.Warning {
+			warnings++
+			r.logf("data contract warning: %s", p.Message)
+		}
+	}
+	if err := r.record(audit.RoleHost, "data.profiled", map[string]string{"labels.json": sum},
+		map[string]string{"fingerprint.json": fpSum, "contract.json": cSum}, map[string]any{"ok": contract.OK(), "problems": len(contract.Problems), "warnings": warnings}); err != nil {
+		return err
+	}
+	if err := contract.Err(); err != nil {
+		return err
+	}
+	fl, err := folds.Lock(d.Train, r.st.Folds, r.st.Seed)
+	if err != nil {
+		return err
+	}
+	if err := fl.Save(r.path("folds.json")); err != nil {
+		return err
+	}
+	r.logf("%d folds locked (sha256 %s)", fl.K, fl.Hash[:12])
+	return r.record(audit.RoleHost, audit.ActionFoldsLocked, map[string]string{"train_ids": idsHash(trainIDs)}, map[string]string{"folds": fl.Hash},
+		map[string]any{"k": fl.K, "seed": fl.Seed, "patients": fp.Patients, "test_cases_in_folds": 0})
+}
+
+// load rebuilds the in-memory data of a prepared run and checks that neither the data
+// nor the folds changed since.
+func (r *Runner) load(ctx context.Context) error {
+	d, err := r.task.Resolve(r.st.Data)
+	if err != nil {
+		return err
+	}
+	r.data = d
+	if err := readJSON(r.path("labels.json"), &r.labels); err != nil {
+		return err
+	}
+	fl, err := folds.Load(r.path("folds.json"))
+	if err != nil {
+		return err
+	}
+	for _, c := range d.Train {
+		if _, ok := fl.Assign[c.ID]; !ok {
+			return fmt.Errorf("training case %s appeared after the folds were locked", c.ID)
+		}
+	}
+	return ctx.Err()
+}
+
+func (r *Runner) folds() (*folds.Folds, error) { return folds.Load(r.path("folds.json")) }

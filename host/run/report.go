@@ -1,0 +1,76 @@
+package run
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is a run's summary in Markdown: the lanes with their per-fold validation scores,
+// the choice and why, and the grader's verdict when there was one.
+func Report(st *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Run %s\n\n", st.ID)
+	fmt.Fprintf(&b, "- Task: %s\n- Data: %s\n- Phase: %s\n- Budget: %v, spent %v\n- Planner: %s\n- Folds: %d, seed %d\n\n",
+		st.Task, st.Data, st.Phase, st.Budget, st.Spent.Round(time.Second), st.Planner, st.Folds, st.Seed)
+	if len(st.Lanes) > 0 {
+		b.WriteString("## Lanes\n\n| lane | plugin | folds done | mean validation | per fold |\n|---|---|---|---|---|\n")
+		for _, l := range st.Lanes {
+			m, n := l.Mean()
+			mean := "—"
+			if n > 0 {
+				mean = fmt.Sprintf("%.4f", m)
+			}
+			ks := make([]int, 0, len(l.Folds))
+			for k := range l.Folds {
+				ks = append(ks, k)
+			}
+			sort.Ints(ks)
+			var per []string
+			for _, k := range ks {
+				f := l.Folds[k]
+				switch f.Status {
+				case FoldDone:
+					per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)", k, f.Score, f.Steps, f.Took.Round(time.Second)))
+				case FoldFailed:
+					per = append(per, fmt.Sprintf("f%d failed: %s", k, oneLine(f.Error)))
+				default:
+					per = append(per, fmt.Sprintf("f%d %s", k, f.Status))
+				}
+			}
+			mark := ""
+			if l.ID == st.Chosen {
+				mark = " **(chosen)**"
+			}
+			fmt.Fprintf(&b, "| %s%s | %s | %d | %s | %s |\n", l.ID, mark, l.Plugin, n, mean, strings.Join(per, "; "))
+		}
+		b.WriteString("\n")
+	}
+	if len(st.Why) > 0 {
+		b.WriteString("## Choice\n\n")
+		for _, w := range st.Why {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		b.WriteString("\n")
+	}
+	if g := st.TestScore; g != nil {
+		b.WriteString("## Test set (the challenge's grader)\n\n")
+		if g.Valid {
+			fmt.Fprintf(&b, "Valid submission: %s = %.4f, leaderboard percentile %.3f.\n\n", g.Primary, g.Score, g.Percentile)
+		} else {
+			fmt.Fprintf(&b, "Invalid submission: %s\n\n", strings.Join(g.Errors, "; "))
+		}
+	}
+	if len(st.Notes) > 0 {
+		b.WriteString("## Notes\n\n")
+		for _, n := range st.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		b.WriteString("\n")
+	}
+	if st.Package != "" {
+		fmt.Fprintf(&b, "Package: %s\n", st.Package)
+	}
+	return b.String()
+}

@@ -1,0 +1,307 @@
+// Package run is AMID's autonomous loop: from a task definition and a data folder to a
+// verified model package, with no human in the loop until review.
+//
+// A run lives in one folder:
+//
+//	run.json          the durable state (phase, lanes, folds trained, scores, choice)
+//	run.db            the lanes and their events (amid/host/store), written by the supervisor
+//	audit.db          the hash-chained audit log (amid/host/audit)
+//	task.yaml         the task definition, copied
+//	labels/           canonical labels (amid/host/ingest)
+//	fingerprint.json  the dataset fingerprint; contract.json the data contract
+//	folds.json        the locked folds
+//	plan.json         the lanes planned
+//	lanes/<lane>/f<k>/   checkpoints of the lane on fold k; val/ its validation predictions
+//	final/            the chosen model's test predictions; submission/ the submission
+//	package/          the exported model package, and package.zip
+//
+// The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
+// run.json, so [Resume] after a crash or a SIGKILL continues at the phase and the fold that
+// were in flight, from the lane's last checkpoint.
+//
+// Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
+// trains every planned lane on the first fold with an equal share of half the time left;
+// exploitation trains the best lanes (successive halving: the better half, at most
+// Finalists) on further folds while time remains, keeping a reserve for the final
+// prediction and verification. Each fold's validation predictions are scored with the
+// host's own metric (amid/host/evaluate); the lane with the best mean wins. Lanes train one
+// at a time on a CPU-only machine: each already uses every core.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"amid/host/audit"
+	"amid/host/catalog"
+	"amid/host/planner"
+	"amid/host/store"
+	"amid/host/supervisor"
+	"amid/host/task"
+	"amid/plugins/protocol"
+)
+
+// Options configure a new run.
+type Options struct {
+	Task   string        // the task definition file
+	Data   string        // the data folder; empty: the task file's folder
+	Dir    string        // the run folder, created
+	Budget time.Duration // 0: the task's budget, else DefaultBudget
+	// Planner is the planner; nil means the rules. PlannerName is recorded.
+	Planner     planner.Planner
+	PlannerName string
+	Folds       int   // cross-validation folds; 0: 5
+	Finalists   int   // lanes trained on more folds; 0: 2
+	Seed        int64 // 0: 42
+	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
+	// layout); when set the challenge's grader scores the submission.
+	Answers string
+}
+
+// DefaultBudget is a run's budget when neither the options nor the task give one.
+const DefaultBudget = 20 * time.Minute
+
+// Env is what a run needs from the host around it.
+type Env struct {
+	Catalog    *catalog.Catalog
+	Supervisor supervisor.Options
+	// Events, when set, receives progress for a terminal or a window.
+	Events func(Event)
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Time     time.Time
+	Phase    string
+	Lane     string
+	Fold     int
+	Message  string
+	Progress *protocol.Progress
+}
+
+// Runner executes one run.
+type Runner struct {
+	dir     string
+	st      *State
+	env     Env
+	planner planner.Planner
+	task    *task.Task
+	data    *task.Dataset
+	labels  map[string]string
+	audit   *audit.Log
+	store   *store.Store
+	began   time.Time
+	spent0  time.Duration
+}
+
+// ErrBudget means the budget ran out before a model could be trained.
+var ErrBudget = errors.New("the budget ran out")
+
+// New creates a run folder and returns its runner; Run executes it.
+func New(opts Options, env Env) (*Runner, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("run: no run folder given")
+	}
+	t, err := task.Load(opts.Task)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, stateFileName)); err == nil {
+		return nil, fmt.Errorf("run: %s already holds a run; resume it with: amid resume %s", opts.Dir, opts.Dir)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	data := opts.Data
+	if data == "" {
+		data = filepath.Dir(opts.Task)
+	}
+	if data, err = filepath.Abs(data); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(opts.Task)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task.yaml"), raw, 0o644); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = time.Duration(t.Budget)
+	}
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	name := opts.PlannerName
+	if name == "" {
+		name = "rules"
+	}
+	st := &State{
+		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
+		Budget: budget, Planner: name, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
+		Phase: PhasePrepare, Answers: opts.Answers,
+	}
+	if st.Seed == 0 {
+		st.Seed = 42
+	}
+	if st.Folds == 0 {
+		st.Folds = 5
+	}
+	if st.Finalists == 0 {
+		st.Finalists = 2
+	}
+	if st.Answers != "" {
+		if st.Answers, err = filepath.Abs(st.Answers); err != nil {
+			return nil, err
+		}
+	}
+	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
+	st.Created = r.now().UTC()
+	if err := st.save(dir); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Open returns the runner of an existing run folder, to resume it.
+func Open(dir string, p planner.Planner, env Env) (*Runner, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := LoadState(abs)
+	if err != nil {
+		return nil, err
+	}
+	t, err := task.Load(st.Task)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{dir: abs, st: st, env: env, planner: p, task: t}, nil
+}
+
+// Dir is the run folder.
+func (r *Runner) Dir() string { return r.dir }
+
+// State is the run's state (read it only between runs).
+func (r *Runner) State() *State { return r.st }
+
+func (r *Runner) now() time.Time {
+	if r.env.Now != nil {
+		return r.env.Now()
+	}
+	return time.Now()
+}
+
+// remaining is the budget left.
+func (r *Runner) remaining() time.Duration {
+	return r.st.Budget - r.spent()
+}
+
+func (r *Runner) spent() time.Duration { return r.spent0 + r.now().Sub(r.began) }
+
+func (r *Runner) emit(e Event) {
+	if r.env.Events != nil {
+		e.Time = r.now()
+		r.env.Events(e)
+	}
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	r.emit(Event{Phase: r.st.Phase, Message: fmt.Sprintf(format, args...)})
+}
+
+// record appends an audit entry.
+func (r *Runner) record(role, action string, in, out map[string]string, details any) error {
+	var d json.RawMessage
+	if details != nil {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return err
+		}
+		d = b
+	}
+	_, err := r.audit.Append(audit.Entry{Role: role, Action: action, Inputs: in, Outputs: out, Details: d})
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) save() error {
+	r.st.Spent = r.spent()
+	return r.st.save(r.dir)
+}
+
+// Run executes (or continues) the run to its end or its first fatal error. Cancelling
+// ctx stops it at the next safe point with its state saved; Resume continues it.
+func (r *Runner) Run(ctx context.Context) (err error) {
+	r.began = r.now()
+	r.spent0 = r.st.Spent
+	if r.audit, err = audit.Open(filepath.Join(r.dir, "audit.db")); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer r.audit.Close()
+	if r.store, err = store.Open(filepath.Join(r.dir, "run.db"), store.DefaultTimeout); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer r.store.Close()
+	if r.st.Phase == PhasePrepare {
+		if err := r.store.CreateRun(&store.Run{ID: r.st.ID, Created: r.st.Created, Task: r.task.ID}); err != nil && r.st.Spent == 0 {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	defer func() {
+		if serr := r.save(); err == nil {
+			err = serr
+		}
+	}()
+	if r.st.Phase != PhasePrepare || r.st.Spent > 0 {
+		if err := r.record(audit.RoleHost, "run.resumed", nil, nil, map[string]any{"phase": r.st.Phase, "spent_s": r.st.Spent.Seconds()}); err != nil {
+			return err
+		}
+	}
+	steps := []struct {
+		phase string
+		fn    func(context.Context) error
+	}{
+		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.explore}, {PhaseExploit, r.exploit},
+		{PhaseFinal, r.final}, {PhaseVerify, r.verify}, {PhaseExport, r.export},
+	}
+	// Preparation is cheap and rebuilds what the later phases read in memory.
+	if phaseIndex(r.st.Phase) > phaseIndex(PhasePrepare) {
+		if err := r.load(ctx); err != nil {
+			return err
+		}
+	}
+	for i, s := range steps {
+		if phaseIndex(r.st.Phase) > phaseIndex(s.phase) {
+			continue
+		}
+		r.st.Phase = s.phase
+		r.logf("%s", s.phase)
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.phase, err)
+		}
+		r.st.Phase = phases[i+1]
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetEvents sets the function that receives the run's events.
+func (r *Runner) SetEvents(f func(Event)) { r.env.Events = f }

@@ -1,0 +1,156 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"amid/host/planner"
+	"amid/plugins/sdk"
+)
+
+// Phases of a run, in order. A resumed run starts at the first phase not done.
+const (
+	PhasePrepare  = "prepare" // task, data, labels, fingerprint, contract, folds
+	PhasePlan     = "plan"    // plugins' candidates, the planner's lanes
+	PhaseExplore  = "explore" // every lane on the first fold
+	PhaseExploit  = "exploit" // the finalists on the other folds
+	PhaseFinal    = "final"   // the chosen lane predicts the test set; the submission
+	PhaseVerify   = "verify"  // the contract, the grader, reproducibility
+	PhaseExport   = "export"  // the model package
+	PhaseDone     = "done"
+	stateVersion  = 1
+	stateFileName = "run.json"
+)
+
+var phases = []string{PhasePrepare, PhasePlan, PhaseExplore, PhaseExploit, PhaseFinal, PhaseVerify, PhaseExport, PhaseDone}
+
+func phaseIndex(p string) int {
+	for i, q := range phases {
+		if q == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// Fold states.
+const (
+	FoldPending  = "pending"
+	FoldTraining = "training"
+	FoldDone     = "done"
+	FoldFailed   = "failed"
+)
+
+// FoldState is one lane trained on one fold.
+type FoldState struct {
+	Status     string             `json:"status"`
+	Checkpoint string             `json:"checkpoint,omitempty"`
+	SHA256     string             `json:"sha256,omitempty"`
+	Steps      int64              `json:"steps,omitempty"`
+	Score      float64            `json:"score"`
+	Extra      map[string]float64 `json:"extra,omitempty"`
+	Plugin     map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
+	Error      string             `json:"error,omitempty"`
+	Took       time.Duration      `json:"took"`
+}
+
+// LaneState is one lane of the run.
+type LaneState struct {
+	planner.Lane
+	ID    string            `json:"id"` // file-safe name
+	Folds map[int]FoldState `json:"folds"`
+}
+
+// Mean is the lane's mean validation score over its finished folds and their count (NaN
+// when none finished).
+func (l *LaneState) Mean() (float64, int) {
+	var s float64
+	n := 0
+	for _, f := range l.Folds {
+		if f.Status == FoldDone && !math.IsNaN(f.Score) {
+			s += f.Score
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	return s / float64(n), n
+}
+
+// State is a run's durable state, run.json in the run folder, rewritten atomically after
+// every change so that a killed host resumes where it stopped.
+type State struct {
+	Version    int           `json:"version"`
+	ID         string        `json:"id"`
+	Task       string        `json:"task"` // the copy in the run folder
+	Data       string        `json:"data"`
+	Answers    string        `json:"answers,omitempty"`
+	Budget     time.Duration `json:"budget"`
+	Spent      time.Duration `json:"spent"` // over every session of the run
+	Planner    string        `json:"planner"`
+	Seed       int64         `json:"seed"`
+	Folds      int           `json:"folds"`
+	Finalists  int           `json:"finalists"`
+	Created    time.Time     `json:"created"`
+	Phase      string        `json:"phase"`
+	Lanes      []*LaneState  `json:"lanes,omitempty"`
+	Chosen     string        `json:"chosen,omitempty"` // lane id
+	ChosenFold int           `json:"chosen_fold"`
+	Why        []string      `json:"why,omitempty"` // why the chosen lane won and the others lost
+	TestScore  *Grade        `json:"test_score,omitempty"`
+	Package    string        `json:"package,omitempty"`
+	Notes      []string      `json:"notes,omitempty"`
+}
+
+// Grade is the grader's verdict on the submission, when answers were given.
+type Grade struct {
+	Valid   bool    `json:"valid"`
+	Primary string  `json:"primary"`
+	Score   float64 `json:"score"`
+	// Percentile is the rank among the challenge's leaderboard (meaningful on real data only).
+	Percentile float64            `json:"percentile"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	Errors     []string           `json:"errors,omitempty"`
+}
+
+func (s *State) lane(id string) *LaneState {
+	for _, l := range s.Lanes {
+		if l.ID == id {
+			return l
+		}
+	}
+	return nil
+}
+
+// save writes the state atomically.
+func (s *State) save(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := sdk.WriteFile(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
+		return fmt.Errorf("run state: %w", err)
+	}
+	return nil
+}
+
+// LoadState reads the state of the run in dir.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFileName))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("run %s: %s: %w", dir, stateFileName, err)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("run %s: state version %d, this program reads %d", dir, s.Version, stateVersion)
+	}
+	return &s, nil
+}
