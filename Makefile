@@ -46,6 +46,7 @@ desktop: deps
 plugins: deps
 	@mkdir -p $(BIN)/plugins
 	$(GO) build -o $(BIN)/plugins/amid-plugin-segmentation ./plugins/segmentation
+	$(GO) build -o $(BIN)/plugins/amid-plugin-classification ./plugins/classification
 	$(GO) build -o $(BIN)/plugins/amid-plugin-enhancement ./plugins/enhancement
 
 # The main job on the bundled sample study.

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/internal/cnn"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+	"amid/plugins/taskspec"
+)
+
+// predictor predicts the classes of a case from a checkpoint.
+type predictor struct {
+	rec   saved
+	model *cnn.Model // nil for the prior
+}
+
+// load reads a checkpoint: the record, and for the cnn lane the network rebuilt for one
+// case at a time.
+func load(path string) (*predictor, error) {
+	man, err := ckpt.ReadManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &predictor{}
+	if err := json.Unmarshal(man.Train, &p.rec); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: training record: %w", path, err)
+	}
+	b, err := json.Marshal(p.rec.Config)
+	if err != nil {
+		return nil, err
+	}
+	if p.rec.Config, err = parseConfig(b, p.rec.Dims); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if len(p.rec.Units) == 0 || p.rec.Prior == nil {
+		return nil, fmt.Errorf("checkpoint %s: the training record has no attributes", path)
+	}
+	if p.rec.Config.Lane == lanePrior {
+		if _, err := ckpt.Load(path, engine.UNetConfig{}, empty{}, nil); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	outputs := 0
+	for _, h := range p.rec.Heads {
+		if len(h.Classes) < 2 {
+			return nil, fmt.Errorf("checkpoint %s: head %s has %d classes", path, h.Name, len(h.Classes))
+		}
+		outputs += len(h.Classes)
+	}
+	if p.rec.Channels < 1 || outputs == 0 {
+		return nil, fmt.Errorf("checkpoint %s: %d channels and %d outputs", path, p.rec.Channels, outputs)
+	}
+	arch := p.rec.Config.Arch(p.rec.Channels, outputs)
+	if p.model, err = cnn.Build(engine.NewCPU(runtime.GOMAXPROCS(0)), arch, 1, p.rec.Config.Grid, 1, nil); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if _, err := ckpt.Load(path, arch.UNet(), p.model, nil); err != nil {
+		return nil, err
+	}
+	p.model.SetTraining(false)
+	return p, nil
+}
+
+// classes predicts a case's class of every attribute.
+func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
+	if len(k.Images) == 0 {
+		return nil, fmt.Errorf("case %s has no image file", k.ID)
+	}
+	if p.model == nil {
+		return p.rec.Prior, nil
+	}
+	c := p.rec.Config
+	im, err := cnn.Load(k.Images, p.rec.Dims, c.ROIXYZ(), c.GridXYZ())
+	if err != nil {
+		return nil, err
+	}
+	if im.C != p.rec.Channels {
+		return nil, fmt.Errorf("%w: %d channels, the model was trained on %d", cnn.ErrImage, im.C, p.rec.Channels)
+	}
+	if err := p.rec.Intensity.Apply(im); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	cnn.Infer(p.model, []*cnn.Image{im}, func(_ int, y []float32) {
+		off := 0
+		for _, h := range p.rec.Heads {
+			best := 0
+			for k := range h.Classes {
+				if y[off+k] > y[off+best] {
+					best = k
+				}
+			}
+			for i, a := range h.Attrs {
+				out[a] = h.Classes[best][i]
+			}
+			off += len(h.Classes)
+		}
+	})
+	p.model.SetTraining(false)
+	return out, nil
+}
+
+// outPath is the prediction file of case id in dir.
+func outPath(dir, id string) (string, error) {
+	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
+		return "", fmt.Errorf("case id %q cannot name a file", id)
+	}
+	return filepath.Join(dir, id+".json"), nil
+}
+
+func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
+	p, err := load(req.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("classification predict: %w", err)
+	}
+	out := &protocol.PredictResponse{}
+	for _, k := range req.Cases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		path, err := outPath(req.OutputDir, k.ID)
+		if err != nil {
+			return nil, fmt.Errorf("classification predict: %w", err)
+		}
+		cl, err := p.classes(k)
+		if err != nil {
+			return nil, fmt.Errorf("classification predict: case %s: %w", k.ID, err)
+		}
+		b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := sdk.WriteFile(path, b); err != nil {
+			return nil, fmt.Errorf("classification predict: case %s: %w", k.ID, err)
+		}
+		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: k.ID, Files: []string{path}})
+	}
+	return out, nil
+}

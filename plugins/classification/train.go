@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"runtime"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/internal/cnn"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+	"amid/plugins/taskspec"
+)
+
+// finalName is the final checkpoint's file name in the work folder.
+const finalName = "final.ckpt"
+
+// saved is what a checkpoint records beside the weights: enough to predict without the
+// training set.
+type saved struct {
+	Config    config         `json:"config"`
+	Dims      int            `json:"dims"`
+	Channels  int            `json:"channels,omitempty"`
+	Intensity cnn.Intensity  `json:"intensity,omitzero"`
+	Heads     []head         `json:"heads,omitempty"`
+	Units     []unit         `json:"units"`
+	Prior     map[string]int `json:"prior"`
+}
+
+// empty is the weightless model of the prior lane's checkpoint.
+type empty struct{}
+
+func (empty) Params() []*engine.Param  { return nil }
+func (empty) Buffers() []engine.Buffer { return nil }
+
+func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	s, err := spec(req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("classification train: %w", err)
+	}
+	c, err := parseConfig(req.Config, s.Dims)
+	if err != nil {
+		return nil, err
+	}
+	if c.Seed == 0 {
+		c.Seed = req.Seed
+	}
+	if len(req.Train) == 0 {
+		return nil, errors.New("classification train: no training cases")
+	}
+	labels, err := readLabels(req.Train, s)
+	if err != nil {
+		return nil, fmt.Errorf("classification train: %w", err)
+	}
+	var vlabels []map[string]int
+	if len(req.Validation) > 0 {
+		if vlabels, err = readLabels(req.Validation, s); err != nil {
+			return nil, fmt.Errorf("classification train: validation: %w", err)
+		}
+	}
+	clock := sdk.NewClock(req)
+	rec := saved{Config: c, Dims: s.Dims, Units: units(s), Prior: prior(s, labels)}
+	return cnn.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+		var (
+			path  string
+			steps int
+			err   error
+		)
+		if c.Lane == lanePrior {
+			path, err = trainPrior(req, rec, send)
+			steps = 1
+		} else {
+			path, steps, err = trainCNN(ctx, req, s, rec, labels, clock, send)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("classification train: %w", err)
+		}
+		val, err := validate(ctx, path, req, s, vlabels)
+		if err != nil {
+			return nil, fmt.Errorf("classification train: validation: %w", err)
+		}
+		return sdk.Result(path, int64(steps), val)
+	})
+}
+
+// trainPrior writes the prior lane's checkpoint: no weights, the prior in the record.
+func trainPrior(req *protocol.TrainRequest, rec saved, send func(*protocol.Progress) error) (string, error) {
+	p := filepath.Join(req.WorkDir, finalName)
+	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: empty{}}); err != nil {
+		return "", err
+	}
+	return p, send(&protocol.Progress{Step: 1, TotalSteps: 1, Epoch: 1, Checkpoint: p, Message: fmt.Sprintf("prior: %v", rec.Prior)})
+}
+
+// loadImages loads the cases' images onto the configuration's grid, checking that they
+// share their channel count.
+func loadImages(ctx context.Context, cases []protocol.Case, dims int, n cnn.Net, channels int) ([]*cnn.Image, error) {
+	out := make([]*cnn.Image, len(cases))
+	for i, k := range cases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		im, err := cnn.Load(k.Images, dims, n.ROIXYZ(), n.GridXYZ())
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+		}
+		if channels == 0 {
+			channels = im.C
+		}
+		if im.C != channels {
+			return nil, fmt.Errorf("case %s: %w: %d channels, other cases have %d", k.ID, cnn.ErrImage, im.C, channels)
+		}
+		out[i] = im
+	}
+	return out, nil
+}
+
+// trainCNN trains the cnn lane and returns the final checkpoint and the steps done.
+func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, error) {
+	c := rec.Config
+	imgs, err := loadImages(ctx, req.Train, s.Dims, c.Net, 0)
+	if err != nil {
+		return "", 0, err
+	}
+	if rec.Intensity, err = cnn.FitIntensity(c.Intensity, imgs); err != nil {
+		return "", 0, err
+	}
+	for _, im := range imgs {
+		if err := rec.Intensity.Apply(im); err != nil {
+			return "", 0, err
+		}
+	}
+	rec.Channels = imgs[0].C
+	rec.Heads = heads(s, c.Heads, labels)
+	sizes, outputs := make([]int, len(rec.Heads)), 0
+	for i, h := range rec.Heads {
+		sizes[i] = len(h.Classes)
+		outputs += sizes[i]
+	}
+	var w [][]float64
+	if c.ClassWeights == "balanced" {
+		w = weights(rec.Heads, labels)
+	}
+	targets := make([][]int32, len(labels))
+	for i, l := range labels {
+		for _, h := range rec.Heads {
+			targets[i] = append(targets[i], h.target(l))
+		}
+	}
+	be := engine.NewCPU(runtime.GOMAXPROCS(0))
+	arch := c.Arch(rec.Channels, outputs)
+	var loss *engine.HeadLoss
+	m, err := cnn.Build(be, arch, c.Batch, c.Grid, uint64(c.Seed), func(b *engine.Builder, out *engine.Tensor) {
+		loss = b.HeadLoss(out, sizes, w)
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	opt := engine.NewAdamW(be, m.Params(), c.LR, c.Decay)
+	start, epoch := 0, 0
+	if req.ResumeFrom != "" {
+		if err := sameHeads(req.ResumeFrom, rec.Heads); err != nil {
+			return "", 0, err
+		}
+		man, err := ckpt.Load(req.ResumeFrom, arch.UNet(), m, opt)
+		if err != nil {
+			return "", 0, fmt.Errorf("resume: %w", err)
+		}
+		start, epoch = man.Step, man.Epoch
+	}
+	save := func(name string, step, epoch int) (string, error) {
+		p := filepath.Join(req.WorkDir, name)
+		return p, ckpt.Save(p, ckpt.Checkpoint{Arch: arch.UNet(), Train: rec, Epoch: epoch, Step: step, Model: m, Opt: opt})
+	}
+	aug := c.Augment()
+	idx := make([]int, c.Batch)
+	lab := make([]int32, c.Batch*len(sizes))
+	loop := cnn.Loop{
+		Net: m.Net, Opt: opt, Loss: loss.Value, Save: save, Send: send, LossName: "cross_entropy",
+		Batch: func(step int) (int, error) {
+			r := rand.New(rand.NewPCG(uint64(c.Seed), uint64(step)))
+			for k := range idx {
+				idx[k] = r.IntN(len(imgs))
+				copy(lab[k*len(sizes):], targets[idx[k]])
+			}
+			cnn.Fill(m.Input.Data, imgs, idx, aug, r)
+			return len(idx), loss.SetLabels(lab)
+		},
+		First: start + 1, Last: c.Steps, Total: c.Steps, Epoch: c.Epoch, Report: c.Report, Epochs: epoch,
+		LR: c.LR, Clip: cnn.Clip, Clock: clock,
+	}
+	epoch, last, err := loop.Run(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	steps := max(start, last)
+	p, err := save(finalName, steps, epoch)
+	return p, steps, err
+}
+
+// sameHeads refuses to resume a checkpoint whose heads differ from those of this
+// training set.
+func sameHeads(path string, hs []head) error {
+	man, err := ckpt.ReadManifest(path)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	var old saved
+	if err := json.Unmarshal(man.Train, &old); err != nil {
+		return fmt.Errorf("resume: checkpoint %s: training record: %w", path, err)
+	}
+	if !reflect.DeepEqual(old.Heads, hs) {
+		return fmt.Errorf("resume: checkpoint %s was trained with heads %v, this training set gives %v", path, old.Heads, hs)
+	}
+	return nil
+}
+
+// validate scores the checkpoint and the prior on the validation cases.
+func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *taskspec.Spec, truth []map[string]int) (map[string]float64, error) {
+	if len(truth) == 0 {
+		return nil, nil
+	}
+	p, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	pred := make([]map[string]int, len(truth))
+	priors := make([]map[string]int, len(truth))
+	for i, k := range req.Validation {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if pred[i], err = p.classes(k); err != nil {
+			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+		}
+		priors[i] = p.rec.Prior
+	}
+	out := score(s, truth, pred)
+	for k, v := range score(s, truth, priors) {
+		out["prior/"+k] = v
+	}
+	if m := req.Task.Metric; m != "" && m != "balanced_accuracy" {
+		out[m] = out["balanced_accuracy"]
+	}
+	return out, nil
+}

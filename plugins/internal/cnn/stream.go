@@ -1,0 +1,162 @@
+package cnn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"amid/plugins/engine"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+)
+
+// CancelWait is the longest Stream waits for the step in flight after a cancel; the
+// protocol allows 2 s before the host kills the plugin.
+const CancelWait = 1500 * time.Millisecond
+
+type event struct {
+	p   *protocol.Progress
+	res *protocol.TrainResult
+	err error
+}
+
+// Stream runs train on its own goroutine and hands every progress event it sends to
+// report, so that a cancel returns at once whatever the step in flight: Stream then waits
+// up to CancelWait for train to end (so that no checkpoint is half written) and returns the
+// context's error. send returns the context's error once cancelled.
+func Stream(ctx context.Context, report func(*protocol.Progress) error,
+	train func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error)) (*protocol.TrainResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan event)
+	finished := make(chan struct{})
+	send := func(p *protocol.Progress) error {
+		select {
+		case events <- event{p: p}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	go func() {
+		defer close(finished)
+		res, err := train(ctx, send)
+		select {
+		case events <- event{res: res, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-finished:
+			case <-time.After(CancelWait):
+			}
+			return nil, ctx.Err()
+		case e := <-events:
+			if e.p == nil {
+				if e.err != nil && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return e.res, e.err
+			}
+			if err := report(e.p); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// Loop is a run of training steps: for each step it calls Batch (which fills the inputs
+// and the loss's labels and returns the number of samples), then the forward and backward
+// passes, gradient clipping, the learning rate of a poly schedule and an optimizer step;
+// it saves a checkpoint at the end of every epoch but the last and reports progress every
+// Report steps, at each checkpoint and at the last step.
+type Loop struct {
+	Net   *engine.Net
+	Opt   *engine.Adam
+	Loss  func() float64
+	Batch func(step int) (int, error)
+	// Save writes the checkpoint of an epoch and returns its path.
+	Save func(name string, step, epoch int) (string, error)
+	Send func(*protocol.Progress) error
+	// LossName names the loss in progress events.
+	LossName string
+	// First and Last are the loop's steps, 1-based (First > 1 on resume); Offset is added to
+	// every step reported and Total is the whole run's number of steps, for runs made of
+	// several loops (folds).
+	First, Last, Offset, Total int
+	Epoch, Report, Epochs      int // steps per epoch, steps between reports; Epochs done so far
+	LR, Clip                   float64
+	// Clock, when not nil, ends the loop before a step once the request's time limit has
+	// elapsed, as if the last step had been reached.
+	Clock *sdk.Clock
+}
+
+// polyPower is nnU-Net's poly learning-rate exponent.
+const polyPower = 0.9
+
+// Run runs the loop and returns the epochs done and the last step taken.
+func (l *Loop) Run(ctx context.Context) (epochs, last int, err error) {
+	began := time.Now()
+	var sum float64
+	var n, samples int
+	epochs, last = l.Epochs, l.First-1
+	for step := l.First; step <= l.Last; step++ {
+		if err := ctx.Err(); err != nil {
+			return epochs, last, err
+		}
+		if l.Clock != nil && l.Clock.Expired() {
+			if last >= l.First {
+				err := l.Send(&protocol.Progress{Step: int64(l.Offset + last), TotalSteps: int64(l.Total), Epoch: int64(epochs),
+					Message: fmt.Sprintf("time limit reached after step %d", l.Offset+last)})
+				return epochs, last, err
+			}
+			break
+		}
+		k, err := l.Batch(step)
+		if err != nil {
+			return epochs, last, err
+		}
+		l.Opt.LR = engine.PolyLR(l.LR, step-1, l.Last, polyPower)
+		l.Net.Forward()
+		l.Net.Backward()
+		engine.ClipGradNorm(l.Net.Params(), l.Clip)
+		l.Opt.Step()
+		v := l.Loss()
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return epochs, last, fmt.Errorf("training diverged at step %d (loss %v): lower the learning rate", l.Offset+step, v)
+		}
+		sum += v
+		n++
+		samples += k
+		last = step
+		var ck string
+		if step%l.Epoch == 0 {
+			epochs++
+			if step < l.Last {
+				if ck, err = l.Save(fmt.Sprintf("epoch-%04d.ckpt", epochs), l.Offset+step, epochs); err != nil {
+					return epochs, last, err
+				}
+			}
+		}
+		if step%l.Report == 0 || ck != "" || step == l.Last {
+			el := time.Since(began)
+			done := step - l.First + 1
+			p := &protocol.Progress{
+				Step: int64(l.Offset + step), TotalSteps: int64(l.Total), Epoch: int64(epochs),
+				Losses:           map[string]float64{l.LossName: sum / float64(n)},
+				SamplesPerSecond: float64(samples) / max(el.Seconds(), 1e-9),
+				ETA:              time.Duration(float64(el) / float64(done) * float64(l.Total-l.Offset-step)),
+				Checkpoint:       ck,
+			}
+			sum, n = 0, 0
+			if err := l.Send(p); err != nil {
+				return epochs, last, err
+			}
+		}
+	}
+	return epochs, last, nil
+}
