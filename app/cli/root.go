@@ -27,6 +27,8 @@ func commands() []*cobra.Command {
 		pluginsCmd(),
 		auditCmd(),
 		verifyCmd(),
+		auditCmd(),
+		verifyCmd(),
 		demoCmd(),
 		runCmd(),
 		resumeCmd(),
