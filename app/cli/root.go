@@ -27,8 +27,6 @@ func commands() []*cobra.Command {
 		pluginsCmd(),
 		auditCmd(),
 		verifyCmd(),
-		auditCmd(),
-		verifyCmd(),
 		demoCmd(),
 		runCmd(),
 		resumeCmd(),
