@@ -1,0 +1,132 @@
+package task
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const valid = `id: demo
+kind: segmentation
+dims: 3
+labels: [{value: 0, name: background}, {value: 1, name: lesion}]
+data:
+  train:
+    images: ["train/{id}_ct.nii.gz"]
+    label: {path: "train/{id}_seg.nii.gz"}
+  test:
+    images: ["test/{id}_ct.nii.gz"]
+  patient: "^(p[0-9]+)_"
+metric: {name: dice}
+submission:
+  columns: [case_id, predicted_mask_path]
+  id_column: case_id
+  file_column: predicted_mask_path
+  path: "predictions/{id}.nii.gz"
+budget: 90s
+`
+
+func TestParseValid(t *testing.T) {
+	tk, err := Parse([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Metric.Direction != "max" || tk.Submission.CSV != "submission.csv" || tk.Data.Train.Label.Format != LabelImage {
+		t.Errorf("defaults not filled: %+v", tk)
+	}
+	if s := tk.Spec(); s.Output != ".nii.gz" || len(s.Labels) != 2 {
+		t.Errorf("spec %+v", s)
+	}
+	if int64(tk.Budget) != 90e9 { // 90 s in nanoseconds
+		t.Errorf("budget %v", tk.Budget)
+	}
+}
+
+// TestInvalidNamesTheField checks that each broken rule is reported with its field.
+func TestInvalidNamesTheField(t *testing.T) {
+	cases := []struct{ from, to, field string }{
+		{"kind: segmentation", "kind: segmentatoin", "kind"},
+		{"dims: 3", "dims: 4", "dims"},
+		{`"train/{id}_ct.nii.gz"]`, `"train/ct.nii.gz"]`, "data.train.images[0]"},
+		{`"test/{id}_ct.nii.gz"`, `"../test/{id}_ct.nii.gz"`, "data.test.images[0]"},
+		{`path: "train/{id}_seg.nii.gz"`, `path: "train/{id}_seg.nii.gz", format: png`, "data.train.label.format"},
+		{`patient: "^(p[0-9]+)_"`, `patient: "^p[0-9]+_"`, "data.patient"},
+		{"metric: {name: dice}", "metric: {name: dice, direction: up}", "metric.direction"},
+		{"id_column: case_id", "id_column: id", "submission.id_column"},
+		{"budget: 90s", "budget: soon", "budget"},
+		{"dims: 3", "dims: 3\nkinds: x", "kinds"},
+	}
+	for _, c := range cases {
+		src := strings.Replace(valid, c.from, c.to, 1)
+		_, err := Parse([]byte(src))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s → %s: error %v does not name %s", c.from, c.to, err, c.field)
+		}
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(p, []byte("id: [unclosed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("error %v does not name the file", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	_ = os.WriteFile(empty, nil, 0o644)
+	if _, err := Load(empty); err == nil {
+		t.Error("an empty task file was accepted")
+	}
+}
+
+func touch(t *testing.T, root string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(root, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	tk, _ := Parse([]byte(valid))
+	root := t.TempDir()
+	touch(t, root, "train/p1_a_ct.nii.gz", "train/p1_a_seg.nii.gz", "train/p1_b_ct.nii.gz", "train/p1_b_seg.nii.gz",
+		"train/p2_a_ct.nii.gz", "train/p2_a_seg.nii.gz", "test/p3_a_ct.nii.gz", "train/.hidden_ct.nii.gz")
+	d, err := tk.Resolve(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Train) != 3 || len(d.Test) != 1 || d.Train[0].Patient != "p1" || d.Train[2].Patient != "p2" {
+		t.Errorf("resolved %+v", d)
+	}
+	// A missing label names the case and the file.
+	if err := os.Remove(filepath.Join(root, "train/p1_b_seg.nii.gz")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tk.Resolve(root)
+	if err == nil || !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "p1_b") || !strings.Contains(err.Error(), "p1_b_seg.nii.gz") {
+		t.Errorf("missing label: %v", err)
+	}
+	if _, err := tk.Resolve(filepath.Join(root, "nowhere")); err == nil {
+		t.Error("a missing data folder was accepted")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(valid))
+	f.Add([]byte("id: x\nkind: iqa\ndims: 2\nscore: {min: 0, max: 4}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tk, err := Parse(b)
+		if err == nil && tk.Validate() != nil {
+			t.Error("a parsed task fails validation")
+		}
+	})
+}
