@@ -30,3 +30,5 @@ amid verify compares them byte for byte with the package's predictions.`,
 func reproduceHook(ctx context.Context, pkg, out string) error {
 	return hostrun.Reproduce(ctx, pkg, out, "", pluginOptions(nil))
 }
+
+func init() { reproduce = reproduceHook }
