@@ -1,0 +1,159 @@
+// Command amid-plugin-iqa is AMID's built-in image-quality assessment plugin: a
+// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained on the CPU with
+// AMID's own engine.
+//
+//   - Describe: iqa in 2D and 3D, the score |PLCC| + |SROCC| + |KROCC|, the configuration
+//     schema (configSchema in config.go), hardware "cpu".
+//   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: the
+//     score's range and grid) and offers "cnn" (mean squared error), "cnn-rank" (plus a
+//     pairwise ranking loss within each batch, which the rank correlations of the metric
+//     reward) and "cnn-rank-5fold" (five such models on five folds, averaged).
+//   - Train: reads each case's label (a taskspec.Annotation JSON with Score), loads the
+//     images onto the configured grid (crop, area-average resize, normalisation with the
+//     training set's statistics by default), scales scores to [0, 1] over the task's range,
+//     trains with AdamW and a poly learning rate, reports progress every report_every
+//     steps, writes a checkpoint (amid/plugins/engine/ckpt; all folds' models in one file)
+//     at the end of every epoch and at the end, and scores the validation cases: "score"
+//     is |PLCC| + |SROCC| + |KROCC| (with "plcc", "srocc", "krocc"), "score_raw" and
+//     "score_snapped" the score without and with the score grid, "oof/score" the
+//     out-of-fold score of k folds. Snapping is chosen on validation when "snap" is
+//     "auto". Cancelling stops within the step in flight; ResumeFrom continues a
+//     checkpoint, within the fold it was written in.
+//   - Predict: writes <case id>.json (a taskspec.Annotation with Score) per case: the
+//     mean of the models' predictions, on the score grid when snapping was chosen, always
+//     inside the score range.
+//
+// Build: go build -o bin/plugins/amid-plugin-iqa ./plugins/iqa
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+
+	"amid/plugins/engine"
+	"amid/plugins/internal/cnn"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+	"amid/plugins/taskspec"
+)
+
+// version is the plugin's version.
+const version = "0.1.0"
+
+func main() {
+	if err := engine.EnsureCoreType(); err != nil {
+		fmt.Fprintln(os.Stderr, "amid-plugin-iqa:", err)
+	}
+	sdk.Serve(&iqa{})
+}
+
+type iqa struct{}
+
+func (iqa) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	return &protocol.DescribeResponse{
+		Name:            "iqa",
+		Version:         version,
+		ProtocolVersion: protocol.Version,
+		Tasks:           []protocol.TaskKind{{Kind: taskspec.IQA, Dims: []int{2, 3}}},
+		Metrics:         []string{"score", "plcc", "srocc", "krocc"},
+		ConfigSchema:    []byte(configSchema),
+		Hardware:        []string{"cpu"},
+	}, nil
+}
+
+// spec parses and checks the task's spec for an image-quality task; a task without a
+// spec gets one of its kind and dimension (scores then scale over the training range).
+func spec(t protocol.Task) (*taskspec.Spec, error) {
+	if t.Kind != taskspec.IQA {
+		return nil, fmt.Errorf("the iqa plugin handles iqa tasks only, not %q", t.Kind)
+	}
+	if len(t.Spec) == 0 {
+		s := &taskspec.Spec{Kind: taskspec.IQA, Dims: t.Dims}
+		return s, s.Check()
+	}
+	s, err := taskspec.Parse(t.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if t.Dims != 0 && s.Dims != t.Dims {
+		return nil, fmt.Errorf("%w: the spec has %d dimensions, the task %d", taskspec.ErrSpec, s.Dims, t.Dims)
+	}
+	return s, nil
+}
+
+// medianDims is the median (D, H, W) of a fingerprint's cases ({"cases": [{"dims": [D,
+// H, W]}]}), zero when unknown.
+func medianDims(b []byte) [3]int {
+	var f struct {
+		Cases []struct {
+			Dims []int `json:"dims"`
+		} `json:"cases"`
+	}
+	if json.Unmarshal(b, &f) != nil {
+		return [3]int{}
+	}
+	var out [3]int
+	for a := range 3 {
+		var v []int
+		for _, c := range f.Cases {
+			if len(c.Dims) == 3 && c.Dims[a] > 0 {
+				v = append(v, c.Dims[a])
+			}
+		}
+		if len(v) > 0 {
+			slices.Sort(v)
+			out[a] = v[len(v)/2]
+		}
+	}
+	return out
+}
+
+// planned is the network planned for a task of dims dimensions whose images have the
+// median size med (zero: unknown): 128² with five stages of 16 to 256 channels in 2D (a
+// 512² CT slice averaged 4×4), 48³ with 8 to 128 in 3D, no larger than the images.
+func planned(dims int, med [3]int) cnn.Net {
+	n := cnn.Net{Grid: [3]int{1, 128, 128}, Widths: []int{16, 32, 64, 128, 256}, Batch: 16, Steps: 1500, Epoch: 100, Report: 10,
+		Flip: [3]bool{false, true, true}, Rot90: true}
+	if dims == 3 {
+		n = cnn.Net{Grid: [3]int{48, 48, 48}, Widths: []int{8, 16, 32, 64, 128}, Batch: 4, Steps: 1500, Epoch: 100, Report: 10,
+			Flip: [3]bool{true, true, true}}
+	}
+	for a := range 3 {
+		if med[a] > 0 && med[a] < n.Grid[a] {
+			n.Grid[a] = max(med[a], min(n.Grid[a], 2))
+		}
+	}
+	return n
+}
+
+func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanResponse, error) {
+	s, err := spec(req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("iqa plan: %w", err)
+	}
+	net := planned(s.Dims, medianDims(req.Fingerprint))
+	rank := lossConfig{MSE: 1, Rank: 1, Temp: defaultTemp}
+	shape := fmt.Sprintf("grid %v, widths %v, batch %d, %d steps", net.Grid, net.Widths, net.Batch, net.Steps)
+	out := &protocol.PlanResponse{}
+	for _, c := range []struct {
+		name string
+		cfg  config
+		why  string
+	}{
+		{"cnn", config{Lane: "cnn", Net: net, Loss: lossConfig{MSE: 1}, Folds: 1, Snap: "auto"}, "regression with mean squared error; " + shape},
+		{"cnn-rank", config{Lane: "cnn", Net: net, Loss: rank, Folds: 1, Snap: "auto"},
+			"mean squared error plus a pairwise ranking loss within each batch, for the metric's rank correlations; " + shape},
+		{"cnn-rank-5fold", config{Lane: "cnn", Net: net, Loss: rank, Folds: 5, Snap: "auto"},
+			"five ranking-aware models on five folds of the training cases, predictions averaged (five times the steps); " + shape},
+	} {
+		b, err := json.Marshal(c.cfg)
+		if err != nil {
+			return nil, err
+		}
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why})
+	}
+	return out, nil
+}
