@@ -43,30 +43,18 @@ desktop: deps
 
 # plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
 # folder; each must still be trusted with `amid plugins trust NAME`).
-PLUGINS := segmentation detection classification iqa enhancement
 plugins: deps
 	@mkdir -p $(BIN)/plugins
-	@for p in $(PLUGINS); do \
-	  if [ -f plugins/$$p/main.go ]; then \
-	    echo "$(GO) build -o $(BIN)/plugins/amid-plugin-$$p ./plugins/$$p"; \
-	    $(GO) build -o $(BIN)/plugins/amid-plugin-$$p ./plugins/$$p || exit 1; \
-	  fi; \
-	done
+	$(GO) build -o $(BIN)/plugins/amid-plugin-segmentation ./plugins/segmentation
+	$(GO) build -o $(BIN)/plugins/amid-plugin-classification ./plugins/classification
+	$(GO) build -o $(BIN)/plugins/amid-plugin-iqa ./plugins/iqa
+	$(GO) build -o $(BIN)/plugins/amid-plugin-enhancement ./plugins/enhancement
 
-# The main job: the demo task (generated head CTs, in bin/demo) end to end with the rules
-# planner, no network: profile, plan, train within 3 minutes, verify, export; then the
-# package is verified again from scratch. `make run` trusts the plugins it has just built.
-DEMO   := $(BIN)/demo
-BUDGET ?= 3m
+# The main job on the bundled sample study.
 run: build
-	rm -rf $(DEMO)
-	$(BIN)/amid demo $(DEMO)/data
-	@for p in $(PLUGINS); do \
-	  if [ -x $(BIN)/plugins/amid-plugin-$$p ]; then AMID_HOME=$(BIN)/home $(BIN)/amid plugins trust $$p >/dev/null || exit 1; fi; \
-	done
-	AMID_HOME=$(BIN)/home $(BIN)/amid run $(DEMO)/data/task.yaml --out $(DEMO)/run --budget $(BUDGET) --answers $(DEMO)/data/answers
-	AMID_HOME=$(BIN)/home $(BIN)/amid verify $(DEMO)/run/package
-	@echo "package: $(DEMO)/run/package (zip: $(DEMO)/run/package.zip)"
+	$(BIN)/amid inspect assets/sample/head_ct.nii.gz
+	$(BIN)/amid inspect assets/sample/head_ct_labels.nii.gz
+	AMID_HOME=$(BIN)/home $(BIN)/amid plugins list
 
 realdata: deps
 	@.ci/realdata.sh
