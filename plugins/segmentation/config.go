@@ -34,6 +34,32 @@ type config struct {
 	FgProb   float64  `json:"foreground_prob"`
 	Report   int      `json:"report_every"`
 	Mirror   bool     `json:"mirror"` // flip test-time augmentation at prediction
+	// Slices is the number of neighbouring slices the 2.5d lane stacks as channels (odd).
+	Slices int `json:"slices,omitempty"`
+	// DeepSupervision adds nnU-Net's auxiliary losses at lower resolutions.
+	DeepSupervision bool `json:"deep_supervision,omitempty"`
+	// Post is the post-processing Predict applies: one of postprocessing's names; Train
+	// reports the validation Dice of each so that the host can choose.
+	Post string `json:"postprocess,omitempty"`
+	// MinComponent is the size in voxels under which "small" removes a component and an
+	// instance seed is dropped; 0: defaultMinComponent for the lane.
+	MinComponent int `json:"min_component,omitempty"`
+	// Instances: the labels are instance ids (cells); the network learns background,
+	// interior and boundary (Labels [0, 1, 2]) and Predict writes instance ids.
+	Instances bool `json:"instances,omitempty"`
+}
+
+// Post-processing options, in the order Train reports them ("dice", "dice_lcc", ...).
+const (
+	postNone  = "none"  // the network's label map as it is
+	postLCC   = "lcc"   // the largest 26-connected component of each class
+	postSmall = "small" // components under min_component voxels removed
+	postFill  = "fill"  // holes in each class filled
+)
+
+// postprocessing lists the options with the validation key of each.
+var postprocessing = []struct{ name, key string }{
+	{postNone, "dice"}, {postLCC, "dice_lcc"}, {postSmall, "dice_small"}, {postFill, "dice_fill"},
 }
 
 type ctStats struct {
@@ -48,7 +74,7 @@ const configSchema = `{
   "title": "AMID segmentation plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["2d", "3d_fullres"]},
+    "lane": {"enum": ["2d", "2.5d", "3d_fullres"]},
     "patch": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W; D = 1 for 2d"},
     "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
     "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
@@ -65,7 +91,12 @@ const configSchema = `{
     "seed": {"type": "integer"},
     "foreground_prob": {"type": "number", "minimum": 0, "maximum": 1},
     "report_every": {"type": "integer", "minimum": 1},
-    "mirror": {"type": "boolean"}
+    "mirror": {"type": "boolean"},
+    "slices": {"type": "integer", "minimum": 3, "maximum": 15, "description": "2.5d: neighbouring slices stacked as channels, odd"},
+    "deep_supervision": {"type": "boolean"},
+    "postprocess": {"enum": ["none", "lcc", "small", "fill"]},
+    "min_component": {"type": "integer", "minimum": 0},
+    "instances": {"type": "boolean", "description": "labels are instance ids; the network learns background, interior and boundary"}
   },
   "required": ["lane", "patch", "batch", "widths", "modality", "labels", "steps"],
   "additionalProperties": false
@@ -78,6 +109,13 @@ const (
 	defaultDecay  = 3e-5 // nnU-Net's weight decay
 	defaultFgProb = 0.33 // nnU-Net forces a third of each batch onto foreground
 	defaultReport = 10
+	// defaultMinComponent is min_component in voxels for a 3D and a 2D lane: a lesion
+	// of 100 voxels at 1 mm is about 6 mm across; 20 pixels is a speck in a 2D image.
+	defaultMinComponent3D = 100
+	defaultMinComponent2D = 20
+	// defaultMinSeed is min_component for instances: the fewest interior voxels that
+	// start an instance (a cell of 4 pixels across has about 8 inside its boundary).
+	defaultMinSeed = 8
 )
 
 // parseConfig decodes and checks a configuration, filling the defaults.
@@ -103,11 +141,37 @@ func parseConfig(b []byte) (config, error) {
 	if c.Report == 0 {
 		c.Report = defaultReport
 	}
+	if c.Post == "" {
+		c.Post = postNone
+	}
+	if c.MinComponent == 0 {
+		switch {
+		case c.Instances:
+			c.MinComponent = defaultMinSeed
+		case c.Lane == plan.Lane3D:
+			c.MinComponent = defaultMinComponent3D
+		default:
+			c.MinComponent = defaultMinComponent2D
+		}
+	}
+	if c.Lane == plan.Lane25D && c.Slices == 0 {
+		c.Slices = plan.Slices25D
+	}
 	switch {
-	case c.Lane != plan.Lane2D && c.Lane != plan.Lane3D:
-		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q", c.Lane, plan.Lane2D, plan.Lane3D)
-	case c.Lane == plan.Lane2D && c.Patch[0] != 1:
-		return c, fmt.Errorf("segmentation configuration: a 2d patch has D = 1, not %d", c.Patch[0])
+	case c.Lane != plan.Lane2D && c.Lane != plan.Lane25D && c.Lane != plan.Lane3D:
+		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D)
+	case c.Lane != plan.Lane3D && c.Patch[0] != 1:
+		return c, fmt.Errorf("segmentation configuration: a %s patch has D = 1, not %d", c.Lane, c.Patch[0])
+	case c.Lane == plan.Lane25D && (c.Slices < 3 || c.Slices%2 == 0 || c.Slices > maxSlices):
+		return c, fmt.Errorf("segmentation configuration: slices %d is not an odd number from 3 to %d", c.Slices, maxSlices)
+	case c.Lane != plan.Lane25D && c.Slices != 0:
+		return c, fmt.Errorf("segmentation configuration: slices is for the 2.5d lane, not %s", c.Lane)
+	case !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }):
+		return c, fmt.Errorf("segmentation configuration: postprocess %q is not none, lcc, small or fill", c.Post)
+	case c.MinComponent < 0:
+		return c, fmt.Errorf("segmentation configuration: min_component %d is negative", c.MinComponent)
+	case c.Instances && !slices.Equal(c.Labels, []int{0, 1, 2}):
+		return c, fmt.Errorf("segmentation configuration: instances take labels [0, 1, 2] (background, interior, boundary), not %v", c.Labels)
 	case slices.ContainsFunc(c.Patch[:], func(v int) bool { return v < 1 }):
 		return c, fmt.Errorf("segmentation configuration: patch %v has a non-positive size", c.Patch)
 	case c.Batch < 1 || c.Steps < 1 || c.Epoch < 1 || c.Report < 1:
@@ -131,11 +195,18 @@ func parseConfig(b []byte) (config, error) {
 	return c, nil
 }
 
-// net is the U-Net the configuration describes for channels input channels.
+// maxSlices bounds a 2.5d stack.
+const maxSlices = 15
+
+// stack is the number of slices per image channel the network sees: Slices for 2.5d, else 1.
+func (c config) stack() int { return max(1, c.Slices) }
+
+// net is the U-Net the configuration describes for channels image channels (each of
+// stack() slices in 2.5d).
 func (c config) net(channels int) engine.UNetConfig {
 	return engine.UNetConfig{
-		In: channels, Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
-		Convs: 2, Norm: engine.Instance, Slope: 0.01,
+		In: channels * c.stack(), Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
+		Convs: 2, Norm: engine.Instance, Slope: 0.01, DeepSupervision: c.DeepSupervision,
 	}
 }
 
@@ -158,5 +229,13 @@ func (c config) spacingXYZ() [3]float64 {
 	return [3]float64{c.Spacing[2], c.Spacing[1], c.Spacing[0]}
 }
 
-// patchXYZ is the patch in the (X, Y, Z) order of the data and infer packages.
+// patchXYZ is the network's patch in the (X, Y, Z) order of the data and infer packages.
 func (c config) patchXYZ() [3]int { return [3]int{c.Patch[2], c.Patch[1], c.Patch[0]} }
+
+// samplePatch is the patch the loader cuts: the network's, or in 2.5d a stack of Slices
+// slices around the predicted one.
+func (c config) samplePatch() [3]int {
+	p := c.patchXYZ()
+	p[2] *= c.stack()
+	return p
+}

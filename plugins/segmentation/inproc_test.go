@@ -17,8 +17,8 @@ import (
 )
 
 // TestPlanLanes plans the plan package's ISLES-like and CT-like fingerprints: both get a
-// 2d and a 3d_fullres candidate (2.5d is not trained), each valid against the schema and
-// accepted by parseConfig; a 2-D task gets the 2d lane only.
+// 2d, a 2.5d and a 3d_fullres candidate, each valid against the schema and accepted by
+// parseConfig; a 2-D task gets the 2d lane only.
 func TestPlanLanes(t *testing.T) {
 	d, _ := seg{}.Describe(context.Background(), nil)
 	s, err := schema.Describe(d)
@@ -45,7 +45,7 @@ func TestPlanLanes(t *testing.T) {
 					t.Errorf("%s %s: %v", name, c.Name, err)
 				}
 			}
-			want := "2d 3d_fullres"
+			want := "2d 2.5d 3d_fullres"
 			if dims == 2 {
 				want = "2d"
 			}
@@ -164,7 +164,13 @@ func TestCancel(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ cfg, want string }{
-		{`{"lane":"2.5d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "lane"},
+		{`{"lane":"4d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "lane"},
+		{`{"lane":"2.5d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"slices":4}`, "odd"},
+		{`{"lane":"2.5d","patch":[3,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "D = 1"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"slices":3}`, "2.5d lane"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"postprocess":"max"}`, "postprocess"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"min_component":-1}`, "min_component"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"instances":true}`, "instances"},
 		{`{"lane":"2d","patch":[2,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "D = 1"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"ct","labels":[0,1],"steps":1}`, "ct statistics"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0],"steps":1}`, "labels"},
@@ -176,12 +182,23 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := outPath(t.TempDir(), "../x", "a.png"); err == nil {
+	if _, err := outPath(t.TempDir(), "../x", "a.png", ""); err == nil {
 		t.Error("a case id with a path was accepted")
 	}
 	for img, want := range map[string]string{"a.PNG": "c.png", "a.nii.gz": "c.nii.gz", "a.dcm": "c.nii.gz", "a.mha": "c.mha"} {
-		if p, _ := outPath("d", "c", img); p != filepath.Join("d", want) {
+		if p, _ := outPath("d", "c", img, ""); p != filepath.Join("d", want) {
 			t.Errorf("outPath for %s = %s, want %s", img, p, want)
+		}
+	}
+	// The task's output suffix wins over the input's; one imageio cannot write is an error.
+	for suffix, want := range map[string]string{".tif": "c.tif", ".seg.nrrd": "c.seg.nrrd", ".nii.gz": "c.nii.gz"} {
+		if p, err := outPath("d", "c", "a.png", suffix); err != nil || p != filepath.Join("d", want) {
+			t.Errorf("outPath with suffix %s = %s, %v; want %s", suffix, p, err, want)
+		}
+	}
+	for _, suffix := range []string{".json", "tif", ".dcm"} {
+		if _, err := outPath("d", "c", "a.png", suffix); err == nil {
+			t.Errorf("output suffix %q was accepted", suffix)
 		}
 	}
 }

@@ -6,16 +6,24 @@
 //   - Plan: the request's fingerprint is the JSON that plan.ParseFingerprint reads
 //     (amid/plugins/segmentation/plan.Fingerprint: cases with dims and spacing in (D, H, W)
 //     order, modality, channels, classes, foreground intensity statistics, class
-//     frequencies); plan.Plan within a 4 GiB step budget gives one candidate per lane it
-//     offers that this plugin trains ("2d", "3d_fullres"; "2.5d" is left out).
+//     frequencies; other fields, as the host's profile has, are ignored); plan.Plan within
+//     a step budget of 40 % of the memory available (MemAvailable and the cgroup limits,
+//     budget.go) gives one candidate per lane: "2d", and for 3-D tasks "2.5d" and
+//     "3d_fullres". The task spec (amid/plugins/taskspec, optional) gives the label
+//     values, or asks for instances (cells): then the network learns background, interior
+//     and boundary, and Predict writes instance ids.
 //   - Train: reads each case's image (one file, which may hold several channels, or one
 //     single-channel file per channel on a common grid) and label, samples patches with
 //     the data package's Loader, trains with AdamW and a poly learning rate, reports progress every report_every steps, writes a
 //     checkpoint (amid/plugins/engine/ckpt) at the end of every epoch and at the end, and
 //     scores the validation cases with Dice. Cancelling stops within the step in flight.
-//   - Predict: sliding-window inference (amid/plugins/engine/infer) on each case; the label
-//     map is written on the input's grid in the input's format where it can be written
-//     (NIfTI, MetaImage, NRRD, PNG, TIFF), else as NIfTI.
+//     The result's validation holds "dice" and the Dice after each post-processing option
+//     ("dice_lcc", "dice_small", "dice_fill"), or "f1" and "dice" for instances.
+//   - Predict: sliding-window inference (amid/plugins/engine/infer) on each case, the
+//     configured post-processing (the request's configuration may change postprocess,
+//     min_component and mirror); the label map is written on the input's grid with the
+//     spec's output suffix, else in the input's format where it can be written (NIfTI,
+//     MetaImage, NRRD, PNG, TIFF), else as NIfTI.
 //
 // Build: go build -o bin/plugins/amid-plugin-segmentation ./plugins/segmentation
 package main
@@ -25,18 +33,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 
 	"amid/plugins/engine"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/segmentation/plan"
+	"amid/plugins/taskspec"
 )
 
 // version is the plugin's version.
 const version = "0.1.0"
-
-// planBudget is the memory a planned training step may use.
-const planBudget = 4 << 30
 
 // plannedEpochs is the number of epochs (of steps_per_epoch steps) a planned candidate
 // trains; nnU-Net's 1000 are out of reach on a CPU.
@@ -67,20 +75,35 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if req.Task.Kind != "segmentation" {
 		return nil, fmt.Errorf("the segmentation plugin plans segmentation tasks only, not %q", req.Task.Kind)
 	}
-	f, err := plan.ParseFingerprint(req.Fingerprint)
+	sp, err := spec(req.Task)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
-	lanes, err := plan.Plan(f, plan.Budget{Bytes: planBudget})
+	fp := req.Fingerprint
+	if sp != nil && sp.Instances {
+		// Instance maps are learnt as background, interior and boundary, whatever the
+		// number of instances the profile counted.
+		if fp, err = withClasses(fp, 3); err != nil {
+			return nil, fmt.Errorf("segmentation plan: %w", err)
+		}
+	}
+	f, err := plan.ParseFingerprint(fp)
+	if err != nil {
+		return nil, fmt.Errorf("segmentation plan: %w", err)
+	}
+	lanes, err := plan.Plan(f, plan.Budget{Bytes: planBudget()})
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
 	out := &protocol.PlanResponse{}
 	for _, l := range lanes {
-		if l.Lane == plan.Lane25D || (req.Task.Dims == 2 && l.Lane != plan.Lane2D) {
+		if req.Task.Dims == 2 && l.Lane != plan.Lane2D {
 			continue
 		}
-		c := fromPlan(l, f)
+		c, err := fromPlan(l, f, sp)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation plan: %w", err)
+		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, err
@@ -97,12 +120,31 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	return out, nil
 }
 
-// fromPlan is the configuration of a planned lane.
-func fromPlan(l plan.Config, f plan.Fingerprint) config {
+// withClasses is the fingerprint JSON fp with its class count set to k and its class
+// frequencies dropped.
+func withClasses(fp []byte, k int) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(fp, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", plan.ErrFingerprint, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: not an object", plan.ErrFingerprint)
+	}
+	m["classes"] = json.RawMessage(strconv.Itoa(k))
+	delete(m, "class_frequency")
+	return json.Marshal(m)
+}
+
+// fromPlan is the configuration of a planned lane; the task spec, when given, names the
+// label values (background 0 first) or asks for instances.
+func fromPlan(l plan.Config, f plan.Fingerprint, sp *taskspec.Spec) (config, error) {
 	c := config{
 		Lane: l.Lane, Patch: l.Patch, Batch: l.Batch, Widths: l.Net.Widths, Kernels: l.Net.Kernels, Pools: l.Net.Pools,
 		Spacing: l.Spacing, Steps: plannedEpochs * defaultEpoch, Epoch: defaultEpoch, LR: defaultLR,
-		FgProb: defaultFgProb, Report: defaultReport,
+		FgProb: defaultFgProb, Report: defaultReport, DeepSupervision: true,
+	}
+	if l.Lane == plan.Lane25D {
+		c.Slices = l.Slices
 	}
 	switch l.Norm.Scheme {
 	case "ct":
@@ -120,9 +162,24 @@ func fromPlan(l plan.Config, f plan.Fingerprint) config {
 	if len(l.RareClasses) > 0 {
 		c.FgProb = 0.5
 	}
-	classes := max(f.Classes, 2)
-	for k := range classes {
-		c.Labels = append(c.Labels, k)
+	switch {
+	case sp != nil && sp.Instances:
+		c.Instances, c.Labels = true, []int{0, 1, 2}
+	case sp != nil && len(sp.Labels) > 0:
+		c.Labels = []int{0}
+		for _, lb := range sp.Labels {
+			if lb.Value != 0 {
+				c.Labels = append(c.Labels, lb.Value)
+			}
+		}
+		slices.Sort(c.Labels[1:])
+		if len(c.Labels) != f.Classes {
+			return c, fmt.Errorf("the task spec has %d labels with background, the fingerprint %d classes", len(c.Labels), f.Classes)
+		}
+	default:
+		for k := range max(f.Classes, 2) {
+			c.Labels = append(c.Labels, k)
+		}
 	}
-	return c
+	return c, nil
 }

@@ -4,78 +4,148 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/infer"
 	"amid/plugins/protocol"
+	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
 
+// model is a trained network ready for inference with the configuration it was trained
+// with (the inference fields possibly replaced by a request's).
+type model struct {
+	infer.Model
+	cfg config
+}
+
 // load rebuilds the network a checkpoint was trained with (from the configuration it
-// records) for one patch at a time and returns the inference model around it.
-func load(path string) (infer.Model, error) {
+// records) for one patch at a time. A non-empty override is a configuration whose
+// inference fields (postprocess, min_component, mirror) replace the checkpoint's: the
+// host chooses the post-processing after training.
+func load(path string, override []byte) (model, error) {
 	man, err := ckpt.ReadManifest(path)
 	if err != nil {
-		return infer.Model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	var s saved
 	if err := json.Unmarshal(man.Train, &s); err != nil {
-		return infer.Model{}, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
+		return model{}, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
 	}
 	b, err := json.Marshal(s.Config)
 	if err != nil {
-		return infer.Model{}, err
+		return model{}, err
 	}
 	c, err := parseConfig(b)
 	if err != nil {
-		return infer.Model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if len(override) > 0 {
+		o, err := parseConfig(override)
+		if err != nil {
+			return model{}, fmt.Errorf("request: %w", err)
+		}
+		c.Post, c.MinComponent, c.Mirror = o.Post, o.MinComponent, o.Mirror
 	}
 	if s.Channels < 1 {
-		return infer.Model{}, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
+		return model{}, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
 	}
 	arch := c.net(s.Channels)
 	u, err := engine.BuildUNet(engine.NewCPU(runtime.GOMAXPROCS(0)), arch, 1, c.Patch, 1)
 	if err != nil {
-		return infer.Model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, arch, u, nil); err != nil {
-		return infer.Model{}, err
+		return model{}, err
 	}
 	u.SetTraining(false)
-	return infer.Model{
-		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror},
+	return model{cfg: c, Model: infer.Model{
+		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices},
 		Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels,
 		Predict: func(in, out []float32) {
 			copy(u.Input.Data, in)
 			u.Forward()
 			copy(out, u.Loss.Prob())
 		},
-	}, nil
+	}}, nil
 }
 
-// segment predicts the label map of a case's image files.
-func segment(m infer.Model, paths []string) (img, lab *volume.Volume, err error) {
+// classes predicts the class of every voxel of a case's image files, on the image's grid.
+func (m model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
 	if img, err = readImage(paths); err != nil {
 		return nil, nil, err
 	}
-	if lab, _, err = infer.Segment(img, m); err != nil {
+	_, prob, err := infer.Segment(img, m.Model)
+	if err != nil {
 		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}
-	return img, lab, nil
+	return img, infer.Argmax(prob, m.Classes), nil
+}
+
+// post returns a copy of the class map cls of grid dims post-processed by option name.
+func post(name string, cls []int32, dims [3]int, minVoxels int) []int32 {
+	out := slices.Clone(cls)
+	switch name {
+	case postLCC:
+		infer.KeepLargest(out, dims)
+	case postSmall:
+		infer.RemoveSmall(out, dims, minVoxels)
+	case postFill:
+		infer.FillHoles(out, dims)
+	}
+	return out
+}
+
+// label is the prediction written for a class map on img's grid: the task's label values
+// after the configured post-processing, or instance ids (uint16 when they fit, else int32).
+func (m model) label(img *volume.Volume, cls []int32) (*volume.Volume, error) {
+	dims := [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}
+	if !m.cfg.Instances {
+		return infer.ToVolume(img, post(m.cfg.Post, cls, dims, m.cfg.MinComponent), m.cfg.Labels)
+	}
+	ids := infer.Instances(cls, dims, m.cfg.MinComponent)
+	top := int32(0)
+	for _, id := range ids {
+		top = max(top, id)
+	}
+	t := volume.Int32
+	if top <= math.MaxUint16 {
+		t = volume.Uint16
+	}
+	out, err := volume.New(t, [4]int{dims[0], dims[1], dims[2], 1})
+	if err != nil {
+		return nil, err
+	}
+	out.Spacing, out.Origin, out.Direction = img.Spacing, img.Origin, img.Direction
+	for i, id := range ids {
+		out.SetIndex(i, float64(id))
+	}
+	return out, nil
 }
 
 // writable are the extensions imageio writes; other inputs get NIfTI predictions.
 var writable = []string{".nii.gz", ".nii", ".mha", ".nrrd", ".png", ".tif", ".tiff"}
 
-// outPath is the prediction file of case id whose image is at img, in dir.
-func outPath(dir, id, img string) (string, error) {
+// outPath is the prediction file of case id whose image is at img, in dir: with the
+// suffix the task asks for (taskspec.Spec.Output) when given, else the image's own when
+// imageio writes it, else .nii.gz.
+func outPath(dir, id, img, suffix string) (string, error) {
 	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
 		return "", fmt.Errorf("case id %q cannot name a file", id)
+	}
+	if suffix != "" {
+		low := strings.ToLower(suffix)
+		if !strings.HasPrefix(suffix, ".") || !slices.ContainsFunc(writable, func(e string) bool { return strings.HasSuffix(low, e) }) {
+			return "", fmt.Errorf("the task's output suffix %q is not one of %v", suffix, writable)
+		}
+		return filepath.Join(dir, id+suffix), nil
 	}
 	ext := ".nii.gz"
 	low := strings.ToLower(img)
@@ -88,8 +158,28 @@ func outPath(dir, id, img string) (string, error) {
 	return filepath.Join(dir, id+ext), nil
 }
 
+// spec parses a task's spec; an empty one is no spec.
+func spec(t protocol.Task) (*taskspec.Spec, error) {
+	if len(t.Spec) == 0 {
+		return nil, nil
+	}
+	s, err := taskspec.Parse(t.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("task spec: %w", err)
+	}
+	return s, nil
+}
+
 func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	m, err := load(req.Checkpoint)
+	sp, err := spec(req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("segmentation predict: %w", err)
+	}
+	suffix := ""
+	if sp != nil {
+		suffix = sp.Output
+	}
+	m, err := load(req.Checkpoint, req.Config)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation predict: %w", err)
 	}
@@ -101,11 +191,15 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if len(c.Images) == 0 {
 			return nil, fmt.Errorf("segmentation predict: case %s has no image file", c.ID)
 		}
-		p, err := outPath(req.OutputDir, c.ID, c.Images[0])
+		p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation predict: %w", err)
 		}
-		_, lab, err := segment(m, c.Images)
+		img, cls, err := m.classes(c.Images)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
+		}
+		lab, err := m.label(img, cls)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
 		}
@@ -117,14 +211,17 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	return out, nil
 }
 
-// validate scores the checkpoint on cases: "dice" is the mean over cases of the mean
-// Dice over the foreground classes.
+// validate scores the checkpoint on cases. For classes, "dice" is the mean over cases of
+// the mean Dice over the foreground classes of the network's label map, and "dice_lcc",
+// "dice_small" and "dice_fill" the same after each post-processing option, so that the
+// host can choose one (config postprocess). For instances, "f1" is the mean F1 of instance
+// matching at IoU > 0.5 and "dice" the mean foreground Dice.
 func validate(ctx context.Context, path string, cases []protocol.Case) (map[string]float64, error) {
-	m, err := load(path)
+	m, err := load(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	var sum float64
+	sums := map[string]float64{}
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -132,7 +229,7 @@ func validate(ctx context.Context, path string, cases []protocol.Case) (map[stri
 		if len(c.Images) == 0 || c.Label == "" {
 			return nil, fmt.Errorf("validation case %s needs an image and a label", c.ID)
 		}
-		_, pred, err := segment(m, c.Images)
+		img, cls, err := m.classes(c.Images)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
@@ -140,42 +237,107 @@ func validate(ctx context.Context, path string, cases []protocol.Case) (map[stri
 		if err != nil {
 			return nil, fmt.Errorf("label %s: %w", c.Label, err)
 		}
-		d, err := dice(pred, ref, m.Mapping[1:])
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		if ref.NumVoxels() != len(cls) || ref.Dims[3] != 1 {
+			return nil, fmt.Errorf("case %s: label %v and image %v differ in grid", c.ID, ref.Dims, img.Dims)
 		}
-		sum += d
+		dims := [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}
+		if m.cfg.Instances {
+			want, err := instanceIDs(ref)
+			if err != nil {
+				return nil, fmt.Errorf("label %s: %w", c.Label, err)
+			}
+			got := infer.Instances(cls, dims, m.cfg.MinComponent)
+			sums["f1"] += instanceF1(got, want)
+			fg := func(ids []int32) []int32 {
+				out := make([]int32, len(ids))
+				for i, id := range ids {
+					out[i] = min(id, 1)
+				}
+				return out
+			}
+			sums["dice"] += dice(fg(got), fg(want), 2)
+			continue
+		}
+		want, err := classIndex(ref, m.cfg.Labels)
+		if err != nil {
+			return nil, fmt.Errorf("label %s: %w", c.Label, err)
+		}
+		for _, p := range postprocessing {
+			sums[p.key] += dice(post(p.name, cls, dims, m.cfg.MinComponent), want, len(m.cfg.Labels))
+		}
 	}
-	return map[string]float64{"dice": sum / float64(len(cases))}, nil
+	for k := range sums {
+		sums[k] /= float64(len(cases))
+	}
+	return sums, nil
 }
 
-// dice is the mean Dice of pred against ref over the label values fg; a class absent
+// classIndex maps a label map's values to class indices through labels.
+func classIndex(ref *volume.Volume, labels []int) ([]int32, error) {
+	idx := make(map[float64]int32, len(labels))
+	for k, v := range labels {
+		idx[float64(v)] = int32(k)
+	}
+	out := make([]int32, ref.NumVoxels())
+	for i := range out {
+		k, ok := idx[ref.AtIndex(i)]
+		if !ok {
+			return nil, fmt.Errorf("value %v at voxel %d is not one of the task's labels %v", ref.AtIndex(i), i, labels)
+		}
+		out[i] = k
+	}
+	return out, nil
+}
+
+// dice is the mean Dice of the class maps pred and ref over classes 1..K-1; a class absent
 // from both scores 1.
-func dice(pred, ref *volume.Volume, fg []int) (float64, error) {
-	n := pred.NumVoxels()
-	if ref.NumVoxels() != n || ref.Dims[3] != 1 || pred.Dims[3] != 1 {
-		return 0, fmt.Errorf("prediction %v and label %v differ in grid", pred.Dims, ref.Dims)
+func dice(pred, ref []int32, K int) float64 {
+	inter, a, b := make([]int, K), make([]int, K), make([]int, K)
+	for i, p := range pred {
+		r := ref[i]
+		a[p]++
+		b[r]++
+		if p == r {
+			inter[p]++
+		}
 	}
 	var total float64
-	for _, v := range fg {
-		var inter, a, b int
-		for i := range n {
-			p, r := int(pred.AtIndex(i)) == v, int(ref.AtIndex(i)) == v
-			if p {
-				a++
-			}
-			if r {
-				b++
-			}
-			if p && r {
-				inter++
-			}
-		}
-		if a+b == 0 {
+	for k := 1; k < K; k++ {
+		if a[k]+b[k] == 0 {
 			total++
 		} else {
-			total += 2 * float64(inter) / float64(a+b)
+			total += 2 * float64(inter[k]) / float64(a[k]+b[k])
 		}
 	}
-	return total / float64(len(fg)), nil
+	return total / float64(K-1)
+}
+
+// instanceF1 is the F1 score of matching the instances of pred to those of ref (ids > 0):
+// a pair matches when its IoU exceeds 0.5, which makes matches unique. Both empty
+// scores 1.
+func instanceF1(pred, ref []int32) float64 {
+	sp, sr := map[int32]int{}, map[int32]int{}
+	inter := map[[2]int32]int{}
+	for i, p := range pred {
+		r := ref[i]
+		if p > 0 {
+			sp[p]++
+		}
+		if r > 0 {
+			sr[r]++
+		}
+		if p > 0 && r > 0 {
+			inter[[2]int32{p, r}]++
+		}
+	}
+	if len(sp)+len(sr) == 0 {
+		return 1
+	}
+	tp := 0
+	for k, n := range inter {
+		if 2*n > sp[k[0]]+sr[k[1]]-n { // IoU = n / (|p| + |r| − n) > 0.5
+			tp++
+		}
+	}
+	return 2 * float64(tp) / float64(len(sp)+len(sr))
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"amid/plugins/engine/data"
+	"amid/plugins/engine/infer"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -65,6 +67,9 @@ type caseSource struct {
 	spacing [3]float64 // X, Y, Z; zero keeps the grid
 	norm    data.Norm
 	classes []int
+	// instances: the label holds instance ids, turned into background, interior and
+	// boundary classes (infer.InstanceClasses).
+	instances bool
 }
 
 func (s *caseSource) Name() string { return s.images[0] }
@@ -90,5 +95,45 @@ func (s *caseSource) Load() (*data.Case, error) {
 			}
 		}
 	}
+	if s.instances && lab != nil {
+		if lab, err = instanceClasses(lab); err != nil {
+			return nil, fmt.Errorf("label %s: %w", s.label, err)
+		}
+	}
 	return data.NewCase(s.images[0], img, lab, s.norm, s.classes)
+}
+
+// instanceClasses is the class map (0 background, 1 interior, 2 boundary) of an instance
+// map on the same grid.
+func instanceClasses(lab *volume.Volume) (*volume.Volume, error) {
+	ids, err := instanceIDs(lab)
+	if err != nil {
+		return nil, err
+	}
+	out, err := volume.New(volume.Uint8, lab.Dims)
+	if err != nil {
+		return nil, err
+	}
+	out.Spacing, out.Origin, out.Direction = lab.Spacing, lab.Origin, lab.Direction
+	px := out.Data.([]uint8)
+	for i, k := range infer.InstanceClasses(ids, [3]int{lab.Dims[0], lab.Dims[1], lab.Dims[2]}) {
+		px[i] = uint8(k)
+	}
+	return out, nil
+}
+
+// instanceIDs reads a single-channel instance map: non-negative integer ids below 2^31.
+func instanceIDs(lab *volume.Volume) ([]int32, error) {
+	if lab.Dims[3] != 1 {
+		return nil, fmt.Errorf("an instance map has one channel, not %d", lab.Dims[3])
+	}
+	ids := make([]int32, lab.NumVoxels())
+	for i := range ids {
+		v := lab.AtIndex(i)
+		if !(v >= 0 && v < math.MaxInt32) || v != math.Trunc(v) {
+			return nil, fmt.Errorf("instance id %v at voxel %d is not an integer from 0 to %d", v, i, math.MaxInt32-1)
+		}
+		ids[i] = int32(v)
+	}
+	return ids, nil
 }

@@ -13,6 +13,7 @@ import (
 	"amid/plugins/engine/data"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
+	"amid/plugins/segmentation/plan"
 )
 
 // Training constants.
@@ -37,7 +38,7 @@ func sources(cases []protocol.Case, c config, labels bool) ([]data.Source, error
 		if labels && k.Label == "" {
 			return nil, fmt.Errorf("case %s has no label file", k.ID)
 		}
-		out = append(out, &caseSource{images: k.Images, label: k.Label, spacing: c.spacingXYZ(), norm: c.norm(), classes: c.Labels})
+		out = append(out, &caseSource{images: k.Images, label: k.Label, spacing: c.spacingXYZ(), norm: c.norm(), classes: c.Labels, instances: c.Instances})
 	}
 	return out, nil
 }
@@ -142,10 +143,12 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: u, Opt: opt})
 		return p, err
 	}
-	aug := &data.Augment{Flip: [3]bool{true, true, c.Patch[0] > 1}}
+	aug := &data.Augment{Flip: [3]bool{true, true, c.Lane == plan.Lane3D}}
+	// Batch k of the stream is drawn from (seed, k) alone: a resumed run starts the
+	// loader at the step it resumes from and sees the batches an uninterrupted one would.
 	ld, err := data.NewLoader(data.Config{
-		Sampler: data.Sampler{Patch: c.patchXYZ(), FgProb: c.FgProb}, Augment: aug,
-		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed) + uint64(start)*0x9e3779b97f4a7c15,
+		Sampler: data.Sampler{Patch: c.samplePatch(), FgProb: c.FgProb, Stack: c.Lane == plan.Lane25D}, Augment: aug,
+		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed), Start: start,
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {
@@ -159,6 +162,12 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	// A 2.5d stack's label is that of its centre slice.
+	S, plane := c.stack(), c.Patch[1]*c.Patch[2]
+	var centre []int32
+	if S > 1 {
+		centre = make([]int32, c.Batch*plane)
 	}
 	began := time.Now()
 	clock := sdk.NewClock(req)
@@ -177,8 +186,15 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		if err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
 		}
-		copy(u.Input.Data, b.Image)
-		err = u.Loss.SetLabels(b.Label)
+		copy(u.Input.Data, b.Image) // a 2.5d stack's slices are the channels' planes in order
+		labels := b.Label
+		if S > 1 {
+			for i := range c.Batch {
+				copy(centre[i*plane:(i+1)*plane], b.Label[(i*S+S/2)*plane:])
+			}
+			labels = centre
+		}
+		err = u.SetLabels(labels)
 		ld.Release(b)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
@@ -188,7 +204,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), clipNorm)
 		opt.Step()
-		sum += u.Loss.Value()
+		sum += u.Value()
 		n++
 		var ck string
 		if step%c.Epoch == 0 {
