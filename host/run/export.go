@@ -39,8 +39,25 @@ type TestCase struct {
 	SHA256 []string `json:"sha256"`
 }
 
-// export writes the model package and its zip.
+// export writes the model package and its zip into the run folder.
 func (r *Runner) export(ctx context.Context) error {
+	dir := r.path("package")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := r.exportInto(ctx, dir); err != nil {
+		return err
+	}
+	if err := export.Zip(dir, r.path("package.zip")); err != nil {
+		return err
+	}
+	r.st.Package = dir
+	r.logf("package written: %s (and %s)", dir, r.path("package.zip"))
+	return nil
+}
+
+// exportInto writes the model package into dir.
+func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	best := r.st.lane(r.st.Chosen)
 	fold := best.Folds[r.st.ChosenFold]
 	entry, err := r.env.Catalog.Find(best.Plugin)
@@ -90,28 +107,15 @@ func (r *Runner) export(ctx context.Context) error {
 	if err := r.reviewDecisions(&c); err != nil {
 		return err
 	}
-	dir := r.path("package")
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if _, err := export.Write(dir, c); err != nil {
-		return err
-	}
-	if err := export.Zip(dir, r.path("package.zip")); err != nil {
-		return err
-	}
-	r.st.Package = dir
-	r.logf("package written: %s (and %s)", dir, r.path("package.zip"))
-	return nil
+	_, err = export.Write(dir, c)
+	return err
 }
 
-// reviewDecisions adds the review decisions recorded in review.json of the run folder.
+// reviewDecisions adds the run's review decisions.
 func (r *Runner) reviewDecisions(c *export.Contents) error {
-	p := r.path("review.json")
-	if _, err := os.Stat(p); err != nil {
-		return nil
-	}
-	return readJSON(p, &c.Review)
+	ds, err := Decisions(r.dir)
+	c.Review = ds
+	return err
 }
 
 func (r *Runner) scores() export.Scores {

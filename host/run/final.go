@@ -16,6 +16,7 @@ import (
 
 	"amid/host/audit"
 	"amid/host/catalog"
+	"amid/host/evaluate"
 	"amid/host/grade"
 	"amid/host/submit"
 	"amid/host/supervisor"
@@ -136,6 +137,9 @@ func (r *Runner) final(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, err := writeJSON(r.path("final", "predictions.json"), preds); err != nil {
+		return err
+	}
 	if err := r.writeSubmission(ctx, preds, r.path("submission")); err != nil {
 		return err
 	}
@@ -184,6 +188,11 @@ func (r *Runner) verify(ctx context.Context) error {
 				return fmt.Errorf("the %s grader refused the submission: %v", r.task.Challenge, res.Errors)
 			}
 			r.logf("the %s grader accepts the submission: %s = %.4f", r.task.Challenge, g.Primary, g.Score)
+		}
+		if r.st.Answers != "" && r.task.Challenge == "" {
+			if err := r.scoreTest(ctx, details); err != nil {
+				return err
+			}
 		}
 		again := r.path("final", "reproduce")
 		ck := best.Folds[r.st.ChosenFold]
@@ -265,4 +274,34 @@ func sameTree(a, b string) ([]string, error) {
 	}
 	sort.Strings(diff)
 	return diff, nil
+}
+
+// scoreTest scores the test predictions of a task without a challenge grader against
+// answers laid out like its training labels (the label pattern's file name, in the answers
+// folder), with the host's validation metric.
+func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
+	pattern := r.task.Data.Train.Label.Path
+	if task.Table(r.task.Data.Train.Label.Format) || (r.task.Data.Train.Label.Format != task.LabelImage && r.task.Data.Train.Label.Format != task.LabelAnnotation) {
+		return nil
+	}
+	var preds map[string][]string
+	if err := readJSON(r.path("final", "predictions.json"), &preds); err != nil {
+		return err
+	}
+	var pairs []evaluate.Pair
+	for _, c := range r.data.Test {
+		if len(preds[c.ID]) == 0 {
+			return fmt.Errorf("no test prediction for case %s", c.ID)
+		}
+		label := task.Expand(r.st.Answers, filepath.Base(pattern), c.ID)
+		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: label})
+	}
+	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+	if err != nil {
+		return fmt.Errorf("scoring the test set against %s: %w", r.st.Answers, err)
+	}
+	r.st.TestScore = &Grade{Valid: true, Primary: s.Metric, Score: s.Value}
+	details["test_score"] = s.Value
+	r.logf("test %s against the answers in %s: %.4f on %d cases", s.Metric, r.st.Answers, s.Value, s.Cases)
+	return nil
 }

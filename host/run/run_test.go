@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,6 +124,29 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(Report(st), "(chosen)") {
 		t.Error("the report does not mark the chosen lane")
+	}
+	// Export for the user is refused until every test case has a decision, unless a
+	// reason is recorded.
+	dest := filepath.Join(t.TempDir(), "reviewed")
+	if _, err := ExportTo(context.Background(), runDir, dest, "", e); !errors.Is(err, ErrReview) {
+		t.Errorf("export before review: %v, want ErrReview", err)
+	}
+	if err := Review(runDir, export.Decision{Case: "nobody", Decision: Approved}); err == nil {
+		t.Error("a decision on an unknown case was accepted")
+	}
+	if err := Review(runDir, export.Decision{Case: "head007", Decision: Approved, Reviewer: "test", Note: "margins fine"}); err != nil {
+		t.Fatal(err)
+	}
+	zip, err := ExportTo(context.Background(), runDir, dest, "", e)
+	if err != nil {
+		t.Fatalf("export after review: %v", err)
+	}
+	if _, err := export.Verify(context.Background(), zip, export.VerifyOptions{}); err != nil {
+		t.Errorf("the reviewed package does not verify: %v", err)
+	}
+	var review []export.Decision
+	if b, err := os.ReadFile(filepath.Join(dest, "review.json")); err != nil || json.Unmarshal(b, &review) != nil || len(review) != 1 || review[0].Note != "margins fine" {
+		t.Errorf("review.json in the package: %s %v", b, err)
 	}
 	// A tampered weight file is caught.
 	var man export.Manifest

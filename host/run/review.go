@@ -1,0 +1,162 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"amid/host/audit"
+	"amid/host/export"
+	"amid/host/store"
+)
+
+// Review decisions.
+const (
+	Approved = "approved"
+	Rejected = "rejected"
+)
+
+// ErrReview means the review does not allow an export.
+var ErrReview = errors.New("review incomplete")
+
+// reviewFile holds a run's review decisions, the newest per case last.
+const reviewFile = "review.json"
+
+// Decisions returns a run's review decisions, one per case (the newest).
+func Decisions(dir string) ([]export.Decision, error) {
+	var all []export.Decision
+	err := readJSON(filepath.Join(dir, reviewFile), &all)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]int{}
+	var out []export.Decision
+	for _, d := range all {
+		if i, ok := latest[d.Case]; ok {
+			out[i] = d
+			continue
+		}
+		latest[d.Case] = len(out)
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Review records a user's decision on one test case of a finished run: it is appended to
+// review.json and to the run's audit log (action review.decision, role user). The run must
+// not be running.
+func Review(dir string, d export.Decision) error {
+	st, err := LoadState(dir)
+	if err != nil {
+		return err
+	}
+	if d.Decision != Approved && d.Decision != Rejected {
+		return fmt.Errorf("review: decision %q is not %s or %s", d.Decision, Approved, Rejected)
+	}
+	if phaseIndex(st.Phase) < phaseIndex(PhaseFinal)+1 {
+		return fmt.Errorf("review: run %s has no test predictions yet (phase %s)", st.ID, st.Phase)
+	}
+	var preds map[string][]string
+	if err := readJSON(filepath.Join(dir, "final", "predictions.json"), &preds); err != nil {
+		return fmt.Errorf("review: %w", err)
+	}
+	if _, ok := preds[d.Case]; !ok {
+		return fmt.Errorf("review: case %s is not a test case of run %s", d.Case, st.ID)
+	}
+	if d.Time.IsZero() {
+		d.Time = time.Now().UTC()
+	}
+	lg, err := audit.Open(filepath.Join(dir, "audit.db"))
+	if err != nil {
+		return fmt.Errorf("review: %w", err)
+	}
+	defer lg.Close()
+	var all []export.Decision
+	if err := readJSON(filepath.Join(dir, reviewFile), &all); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	all = append(all, d)
+	sum, err := writeJSON(filepath.Join(dir, reviewFile), all)
+	if err != nil {
+		return err
+	}
+	_, err = lg.Append(audit.Entry{Role: audit.RoleUser, Action: audit.ActionReviewDecision, Outputs: map[string]string{reviewFile: sum},
+		Details: mustJSON(map[string]any{"case": d.Case, "decision": d.Decision, "reviewer": d.Reviewer, "note": d.Note})})
+	return err
+}
+
+func mustJSON(v any) []byte {
+	b, err := jsonOf(v)
+	if err != nil {
+		panic(err) // maps of strings always encode
+	}
+	return b
+}
+
+// ExportTo writes the run's model package, with its review decisions, into dest (a folder
+// that must not exist) and its zip beside it, and returns the zip's path. It refuses while
+// a test case has no decision, unless reason is given: the reason is then recorded in the
+// audit log with the cases left unreviewed.
+func ExportTo(ctx context.Context, dir, dest, reason string, env Env) (string, error) {
+	r, err := Open(dir, nil, env)
+	if err != nil {
+		return "", err
+	}
+	if r.st.Phase != PhaseDone {
+		return "", fmt.Errorf("export: run %s is in phase %s; it must finish first", r.st.ID, r.st.Phase)
+	}
+	if _, err := os.Stat(dest); err == nil {
+		return "", fmt.Errorf("export: %s exists; choose a new folder", dest)
+	}
+	var preds map[string][]string
+	if err := readJSON(r.path("final", "predictions.json"), &preds); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	ds, err := Decisions(dir)
+	if err != nil {
+		return "", err
+	}
+	done := map[string]bool{}
+	for _, d := range ds {
+		done[d.Case] = true
+	}
+	var missing []string
+	for id := range preds {
+		if !done[id] {
+			missing = append(missing, id)
+		}
+	}
+	if r.audit, err = audit.Open(r.path("audit.db")); err != nil {
+		return "", err
+	}
+	defer r.audit.Close()
+	if r.store, err = store.Open(r.path("run.db"), store.DefaultTimeout); err != nil {
+		return "", err
+	}
+	defer r.store.Close()
+	if len(missing) > 0 {
+		if reason == "" {
+			return "", fmt.Errorf("%w: %d of %d test cases have no decision; review them or give a reason", ErrReview, len(missing), len(preds))
+		}
+		if err := r.record(audit.RoleUser, "export.unreviewed", nil, nil, map[string]any{"reason": reason, "unreviewed": len(missing)}); err != nil {
+			return "", err
+		}
+	}
+	if err := r.load(ctx); err != nil {
+		return "", err
+	}
+	r.began = r.now()
+	saved := r.st.Package
+	if err := r.exportInto(ctx, dest); err != nil {
+		return "", err
+	}
+	r.st.Package = saved
+	zip := dest + ".zip"
+	return zip, export.Zip(dest, zip)
+}
