@@ -32,6 +32,7 @@ func commands() []*cobra.Command {
 		resumeCmd(),
 		reportCmd(),
 		reproduceCmd(),
+		benchCmd(),
 	}
 }
 
