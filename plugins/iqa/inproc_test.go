@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/protocol"
+	"amid/plugins/protocol/schema"
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// TestPlanLanes: three candidates valid against the schema, accepted by parseConfig.
+func TestPlanLanes(t *testing.T) {
+	d, _ := iqa{}.Describe(context.Background(), nil)
+	s, err := schema.Describe(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := iqa{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: []byte(`{"cases":[{"dims":[1,512,512]}]}`), Task: task(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Validate(s); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range r.Candidates {
+		names = append(names, c.Name)
+		if _, err := parseConfig(c.Config, 2); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	if got := strings.Join(names, " "); got != "cnn cnn-rank cnn-rank-5fold" {
+		t.Errorf("lanes %q", got)
+	}
+	if _, err := (iqa{}).Plan(context.Background(), &protocol.PlanRequest{Task: protocol.Task{Kind: "classification", Dims: 2}}); err == nil {
+		t.Error("a classification task was planned")
+	}
+}
+
+// TestResumeFolds trains 2 folds of 4 steps, cancels nothing, then resumes a second run
+// from the epoch checkpoint written inside fold 2 (step 6) and checks that it continues at
+// step 7 and predicts scores on the grid when snapping is on.
+func TestResumeFolds(t *testing.T) {
+	cases := sliceCases(t, 4, 4)
+	cfg := tiny(4, 2, 1, `,"folds":2,"snap":"on"`)
+	req := &protocol.TrainRequest{Task: task(t), Config: cfg, Train: cases, WorkDir: t.TempDir(), Seed: 5}
+	var cks []string
+	res, err := iqa{}.Train(context.Background(), req, func(p *protocol.Progress) error {
+		if p.Checkpoint != "" {
+			cks = append(cks, p.Checkpoint)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Epochs of 2 steps in folds of 4: checkpoints at steps 2 (fold 1) and 6 (fold 2).
+	if len(cks) != 2 || res.Steps != 8 {
+		t.Fatalf("checkpoints %v, result %+v", cks, res)
+	}
+	if m, err := ckpt.ReadManifest(cks[1]); err != nil || m.Step != 6 {
+		t.Fatalf("second epoch checkpoint %+v (%v), want step 6", m, err)
+	}
+	req2 := *req
+	req2.ResumeFrom, req2.WorkDir = cks[1], t.TempDir()
+	var first int64
+	res2, err := iqa{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
+		if first == 0 {
+			first = p.Step
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != 7 || res2.Steps != 8 {
+		t.Errorf("resumed at step %d, ended at %d; want 7 and 8", first, res2.Steps)
+	}
+	out := t.TempDir()
+	pr, err := iqa{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases, OutputDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := spec(task(t))
+	for i, p := range pr.Predictions {
+		if p.Files[0] != filepath.Join(out, cases[i].ID+".json") {
+			t.Fatalf("prediction %+v", p)
+		}
+		a, err := taskspec.ReadAnnotation(p.Files[0], s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On the 0.2 grid within 1e-9 (the grid points are sums of float64 steps).
+		if v := *a.Score; v < 0 || v > 4 || math.Abs(v*5-math.Round(v*5)) > 1e-9 {
+			t.Errorf("case %s: score %v is not on the 0–4 grid of 0.2", p.CaseID, v)
+		}
+	}
+}
+
+// TestBadInput: each broken input is refused with an error naming the case and the
+// problem.
+func TestBadInput(t *testing.T) {
+	three := protocol.Task{Kind: taskspec.IQA, Dims: 3, Spec: ldctSpec(t, 3)}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(t *testing.T, c *protocol.Case)
+		tk         *protocol.Task
+		cfg        []byte
+	}{
+		{name: "missing label", want: "has no label file", edit: func(_ *testing.T, c *protocol.Case) { c.Label = "" }},
+		{name: "no score", want: "has no score", edit: func(t *testing.T, c *protocol.Case) { writeLabel(t, c.Label, &taskspec.Annotation{}) }},
+		{name: "score NaN", want: "invalid annotation", edit: func(t *testing.T, c *protocol.Case) {
+			if err := os.WriteFile(c.Label, []byte(`{"score": NaN}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "score outside the range", want: "outside the task's range", edit: func(t *testing.T, c *protocol.Case) {
+			v := 4.5
+			writeLabel(t, c.Label, &taskspec.Annotation{Score: &v})
+		}},
+		{name: "NaN pixel", want: "has value NaN", edit: func(t *testing.T, c *protocol.Case) {
+			v, err := imageio.Read(c.Images[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.SetIndex(5, math.NaN())
+			if err := imageio.Write(c.Images[0], v); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "1-slice volume in a 3D task", want: "1 slice, a 3D task needs a volume", tk: &three, cfg: []byte(`{"lane":"cnn","grid":[4,8,8],"widths":[4],"batch":2,"steps":1}`)},
+		{name: "volume in a 2D task", want: "a 2D task takes single-slice images", edit: func(t *testing.T, c *protocol.Case) {
+			v, err := volume.New(volume.Float32, [4]int{8, 8, 3, 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := imageio.Write(filepath.Join(filepath.Dir(c.Label), "vol.nii.gz"), v); err != nil {
+				t.Fatal(err)
+			}
+			c.Images = []string{filepath.Join(filepath.Dir(c.Label), "vol.nii.gz")}
+		}},
+		{name: "rank loss with batch 1", want: "batch 1 is too small", cfg: []byte(`{"lane":"cnn","grid":[1,8,8],"widths":[4],"batch":1,"steps":1,"loss":{"rank":1}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cases := sliceCases(t, 2, 6)
+			if tc.edit != nil {
+				tc.edit(t, &cases[1])
+			}
+			tk, cfg := task(t), tiny(2, 2, 1, "")
+			if tc.tk != nil {
+				tk = *tc.tk
+			}
+			if tc.cfg != nil {
+				cfg = tc.cfg
+			}
+			_, err := iqa{}.Train(context.Background(), &protocol.TrainRequest{Task: tk, Config: cfg, Train: cases, WorkDir: t.TempDir(), Seed: 1},
+				func(*protocol.Progress) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if tc.edit != nil && !strings.Contains(err.Error(), cases[1].ID) {
+				t.Errorf("error %v does not name case %s", err, cases[1].ID)
+			}
+		})
+	}
+}
