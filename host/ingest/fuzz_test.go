@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -154,4 +156,35 @@ func FuzzScores(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkTissue parses and rasterises a PUMA-sized tissue file: 20 star-shaped polygons
+// of 2000 vertices each on a 1024² tile (PUMA tiles are 1024²; QuPath tissue outlines have
+// thousands of vertices).
+func BenchmarkTissue(b *testing.B) {
+	var feats []map[string]any
+	for k := range 20 {
+		cx, cy := float64(100+40*k), float64(150+35*k)
+		ring := make([][2]float64, 0, 2001)
+		for i := range 2000 {
+			a := 2 * math.Pi * float64(i) / 2000
+			r := 80 + 30*math.Sin(7*a)
+			ring = append(ring, [2]float64{cx + r*math.Cos(a), cy + r*math.Sin(a)})
+		}
+		ring = append(ring, ring[0])
+		feats = append(feats, map[string]any{
+			"geometry":   map[string]any{"type": "Polygon", "coordinates": [][][2]float64{ring}},
+			"properties": map[string]any{"classification": map[string]any{"name": "tissue_tumor"}},
+		})
+	}
+	raw, _ := json.Marshal(map[string]any{"features": feats})
+	all := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		polys, err := parseTissue(raw, all)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rasterise(polys, 1024, 1024)
+	}
 }

@@ -60,7 +60,7 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 	if format == "" {
 		format = task.LabelImage
 	}
-	conv := &converter{t: t, spec: t.Spec(), out: outDir, tables: map[string]any{}}
+	conv := &converter{t: t, spec: t.Spec(), out: outDir, tables: map[string]any{}, sums: map[string][]byte{}, raws: map[string][]byte{}}
 	if format != task.LabelImage && format != task.LabelAnnotation {
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
@@ -106,7 +106,26 @@ type converter struct {
 	t      *task.Task
 	spec   *taskspec.Spec
 	out    string
-	tables map[string]any // parsed table files by path
+	tables map[string]any    // parsed table files by path
+	sums   map[string][]byte // table files' bytes and hashes by path
+	raws   map[string][]byte
+}
+
+// source reads a case's raw label and its hash; a table file is read once.
+func (c *converter) source(path, format string) (raw, sum []byte, err error) {
+	if task.Table(format) {
+		if s, ok := c.sums[path]; ok {
+			return c.raws[path], s, nil
+		}
+	}
+	if raw, err = readSmall(path); err != nil {
+		return nil, nil, err
+	}
+	h := sha256.Sum256(raw)
+	if task.Table(format) {
+		c.raws[path], c.sums[path] = raw, h[:]
+	}
+	return raw, h[:], nil
 }
 
 // bad is the error of an unusable label file.
@@ -186,12 +205,12 @@ func (c *converter) annotation(path string) error {
 
 // json converts a case's label into an annotation file.
 func (c *converter) json(cs task.Case, format string) (string, error) {
-	raw, err := readSmall(cs.Label)
+	raw, sum, err := c.source(cs.Label, format)
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(c.out, cs.ID+".json")
-	key := c.key(cs.ID, []byte(format), raw)
+	key := c.key(cs.ID, []byte(format), sum)
 	if cached(out, key) {
 		return out, nil
 	}
@@ -267,7 +286,7 @@ func (c *converter) convert(cs task.Case, format string, raw []byte) (*taskspec.
 
 // tissue rasterises a PUMA tissue GeoJSON on the case's image grid.
 func (c *converter) tissue(cs task.Case) (string, error) {
-	raw, err := readSmall(cs.Label)
+	raw, sum, err := c.source(cs.Label, task.LabelPUMATissue)
 	if err != nil {
 		return "", err
 	}
@@ -279,7 +298,7 @@ func (c *converter) tissue(cs task.Case) (string, error) {
 		return "", fmt.Errorf("ingest: %w", err)
 	}
 	out := filepath.Join(c.out, cs.ID+".png")
-	key := c.key(cs.ID, raw, []byte(fmt.Sprintf("%s %d %d", cs.Images[0], st.Size(), st.ModTime().UnixNano())))
+	key := c.key(cs.ID, sum, []byte(fmt.Sprintf("%s %d %d", cs.Images[0], st.Size(), st.ModTime().UnixNano())))
 	if cached(out, key) {
 		return out, nil
 	}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -110,13 +111,30 @@ func (l *label) polygon(e []edge, ink uint8) {
 	}
 	ymin = max(ymin, 0)
 	ymax = min(ymax, l.h)
+	if ymin > ymax {
+		return
+	}
+	// Pillow visits every edge, in table order, on every row; only the edges whose rows
+	// include y contribute (the corner rule, too, only looks at edges with an end on y),
+	// so the active edges are kept, in table order, as the rows advance.
+	starts := make([][]int, ymax-ymin+1)
+	for i, e := range table {
+		if e.ymax < ymin || e.ymin > ymax {
+			continue
+		}
+		first := max(e.ymin, ymin)
+		starts[first-ymin] = append(starts[first-ymin], i)
+	}
+	var active []int
 	xx := make([]float32, 2*len(table))
 	for y := ymin; y <= ymax; y++ {
+		if add := starts[y-ymin]; len(add) > 0 {
+			active = append(active, add...)
+			slices.Sort(active)
+		}
 		j := 0
-		for i, cur := range table {
-			if y < cur.ymin || y > cur.ymax {
-				continue
-			}
+		for pos, i := range active {
+			cur := table[i]
 			xx[j] = cur.at(y)
 			j++
 			if y == cur.ymax && y < ymax {
@@ -125,7 +143,7 @@ func (l *label) polygon(e []edge, ink uint8) {
 				j++
 			} else if (y == cur.ymin || y == cur.ymax) && cur.dx != 0 {
 				// connect discontiguous corners
-				for k := 0; k < i; k++ {
+				for _, k := range active[:pos] {
 					other := table[k]
 					if (y != other.ymin && y != other.ymax) || other.dx == 0 {
 						continue
@@ -156,6 +174,15 @@ func (l *label) polygon(e []edge, ink uint8) {
 		for i := 1; i < j; i += 2 {
 			l.hline(roundUp(row[i-1]), y, roundDown(row[i]), ink)
 		}
+		// edges whose last row this was leave
+		n := 0
+		for _, i := range active {
+			if table[i].ymax > y {
+				active[n] = i
+				n++
+			}
+		}
+		active = active[:n]
 	}
 }
 
