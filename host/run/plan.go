@@ -86,6 +86,13 @@ func (r *Runner) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Tell the plugins about how long a lane will train: the exploration share of the
+	// budget over the lanes a first round usually holds (two per slot).
+	spec := r.task.Spec()
+	spec.LaneSeconds = exploreShare * r.usable().Seconds() / float64(2*slots())
+	if pt.Spec, err = json.Marshal(spec); err != nil {
+		return err
+	}
 	taskJSON, err := json.Marshal(r.task.Spec())
 	if err != nil {
 		return err

@@ -75,6 +75,9 @@ type Spec struct {
 	Output string `json:"output,omitempty"`
 	// Metric is the task's metric name (amid/host/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
+	// LaneSeconds, set in a Plan request, is about how long the host expects to train one
+	// lane on one fold; a plugin plans smaller models when it is short (0: unknown).
+	LaneSeconds float64 `json:"lane_seconds,omitempty"`
 }
 
 // Label is one label value of a segmentation.
