@@ -87,9 +87,9 @@ func (p *Planner) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, e
 		return nil, fmt.Errorf("llm planner: %w", ctx.Err())
 	}
 	if p.fallback == nil {
-		return nil, fmt.Errorf("llm planner failed after %d attempts: %w", attempts, err)
+		return nil, fmt.Errorf("llm planner failed after %s: %w", plural(attempts, "attempt"), err)
 	}
-	msg := fmt.Sprintf("llm planner failed after %d attempts: %v; using rules", attempts, err)
+	msg := fmt.Sprintf("llm planner failed after %s: %v; using rules", plural(attempts, "attempt"), err)
 	p.log("llm.fallback", map[string]any{"message": msg, "attempts": attempts, "error": err.Error()})
 	return p.fallback.Plan(ctx, in)
 }
@@ -156,8 +156,7 @@ func (p *Planner) plan(ctx context.Context, in planner.Input) ([]planner.Lane, i
 			last = err
 			msgs = append(msgs,
 				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: clip(content, 8000)},
-				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: fmt.Sprintf(
-					"Your reply was not usable: %v. Reply again with only the JSON object matching the schema.", err)})
+				openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: p.feedback(err)})
 			wait = 0
 		}
 		if attempts < 1+p.cfg.Retries {
@@ -171,6 +170,13 @@ func (p *Planner) plan(ctx context.Context, in planner.Input) ([]planner.Lane, i
 		}
 	}
 	return nil, attempts, last
+}
+
+// feedback is the message that asks again after an unusable reply; it passes through the
+// scrubber like everything else a request carries.
+func (p *Planner) feedback(err error) string {
+	t, _ := p.scrub.Text(fmt.Sprintf("Your reply was not usable: %v. Reply again with only the JSON object matching the schema.", err))
+	return t
 }
 
 // reserve checks that the budget allows a request of about the size of msgs (four bytes a
@@ -252,8 +258,12 @@ func (p *Planner) call(ctx context.Context, msgs []openai.ChatCompletionMessage)
 		}
 		status, body := httpStatus(err)
 		switch {
-		case status == http.StatusTooManyRequests:
-			return "", p.retryAfter(rec.header()), fmt.Errorf("rate limited (HTTP 429): %w", err)
+		case !rec.sent():
+			// go-openai refused the request before sending it (a parameter the model
+			// does not take): asking again cannot help.
+			return "", 0, &permanent{fmt.Errorf("request not sent: %w", err)}
+		case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
+			return "", p.retryAfter(rec.header()), fmt.Errorf("rate limited (HTTP %d): %w", status, err)
 		case status >= 500:
 			return "", p.retryAfter(rec.header()), fmt.Errorf("server error (HTTP %d): %w", status, err)
 		case status == http.StatusBadRequest && format < formatNone && mentionsFormat(body):
@@ -271,6 +281,9 @@ func (p *Planner) call(ctx context.Context, msgs []openai.ChatCompletionMessage)
 			return "", 0, &permanent{fmt.Errorf("endpoint refused the API key from $%s (HTTP %d): %w", p.cfg.APIKeyEnv, status, err)}
 		case status >= 400:
 			return "", 0, &permanent{fmt.Errorf("endpoint refused the request (HTTP %d): %w", status, err)}
+		}
+		if status == 0 && rec.answered() {
+			return "", 0, fmt.Errorf("reply is not a chat completion: %w", err)
 		}
 		return "", 0, fmt.Errorf("request failed: %w", err)
 	}
@@ -348,12 +361,16 @@ func clientConfig(cfg Config, doer openai.HTTPDoer) openai.ClientConfig {
 
 // recorder keeps the headers of the last response and bounds its body.
 type recorder struct {
-	c  *http.Client
-	mu sync.Mutex
-	h  http.Header
+	c     *http.Client
+	mu    sync.Mutex
+	h     http.Header
+	tried bool
 }
 
 func (r *recorder) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.tried = true
+	r.mu.Unlock()
 	resp, err := r.c.Do(req)
 	if err != nil {
 		return nil, err
@@ -363,6 +380,20 @@ func (r *recorder) Do(req *http.Request) (*http.Response, error) {
 	r.mu.Unlock()
 	resp.Body = &limited{r: io.LimitReader(resp.Body, maxBody+1), c: resp.Body}
 	return resp, nil
+}
+
+// sent reports whether a request was sent.
+func (r *recorder) sent() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tried
+}
+
+// answered reports whether a response came back.
+func (r *recorder) answered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h != nil
 }
 
 func (r *recorder) header() http.Header {
@@ -391,6 +422,14 @@ func (l *limited) Read(b []byte) (int, error) {
 }
 
 func (l *limited) Close() error { return l.c.Close() }
+
+// plural writes n and a noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -458,3 +458,34 @@ func TestPing(t *testing.T) {
 		t.Errorf("no url: %v", err)
 	}
 }
+
+func TestRequestNotSent(t *testing.T) {
+	// go-openai refuses a temperature for o1 models before sending anything: no retry.
+	e := newEndpoint(t, reply(goodReply, 1, 1))
+	p, fb, ev, _ := newTest(t, e, Config{Model: "o1-mini", Temperature: 0.5})
+	if _, err := p.Plan(context.Background(), testInput()); err != nil {
+		t.Fatal(err)
+	}
+	if e.count() != 0 || fb.calls.Load() != 1 {
+		t.Errorf("requests %d, fallback calls %d", e.count(), fb.calls.Load())
+	}
+	if f := ev.messages("llm.fallback"); len(f) != 1 || !strings.HasPrefix(f[0], "llm planner failed after 1 attempt: request not sent: ") {
+		t.Errorf("fallback events = %q", f)
+	}
+}
+
+func TestReplyNotAChatCompletion(t *testing.T) {
+	// A proxy's HTML page with status 200, then the real endpoint.
+	html := func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html>gateway</html>"))
+	}
+	e := newEndpoint(t, html, reply(goodReply, 1, 1))
+	p, fb, ev, waits := newTest(t, e, Config{Backoff: 250 * time.Millisecond})
+	if lanes, err := p.Plan(context.Background(), testInput()); err != nil || len(lanes) != 2 || fb.calls.Load() != 0 {
+		t.Fatalf("lanes %+v, err %v", lanes, err)
+	}
+	if r := ev.messages("llm.retry"); len(r) != 1 || !strings.Contains(r[0], "reply is not a chat completion") || len(*waits) != 1 || (*waits)[0] != 250*time.Millisecond {
+		t.Errorf("retry events %q, waits %v", r, *waits)
+	}
+}
