@@ -25,6 +25,7 @@ func commands() []*cobra.Command {
 		convertCmd(),
 		gradeCmd(),
 		pluginsCmd(),
+		synthCmd(),
 		auditCmd(),
 		verifyCmd(),
 		demoCmd(),
