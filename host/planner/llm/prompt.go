@@ -110,7 +110,8 @@ func build(s *Scrubber, in planner.Input) (json.RawMessage, Report, error) {
 		RemainingSeconds: in.Remaining.Seconds(),
 		Slots:            in.Slots,
 	}
-	fp, r := s.Fingerprint(in.Fingerprint)
+	// The fingerprint may name classes and attributes the task definition names.
+	fp, r := s.withWords(append(jsonStrings(p.Task), p.Kind, p.Metric)).Fingerprint(in.Fingerprint)
 	rep.add(r)
 	p.Fingerprint = fp
 	for _, pl := range in.Plugins {

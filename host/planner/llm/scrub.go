@@ -24,23 +24,28 @@ const (
 // the fingerprint under any other key is dropped whatever its value, so that a value a
 // profiler should not have written (a case id, a file name, a DICOM tag) never leaves the
 // machine. Keys match case-insensitively with '_', '-' and ' ' ignored, so class_frequencies
-// and classFrequencies are the same key. Integer keys without leading zeros (label values)
-// and percentile keys (p1, p99, p99_5) are known too.
+// and classFrequencies are the same key. Integer keys without leading zeros (label values),
+// percentile keys (p1, p99, p99_5) and keys made of words the request's task definition
+// already carries (class and attribute names, and their concatenations) are known too.
 var FingerprintKeys = []string{
-	"cases", "train", "test", "splits", "n", "count", "counts", "total", "missing",
-	"images", "labels", "label", "channels", "channel", "modality", "modalities", "kind",
-	"dims", "dim", "ndim", "shape", "shapes", "size", "sizes", "spacing", "spacings",
-	"voxel_volume", "anisotropy", "orientation", "dtype", "dtypes", "format", "formats",
-	"min", "max", "mean", "median", "std", "var", "iqr", "sum", "percentiles", "quantiles",
-	"histogram", "bins", "hist", "value", "values", "fraction", "ratio",
-	"intensity", "intensities", "foreground", "background",
-	"classes", "class_frequencies", "class_counts", "frequencies", "frequency", "voxels",
-	"objects", "object_sizes", "object_counts", "objects_per_case", "components",
-	"boxes", "box", "box_sizes", "width", "height", "depth", "aspect", "area", "volume",
-	"scores", "score", "distribution", "attributes", "points",
-	"empty", "empty_cases", "multi_label", "instances", "slices", "frames", "bits",
-	"photometric", "photometric_interpretation", "signed", "rescale", "unit", "units",
-	"contract", "checks", "ok", "warnings", "errors", "duplicates", "patients", "groups",
+	// amid/host/profile.Fingerprint
+	"version", "kind", "task_dims", "modality", "channels", "classes", "train_cases", "test_cases",
+	"patients", "cases", "dims", "spacing", "median_shape", "median_spacing", "anisotropy",
+	"fg_p00_5", "fg_p99_5", "fg_mean", "fg_std", "intensity_percentiles", "class_frequency",
+	"cases_with_class", "boxes", "points", "box3d", "attributes", "variants", "scores",
+	"per_image", "median_width", "median_height", "min_side", "max_side", "median_size",
+	"median_relative_centre", "min", "max", "mean", "std", "step", "histogram",
+	// other statistics a fingerprint may carry
+	"train", "test", "splits", "n", "count", "counts", "total", "missing", "images", "labels",
+	"label", "channel", "modalities", "dim", "ndim", "shape", "shapes", "size", "sizes",
+	"spacings", "voxel_volume", "orientation", "dtype", "dtypes", "format", "formats", "median",
+	"var", "iqr", "sum", "percentiles", "quantiles", "bins", "value", "values", "fraction",
+	"ratio", "intensity", "intensities", "foreground", "background", "class_frequencies",
+	"class_counts", "frequencies", "frequency", "voxels", "objects", "object_sizes",
+	"object_counts", "objects_per_case", "components", "box", "box_sizes", "width", "height",
+	"depth", "aspect", "area", "volume", "score", "distribution", "empty", "empty_cases",
+	"multi_label", "instances", "slices", "frames", "bits", "photometric",
+	"photometric_interpretation", "signed", "rescale", "unit", "units",
 }
 
 // fingerprintStringKeys are the fingerprint keys whose string values a request may carry
@@ -57,6 +62,7 @@ type Scrubber struct {
 	idents     []string // lower case
 	keys       map[string]bool
 	stringKeys map[string]bool
+	words      map[string]bool // strings the task definition carries, as fingerprint keys
 }
 
 // Report counts what a scrub took out. It names no value, so it may be logged.
@@ -308,13 +314,75 @@ func (s *Scrubber) value(v any, strict bool, key string, rep *Report) (any, bool
 }
 
 func (s *Scrubber) keyOK(k string, strict bool) bool {
+	if strict && s.keys[normKey(k)] {
+		return true // a known key, even one like fg_p99_5 that Text would take for an id
+	}
 	if t, n := s.Text(k); n > 0 || t != k {
 		return false
 	}
 	if !strict {
 		return true
 	}
-	return s.keys[normKey(k)] || intKeyRE.MatchString(k) || pctKeyRE.MatchString(strings.ToLower(k))
+	return intKeyRE.MatchString(k) || pctKeyRE.MatchString(strings.ToLower(k)) || s.composed(k)
+}
+
+// withWords returns a copy of s that also knows, as fingerprint keys, the given words and
+// their concatenations (what a request already carries in its task definition).
+func (s *Scrubber) withWords(words []string) *Scrubber {
+	c := *s
+	c.words = map[string]bool{}
+	for _, w := range words {
+		if w != "" && len(w) <= 64 {
+			c.words[w] = true
+		}
+	}
+	return &c
+}
+
+// composed reports whether k is a known word or a concatenation of known words.
+func (s *Scrubber) composed(k string) bool {
+	if s.words[k] {
+		return true
+	}
+	if len(s.words) == 0 || len(k) > 256 {
+		return false
+	}
+	// ok[i]: k[:i] is a concatenation of words of two or more bytes.
+	ok := make([]bool, len(k)+1)
+	ok[0] = true
+	for i := 2; i <= len(k); i++ {
+		for j := max(0, i-64); j <= i-2 && !ok[i]; j++ {
+			ok[i] = ok[j] && s.words[k[j:i]]
+		}
+	}
+	return ok[len(k)]
+}
+
+// jsonStrings returns every string value and key of a JSON document.
+func jsonStrings(doc json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				out = append(out, k)
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
 
 // marshal encodes v without HTML escaping, so placeholders stay readable.
