@@ -21,8 +21,8 @@ func focalTarget(r *rand.Rand, n int) []float32 {
 }
 
 // TestFocalLossGradient compares FocalLoss's gradient with central differences in float64
-// (h 1e-3: the loss is smooth, truncation h²·f”'/6 is below 1e-6; tolerance 1e-4 is far
-// above float32 rounding of the stored gradient, about 1e-7 relative).
+// (h 1e-3: the loss is smooth, truncation h²·f”'/6 is below 1e-6; the relative
+// tolerance 1e-3 is far above float32 rounding of the stored gradient, about 1e-7).
 func TestFocalLossGradient(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const n = 40
@@ -118,7 +118,7 @@ func TestObjectiveGradient(t *testing.T) {
 
 // TestHeadUNetParams checks that BuildUNetHead's parameters are BuildUNet's, name for name
 // and shape for shape, so that checkpoints carry over, and that a head of one channel and
-// an inference network without objective build.
+// an inference network with a hidden head layer and without objective builds.
 func TestHeadUNetParams(t *testing.T) {
 	be := NewCPU(1)
 	cfg := UNetConfig{In: 1, Classes: 3, Widths: []int{4, 8}, Convs: 2, Norm: Instance, Slope: 0.01}
@@ -126,7 +126,7 @@ func TestHeadUNetParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, func(int, []float32, []float32) float64 { return 0 })
+	h, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, 0, func(int, []float32, []float32) float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,12 +143,12 @@ func TestHeadUNetParams(t *testing.T) {
 		t.Errorf("head bias of %d values, want 3", len(h.HeadBias()))
 	}
 	cfg.Classes = 1
-	inf, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, nil)
+	inf, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, 4, nil)
 	if err != nil || inf.Objective != nil {
 		t.Fatalf("inference network: %v, objective %v", err, inf.Objective)
 	}
 	inf.Forward()
-	if inf.Logits.Shape != (Shape{1, 1, 1, 8, 8}) {
-		t.Errorf("logits %v", inf.Logits.Shape)
+	if inf.Logits.Shape != (Shape{1, 1, 1, 8, 8}) || len(inf.Params()) != len(a)+4 {
+		t.Errorf("logits %v, %d parameters (with a hidden head: conv and norm, 4 more than %d)", inf.Logits.Shape, len(inf.Params()), len(a))
 	}
 }

@@ -14,12 +14,14 @@ type HeadUNet struct {
 
 // BuildUNetHead builds cfg as [BuildUNet] does, with cfg.Classes output channels (one or
 // more) ending in an Objective computed by f instead of the softmax loss; f nil builds
-// the network without a loss, for inference. Its parameters have the names and shapes of
-// BuildUNet's for the same configuration, so ckpt checkpoints of either load into the
-// other.
-func BuildUNetHead(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, f ObjectiveFunc) (*HeadUNet, error) {
+// the network without a loss, for inference. hidden > 0 puts a convolution of hidden
+// channels (kernel of the first stage) with normalisation and LeakyReLU before the 1×1
+// output convolution, as CenterNet's heads have; with hidden 0 the parameters have the
+// names and shapes of BuildUNet's for the same configuration, so ckpt checkpoints of
+// either load into the other.
+func BuildUNetHead(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, hidden int, f ObjectiveFunc) (*HeadUNet, error) {
 	st := len(cfg.Widths)
-	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 {
+	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || hidden < 0 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and an output channel", ErrConfig)
 	}
 	kernels, pools := cfg.Kernels, cfg.Pools
@@ -81,6 +83,9 @@ func BuildUNetHead(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64,
 			return nil, fmt.Errorf("%w: patch %v is not divisible by the pooling at stage %d", ErrConfig, patch, s+1)
 		}
 		x = stage(b.Concat(up, skips[s]), s, one)
+	}
+	if hidden > 0 {
+		x = b.Norm(b.Conv(x, hidden, kernels[0], one, pad(kernels[0]), true), cfg.Norm, cfg.Slope)
 	}
 	u.Logits = b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
 	if f != nil {
