@@ -14,7 +14,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-viewer screenshots generate clean
+        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -43,18 +43,30 @@ desktop: deps
 
 # plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
 # folder; each must still be trusted with `amid plugins trust NAME`).
+PLUGINS := segmentation detection classification iqa enhancement
 plugins: deps
 	@mkdir -p $(BIN)/plugins
-	$(GO) build -o $(BIN)/plugins/amid-plugin-segmentation ./plugins/segmentation
-	$(GO) build -o $(BIN)/plugins/amid-plugin-classification ./plugins/classification
-	$(GO) build -o $(BIN)/plugins/amid-plugin-iqa ./plugins/iqa
-	$(GO) build -o $(BIN)/plugins/amid-plugin-enhancement ./plugins/enhancement
+	@for p in $(PLUGINS); do \
+	  if [ -f plugins/$$p/main.go ]; then \
+	    echo "$(GO) build -o $(BIN)/plugins/amid-plugin-$$p ./plugins/$$p"; \
+	    $(GO) build -o $(BIN)/plugins/amid-plugin-$$p ./plugins/$$p || exit 1; \
+	  fi; \
+	done
 
-# The main job on the bundled sample study.
+# The main job: the demo task (generated head CTs, in bin/demo) end to end with the rules
+# planner, no network: profile, plan, train within 3 minutes, verify, export; then the
+# package is verified again from scratch. `make run` trusts the plugins it has just built.
+DEMO   := $(BIN)/demo
+BUDGET ?= 3m
 run: build
-	$(BIN)/amid inspect assets/sample/head_ct.nii.gz
-	$(BIN)/amid inspect assets/sample/head_ct_labels.nii.gz
-	AMID_HOME=$(BIN)/home $(BIN)/amid plugins list
+	rm -rf $(DEMO)
+	$(BIN)/amid demo $(DEMO)/data
+	@for p in $(PLUGINS); do \
+	  if [ -x $(BIN)/plugins/amid-plugin-$$p ]; then AMID_HOME=$(BIN)/home $(BIN)/amid plugins trust $$p >/dev/null || exit 1; fi; \
+	done
+	AMID_HOME=$(BIN)/home $(BIN)/amid run $(DEMO)/data/task.yaml --out $(DEMO)/run --budget $(BUDGET) --answers $(DEMO)/data/answers
+	AMID_HOME=$(BIN)/home $(BIN)/amid verify $(DEMO)/run/package
+	@echo "package: $(DEMO)/run/package (zip: $(DEMO)/run/package.zip)"
 
 realdata: deps
 	@.ci/realdata.sh
@@ -97,6 +109,11 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-plugins-models: training samples/s of each built-in plugin's default model (its
+# BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.
+bench-plugins-models: deps
+	@.ci/bench-plugins-models.sh
 
 # bench-viewer: one 512×512 slice of a 512×512×300 CT with a 16-class overlay, and a full
 # scroll through it (median and 95th percentile per slice).
