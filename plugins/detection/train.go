@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
+	"amid/plugins/protocol"
+	"amid/plugins/sdk"
+	"amid/plugins/taskspec"
+)
+
+// Training constants.
+const (
+	clipNorm   = 12  // gradient-norm clip (nnU-Net)
+	polyPower  = 0.9 // poly learning-rate exponent (nnU-Net)
+	finalName  = "final.ckpt"
+	cancelWait = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
+	// heatPrior is the initial heatmap probability (CenterNet's bias −2.19 = logit 0.1),
+	// which keeps the focal loss of the first steps from being swamped by negatives.
+	heatPrior = 0.1
+)
+
+// event is what the training goroutine hands the Train call.
+type event struct {
+	p   *protocol.Progress
+	res *protocol.TrainResult
+	err error
+}
+
+func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	c, err := parseConfig(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	if c.Seed == 0 {
+		c.Seed = req.Seed
+	}
+	s, mode, err := taskSpec(req.Task)
+	if err != nil {
+		return nil, err
+	}
+	if laneMode(c.Lane) != mode {
+		return nil, fmt.Errorf("detection train: lane %s does not fit a %s task", c.Lane, mode)
+	}
+	if len(req.Train) == 0 {
+		return nil, fmt.Errorf("detection train: %w: no training cases", ErrInput)
+	}
+	clock := sdk.NewClock(req)
+	// The training runs on its own goroutine so that a cancel returns at once, whatever
+	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan event)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		res, err := run(ctx, req, c, s, mode, clock, events)
+		select {
+		case events <- event{res: res, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-finished:
+			case <-time.After(cancelWait):
+			}
+			return nil, ctx.Err()
+		case e := <-events:
+			if e.p == nil {
+				if e.err != nil && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return e.res, e.err
+			}
+			if err := report(e.p); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// learner is a network being trained: a batch, a step, its loss.
+type learner struct {
+	model   ckpt.Model
+	forward func()
+	back    func()
+	fill    func(r *rand.Rand) error
+	loss    func() float64
+	params  []*engine.Param
+}
+
+// channelsOf is the number of input channels a mode's network takes.
+func channelsOf(mode string) int {
+	switch mode {
+	case modePoints:
+		return 3 // H&E colour
+	case modeBoxes:
+		return 1 + coordChannels
+	}
+	return 1
+}
+
+// imageChannels is the number of channels a mode reads of each image.
+func imageChannels(mode string) int {
+	if mode == modeBoxes {
+		return 1
+	}
+	return channelsOf(mode)
+}
+
+// run trains c and sends progress on events; it returns the final result.
+func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.Spec, mode string, clock *sdk.Clock, events chan<- event) (*protocol.TrainResult, error) {
+	send := func(p *protocol.Progress) error {
+		select {
+		case events <- event{p: p}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	rec := saved{Config: c, Mode: mode, Channels: channelsOf(mode), Spec: s}
+	if mode == modeBox3D {
+		p, err := fitPrior(req.Train, s, priorCentre(c))
+		if err != nil {
+			return nil, fmt.Errorf("detection train: %w", err)
+		}
+		rec.Prior = p
+	}
+	if c.Lane == lanePrior3D {
+		return finishPrior(ctx, req, rec, send)
+	}
+	be := engine.NewCPU(runtime.GOMAXPROCS(0))
+	arch := rec.arch()
+	lr, err := newLearner(be, req, c, s, mode, arch, &rec)
+	if err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	opt := engine.NewAdamW(be, lr.params, c.LR, c.Decay)
+	start, epoch := 0, 0
+	if req.ResumeFrom != "" {
+		m, err := ckpt.Load(req.ResumeFrom, arch, lr.model, opt)
+		if err != nil {
+			return nil, fmt.Errorf("detection train: resume: %w", err)
+		}
+		start, epoch = m.Step, m.Epoch
+	}
+	save := func(name string, step int) (string, error) {
+		p := filepath.Join(req.WorkDir, name)
+		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: lr.model, Opt: opt})
+		return p, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), uint64(start)*0x9e3779b97f4a7c15+1))
+	began := time.Now()
+	var sum float64
+	var n int
+	last := start
+	for step := start + 1; step <= c.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if clock.Expired() {
+			break // the host's time limit: finish normally with what is trained
+		}
+		last = step
+		if err := lr.fill(rng); err != nil {
+			return nil, fmt.Errorf("detection train: %w", err)
+		}
+		opt.LR = engine.PolyLR(c.LR, step-1, c.Steps, polyPower)
+		lr.forward()
+		lr.back()
+		engine.ClipGradNorm(lr.params, clipNorm)
+		opt.Step()
+		sum += lr.loss()
+		n++
+		var ck string
+		if step%c.Epoch == 0 {
+			epoch++
+			if step < c.Steps {
+				if ck, err = save(fmt.Sprintf("epoch-%04d.ckpt", epoch), step); err != nil {
+					return nil, fmt.Errorf("detection train: %w", err)
+				}
+			}
+		}
+		if step%c.Report == 0 || ck != "" || step == c.Steps {
+			el := time.Since(began)
+			done := step - start
+			p := &protocol.Progress{
+				Step: int64(step), TotalSteps: int64(c.Steps), Epoch: int64(epoch),
+				Losses:           map[string]float64{lossName(mode): sum / float64(max(n, 1))},
+				SamplesPerSecond: float64(done*c.Batch) / max(el.Seconds(), 1e-9),
+				ETA:              time.Duration(float64(el) / float64(done) * float64(c.Steps-step)),
+				Checkpoint:       ck,
+			}
+			sum, n = 0, 0
+			if err := send(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	final, err := save(finalName, last)
+	if err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	val, err := tune(ctx, final, req, &rec)
+	if err != nil {
+		return nil, fmt.Errorf("detection train: validation: %w", err)
+	}
+	// The threshold and calibration chosen on validation go into the final checkpoint.
+	if final, err = save(finalName, last); err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	return sdk.Result(final, int64(last), val)
+}
+
+func lossName(mode string) string {
+	switch mode {
+	case modeBoxes:
+		return "centernet"
+	case modePoints:
+		return "focal"
+	}
+	return "dice_ce"
+}
+
+func priorCentre(c config) string {
+	if c.Centre == "" {
+		return "mean"
+	}
+	return c.Centre
+}
+
+// emptyModel is the box3d_prior lane's network: nothing to learn.
+type emptyModel struct{}
+
+func (emptyModel) Params() []*engine.Param  { return nil }
+func (emptyModel) Buffers() []engine.Buffer { return nil }
+
+// finishPrior writes the box3d_prior lane's checkpoint and scores it.
+func finishPrior(ctx context.Context, req *protocol.TrainRequest, rec saved, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	p := filepath.Join(req.WorkDir, finalName)
+	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}}); err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	if err := send(&protocol.Progress{Step: 1, TotalSteps: 1, Epoch: 1, Losses: map[string]float64{"prior": 0}, Checkpoint: p,
+		Message: "box size prior fitted on the training boxes"}); err != nil {
+		return nil, err
+	}
+	val, err := tune(ctx, p, req, &rec)
+	if err != nil {
+		return nil, fmt.Errorf("detection train: validation: %w", err)
+	}
+	return sdk.Result(p, 1, val)
+}
+
+// newLearner builds the network of a lane with its batch filling and loss.
+func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *taskspec.Spec, mode string, arch engine.UNetConfig, rec *saved) (*learner, error) {
+	if mode == modeBox3D {
+		return newSeg3D(be, req, c, s, arch)
+	}
+	ld, err := newLoader2D(req.Train, s, mode, c, imageChannels(mode))
+	if err != nil {
+		return nil, err
+	}
+	if mode == modeBoxes {
+		if err := ld.prime(); err != nil {
+			return nil, err
+		}
+		rec.RefSize = ld.refSize
+	}
+	P := c.sizeXYZ()
+	S := P[0] * P[1]
+	K := len(s.Points)
+	if mode == modeBoxes {
+		K = 1
+	}
+	targets := make([]target, c.Batch)
+	for i := range targets {
+		targets[i].heat = make([]float32, K*S)
+	}
+	var groups []int
+	for _, a := range s.Attributes {
+		groups = append(groups, len(a.Classes))
+	}
+	obj := func(n int, x, dx []float32) float64 {
+		if mode == modeBoxes {
+			return boxLoss(x, dx, &targets[n], S, groups)
+		}
+		return engine.FocalLoss(x, targets[n].heat, dx)
+	}
+	u, err := engine.BuildUNetHead(be, arch, c.Batch, c.Size, uint64(c.Seed), c.HeadWidth, obj)
+	if err != nil {
+		return nil, err
+	}
+	bias := u.HeadBias()
+	for k := range K {
+		bias[k] = logit(heatPrior)
+	}
+	in := arch.In * S
+	return &learner{
+		model: u, forward: u.Forward, back: u.Backward, params: u.Params(), loss: u.Objective.Value,
+		fill: func(r *rand.Rand) error {
+			for n := range c.Batch {
+				if err := ld.sample(r, u.Input.Data[n*in:(n+1)*in], &targets[n]); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}, nil
+}
+
+// newSeg3D is the box3d_seg lane's learner: a U-Net segmenting the box's inside on the
+// coarse grid, fed whole volumes.
+func newSeg3D(be engine.Backend, req *protocol.TrainRequest, c config, s *taskspec.Spec, arch engine.UNetConfig) (*learner, error) {
+	grid := c.sizeXYZ()
+	var items []item3D
+	for _, k := range req.Train {
+		a, v, err := read3D(k, s)
+		if err != nil {
+			return nil, err
+		}
+		p, err := prepare(v, arch.In, grid)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: image %s: %w", k.ID, k.Images[0], err)
+		}
+		items = append(items, item3D{img: p.data, lab: coarseMask(a.Box3D, p.scale, grid)})
+	}
+	u, err := engine.BuildUNet(be, arch, c.Batch, c.Size, uint64(c.Seed))
+	if err != nil {
+		return nil, err
+	}
+	S := grid[0] * grid[1] * grid[2]
+	labels := make([]int32, c.Batch*S)
+	return &learner{
+		model: u, forward: u.Forward, back: u.Backward, params: u.Params(), loss: u.Loss.Value,
+		fill: func(r *rand.Rand) error {
+			for n := range c.Batch {
+				it := items[r.IntN(len(items))]
+				gain, bias := float32(0.9+0.2*r.Float64()), float32(0.2*r.Float64()-0.1)
+				dst := u.Input.Data[n*arch.In*S : (n+1)*arch.In*S]
+				for i, v := range it.img {
+					dst[i] = v*gain + bias
+				}
+				copy(labels[n*S:], it.lab)
+			}
+			return u.Loss.SetLabels(labels)
+		},
+	}, nil
+}
