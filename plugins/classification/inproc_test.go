@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,10 @@ func TestPlanLanes(t *testing.T) {
 // one Annotation JSON per case naming every attribute.
 func TestResume(t *testing.T) {
 	cases := volumeCases(t, 3, 4)
-	req := &protocol.TrainRequest{Task: task(t), Config: tiny("variant", 4, 2, 2), Train: cases, WorkDir: t.TempDir(), Seed: 5}
+	small := func(heads string, steps, report int) []byte {
+		return fmt.Appendf(nil, `{"lane":"cnn","grid":[8,8,8],"widths":[2,4],"batch":2,"steps":%d,"steps_per_epoch":2,"report_every":%d,"heads":%q}`, steps, report, heads)
+	}
+	req := &protocol.TrainRequest{Task: task(t), Config: small("variant", 4, 2), Train: cases, WorkDir: t.TempDir(), Seed: 5}
 	var cks []string
 	res, err := cls{}.Train(context.Background(), req, func(p *protocol.Progress) error {
 		if p.Checkpoint != "" {
@@ -72,7 +76,7 @@ func TestResume(t *testing.T) {
 		t.Fatalf("checkpoints %v, result %+v", cks, res)
 	}
 	req2 := *req
-	req2.Config, req2.ResumeFrom, req2.WorkDir = tiny("variant", 8, 2, 1), res.Checkpoint, t.TempDir()
+	req2.Config, req2.ResumeFrom, req2.WorkDir = small("variant", 8, 1), res.Checkpoint, t.TempDir()
 	var first int64
 	res2, err := cls{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
 		if first == 0 {
@@ -91,7 +95,7 @@ func TestResume(t *testing.T) {
 	}
 	// Resuming with heads from a different training set is refused.
 	req3 := req2
-	req3.Config, req3.WorkDir = tiny("attributes", 8, 2, 1), t.TempDir()
+	req3.Config, req3.WorkDir = small("attributes", 8, 1), t.TempDir()
 	if _, err := (cls{}).Train(context.Background(), &req3, func(*protocol.Progress) error { return nil }); err == nil || !strings.Contains(err.Error(), "heads") {
 		t.Errorf("resume with other heads: %v", err)
 	}

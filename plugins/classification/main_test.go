@@ -170,7 +170,7 @@ func TestLearns(t *testing.T) {
 	margin := map[string]float64{"attributes": 0.5, "variant": 0.2}
 	for _, heads := range []string{"attributes", "variant"} {
 		res, err := p.Train(context.Background(), &protocol.TrainRequest{
-			LaneID: heads, Task: task(t), Config: tiny(heads, 300, 100, 100),
+			LaneID: heads, Task: task(t), Config: tiny(heads, 200, 100, 100),
 			Train: cases[:128], Validation: cases[128:], WorkDir: t.TempDir(), Seed: 3,
 		}, func(*protocol.Progress) error { return nil })
 		if err != nil {
