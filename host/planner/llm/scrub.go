@@ -115,6 +115,7 @@ var (
 	driveRE     = regexp.MustCompile(`^[A-Za-z]:`)
 	intKeyRE    = regexp.MustCompile(`^(0|[1-9][0-9]{0,4})$`)
 	pctKeyRE    = regexp.MustCompile(`^[pq][0-9]{1,2}(_[0-9]+)?$`)
+	suffixRE    = regexp.MustCompile(`^(\.[A-Za-z][A-Za-z0-9]{0,7}){1,3}$`)
 	fileExtRE   = regexp.MustCompile(`(?i)\.(dcm|dicom|ima|nii|gz|mha|mhd|nrrd|nhdr|png|tif|tiff|bmp|jpe?g|csv|tsv|json|jsonl|ya?ml|npy|npz|h5|hdf5|zip|tar|raw|img|hdr|mat|pkl|pt|pth|txt|log)$`)
 	punctuation = "\"'`()[]{}<>,;:!?."
 )
@@ -129,7 +130,7 @@ func (s *Scrubber) Text(text string) (string, int) {
 	}
 	out := tokenRE.ReplaceAllStringFunc(text, func(tok string) string {
 		core := strings.Trim(tok, punctuation)
-		if core == "" || core == redacted {
+		if core == "" || core == redacted || suffixRE.MatchString(strings.TrimRight(strings.TrimLeft(tok, `"'(`), punctuation)) {
 			return tok
 		}
 		if p := classify(core); p != "" {
@@ -191,8 +192,12 @@ func classify(t string) string {
 	return ""
 }
 
-// isPath reports whether a token looks like a file path or a file name.
+// isPath reports whether a token looks like a file path or a file name; a bare suffix
+// (".nii.gz") is neither.
 func isPath(t string) bool {
+	if suffixRE.MatchString(t) {
+		return false
+	}
 	return strings.ContainsAny(t, `/\`) || strings.HasPrefix(t, "~") || driveRE.MatchString(t) ||
 		fileExtRE.MatchString(t)
 }

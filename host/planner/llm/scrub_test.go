@@ -17,10 +17,11 @@ func TestText(t *testing.T) {
 		{`see C:\scans\x.dcm.`, "see [path]."},
 		{"files like case_001.nii.gz", "files like [path]"},
 		{"~/amid/runs", "[path]"},
+		{"write .nii.gz or .seg.nrrd files", "write .nii.gz or .seg.nrrd files"},
 		{"patient DOE^JANE^^^ scanned", "patient [name] scanned"},
 		{"uid 1.2.840.113619.2.55.3 here", "uid [uid] here"},
 		{"born 1962-03-15, scanned 03/15/2020", "born [date], scanned [path]"},
-		{"MRN 19620315 and 0012345678", "MRN [id] and [id]"},
+		{"MRN 19620315 and 0012345678 (.19620315)", "MRN [id] and [id] (.[id])"},
 		{"case LIDC-IDRI-0001 and sub-strokecase0042", "case [id] and [id]"},
 		// Numbers, shapes, versions and short names pass.
 		{"lr 0.000125, 256x256x128 voxels, 1.5mm, U-Net, ResNet50, ISLES22, 2022, p99.5, 12 epochs",
