@@ -51,7 +51,7 @@ func (d *display) event(e hostrun.Event) {
 	key := fmt.Sprintf("%s fold %d", e.Lane, e.Fold)
 	loss := ""
 	for k, v := range p.Losses {
-		loss = fmt.Sprintf("%s %.4f", k, v)
+		loss = fmt.Sprintf(", %s %.4f", k, v)
 		break
 	}
 	if !d.tty {
