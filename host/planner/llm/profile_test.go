@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"amid/host/profile"
+	"amid/plugins/taskspec"
 )
 
 // fill sets every field of v to a value that is not zero: strings "CT", numbers 2 (or 0.5),
@@ -82,5 +83,20 @@ func TestProfileFingerprintPasses(t *testing.T) {
 	}
 	if rep.Dropped == 0 || compact(t, u.Fingerprint) == compact(t, b) {
 		t.Errorf("keys the task does not name passed: %s", u.Fingerprint)
+	}
+}
+
+// The plugin-facing task spec the run sends as the task passes whole.
+func TestTaskSpecPasses(t *testing.T) {
+	spec := taskspec.Spec{ID: "isles22", Kind: "segmentation", Dims: 3, Modality: "MR", Channels: []string{"dwi", "adc", "flair"},
+		Labels: []taskspec.Label{{Value: 0, Name: "background"}, {Value: 1, Name: "lesion"}}, Output: ".nii.gz", Metric: "dice",
+		Attributes: []taskspec.Attribute{{Name: "quadrant", Classes: []string{"q1", "q2"}}}}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rep := NewScrubber(nil, nil).Document(b)
+	if compact(t, out) != compact(t, b) || rep != (Report{}) {
+		t.Errorf("task spec sent as %s (%+v), want %s", out, rep, b)
 	}
 }

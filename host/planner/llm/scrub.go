@@ -130,7 +130,7 @@ func (s *Scrubber) Text(text string) (string, int) {
 	}
 	out := tokenRE.ReplaceAllStringFunc(text, func(tok string) string {
 		core := strings.Trim(tok, punctuation)
-		if core == "" || core == redacted || suffixRE.MatchString(strings.TrimRight(strings.TrimLeft(tok, `"'(`), punctuation)) {
+		if core == "" || core == redacted || isSuffix(tok) {
 			return tok
 		}
 		if p := classify(core); p != "" {
@@ -190,6 +190,11 @@ func classify(t string) string {
 		return redactedID
 	}
 	return ""
+}
+
+// isSuffix reports whether a token is a bare file suffix such as ".nii.gz".
+func isSuffix(tok string) bool {
+	return suffixRE.MatchString(strings.TrimRight(strings.TrimLeft(tok, `"'(`), punctuation))
 }
 
 // isPath reports whether a token looks like a file path or a file name; a bare suffix
@@ -286,7 +291,7 @@ func (s *Scrubber) value(v any, strict bool, key string, rep *Report) (any, bool
 			}
 			return x, true
 		}
-		if t := strings.TrimSpace(x); t != "" && !strings.ContainsAny(t, " \t\n") && isPath(strings.Trim(t, punctuation)) {
+		if t := strings.TrimSpace(x); t != "" && !strings.ContainsAny(t, " \t\n") && !isSuffix(t) && isPath(strings.Trim(t, punctuation)) {
 			rep.Dropped++
 			return nil, false
 		}
