@@ -11,17 +11,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"amid/host/catalog"
+	"amid/assets"
 	"amid/host/planner"
 	"amid/host/planner/llm"
+	"amid/host/task"
 	hostrun "amid/host/run"
 )
 
 func runCmd() *cobra.Command {
 	var o hostrun.Options
-	var plannerName, llmURL, llmModel string
+	var plannerName, llmURL, llmModel, challenge string
 	cmd := &cobra.Command{
-		Use:   "run TASK --out DIR",
+		Use:   "run TASK|FOLDER --out DIR",
 		Short: "Develop a model for a task end to end: profile, plan, train, verify, export",
 		Long: `run reads the task definition TASK (YAML), finds its cases in the data folder (--data, default
 the task file's folder), profiles the data and checks its contract, locks patient-level folds,
@@ -30,12 +31,28 @@ budget, picks the best on validation with the host's own metric, writes the subm
 verifies it (and grades it when --answers names the private answers), and exports a model
 package into DIR/package. Ctrl-C stops at a safe point; amid resume DIR continues.
 
+TASK may also be a ReX-MLE prepared/public folder: the built-in definition of the challenge
+whose files are there (and whose submission columns match its sample_submission.csv) is used;
+--challenge picks one when several fit (PUMA's two tracks share their data).
+
 The LLM planner talks to an OpenAI-compatible endpoint (--llm-url, --llm-model) with the key
 from $AMID_LLM_API_KEY; it is sent the fingerprint, the task text and results, never pixels
 or patient identifiers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Task = args[0]
+			if st, err := os.Stat(o.Task); err == nil && st.IsDir() {
+				path, id, err := importReX(o.Task, challenge)
+				if err != nil {
+					return err
+				}
+				defer os.Remove(path)
+				fmt.Fprintf(cmd.ErrOrStderr(), "amid: %s is a prepared %s folder\n", o.Task, id)
+				if o.Data == "" {
+					o.Data = o.Task
+				}
+				o.Task = path
+			}
 			env, done, err := runEnv(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -60,6 +77,7 @@ or patient identifiers.`,
 	f.StringVar(&plannerName, "planner", "rules", "rules or llm")
 	f.StringVar(&llmURL, "llm-url", "", "the LLM endpoint's base URL (OpenAI-compatible), for --planner llm")
 	f.StringVar(&llmModel, "llm-model", "", "the LLM's model name, for --planner llm")
+	f.StringVar(&challenge, "challenge", "", "with TASK a prepared ReX-MLE folder: the challenge id, when the folder fits several")
 	f.StringVar(&o.Answers, "answers", "", "private answers folder: grade the submission with the challenge's grader")
 	f.IntVar(&o.Folds, "folds", 5, "cross-validation folds")
 	f.IntVar(&o.Finalists, "finalists", 2, "lanes trained on more than the first fold")
@@ -160,4 +178,35 @@ func execute(cmd *cobra.Command, r *hostrun.Runner) error {
 	return nil
 }
 
-var _ = catalog.Trusted
+
+// importReX writes the built-in task definition that fits the prepared folder dir (or the
+// challenge named) to a temporary file and returns its path and the challenge id.
+func importReX(dir, challenge string) (string, string, error) {
+	cands := map[string][]byte{}
+	for _, id := range assets.RexMLETaskIDs() {
+		if challenge != "" && id != challenge {
+			continue
+		}
+		b, err := assets.RexMLETask(id)
+		if err != nil {
+			return "", "", err
+		}
+		cands[id] = b
+	}
+	if len(cands) == 0 {
+		return "", "", fmt.Errorf("--challenge %q is not a ReX-MLE challenge id", challenge)
+	}
+	id, _, err := task.Detect(dir, cands)
+	if err != nil {
+		return "", "", err
+	}
+	f, err := os.CreateTemp("", "amid-task-*.yaml")
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := f.Write(cands[id]); err != nil {
+		f.Close()
+		return "", "", err
+	}
+	return f.Name(), id, f.Close()
+}

@@ -130,3 +130,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestDetect(t *testing.T) {
+	other := strings.Replace(valid, "id: demo", "id: other", 1)
+	other = strings.Replace(other, "_seg.nii.gz", "_mask.nii.gz", 1)
+	cands := map[string][]byte{"demo": []byte(valid), "other": []byte(other)}
+	root := t.TempDir()
+	touch(t, root, "train/p1_a_ct.nii.gz", "train/p1_a_seg.nii.gz", "test/p2_a_ct.nii.gz")
+	id, tk, err := Detect(root, cands)
+	if err != nil || id != "demo" || tk.ID != "demo" {
+		t.Fatalf("detect: %s %v", id, err)
+	}
+	// Both match once every label is there twice: ambiguous.
+	touch(t, root, "train/p1_a_mask.nii.gz")
+	if _, _, err := Detect(root, cands); !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("two matching tasks: %v", err)
+	}
+	// The sample submission's header decides.
+	touch(t, root, "sample_submission.csv")
+	if err := os.WriteFile(filepath.Join(root, "sample_submission.csv"), []byte("image_id,x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Detect(root, cands); err == nil {
+		t.Error("a folder whose sample submission fits no task was matched")
+	}
+}
