@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io/fs"
 	"math"
 	"os"
@@ -20,6 +21,9 @@ import (
 	"amid/host/task"
 	"amid/viewer/imageio"
 )
+
+// realSize makes BenchmarkGenerate write real-size images.
+var realSize = flag.Bool("real", false, "BenchmarkGenerate: real-size images")
 
 // cases is the dataset size of the tests: ceil(0.2·6) = 2 test cases, 4 training cases.
 const (
@@ -371,5 +375,32 @@ func TestGenerateErrors(t *testing.T) {
 	}
 	if err := Generate("ldct-iqa", out, Options{Cases: 2}); !errors.Is(err, ErrNotEmpty) {
 		t.Errorf("second run into the same folder: %v", err)
+	}
+}
+
+// BenchmarkGenerate times the generation of two cases of each challenge at tiny size and,
+// with -real, at real size (seconds to minutes and up to about 1 GB of memory per 3D
+// challenge), and reports the megabytes written per case.
+func BenchmarkGenerate(b *testing.B) {
+	for _, id := range IDs() {
+		b.Run(id, func(b *testing.B) {
+			var size int64
+			for b.Loop() {
+				out := b.TempDir()
+				if err := Generate(id, out, Options{Cases: MinCases, Seed: 1, Real: *realSize}); err != nil {
+					b.Fatal(err)
+				}
+				size = 0
+				filepath.WalkDir(out, func(_ string, e fs.DirEntry, err error) error {
+					if err == nil && !e.IsDir() {
+						if fi, err := e.Info(); err == nil {
+							size += fi.Size()
+						}
+					}
+					return nil
+				})
+			}
+			b.ReportMetric(float64(size)/MinCases/1e6, "MB/case")
+		})
 	}
 }
