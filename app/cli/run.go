@@ -14,8 +14,8 @@ import (
 	"amid/assets"
 	"amid/host/planner"
 	"amid/host/planner/llm"
-	"amid/host/task"
 	hostrun "amid/host/run"
+	"amid/host/task"
 )
 
 func runCmd() *cobra.Command {
@@ -177,7 +177,6 @@ func execute(cmd *cobra.Command, r *hostrun.Runner) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "run %s done in %v; package: %s\n", st.ID, time.Since(began).Round(time.Second), st.Package)
 	return nil
 }
-
 
 // importReX writes the built-in task definition that fits the prepared folder dir (or the
 // challenge named) to a temporary file and returns its path and the challenge id.
