@@ -141,6 +141,9 @@ func (r *Runner) plan(ctx context.Context) error {
 		r.st.Lanes = append(r.st.Lanes, &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}})
 		r.logf("lane %s (%s): %s", id, l.Plugin, l.Rationale)
 	}
+	if _, err := writeJSON(r.path("planner-input.json"), in); err != nil {
+		return err
+	}
 	sum, err := writeJSON(r.path("plan.json"), lanes)
 	if err != nil {
 		return err
@@ -155,3 +158,56 @@ func (r *Runner) plan(ctx context.Context) error {
 // slots is how many lanes may train at once: each lane's engine uses every core, so one
 // on a CPU-only machine.
 func slots() int { return 1 }
+
+// refine shows the planner the results of exploration and adds the new lanes it proposes
+// (an LLM planner may change configurations in the light of results; the rules only rank
+// what exists). New lanes are explored before exploitation, time permitting.
+func (r *Runner) refine(ctx context.Context) error {
+	if r.planner == nil {
+		return nil
+	}
+	var in planner.Input
+	if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+		return err
+	}
+	in.Remaining = r.remaining()
+	for _, l := range r.ranked() {
+		m, n := l.Mean()
+		in.Results = append(in.Results, planner.Result{Lane: l.Name, Plugin: l.Plugin, Config: l.Config, Score: m, Folds: n, Status: "done", Took: l.Folds[0].Took})
+	}
+	for _, l := range r.st.Lanes {
+		if _, n := l.Mean(); n == 0 {
+			in.Results = append(in.Results, planner.Result{Lane: l.Name, Plugin: l.Plugin, Config: l.Config, Score: 0, Status: "failed", Reason: oneLine(l.Folds[0].Error)})
+		}
+	}
+	lanes, err := r.planner.Plan(ctx, in)
+	if err != nil {
+		r.logf("the planner could not refine the lanes (%v); exploitation goes on with the explored ones", err)
+		return nil
+	}
+	known := map[string]bool{}
+	for _, l := range r.st.Lanes {
+		known[l.Name] = true
+		known[string(l.Config)] = true
+	}
+	added := 0
+	for _, l := range lanes {
+		if known[l.Name] || known[string(l.Config)] {
+			continue
+		}
+		id := unsafeName.ReplaceAllString(l.Name, "_")
+		for r.st.lane(id) != nil {
+			id += "_"
+		}
+		r.st.Lanes = append(r.st.Lanes, &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}})
+		r.logf("the planner adds lane %s (%s): %s", id, l.Plugin, l.Rationale)
+		added++
+	}
+	if added == 0 {
+		return nil
+	}
+	if err := r.record(audit.RolePlanner, "plan.refined", nil, nil, map[string]any{"added": added, "planner": r.st.Planner}); err != nil {
+		return err
+	}
+	return r.explore(ctx)
+}

@@ -277,7 +277,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		phase string
 		fn    func(context.Context) error
 	}{
-		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.explore}, {PhaseExploit, r.exploit},
+		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.exploreAndRefine}, {PhaseExploit, r.exploit},
 		{PhaseFinal, r.final}, {PhaseVerify, r.verify}, {PhaseExport, r.export},
 	}
 	// Preparation is cheap and rebuilds what the later phases read in memory.
@@ -305,3 +305,10 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 
 // SetEvents sets the function that receives the run's events.
 func (r *Runner) SetEvents(f func(Event)) { r.env.Events = f }
+
+func (r *Runner) exploreAndRefine(ctx context.Context) error {
+	if err := r.explore(ctx); err != nil {
+		return err
+	}
+	return r.refine(ctx)
+}
