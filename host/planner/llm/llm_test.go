@@ -152,11 +152,11 @@ func TestInvalidLanesDropped(t *testing.T) {
 	}
 	d := strings.Join(ev.messages("llm.lane_dropped"), "\n")
 	mustContain(t, "dropped lanes", d,
-		"lane fast dropped: config: configuration does not match the schema",
+		"lane fast dropped: config: configuration does not match the schema: config.lr: got string, want number",
 		`lane boost dropped: plugin "xgboost" is not offered (offered: classification, segmentation)`,
 		`lane again dropped: same configuration as lane "unet-small", already trained`,
 		`lane twice dropped: same configuration as lane "unet-small-2" of this reply`,
-		"lane cls dropped: config: configuration does not match the schema")
+		"lane cls dropped: config: configuration does not match the schema: config: missing property 'backbone'")
 	// The user message carried the result, its score and its duration.
 	var u payload
 	if err := json.Unmarshal([]byte(e.requests(t)[0].Messages[1].Content), &u); err != nil {
@@ -174,7 +174,10 @@ func TestNoValidLaneIsRetried(t *testing.T) {
 		t.Fatalf("lanes = %+v, err = %v", lanes, err)
 	}
 	m := e.requests(t)[1].Messages
-	mustContain(t, "feedback", m[len(m)-1].Content, "no valid lane", "lane x: config: configuration does not match the schema")
+	mustContain(t, "feedback", m[len(m)-1].Content, "no valid lane", "lane x: config: configuration does not match the schema: config.lr: exclusiveMinimum: got -1, want 0")
+	if strings.Contains(m[len(m)-1].Content, "file:") || strings.Contains(m[len(m)-1].Content, "[path]") {
+		t.Errorf("feedback names the schema's file: %s", m[len(m)-1].Content)
+	}
 }
 
 func TestRateLimited(t *testing.T) {

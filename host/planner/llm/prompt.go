@@ -240,7 +240,7 @@ func (o *offer) parse(content string) ([]planner.Lane, []dropped, error) {
 			continue
 		}
 		if err := s.Check(cfg); err != nil {
-			drop("config: %v", err)
+			drop("config: %s", schemaReason(err))
 			continue
 		}
 		c, err := canonical(cfg)
@@ -269,6 +269,35 @@ func (o *offer) parse(content string) ([]planner.Lane, []dropped, error) {
 		return nil, drops, fmt.Errorf("reply has no valid lane: %s", strings.Join(why, "; "))
 	}
 	return lanes, drops, nil
+}
+
+// schemaReason rewrites a schema validation error for the reply's author: one clause per
+// violation, located by a dotted path under "config", without the schema's resource URL
+// (a file URL under the working folder, which a request must not carry).
+func schemaReason(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	var out []string
+	for _, l := range lines[1:] {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "-"))
+		rest, ok := strings.CutPrefix(l, "at '")
+		if !ok {
+			continue
+		}
+		ptr, msg, ok := strings.Cut(rest, "': ")
+		if !ok {
+			continue
+		}
+		loc := "config"
+		if ptr != "" {
+			loc += strings.ReplaceAll(ptr, "/", ".")
+		}
+		out = append(out, loc+": "+msg)
+	}
+	head, _, _ := strings.Cut(lines[0], ": jsonschema")
+	if len(out) == 0 {
+		return head
+	}
+	return head + ": " + strings.Join(out, "; ")
 }
 
 // extractJSON returns the JSON object of a reply, without the Markdown fence or the prose
