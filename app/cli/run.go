@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -158,9 +157,6 @@ func chosenPlanner(name, url, model string, stderr io.Writer) (planner.Planner, 
 func execute(cmd *cobra.Command, r *hostrun.Runner) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	out := cmd.ErrOrStderr()
 	disp := newDisplay(out)
 	r.SetEvents(disp.event)
