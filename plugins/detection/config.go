@@ -179,3 +179,13 @@ func (c config) arch(channels, outputs int) engine.UNetConfig {
 
 // sizeXYZ is Size in (X, Y, Z) order.
 func (c config) sizeXYZ() [3]int { return [3]int{c.Size[2], c.Size[1], c.Size[0]} }
+
+// head is the head of a mode's network: the hidden convolution, and for boxes the pixel
+// coordinates beside the U-Net's output.
+func (c config) head(mode string) engine.Head {
+	h := engine.Head{Hidden: c.HeadWidth}
+	if mode == modeBoxes {
+		h.Side = coordChannels
+	}
+	return h
+}

@@ -100,7 +100,7 @@ func load(path string) (*detector, error) {
 		d.seg.SetTraining(false)
 		m = d.seg
 	} else {
-		if d.head, err = engine.BuildUNetHead(be, arch, 1, d.patch, 1, s.Config.HeadWidth, nil); err != nil {
+		if d.head, err = engine.BuildUNetHead(be, arch, s.Config.head(s.Mode), 1, d.patch, 1, nil); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		d.head.SetTraining(false)
@@ -135,6 +135,7 @@ func (d *detector) detect(paths []string) (*taskspec.Annotation, error) {
 	if d.s.Mode == modeBoxes {
 		copy(d.head.Input.Data, p.data)
 		coords(d.head.Input.Data[len(p.data):], p.dims[0], p.dims[1], 0, 0)
+		copy(d.head.Side.Sample(0), d.head.Input.Data[len(p.data):])
 		d.head.Forward()
 		boxes := decodeBoxes(d.head.Logits.Data, p.dims[0], p.dims[1], [2]float64{p.scale[0], p.scale[1]}, [2]int{dims[0], dims[1]}, &d.s)
 		return &taskspec.Annotation{Boxes: boxes}, nil

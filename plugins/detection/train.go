@@ -296,7 +296,7 @@ func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *task
 		}
 		return engine.FocalLoss(x, targets[n].heat, dx)
 	}
-	u, err := engine.BuildUNetHead(be, arch, c.Batch, c.Size, uint64(c.Seed), c.HeadWidth, obj)
+	u, err := engine.BuildUNetHead(be, arch, c.head(mode), c.Batch, c.Size, uint64(c.Seed), obj)
 	if err != nil {
 		return nil, err
 	}
@@ -309,8 +309,12 @@ func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *task
 		model: u, forward: u.Forward, back: u.Backward, params: u.Params(), loss: u.Objective.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
-				if err := ld.sample(r, u.Input.Data[n*in:(n+1)*in], &targets[n]); err != nil {
+				x := u.Input.Data[n*in : (n+1)*in]
+				if err := ld.sample(r, x, &targets[n]); err != nil {
 					return err
+				}
+				if u.Side != nil { // the coordinates, also input channels 1 and 2
+					copy(u.Side.Sample(n), x[S:])
 				}
 			}
 			return nil

@@ -118,7 +118,7 @@ func TestObjectiveGradient(t *testing.T) {
 
 // TestHeadUNetParams checks that BuildUNetHead's parameters are BuildUNet's, name for name
 // and shape for shape, so that checkpoints carry over, and that a head of one channel and
-// an inference network with a hidden head layer and without objective builds.
+// an inference network with a hidden head layer, a side input and no objective builds.
 func TestHeadUNetParams(t *testing.T) {
 	be := NewCPU(1)
 	cfg := UNetConfig{In: 1, Classes: 3, Widths: []int{4, 8}, Convs: 2, Norm: Instance, Slope: 0.01}
@@ -126,7 +126,7 @@ func TestHeadUNetParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, 0, func(int, []float32, []float32) float64 { return 0 })
+	h, err := BuildUNetHead(be, cfg, Head{}, 1, [3]int{1, 8, 8}, 1, func(int, []float32, []float32) float64 { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,12 @@ func TestHeadUNetParams(t *testing.T) {
 		t.Errorf("head bias of %d values, want 3", len(h.HeadBias()))
 	}
 	cfg.Classes = 1
-	inf, err := BuildUNetHead(be, cfg, 1, [3]int{1, 8, 8}, 1, 4, nil)
+	inf, err := BuildUNetHead(be, cfg, Head{Hidden: 4, Side: 2}, 1, [3]int{1, 8, 8}, 1, nil)
 	if err != nil || inf.Objective != nil {
 		t.Fatalf("inference network: %v, objective %v", err, inf.Objective)
+	}
+	if s := inf.Side.Shape; s != (Shape{1, 2, 1, 8, 8}) || len(inf.Side.Sample(0)) != 2*64 {
+		t.Fatalf("side input %v", s)
 	}
 	inf.Forward()
 	if inf.Logits.Shape != (Shape{1, 1, 1, 8, 8}) || len(inf.Params()) != len(a)+4 {

@@ -6,22 +6,34 @@ import "fmt"
 // sizes, class logits) and whose loss, if any, is an [Objective].
 type HeadUNet struct {
 	*Net
-	Input  *Tensor
+	Input *Tensor
+	// Side is the head's side input (nil without): channels the caller fills, sample by
+	// sample through Side.Sample, that join the U-Net's output before the head.
+	Side   *Tensor
 	Logits *Tensor
 	// Objective is nil when the network was built without one (inference).
 	Objective *Objective
 }
 
+// Head describes the layers between a U-Net's last stage and its output convolution.
+type Head struct {
+	// Hidden > 0 puts a convolution of Hidden channels (kernel of the first stage) with
+	// normalisation and LeakyReLU before the 1×1 output convolution, as CenterNet's heads
+	// have.
+	Hidden int
+	// Side > 0 joins Side channels of caller-given values (e.g. pixel coordinates) to the
+	// U-Net's output before the head.
+	Side int
+}
+
 // BuildUNetHead builds cfg as [BuildUNet] does, with cfg.Classes output channels (one or
 // more) ending in an Objective computed by f instead of the softmax loss; f nil builds
-// the network without a loss, for inference. hidden > 0 puts a convolution of hidden
-// channels (kernel of the first stage) with normalisation and LeakyReLU before the 1×1
-// output convolution, as CenterNet's heads have; with hidden 0 the parameters have the
+// the network without a loss, for inference. With a zero head the parameters have the
 // names and shapes of BuildUNet's for the same configuration, so ckpt checkpoints of
 // either load into the other.
-func BuildUNetHead(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, hidden int, f ObjectiveFunc) (*HeadUNet, error) {
+func BuildUNetHead(be Backend, cfg UNetConfig, head Head, n int, patch [3]int, seed uint64, f ObjectiveFunc) (*HeadUNet, error) {
 	st := len(cfg.Widths)
-	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || hidden < 0 {
+	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || head.Hidden < 0 || head.Side < 0 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and an output channel", ErrConfig)
 	}
 	kernels, pools := cfg.Kernels, cfg.Pools
@@ -84,8 +96,12 @@ func BuildUNetHead(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64,
 		}
 		x = stage(b.Concat(up, skips[s]), s, one)
 	}
-	if hidden > 0 {
-		x = b.Norm(b.Conv(x, hidden, kernels[0], one, pad(kernels[0]), true), cfg.Norm, cfg.Slope)
+	if head.Side > 0 {
+		u.Side = b.tensor(Shape{n, head.Side, x.Shape.D, x.Shape.H, x.Shape.W}, true)
+		x = b.Concat(x, u.Side)
+	}
+	if head.Hidden > 0 {
+		x = b.Norm(b.Conv(x, head.Hidden, kernels[0], one, pad(kernels[0]), true), cfg.Norm, cfg.Slope)
 	}
 	u.Logits = b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
 	if f != nil {
