@@ -147,7 +147,13 @@ func chosenPlanner(name, url, model string, stderr io.Writer) (planner.Planner, 
 			return nil, "", fmt.Errorf("--planner llm needs --llm-url and --llm-model")
 		}
 		cfg := llm.Config{BaseURL: url, Model: model}
-		logf := func(event string, fields map[string]any) { fmt.Fprintf(stderr, "llm planner: %s %v\n", event, fields) }
+		logf := func(event string, fields map[string]any) {
+			if msg, ok := fields["message"]; ok {
+				fmt.Fprintf(stderr, "llm planner: %s: %v\n", event, msg)
+				return
+			}
+			fmt.Fprintf(stderr, "llm planner: %s\n", event)
+		}
 		return llm.New(cfg, planner.Rules{}, logf), "llm:" + model, nil
 	}
 	return nil, "", fmt.Errorf("--planner %q is not rules or llm", name)

@@ -202,7 +202,7 @@ func TestKillAndResume(t *testing.T) {
 	}
 	data := demo(t)
 	home := t.TempDir()
-	e, done := env(t, home)
+	_, done := env(t, home)
 	done() // trusted; the child opens the store itself
 	runDir := filepath.Join(t.TempDir(), "run")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -235,7 +235,7 @@ func TestKillAndResume(t *testing.T) {
 	if st.Phase != PhaseExplore {
 		t.Fatalf("killed in phase %s, want explore", st.Phase)
 	}
-	e, done = env(t, home)
+	e, done := env(t, home)
 	defer done()
 	r, err := Open(runDir, nil, e)
 	if err != nil {

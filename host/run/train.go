@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strings"
@@ -233,15 +232,6 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 		return nil, err
 	}
 	return Predict(ctx, entry, r.env.Supervisor, r.task, cfg, ckpt, cases, out)
-}
-
-// scoreOf is a lane's mean for reports, 0 when none.
-func scoreOf(l *LaneState) float64 {
-	m, n := l.Mean()
-	if n == 0 || math.IsNaN(m) {
-		return 0
-	}
-	return m
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
