@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -181,5 +184,68 @@ func TestImageLossConfigErrors(t *testing.T) {
 	nan[5] = float32(math.NaN())
 	if err := l.SetTarget(nan); err == nil {
 		t.Error("a NaN target was accepted")
+	}
+}
+
+// imageLossGolden is testdata/imageloss_golden.json, written by
+// testdata/torch_imageloss_golden.py: the PyTorch loss of the bench and its gradient.
+type imageLossGolden struct {
+	Command string `json:"command"`
+	Cases   []struct {
+		Name   string    `json:"name"`
+		Shape  [4]int    `json:"shape"` // N, C, H, W
+		Cfg    ImageLossConfig
+		Output []float32 `json:"output"`
+		Target []float32 `json:"target"`
+		Loss   float64   `json:"loss"`
+		Grad   []float64 `json:"grad"`
+	} `json:"cases"`
+}
+
+// TestImageLossTorch compares the loss and its gradient with PyTorch's (computed in
+// float64 on the same float32 images): the PyTorch model of `make bench-plugins-models`
+// trains on the same loss as the engine.
+func TestImageLossTorch(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "imageloss_golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g imageLossGolden
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cases) == 0 {
+		t.Fatalf("no cases; regenerate with %s", g.Command)
+	}
+	for _, c := range g.Cases {
+		s := Shape{c.Shape[0], c.Shape[1], 1, c.Shape[2], c.Shape[3]}
+		bd := NewBuilder(NewCPU(2), 1)
+		x := bd.tensor(s, true)
+		l := bd.ImageLoss(x, c.Cfg)
+		net, err := bd.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(x.Data, c.Output)
+		if err := l.SetTarget(c.Target); err != nil {
+			t.Fatal(err)
+		}
+		net.Forward()
+		net.Backward()
+		// 1e-9: both sum the same values in float64; the golden keeps 9 digits.
+		if d := math.Abs(l.Value() - c.Loss); d > 1e-9 {
+			t.Errorf("%s: loss %.12g, PyTorch %.12g", c.Name, l.Value(), c.Loss)
+		}
+		var top float64
+		for _, v := range c.Grad {
+			top = max(top, math.Abs(v))
+		}
+		// 1e-6 of the largest gradient: the engine rounds its gradient to float32
+		// (relative 6e-8) and the golden keeps 9 digits.
+		for i, v := range c.Grad {
+			if d := math.Abs(float64(x.Grad[i]) - v); d > 1e-6*top {
+				t.Errorf("%s: gradient %d: %.9g, PyTorch %.9g", c.Name, i, x.Grad[i], v)
+			}
+		}
 	}
 }

@@ -1,0 +1,96 @@
+"""PyTorch side of `make bench-plugins-models` (.ci/bench-plugins-models.sh).
+
+Each built-in plugin's Go benchmark (BenchmarkTrainStep in its package) writes a JSON
+description of its default model; this script builds the same model in PyTorch 1.13
+(Debian python3-torch), times the same training step (forward, loss, backward, gradient
+clipping, AdamW) and prints one JSON line: step time, CPU time and samples/s.
+
+    /usr/bin/python3 .ci/bench_plugins_models.py --spec spec.json --steps 3 --threads 2
+
+A plugin adds its row by writing a spec with its own "model" name from its benchmark and
+a builder here: a function taking the spec and returning (module, loss_fn), loss_fn()
+computing the loss of one batch, registered in MODELS.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "plugins", "engine", "testdata"))
+# The engine's U-Net and image loss in PyTorch, each checked against the engine by a golden test.
+from torch_unet import UNet, dice_ce  # noqa: E402
+from torch_imageloss import image_loss  # noqa: E402
+
+
+def dims_of(m):
+    return 2 if m["patch"][0] == 1 else 3
+
+
+def shape_of(m):
+    p = m["patch"][1:] if dims_of(m) == 2 else m["patch"]
+    return [m["batch"], m["in"]] + list(p)
+
+
+def unet(m):
+    """engine.BuildUNet ending in softmax cross-entropy + soft Dice (segmentation)."""
+    net = UNet(m["in"], m["out"], m["widths"], m["kernels"], m["pools"], 2, m["maxpool"],
+               m["norm"], m["slope"], dims_of(m))
+    shape = shape_of(m)
+    x = torch.randn(shape)
+    y = torch.randint(0, m["out"], [shape[0]] + shape[2:])
+    return net, lambda: dice_ce(net(x), y)
+
+
+def resunet(m):
+    """engine.BuildResUNet: the U-Net body, a 1×1 head added to the input, L1 + SSIM."""
+    if dims_of(m) != 2:
+        raise SystemExit("resunet: 2D only")
+    net = UNet(m["in"], m["out"], m["widths"], m["kernels"], m["pools"], 2, m["maxpool"],
+               m["norm"], m["slope"], 2)
+    t = torch.rand(shape_of(m))
+    x = (t * torch.empty_like(t).exponential_()).clamp(max=1)
+    return net, lambda: image_loss(x + net(x), t, m["loss"])
+
+
+MODELS = {"unet": unet, "resunet": resunet}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--spec", required=True, help="JSON file written by a BenchmarkTrainStep")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    with open(a.spec) as f:
+        m = json.load(f)
+    if m["model"] not in MODELS:
+        print(json.dumps({"error": "no PyTorch builder for model %r" % m["model"]}))
+        return
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    net, loss_fn = MODELS[m["model"]](m)
+    opt = torch.optim.AdamW(net.parameters(), m["lr"], weight_decay=m["weight_decay"])
+    times, cpus = [], []
+    for i in range(a.steps + 1):  # the first step warms up
+        t, c = time.perf_counter(), time.process_time()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), m["clip"])
+        opt.step()
+        if i > 0:
+            times.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+    med = statistics.median(times)
+    print(json.dumps({"step_ms": 1000 * med, "cpu_ms": 1000 * statistics.median(cpus),
+                      "samples_per_s": m["batch"] / med,
+                      "backend": "torch %s, %d threads" % (torch.__version__, torch.get_num_threads())}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+package plugintest
+
+import (
+	"encoding/json"
+	"os"
+	"runtime/debug"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchSpecEnv names the environment variable through which `make bench-plugins-models`
+// asks a plugin's BenchmarkTrainStep for the description of its model (a file path).
+const BenchSpecEnv = "AMID_BENCH_SPEC"
+
+// BenchTrainStep is the body of a plugin's BenchmarkTrainStep, the row the plugin adds to
+// `make bench-plugins-models`: it writes spec (the JSON description of the model that
+// .ci/bench_plugins_models.py rebuilds in PyTorch; it must have a "model" field naming
+// the builder there) to the file BenchSpecEnv names, runs step once to warm up, then
+// b.N times with the garbage collector off, and reports the median step's wall time
+// ("step-ms"), CPU time of the whole process ("cpu-ms") and batch/step ("samples/s").
+// step is one training step: forward, backward, gradient clipping, optimizer.
+func BenchTrainStep(b *testing.B, batch int, spec any, step func()) {
+	b.Helper()
+	if p := os.Getenv(BenchSpecEnv); p != "" {
+		js, err := json.Marshal(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, js, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	walls, cpus := make([]float64, 0, b.N), make([]float64, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t, c := time.Now(), cpuTime()
+		step()
+		walls = append(walls, time.Since(t).Seconds())
+		cpus = append(cpus, cpuTime()-c)
+	}
+	b.StopTimer()
+	med := func(s []float64) float64 {
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	w := med(walls)
+	b.ReportMetric(1000*w, "step-ms")
+	b.ReportMetric(1000*med(cpus), "cpu-ms")
+	b.ReportMetric(float64(batch)/w, "samples/s")
+}
