@@ -192,13 +192,13 @@ func TestImageLossConfigErrors(t *testing.T) {
 type imageLossGolden struct {
 	Command string `json:"command"`
 	Cases   []struct {
-		Name   string    `json:"name"`
-		Shape  [4]int    `json:"shape"` // N, C, H, W
-		Cfg    ImageLossConfig
-		Output []float32 `json:"output"`
-		Target []float32 `json:"target"`
-		Loss   float64   `json:"loss"`
-		Grad   []float64 `json:"grad"`
+		Name   string          `json:"name"`
+		Shape  [4]int          `json:"shape"` // N, C, H, W
+		Cfg    ImageLossConfig `json:"cfg"`
+		Output []float32       `json:"output"`
+		Target []float32       `json:"target"`
+		Loss   float64         `json:"loss"`
+		Grad   []float64       `json:"grad"`
 	} `json:"cases"`
 }
 
