@@ -80,7 +80,6 @@ func Run(ctx context.Context, opt Options, env run.Env, progress func(Row)) ([]R
 func one(ctx context.Context, id string, opt Options, env run.Env) Row {
 	row := Row{ID: id, Generated: opt.Data == ""}
 	began := time.Now()
-	defer func() { row.Took = time.Since(began) }()
 	fail := func(err error) Row {
 		row.Error = err.Error()
 		row.Took = time.Since(began)
@@ -126,6 +125,7 @@ func one(ctx context.Context, id string, opt Options, env run.Env) Row {
 	if err != nil {
 		return fail(err)
 	}
+	row.Took = time.Since(began)
 	return row
 }
 

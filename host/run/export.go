@@ -209,6 +209,9 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	if err != nil {
 		return err
 	}
+	if _, err := align(ctx, d, filepath.Join(out, "channels")); err != nil {
+		return err
+	}
 	byID := map[string]task.Case{}
 	for _, c := range d.Test {
 		byID[c.ID] = c

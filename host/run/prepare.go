@@ -65,6 +65,13 @@ func (r *Runner) prepare(ctx context.Context) error {
 		return err
 	}
 	r.data = d
+	moved, err := align(ctx, d, r.path("channels"))
+	if err != nil {
+		return err
+	}
+	if moved > 0 {
+		r.logf("%d channels were on another grid than their case's first channel and were resampled onto it", moved)
+	}
 	trainIDs, testIDs := make([]string, len(d.Train)), make([]string, len(d.Test))
 	for i, c := range d.Train {
 		trainIDs[i] = c.ID
@@ -144,6 +151,9 @@ func (r *Runner) load(ctx context.Context) error {
 		return err
 	}
 	r.data = d
+	if _, err := align(ctx, d, r.path("channels")); err != nil {
+		return err
+	}
 	if err := readJSON(r.path("labels.json"), &r.labels); err != nil {
 		return err
 	}

@@ -1,0 +1,69 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"amid/host/task"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// align brings every case's channels onto its first channel's grid: a channel acquired on
+// another grid (ISLES'22 FLAIR against DWI) is resampled by world position (trilinear) and
+// written into dir; the case's image list then names that file. Predictions are made on
+// the first channel's grid, which is the label's. It returns how many channels it moved.
+// Files already in dir are reused, so a resumed run and a reproduction do the same work
+// once.
+func align(ctx context.Context, d *task.Dataset, dir string) (int, error) {
+	n := 0
+	for _, split := range [][]task.Case{d.Train, d.Test} {
+		for i := range split {
+			c := &split[i]
+			if len(c.Images) < 2 {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			var first *volume.Volume
+			for k := 1; k < len(c.Images); k++ {
+				out := filepath.Join(dir, fmt.Sprintf("%s_%04d.nii.gz", c.ID, k))
+				if _, err := os.Stat(out); err == nil {
+					c.Images[k] = out
+					n++
+					continue
+				}
+				if first == nil {
+					v, err := imageio.Read(c.Images[0])
+					if err != nil {
+						return n, fmt.Errorf("case %s: %w", c.ID, err)
+					}
+					first = v
+				}
+				v, err := imageio.Read(c.Images[k])
+				if err != nil {
+					return n, fmt.Errorf("case %s: %w", c.ID, err)
+				}
+				if volume.SameGrid(first, v, 1e-3) {
+					continue
+				}
+				rs, err := volume.ResampleTo(v, first, true)
+				if err != nil {
+					return n, fmt.Errorf("case %s: channel %s: %w", c.ID, c.Images[k], err)
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return n, err
+				}
+				if err := imageio.Write(out, rs); err != nil {
+					return n, fmt.Errorf("case %s: %w", c.ID, err)
+				}
+				c.Images[k] = out
+				n++
+			}
+		}
+	}
+	return n, nil
+}
