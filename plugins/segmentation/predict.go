@@ -82,6 +82,9 @@ func (m model) classes(paths []string) (img *volume.Volume, cls []int32, err err
 	if img, err = readImage(paths); err != nil {
 		return nil, nil, err
 	}
+	if img, err = conform(img, m.Channels, paths[0]); err != nil {
+		return nil, nil, err
+	}
 	_, prob, err := infer.Segment(img, m.Model)
 	if err != nil {
 		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)

@@ -59,6 +59,41 @@ func readImage(paths []string) (*volume.Volume, error) {
 	return out, nil
 }
 
+// conform gives an image want channels, for datasets that mix grayscale and colour
+// images (NeurIPS-CellSeg): one channel is repeated into three, three or four (RGB, RGBA)
+// are averaged into one, RGBA loses its alpha for three. Other changes are an error.
+func conform(v *volume.Volume, want int, name string) (*volume.Volume, error) {
+	have := v.Dims[3]
+	if want <= 0 || have == want {
+		return v, nil
+	}
+	if !(have == 1 && want == 3) && !((have == 3 || have == 4) && want <= 3) {
+		return nil, fmt.Errorf("image %s has %d channels; the model takes %d", name, have, want)
+	}
+	dims := v.Dims
+	dims[3] = want
+	out, err := volume.New(volume.Float32, dims)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	out.Spacing, out.Origin, out.Direction = v.Spacing, v.Origin, v.Direction
+	src, dst := v.Float32(), out.Data.([]float32)
+	for i := range v.NumVoxels() {
+		px := src[i*have : i*have+have]
+		switch {
+		case have == 1:
+			for c := range want {
+				dst[i*want+c] = px[0]
+			}
+		case want == 1:
+			dst[i] = (px[0] + px[1] + px[2]) / 3
+		default:
+			copy(dst[i*want:i*want+want], px[:want])
+		}
+	}
+	return out, nil
+}
+
 // caseSource loads a case from its image files and label for the data loader, as
 // data.FileSource does for one file.
 type caseSource struct {
@@ -70,6 +105,8 @@ type caseSource struct {
 	// instances: the label holds instance ids, turned into background, interior and
 	// boundary classes (infer.InstanceClasses).
 	instances bool
+	// channels the model takes; the image is conformed to it (0: as read).
+	channels int
 }
 
 func (s *caseSource) Name() string { return s.images[0] }
@@ -77,6 +114,9 @@ func (s *caseSource) Name() string { return s.images[0] }
 func (s *caseSource) Load() (*data.Case, error) {
 	img, err := readImage(s.images)
 	if err != nil {
+		return nil, err
+	}
+	if img, err = conform(img, s.channels, s.images[0]); err != nil {
 		return nil, err
 	}
 	var lab *volume.Volume

@@ -26,7 +26,7 @@ const (
 )
 
 // sources are the data loader's sources for cases, checked to have images and a label.
-func sources(cases []protocol.Case, c config, labels bool) ([]data.Source, error) {
+func sources(cases []protocol.Case, c config, labels bool, ch int) ([]data.Source, error) {
 	if len(cases) == 0 {
 		return nil, errors.New("no training cases")
 	}
@@ -38,7 +38,7 @@ func sources(cases []protocol.Case, c config, labels bool) ([]data.Source, error
 		if labels && k.Label == "" {
 			return nil, fmt.Errorf("case %s has no label file", k.ID)
 		}
-		out = append(out, &caseSource{images: k.Images, label: k.Label, spacing: c.spacingXYZ(), norm: c.norm(), classes: c.Labels, instances: c.Instances})
+		out = append(out, &caseSource{images: k.Images, label: k.Label, spacing: c.spacingXYZ(), norm: c.norm(), classes: c.Labels, instances: c.Instances, channels: ch})
 	}
 	return out, nil
 }
@@ -74,11 +74,26 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if c.Seed == 0 {
 		c.Seed = req.Seed
 	}
-	src, err := sources(req.Train, c, true)
+	if len(req.Train) == 0 || len(req.Train[0].Images) == 0 {
+		return nil, errors.New("segmentation train: no training cases")
+	}
+	ch, err := channels(req.Train[0].Images)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
-	ch, err := channels(req.Train[0].Images)
+	if req.Task.Dims == 2 && len(req.Train[0].Images) == 1 {
+		// 2D datasets may mix grayscale and colour images: the model takes the most
+		// channels any training image has, and the others are conformed to it.
+		for _, k := range req.Train[1:] {
+			n, err := channels(k.Images)
+			if err != nil {
+				return nil, fmt.Errorf("segmentation train: %w", err)
+			}
+			ch = max(ch, n)
+		}
+		ch = min(ch, 3) // RGBA's alpha carries no image
+	}
+	src, err := sources(req.Train, c, true, ch)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
