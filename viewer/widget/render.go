@@ -36,7 +36,11 @@ var (
 type Params struct {
 	Plane   Plane
 	Slice   int
-	Channel int
+	Channel int // the channel shown in gray; ignored with RGB
+	// RGB draws channels 0, 1, 2 as red, green and blue, each through Window (a pathology
+	// tile or a photograph: uint8 with Window{255, 127.5} shows the stored colours). The
+	// volume needs at least three channels.
+	RGB     bool
 	Window  Window
 	Overlay Overlay
 }
@@ -52,6 +56,10 @@ type Renderer struct {
 	lut    []uint8  // gray of every 16-bit value under lutWin, indexed by the value's bits
 	lutWin Window
 	lutT   volume.DType
+	// lut8 is the window of every uint8 value, for RGB tiles.
+	lut8    [256]uint8
+	lut8Win Window
+	lut8Set bool
 }
 
 // mix holds a label's premultiplied colour and its remaining image weight: a blended channel
@@ -75,6 +83,9 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 	if p.Channel < 0 || p.Channel >= v.Dims[3] {
 		return nil, fmt.Errorf("%w: channel %d outside 0..%d", ErrParams, p.Channel, v.Dims[3]-1)
 	}
+	if p.RGB && v.Dims[3] < 3 {
+		return nil, fmt.Errorf("%w: RGB needs 3 channels, the image has %d", ErrParams, v.Dims[3])
+	}
 	n := l.W * l.H
 	if cap(r.pix) < 4*n {
 		r.pix = make([]uint8, 4*n)
@@ -86,27 +97,13 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 	c := v.Dims[3]
 	st := [3]int{c, v.Dims[0] * c, v.Dims[0] * v.Dims[1] * c}
 	base, du, dv := l.steps(st, p.Slice)
-	base += p.Channel
 	lo, scale := windowCoef(p.Window)
-	switch d := v.Data.(type) {
-	case []uint8:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	case []int8:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	case []uint16:
-		lookup(r.img.Pix, d, r.table(volume.Uint16, p.Window, lo, scale), l.W, l.H, base, du, dv)
-	case []int16:
-		lookup(r.img.Pix, d, r.table(volume.Int16, p.Window, lo, scale), l.W, l.H, base, du, dv)
-	case []uint32:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	case []int32:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	case []float32:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	case []float64:
-		gray(r.img.Pix, d, l.W, l.H, base, du, dv, lo, scale)
-	default:
-		return nil, fmt.Errorf("%w: image data of Go type %T", ErrParams, v.Data)
+	if p.RGB {
+		if err := r.color(v, p.Window, l.W, l.H, base, du, dv, lo, scale); err != nil {
+			return nil, err
+		}
+	} else if err := r.gray(v, p.Window, l.W, l.H, base+p.Channel, du, dv, lo, scale); err != nil {
+		return nil, err
 	}
 	o := &p.Overlay
 	if o.Labels == nil {
@@ -132,6 +129,91 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 	}
 	r.blendLabels(l.W, l.H, o)
 	return &r.img, nil
+}
+
+// gray draws one channel in gray levels.
+func (r *Renderer) gray(v *volume.Volume, win Window, w, h, base, du, dv int, lo, scale float32) error {
+	switch d := v.Data.(type) {
+	case []uint8:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []int8:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []uint16:
+		lookup(r.img.Pix, d, r.table(volume.Uint16, win, lo, scale), w, h, base, du, dv)
+	case []int16:
+		lookup(r.img.Pix, d, r.table(volume.Int16, win, lo, scale), w, h, base, du, dv)
+	case []uint32:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []int32:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []float32:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []float64:
+		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	default:
+		return fmt.Errorf("%w: image data of Go type %T", ErrParams, v.Data)
+	}
+	return nil
+}
+
+// color draws channels 0..2 as red, green and blue.
+func (r *Renderer) color(v *volume.Volume, win Window, w, h, base, du, dv int, lo, scale float32) error {
+	switch d := v.Data.(type) {
+	case []uint8:
+		if r.lut8Win != win || !r.lut8Set {
+			for i := range r.lut8 {
+				r.lut8[i] = grayOf(float32(i), lo, scale)
+			}
+			r.lut8Win, r.lut8Set = win, true
+		}
+		rgb8(r.img.Pix, d, &r.lut8, w, h, base, du, dv)
+	case []int8:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []uint16:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []int16:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []uint32:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []int32:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []float32:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	case []float64:
+		rgb(r.img.Pix, d, w, h, base, du, dv, lo, scale)
+	default:
+		return fmt.Errorf("%w: image data of Go type %T", ErrParams, v.Data)
+	}
+	return nil
+}
+
+func rgb8(pix []uint8, d []uint8, lut *[256]uint8, w, h, base, du, dv int) {
+	o := 0
+	for y := 0; y < h; y++ {
+		i := base + y*dv
+		row := pix[o : o+4*w : o+4*w]
+		for x := 0; x < len(row); x += 4 {
+			row[x], row[x+1], row[x+2], row[x+3] = lut[d[i]], lut[d[i+1]], lut[d[i+2]], 255
+			i += du
+		}
+		o += 4 * w
+	}
+}
+
+func rgb[T number](pix []uint8, d []T, w, h, base, du, dv int, lo, scale float32) {
+	o := 0
+	for y := 0; y < h; y++ {
+		i := base + y*dv
+		row := pix[o : o+4*w : o+4*w]
+		for x := 0; x < len(row); x += 4 {
+			row[x] = grayOf(float32(d[i]), lo, scale)
+			row[x+1] = grayOf(float32(d[i+1]), lo, scale)
+			row[x+2] = grayOf(float32(d[i+2]), lo, scale)
+			row[x+3] = 255
+			i += du
+		}
+		o += 4 * w
+	}
 }
 
 func windowCoef(w Window) (lo, scale float32) {

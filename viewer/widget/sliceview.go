@@ -28,10 +28,13 @@ type Probe struct {
 // FrameInterval is the shortest time between two applied frames (about 60 per second).
 const FrameInterval = time.Second / 60
 
-// SliceView shows one plane of a volume with an optional label overlay. Mouse wheel, arrow
-// keys and PageUp/PageDown change the slice; dragging changes the window (right: wider, down:
-// higher level); keys 1–5 apply presets; L toggles the labels and O outline mode. Slices are
-// rendered off the UI goroutine and shown through fyne.DoAndWait at most 60 times a second.
+// SliceView shows one plane of a volume with an optional label overlay and marks (boxes,
+// points). Mouse wheel, arrow keys and PageUp/PageDown change the slice; dragging changes
+// the window (right: wider, down: higher level); keys 1–5 apply presets; L toggles the
+// labels and O outline mode. Ctrl+wheel and the + and − keys zoom about the cursor, a drag
+// with the middle button or with Space held pans, and 0 resets the zoom and pan. Slices are
+// rendered off the UI goroutine and shown through fyne.DoAndWait at most 60 times a second;
+// a zoomed view, or one with marks, is composed at the screen's resolution.
 //
 // Setters may be called from any goroutine; the On callbacks run on the UI goroutine.
 type SliceView struct {
@@ -43,6 +46,12 @@ type SliceView struct {
 	OnPick func(idx [3]int)
 	// OnSlice is called after the slice changes.
 	OnSlice func(s int)
+	// OnView is called after the zoom or pan changes.
+	OnView func(View)
+	// OnWindow is called after the user changes the window (drag or preset key).
+	OnWindow func(Window)
+	// OnRune is called with the typed runes the view does not use itself.
+	OnRune func(r rune)
 
 	mu        sync.Mutex
 	vol       *volume.Volume
@@ -54,6 +63,18 @@ type SliceView struct {
 	crossOn   bool
 	gen, done uint64 // frames requested and applied
 	err       error  // last render error
+	view      View
+	marks     []Mark // replaced, never changed in place
+	threshold float64
+	area      fyne.Size // the widget's size at the last layout
+	scale     float32   // canvas pixels per unit
+	shown     View      // the view of the frame on screen
+	composed  bool      // the frame on screen is composed over the whole area
+	button    desktop.MouseButton
+	space     bool // Space held: dragging pans
+	ctrl      bool // Control held: the wheel zooms
+	hover     fyne.Position
+	hoverIn   bool
 
 	img    *canvas.Image
 	edges  [4]*canvas.Text // left, right, top, bottom
@@ -62,7 +83,9 @@ type SliceView struct {
 	rsize  fyne.Size       // … and size, in widget coordinates
 	kick   chan struct{}
 	stop   chan struct{}
+	texts  []*canvas.Text // marks' texts
 	bufs   [2]Renderer
+	comps  [2]Composer
 	frames int
 	ui     func(func()) // runs a function on the UI goroutine and waits; fyne.DoAndWait
 }
@@ -91,8 +114,11 @@ func (v *SliceView) SetVolume(vol *volume.Volume) error {
 	v.presets = pre
 	v.p.Slice = v.layout.N / 2
 	v.p.Channel = 0
+	v.p.RGB = IsRGB(vol)
 	v.p.Window = pre[0].Window
 	v.p.Overlay.Labels, v.p.Overlay.Truth = nil, nil
+	v.marks = nil
+	v.view = View{}
 	v.cross = [3]int{vol.Dims[0] / 2, vol.Dims[1] / 2, vol.Dims[2] / 2}
 	v.mu.Unlock()
 	v.request()
@@ -119,6 +145,73 @@ func (v *SliceView) SetLabels(labels, truth *volume.Volume) error {
 	v.p.Overlay.Labels, v.p.Overlay.Truth = labels, truth
 	v.requestLocked()
 	return nil
+}
+
+// SetMarks draws marks (boxes, points; see MarksOf) over the slices they cross; nil
+// removes them. The view keeps ms: do not change it afterwards.
+func (v *SliceView) SetMarks(ms []Mark) { v.update(func() { v.marks = ms }) }
+
+// SetScoreThreshold hides marks scoring below t.
+func (v *SliceView) SetScoreThreshold(t float64) { v.update(func() { v.threshold = t }) }
+
+// ScoreThreshold returns the score below which marks are hidden.
+func (v *SliceView) ScoreThreshold() float64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.threshold
+}
+
+// SetView sets the zoom and pan (View{} fits the slice).
+func (v *SliceView) SetView(view View) {
+	v.mu.Lock()
+	if v.vol != nil {
+		view = clampView(&v.layout, view)
+	}
+	changed := view != v.view
+	v.view = view
+	v.requestLocked()
+	v.mu.Unlock()
+	if changed && v.OnView != nil {
+		fyne.Do(func() { v.OnView(view) })
+	}
+}
+
+// View returns the zoom and pan.
+func (v *SliceView) View() View {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.vol == nil {
+		return v.view
+	}
+	return clampView(&v.layout, v.view)
+}
+
+// ZoomAt zooms by factor about widget position pos.
+func (v *SliceView) ZoomAt(pos fyne.Position, factor float64) {
+	v.mu.Lock()
+	l, view, a := v.layout, v.view, v.area
+	has := v.vol != nil
+	v.mu.Unlock()
+	if has {
+		v.SetView(ZoomAbout(&l, view, float64(a.Width), float64(a.Height), float64(pos.X), float64(pos.Y), factor))
+	}
+}
+
+// PanBy moves the slice by (dx, dy) widget units.
+func (v *SliceView) PanBy(dx, dy float32) {
+	v.mu.Lock()
+	l, view, a := v.layout, v.view, v.area
+	has := v.vol != nil
+	v.mu.Unlock()
+	if has {
+		v.SetView(Pan(&l, view, float64(a.Width), float64(a.Height), float64(dx), float64(dy)))
+	}
+}
+
+// SetRGB shows channels 0..2 as colour (true) or the first channel in gray; images with
+// fewer than three channels stay gray.
+func (v *SliceView) SetRGB(on bool) {
+	v.update(func() { v.p.RGB = on && v.vol != nil && v.vol.Dims[3] >= 3 })
 }
 
 // SetOpacity sets the overlay opacity (0..1).
@@ -217,6 +310,13 @@ func (v *SliceView) ApplyPreset(i int) {
 	})
 }
 
+// userWindow reports a window the user chose.
+func (v *SliceView) userWindow() {
+	if v.OnWindow != nil {
+		v.OnWindow(v.Window())
+	}
+}
+
 // Layout returns the screen mapping of the current volume.
 func (v *SliceView) Layout() Layout {
 	v.mu.Lock()
@@ -301,13 +401,27 @@ func (v *SliceView) frame() {
 		p.Overlay.Labels = nil
 	}
 	cross, crossOn := v.cross, v.crossOn
+	view, marks, thr, area, scale := v.view, v.marks, v.threshold, v.area, v.scale
 	v.mu.Unlock()
 	if vol == nil {
 		return
 	}
+	if !v.labelsOn {
+		marks = nil
+	}
+	view = clampView(&l, view)
+	composed := (len(marks) > 0 || !view.Fitted(&l)) && area.Width >= 1 && area.Height >= 1
 	r := &v.bufs[v.frames%2]
+	c := &v.comps[v.frames%2]
 	v.frames++
 	img, err := r.Render(vol, &p)
+	var placed []Placed
+	if err == nil && composed {
+		k := float64(max(scale, 1))
+		g := NewGeometry(&l, view, float64(area.Width), float64(area.Height)).Scaled(k)
+		img = c.Compose(img, &l, p.Slice, g, int(math.Round(g.W)), int(math.Round(g.H)), marks, thr, int(math.Round(k)))
+		placed = c.Placed
+	}
 	ui := v.ui
 	if ui == nil {
 		if r := frameRunner.Load(); r != nil {
@@ -318,8 +432,13 @@ func (v *SliceView) frame() {
 	}
 	ui(func() {
 		if err == nil && v.img != nil {
+			v.mu.Lock()
+			v.shown, v.composed = view, composed
+			v.mu.Unlock()
 			v.img.Image = img
+			v.placeImage(l)
 			v.img.Refresh()
+			v.placeTexts(placed, float32(max(scale, 1)))
 			v.placeCross(l, cross, crossOn)
 		}
 		v.mu.Lock() // last, so that whoever sees done also sees the frame
@@ -341,6 +460,13 @@ func (v *SliceView) CreateRenderer() fyne.WidgetRenderer {
 		v.lines[i].StrokeWidth = 1
 		v.lines[i].Hide()
 		objs = append(objs, v.lines[i])
+	}
+	v.texts = make([]*canvas.Text, MaxPlaced)
+	for i := range v.texts {
+		v.texts[i] = canvas.NewText("", color.White)
+		v.texts[i].TextSize = theme.CaptionTextSize()
+		v.texts[i].Hide()
+		objs = append(objs, v.texts[i])
 	}
 	for i := range v.edges {
 		v.edges[i] = canvas.NewText("", color.RGBA{255, 220, 0, 255})
@@ -376,12 +502,18 @@ func (r *sliceRenderer) Layout(size fyne.Size) {
 		return
 	}
 	v.img.Show()
-	pw, ph := float32(float64(l.W)*l.PixelW), float32(float64(l.H)*l.PixelH)
-	s := min(size.Width/pw, size.Height/ph)
-	v.rsize = fyne.NewSize(pw*s, ph*s)
-	v.rect = fyne.NewPos((size.Width-v.rsize.Width)/2, (size.Height-v.rsize.Height)/2)
-	v.img.Move(v.rect)
-	v.img.Resize(v.rsize)
+	scale := float32(1)
+	if c := fyne.CurrentApp().Driver().CanvasForObject(v); c != nil {
+		scale = c.Scale()
+	}
+	v.mu.Lock()
+	resized := v.area != size || v.scale != scale
+	v.area, v.scale = size, scale
+	if resized && (v.composed || len(v.marks) > 0 || !clampView(&v.layout, v.view).Fitted(&v.layout)) {
+		v.requestLocked() // a composed frame has the area's resolution
+	}
+	v.mu.Unlock()
+	v.placeImage(l)
 	pad := theme.Padding()
 	for i, txt := range []string{l.Left, l.Right, l.Top, l.Bottom} {
 		t := v.edges[i]
@@ -403,7 +535,60 @@ func (r *sliceRenderer) Layout(size fyne.Size) {
 	v.placeCross(l, cross, crossOn)
 }
 
-// placeCross draws the crosshair through the centre of voxel idx.
+// geometry is the mapping of the frame on screen (UI goroutine).
+func (v *SliceView) geometry(l *Layout) Geometry {
+	v.mu.Lock()
+	view, a := v.shown, v.area
+	v.mu.Unlock()
+	return NewGeometry(l, view, float64(a.Width), float64(a.Height))
+}
+
+// placeImage sets rect and rsize to the slice's extent on screen and places the image: over
+// the slice's extent when the canvas stretches it, over the whole area when composed.
+func (v *SliceView) placeImage(l Layout) {
+	g := v.geometry(&l)
+	v.rect = fyne.NewPos(float32(g.OX), float32(g.OY))
+	v.rsize = fyne.NewSize(float32(g.SX*float64(l.W)), float32(g.SY*float64(l.H)))
+	v.mu.Lock()
+	composed, a := v.composed, v.area
+	v.mu.Unlock()
+	if composed {
+		v.img.Move(fyne.NewPos(0, 0))
+		v.img.Resize(a)
+		return
+	}
+	v.img.Move(v.rect)
+	v.img.Resize(v.rsize)
+}
+
+// placeTexts shows the marks' texts, given in pixels (k per unit), above their boxes.
+func (v *SliceView) placeTexts(ps []Placed, k float32) {
+	v.mu.Lock()
+	a := v.area
+	v.mu.Unlock()
+	for i, t := range v.texts {
+		if i >= len(ps) {
+			if t.Visible() {
+				t.Hide()
+			}
+			continue
+		}
+		p := ps[i]
+		t.Text, t.Color = p.Text, p.Color
+		m := t.MinSize()
+		x := min(max(float32(p.X)/k, 0), a.Width-m.Width)
+		y := float32(p.Y)/k - m.Height
+		if y < 0 {
+			y = float32(p.Y) / k
+		}
+		t.Move(fyne.NewPos(x, y))
+		t.Resize(m)
+		t.Show()
+		t.Refresh()
+	}
+}
+
+// placeCross draws the crosshair through the centre of voxel idx, clipped to the area.
 func (v *SliceView) placeCross(l Layout, idx [3]int, on bool) {
 	if !on || l.W == 0 || v.lines[0] == nil {
 		for _, ln := range v.lines {
@@ -413,14 +598,22 @@ func (v *SliceView) placeCross(l Layout, idx [3]int, on bool) {
 		}
 		return
 	}
+	g := v.geometry(&l)
 	u, w, _ := l.Screen(idx)
-	x := v.rect.X + (float32(u)+0.5)*v.rsize.Width/float32(l.W)
-	y := v.rect.Y + (float32(w)+0.5)*v.rsize.Height/float32(l.H)
-	v.lines[0].Position1 = fyne.NewPos(x, v.rect.Y)
-	v.lines[0].Position2 = fyne.NewPos(x, v.rect.Y+v.rsize.Height)
-	v.lines[1].Position1 = fyne.NewPos(v.rect.X, y)
-	v.lines[1].Position2 = fyne.NewPos(v.rect.X+v.rsize.Width, y)
-	for _, ln := range v.lines {
+	fx, fy := g.ToView(float64(u)+0.5, float64(w)+0.5)
+	x, y := float32(fx), float32(fy)
+	x0, y0 := max(v.rect.X, 0), max(v.rect.Y, 0)
+	x1, y1 := min(v.rect.X+v.rsize.Width, float32(g.W)), min(v.rect.Y+v.rsize.Height, float32(g.H))
+	v.lines[0].Position1 = fyne.NewPos(x, y0)
+	v.lines[0].Position2 = fyne.NewPos(x, y1)
+	v.lines[1].Position1 = fyne.NewPos(x0, y)
+	v.lines[1].Position2 = fyne.NewPos(x1, y)
+	for i, ln := range v.lines {
+		in := (i == 0 && x >= x0 && x <= x1) || (i == 1 && y >= y0 && y <= y1)
+		if !in {
+			ln.Hide()
+			continue
+		}
 		ln.Show()
 		ln.Refresh()
 	}
@@ -446,13 +639,12 @@ func (r *sliceRenderer) Destroy() {
 // voxelAt maps a widget position to the voxel shown there.
 func (v *SliceView) voxelAt(pos fyne.Position) ([3]int, bool) {
 	v.mu.Lock()
-	l, has, s := v.layout, v.vol != nil, v.p.Slice
+	l, has, s, a := v.layout, v.vol != nil, v.p.Slice, v.area
 	v.mu.Unlock()
-	if !has || v.rsize.Width <= 0 || v.rsize.Height <= 0 {
+	if !has || a.Width <= 0 || a.Height <= 0 {
 		return [3]int{}, false
 	}
-	fx := (pos.X - v.rect.X) / v.rsize.Width * float32(l.W)
-	fy := (pos.Y - v.rect.Y) / v.rsize.Height * float32(l.H)
+	fx, fy := v.geometry(&l).ToSlice(float64(pos.X), float64(pos.Y))
 	if fx < 0 || fy < 0 || int(fx) >= l.W || int(fy) >= l.H {
 		return [3]int{}, false
 	}
@@ -475,8 +667,21 @@ func (v *SliceView) ProbeAt(pos fyne.Position) (Probe, bool) {
 	return p, true
 }
 
-// Scrolled implements fyne.Scrollable: one slice per wheel notch.
+// ZoomStep is the zoom factor of one wheel notch or one + key.
+const ZoomStep = 1.25
+
+// Scrolled implements fyne.Scrollable: one slice per wheel notch, or with Control held a
+// zoom step about the cursor.
 func (v *SliceView) Scrolled(ev *fyne.ScrollEvent) {
+	if v.ctrlHeld() {
+		switch {
+		case ev.Scrolled.DY > 0:
+			v.ZoomAt(ev.Position, ZoomStep)
+		case ev.Scrolled.DY < 0:
+			v.ZoomAt(ev.Position, 1/ZoomStep)
+		}
+		return
+	}
 	switch {
 	case ev.Scrolled.DY > 0:
 		v.SetSlice(v.Slice() + 1)
@@ -485,16 +690,70 @@ func (v *SliceView) Scrolled(ev *fyne.ScrollEvent) {
 	}
 }
 
-// Dragged implements fyne.Draggable: horizontal motion scales the width, vertical the level,
-// by 1/200 of the current width per pixel.
+// ctrlHeld reports whether a Control (or, on macOS, Command) key is held.
+func (v *SliceView) ctrlHeld() bool {
+	v.mu.Lock()
+	ctrl := v.ctrl
+	v.mu.Unlock()
+	if ctrl {
+		return true
+	}
+	if a := fyne.CurrentApp(); a != nil {
+		if d, ok := a.Driver().(desktop.Driver); ok {
+			return d.CurrentKeyModifiers()&(fyne.KeyModifierControl|fyne.KeyModifierSuper) != 0
+		}
+	}
+	return false
+}
+
+// Dragged implements fyne.Draggable: with the middle button, or with Space held, the drag
+// pans; otherwise horizontal motion scales the width, vertical the level, by 1/200 of the
+// current width per pixel.
 func (v *SliceView) Dragged(ev *fyne.DragEvent) {
 	v.mu.Lock()
 	w := v.p.Window
+	pan := v.space || v.button&desktop.MouseButtonTertiary != 0
 	v.mu.Unlock()
+	if pan {
+		v.PanBy(ev.Dragged.DX, ev.Dragged.DY)
+		return
+	}
 	k := math.Max(w.Width, 1) / 200
 	w.Width = math.Max(1e-6, w.Width+float64(ev.Dragged.DX)*k)
 	w.Level += float64(ev.Dragged.DY) * k
 	v.SetWindow(w)
+	v.userWindow()
+}
+
+// MouseDown implements desktop.Mouseable: it notes the button, for panning.
+func (v *SliceView) MouseDown(ev *desktop.MouseEvent) {
+	v.mu.Lock()
+	v.button = ev.Button
+	v.mu.Unlock()
+}
+
+// MouseUp implements desktop.Mouseable.
+func (v *SliceView) MouseUp(*desktop.MouseEvent) {
+	v.mu.Lock()
+	v.button = 0
+	v.mu.Unlock()
+}
+
+// KeyDown implements desktop.Keyable: it notes Space and Control.
+func (v *SliceView) KeyDown(ev *fyne.KeyEvent) { v.modKey(ev.Name, true) }
+
+// KeyUp implements desktop.Keyable.
+func (v *SliceView) KeyUp(ev *fyne.KeyEvent) { v.modKey(ev.Name, false) }
+
+func (v *SliceView) modKey(k fyne.KeyName, down bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch k {
+	case fyne.KeySpace:
+		v.space = down
+	case desktop.KeyControlLeft, desktop.KeyControlRight, desktop.KeySuperLeft, desktop.KeySuperRight:
+		v.ctrl = down
+	}
 }
 
 // DragEnd implements fyne.Draggable.
@@ -518,6 +777,9 @@ func (v *SliceView) MouseIn(ev *desktop.MouseEvent) { v.MouseMoved(ev) }
 
 // MouseMoved implements desktop.Hoverable.
 func (v *SliceView) MouseMoved(ev *desktop.MouseEvent) {
+	v.mu.Lock()
+	v.hover, v.hoverIn = ev.Position, true
+	v.mu.Unlock()
 	if v.OnHover != nil {
 		p, ok := v.ProbeAt(ev.Position)
 		v.OnHover(p, ok)
@@ -526,6 +788,9 @@ func (v *SliceView) MouseMoved(ev *desktop.MouseEvent) {
 
 // MouseOut implements desktop.Hoverable.
 func (v *SliceView) MouseOut() {
+	v.mu.Lock()
+	v.hoverIn = false
+	v.mu.Unlock()
 	if v.OnHover != nil {
 		v.OnHover(Probe{}, false)
 	}
@@ -537,16 +802,38 @@ func (v *SliceView) FocusGained() {}
 // FocusLost implements fyne.Focusable.
 func (v *SliceView) FocusLost() {}
 
-// TypedRune implements fyne.Focusable: 1–5 presets, l labels, o outline.
+// TypedRune implements fyne.Focusable: 1–5 presets, l labels, o outline, + and − zoom
+// about the cursor (the centre when the cursor is elsewhere), 0 resets zoom and pan.
 func (v *SliceView) TypedRune(r rune) {
 	switch {
 	case r >= '1' && r <= '5':
 		v.ApplyPreset(int(r - '1'))
+		v.userWindow()
+	case r == '+' || r == '=':
+		v.ZoomAt(v.zoomPoint(), ZoomStep)
+	case r == '-':
+		v.ZoomAt(v.zoomPoint(), 1/ZoomStep)
+	case r == '0':
+		v.SetView(View{})
 	case r == 'l' || r == 'L':
 		v.SetLabelsVisible(!v.LabelsVisible())
 	case r == 'o' || r == 'O':
 		v.update(func() { v.p.Overlay.Outline = !v.p.Overlay.Outline })
+	default:
+		if v.OnRune != nil {
+			v.OnRune(r)
+		}
 	}
+}
+
+// zoomPoint is where keys zoom: the cursor when over the view, else the middle.
+func (v *SliceView) zoomPoint() fyne.Position {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.hoverIn {
+		return v.hover
+	}
+	return fyne.NewPos(v.area.Width/2, v.area.Height/2)
 }
 
 // TypedKey implements fyne.Focusable: arrows step one slice, PageUp/PageDown a tenth of the
@@ -574,4 +861,11 @@ var (
 	_ fyne.Tappable     = (*SliceView)(nil)
 	_ fyne.Focusable    = (*SliceView)(nil)
 	_ desktop.Hoverable = (*SliceView)(nil)
+	_ desktop.Mouseable = (*SliceView)(nil)
+	_ desktop.Keyable   = (*SliceView)(nil)
 )
+
+// IsRGB reports whether vol looks like a colour image: three or four uint8 channels.
+func IsRGB(vol *volume.Volume) bool {
+	return (vol.Dims[3] == 3 || vol.Dims[3] == 4) && vol.DType() == volume.Uint8
+}

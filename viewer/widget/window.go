@@ -54,9 +54,15 @@ func LooksCT(v *volume.Volume, w Window) bool {
 	return v.Dims[3] == 1 && w.Level-w.Width/2 <= -900
 }
 
-// DefaultPresets returns the presets for number keys 1..5: the CT presets for a CT, else the
-// percentile window alone.
+// RGBWindow shows uint8 colour values as stored.
+var RGBWindow = Window{255, 127.5}
+
+// DefaultPresets returns the presets for number keys 1..5: the CT presets for a CT, the
+// stored colours for an RGB image (IsRGB), else the percentile window alone.
 func DefaultPresets(v *volume.Volume) []Preset {
+	if IsRGB(v) {
+		return []Preset{{"colour", RGBWindow}}
+	}
 	w := PercentileWindow(v)
 	if LooksCT(v, w) {
 		return CTPresets
