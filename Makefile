@@ -115,10 +115,12 @@ bench-engine: deps
 bench-plugins-models: deps
 	@.ci/bench-plugins-models.sh
 
-# bench-viewer: one 512×512 slice of a 512×512×300 CT with a 16-class overlay, and a full
-# scroll through it (median and 95th percentile per slice).
+# bench-viewer: one 512×512 slice of a 512×512×300 CT with a 16-class overlay, a full
+# scroll through it (median and 95th percentile per slice), the same slice zoomed 2× into a
+# 512×512 view with 40 boxes, and the memory the loaded study holds in a three-plane viewer
+# (x-data: against its voxel data, image and labels).
 bench-viewer: deps
-	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll' -benchtime 5x ./viewer/widget/
+	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
 
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots.
 screenshots: desktop
