@@ -17,6 +17,7 @@ import (
 	"amid/host/audit"
 	"amid/host/catalog"
 	"amid/host/export"
+	"amid/host/planner"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/synth"
@@ -92,7 +93,8 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 	}
 	runDir := filepath.Join(t.TempDir(), "run")
-	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: runDir, Budget: 40 * time.Second, Folds: 3}, e)
+	ref := &refiner{}
+	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: runDir, Budget: 50 * time.Second, Folds: 3, Planner: ref, PlannerName: "refiner"}, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +104,10 @@ func TestRunEndToEnd(t *testing.T) {
 	st := r.State()
 	if st.Phase != PhaseDone || st.Chosen == "" || st.Package == "" {
 		t.Fatalf("state %+v\n%s", st, log.String())
+	}
+	// The planner saw the first round's results and its new lane was explored.
+	if len(ref.saw) == 0 || st.lane("refined") == nil || st.lane("refined").Folds[0].Status == "" {
+		t.Errorf("the planner's refinement was not used: results seen %v, lanes %d", ref.saw, len(st.Lanes))
 	}
 	best := st.lane(st.Chosen)
 	m, n := best.Mean()
@@ -171,6 +177,29 @@ func TestRunEndToEnd(t *testing.T) {
 	if _, err := export.Verify(context.Background(), st.Package, export.VerifyOptions{}); err == nil {
 		t.Error("a changed weight file passed verification")
 	}
+}
+
+// refiner plans the first lane of the rules and, shown results, adds one lane: the best
+// lane's configuration with half its learning rate.
+type refiner struct{ saw []planner.Result }
+
+func (f *refiner) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
+	if len(in.Results) == 0 {
+		lanes, err := planner.Rules{}.Plan(ctx, in)
+		return lanes[:1], err
+	}
+	f.saw = in.Results
+	var cfg map[string]any
+	if err := json.Unmarshal(in.Results[0].Config, &cfg); err != nil {
+		return nil, err
+	}
+	lr, _ := cfg["learning_rate"].(float64)
+	if lr == 0 {
+		lr = 3e-3 // the segmentation plugin's default
+	}
+	cfg["learning_rate"] = lr / 2
+	b, _ := json.Marshal(cfg)
+	return []planner.Lane{{Name: "refined", Plugin: in.Results[0].Plugin, Config: b, Rationale: "half the learning rate of the best lane"}}, nil
 }
 
 // child runs a run from the environment and is killed by the test.
