@@ -57,7 +57,63 @@ def resunet(m):
     return net, lambda: image_loss(x + net(x), t, m["loss"])
 
 
-MODELS = {"unet": unet, "resunet": resunet}
+class CNN(torch.nn.Module):
+    """plugins/internal/cnn.Build: per stage `convs` times conv 3×3(×3) (padding 1, bias) →
+    norm (affine) → LeakyReLU, the first conv of every stage after the first with stride 2
+    on each axis longer than one voxel; global average pooling ("avg") or the map
+    flattened ("flatten"); a dense layer."""
+
+    def __init__(self, m):
+        super().__init__()
+        nn = torch.nn
+        dims = dims_of(m)
+        Conv = nn.Conv3d if dims == 3 else nn.Conv2d
+        Norm = {"batch": nn.BatchNorm3d if dims == 3 else nn.BatchNorm2d,
+                "instance": nn.InstanceNorm3d if dims == 3 else nn.InstanceNorm2d}[m["norm"]]
+        size = list(m["patch"]) if dims == 3 else list(m["patch"][1:])
+        mods, prev = [], m["in"]
+        for s, w in enumerate(m["widths"]):
+            for c in range(m["convs"]):
+                stride = [2 if (s > 0 and c == 0 and d > 1) else 1 for d in size]
+                mods += [Conv(prev, w, 3, stride=stride, padding=1, bias=True),
+                         Norm(w, eps=1e-5, affine=True), nn.LeakyReLU(m["slope"])]
+                size = [(d + 2 - 3) // st + 1 for d, st in zip(size, stride)]
+                prev = w
+        self.body = nn.Sequential(*mods)
+        self.avg = m["pool"] == "avg"
+        n = prev
+        if not self.avg:
+            for d in size:
+                n *= d
+        self.head = nn.Linear(n, m["out"])
+
+    def forward(self, x):
+        x = self.body(x)
+        x = x.mean(tuple(range(2, x.dim()))) if self.avg else x.flatten(1)
+        return self.head(x)
+
+
+def cnn(m):
+    """An image-level encoder with a regression ("mse") or classification heads ("heads":
+    softmax cross-entropy per head, mean over heads) loss."""
+    net = CNN(m)
+    x = torch.randn(shape_of(m))
+    if m["loss"] == "mse":
+        y = torch.rand(m["batch"], 1)
+        return net, lambda: torch.nn.functional.mse_loss(net(x), y)
+    heads = m["heads"]
+    y = [torch.randint(0, k, (m["batch"],)) for k in heads]
+
+    def loss():
+        out, off, total = net(x), 0, 0
+        for k, t in zip(heads, y):
+            total = total + torch.nn.functional.cross_entropy(out[:, off:off + k], t)
+            off += k
+        return total / len(heads)
+    return net, loss
+
+
+MODELS = {"unet": unet, "resunet": resunet, "cnn": cnn}
 
 
 def main():

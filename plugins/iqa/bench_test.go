@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"amid/plugins/engine"
+	"amid/plugins/internal/cnn"
+	"amid/plugins/plugintest"
+	"amid/plugins/protocol"
+)
+
+// BenchmarkTrainStep times one training step (forward, backward, gradient clipping,
+// AdamW) of the plugin's default model, the first lane Plan proposes for LDCT-like 2D
+// slices of 512×512, as plugintest.BenchTrainStep reports it for
+// `make bench-plugins-models`.
+func BenchmarkTrainStep(b *testing.B) {
+	fp := `{"cases":[`
+	for i := range 9 {
+		fp += fmt.Sprintf(`%s{"dims":[1,512,512]}`, map[bool]string{true: ",", false: ""}[i > 0])
+	}
+	fp += "]}"
+	tk := protocol.Task{Kind: "iqa", Dims: 2}
+	r, err := iqa{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: []byte(fp), Task: tk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := parseConfig(r.Candidates[0].Config, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	be := engine.NewCPU(0)
+	arch := c.Arch(1, 1)
+	var loss *engine.RegressionLoss
+	w := engine.RegressionWeights{MSE: c.Loss.MSE, Rank: c.Loss.Rank, Corr: c.Loss.Corr, Temp: c.Loss.Temp}
+	m, err := cnn.Build(be, arch, c.Batch, c.Grid, 1, func(bd *engine.Builder, out *engine.Tensor) { loss = bd.RegressionLoss(out, w) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	if w.Rank != 0 || w.Corr != 0 {
+		b.Fatalf("the default lane's loss %+v is not plain MSE, which the PyTorch side models", w)
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := range m.Input.Data {
+		m.Input.Data[i] = float32(rng.NormFloat64())
+	}
+	tg := make([]float32, c.Batch)
+	for i := range tg {
+		tg[i] = float32(rng.Float64())
+	}
+	if err := loss.SetTargets(tg); err != nil {
+		b.Fatal(err)
+	}
+	opt := engine.NewAdamW(be, m.Params(), c.LR, c.Decay)
+	spec := map[string]any{"plugin": "iqa", "model": "cnn", "lane": r.Candidates[0].Name, "batch": c.Batch, "patch": c.Grid,
+		"in": 1, "out": 1, "widths": c.Widths, "convs": c.Convs, "norm": c.Norm, "pool": c.Pool, "slope": arch.Slope,
+		"loss": "mse", "lr": c.LR, "weight_decay": c.Decay, "clip": cnn.Clip}
+	plugintest.BenchTrainStep(b, c.Batch, spec, func() {
+		m.Forward()
+		m.Backward()
+		engine.ClipGradNorm(m.Params(), cnn.Clip)
+		opt.Step()
+	})
+}
