@@ -35,6 +35,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"amid/plugins/engine"
 	"amid/plugins/protocol"
@@ -104,6 +105,10 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, fmt.Errorf("segmentation plan: %w", err)
 		}
+		short := sp != nil && sp.LaneSeconds > 0 && sp.LaneSeconds < shortLane.Seconds()
+		if short {
+			c.Widths = halve(c.Widths)
+		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, err
@@ -112,12 +117,29 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		for _, r := range l.Rationale {
 			why += "; " + r
 		}
+		if short {
+			why += fmt.Sprintf("; widths halved to %v: a lane has about %.0f s to train, under %v, and a narrower network takes about a quarter of the compute per step", c.Widths, sp.LaneSeconds, shortLane)
+		}
 		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why})
 	}
 	if len(out.Candidates) == 0 {
 		return nil, fmt.Errorf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)
 	}
 	return out, nil
+}
+
+// shortLane is the lane time under which Plan halves the planned widths: nnU-Net's widths
+// (32 up to 320) are sized for a GPU, and a few minutes on a CPU train a narrower network
+// further (the quality runs of TestQuality use half widths).
+const shortLane = 30 * time.Minute
+
+// halve halves every width, keeping at least 8.
+func halve(w []int) []int {
+	out := make([]int, len(w))
+	for i, x := range w {
+		out[i] = max(x/2, 8)
+	}
+	return out
 }
 
 // withClasses is the fingerprint JSON fp with its class count set to k and its class
