@@ -121,6 +121,9 @@ func (r *Runner) final(ctx context.Context) error {
 	for _, w := range r.st.Why {
 		r.logf("%s", w)
 	}
+	if err := r.choosePostprocess(ctx, best, fold); err != nil {
+		return err
+	}
 	if len(r.data.Test) == 0 {
 		r.logf("the task has no test cases: no submission to write")
 		return nil

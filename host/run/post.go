@@ -1,0 +1,113 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"amid/host/audit"
+	"amid/host/evaluate"
+	"amid/host/planner"
+)
+
+// postOptions are the values of the "postprocess" property of a plugin's configuration
+// schema, when it has one with an enum.
+func postOptions(schema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	return s.Properties["postprocess"].Enum
+}
+
+// withOption is the JSON object cfg with key set to value.
+func withOption(cfg json.RawMessage, key, value string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		return nil, err
+	}
+	v, _ := json.Marshal(value)
+	m[key] = v
+	return json.Marshal(m)
+}
+
+// choosePostprocess tries each post-processing option the lane's plugin offers on the
+// chosen fold's validation cases, scores each with the host's metric, and keeps the best
+// in the lane's configuration (the first option on a tie, which for the built-in
+// plugins is none). The test set plays no part.
+func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) error {
+	var in planner.Input
+	if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+		return err
+	}
+	var opts []string
+	for _, p := range in.Plugins {
+		if p.Name == l.Plugin {
+			opts = postOptions(p.Schema)
+		}
+	}
+	if len(opts) < 2 {
+		return nil
+	}
+	fl, err := r.folds()
+	if err != nil {
+		return err
+	}
+	_, val, err := fl.Split(r.data.Train, k)
+	if err != nil {
+		return err
+	}
+	scores := map[string]float64{}
+	best, bestScore := "", 0.0
+	for _, o := range opts {
+		cfg, err := withOption(l.Config, "postprocess", o)
+		if err != nil {
+			return err
+		}
+		out := r.path("lanes", l.ID, fmt.Sprintf("f%d", k), "post-"+o)
+		preds, err := r.predict(ctx, l.Plugin, cfg, l.Folds[k].Checkpoint, val, out)
+		if err != nil {
+			r.logf("post-processing %s could not be tried: %v", o, err)
+			continue
+		}
+		pairs := make([]evaluate.Pair, 0, len(val))
+		for _, c := range val {
+			pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: r.labels[c.ID]})
+		}
+		s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+		if err != nil {
+			return err
+		}
+		scores[o] = s.Value
+		if best == "" || s.Value > bestScore {
+			best, bestScore = o, s.Value
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	cfg, err := withOption(l.Config, "postprocess", best)
+	if err != nil {
+		return err
+	}
+	l.Config = cfg
+	names := make([]string, 0, len(scores))
+	for o := range scores {
+		names = append(names, o)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, o := range names {
+		parts = append(parts, fmt.Sprintf("%s %.4f", o, scores[o]))
+	}
+	why := fmt.Sprintf("post-processing %s chosen on fold %d's validation cases (%s)", best, k, strings.Join(parts, ", "))
+	r.st.Why = append(r.st.Why, why)
+	r.logf("%s", why)
+	return r.record(audit.RoleHost, "postprocess.chosen", nil, nil, map[string]any{"lane": l.ID, "fold": k, "chosen": best, "scores": scores})
+}
