@@ -131,8 +131,8 @@ func pumaF1(s *taskspec.Spec, preds, refs []*taskspec.Annotation) (float64, map[
 // TestLearnsPoints trains the points lane on 8 H&E-like tiles and scores 3 held-out ones
 // with the PUMA F1.
 func TestLearnsPoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains for several seconds")
+	if testing.Short() || raceEnabled {
+		t.Skip("trains for several seconds (minutes under -race; skipped with -short and -race)")
 	}
 	s := pointSpec()
 	cases := gen(t, 11, 2, tileCase)
@@ -170,8 +170,8 @@ func topcowIoU(t *testing.T, preds, refs []*taskspec.Annotation) float64 {
 // TestLearnsBox3D trains box3d_seg on 10 generated volumes and scores 4 held-out ones with
 // the 3D IoU, beside both prior lanes.
 func TestLearnsBox3D(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains for about ten seconds")
+	if testing.Short() || raceEnabled {
+		t.Skip("trains for about ten seconds (minutes under -race; skipped with -short and -race)")
 	}
 	s := box3DSpec()
 	cases := gen(t, 14, 3, volCase)
