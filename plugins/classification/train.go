@@ -66,7 +66,7 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	}
 	clock := sdk.NewClock(req)
 	rec := saved{Config: c, Dims: s.Dims, Units: units(s), Prior: prior(s, labels)}
-	return cnn.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		var (
 			path  string
 			steps int

@@ -17,21 +17,13 @@ import (
 
 // Training constants.
 const (
-	clipNorm   = 12  // gradient-norm clip (nnU-Net)
-	polyPower  = 0.9 // poly learning-rate exponent (nnU-Net)
-	finalName  = "final.ckpt"
-	cancelWait = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
+	clipNorm  = 12  // gradient-norm clip (nnU-Net)
+	polyPower = 0.9 // poly learning-rate exponent (nnU-Net)
+	finalName = "final.ckpt"
 	// heatPrior is the initial heatmap probability (CenterNet's bias −2.19 = logit 0.1),
 	// which keeps the focal loss of the first steps from being swamped by negatives.
 	heatPrior = 0.1
 )
-
-// event is what the training goroutine hands the Train call.
-type event struct {
-	p   *protocol.Progress
-	res *protocol.TrainResult
-	err error
-}
 
 func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	c, err := parseConfig(req.Config)
@@ -54,38 +46,9 @@ func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	clock := sdk.NewClock(req)
 	// The training runs on its own goroutine so that a cancel returns at once, whatever
 	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := make(chan event)
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		res, err := run(ctx, req, c, s, mode, clock, events)
-		select {
-		case events <- event{res: res, err: err}:
-		case <-ctx.Done():
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			select {
-			case <-finished:
-			case <-time.After(cancelWait):
-			}
-			return nil, ctx.Err()
-		case e := <-events:
-			if e.p == nil {
-				if e.err != nil && ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				return e.res, e.err
-			}
-			if err := report(e.p); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+		return run(ctx, req, c, s, mode, clock, send)
+	})
 }
 
 // learner is a network being trained: a batch, a step, its loss.
@@ -117,16 +80,8 @@ func imageChannels(mode string) int {
 	return channelsOf(mode)
 }
 
-// run trains c and sends progress on events; it returns the final result.
-func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.Spec, mode string, clock *sdk.Clock, events chan<- event) (*protocol.TrainResult, error) {
-	send := func(p *protocol.Progress) error {
-		select {
-		case events <- event{p: p}:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// run trains c and sends progress; it returns the final result.
+func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.Spec, mode string, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	rec := saved{Config: c, Mode: mode, Channels: channelsOf(mode), Spec: s}
 	if mode == modeBox3D {
 		p, err := fitPrior(req.Train, s, priorCentre(c))

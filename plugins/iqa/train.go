@@ -112,7 +112,7 @@ func (iqa) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 		return nil, fmt.Errorf("iqa train: %w", err)
 	}
 	rec := &saved{Config: c, Dims: s.Dims, Range: rng}
-	return cnn.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		res, err := train(ctx, req, rec, scores, vscores, clock, send)
 		if err != nil {
 			return nil, fmt.Errorf("iqa train: %w", err)

@@ -22,7 +22,6 @@ const (
 	polyPower   = 0.9     // poly learning-rate exponent (nnU-Net)
 	cacheBudget = 1 << 30 // bytes of cases the loader keeps in memory
 	finalName   = "final.ckpt"
-	cancelWait  = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
 )
 
 // sources are the data loader's sources for cases, checked to have images and a label.
@@ -59,13 +58,6 @@ type saved struct {
 	Channels int    `json:"channels"`
 }
 
-// event is what the training goroutine hands the Train call.
-type event struct {
-	p   *protocol.Progress
-	res *protocol.TrainResult
-	err error
-}
-
 func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	c, err := parseConfig(req.Config)
 	if err != nil {
@@ -99,44 +91,13 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	}
 	// The training runs on its own goroutine so that a cancel returns at once, whatever
 	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := make(chan event)
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		res, err := run(ctx, req, c, src, ch, events)
-		select {
-		case events <- event{res: res, err: err}:
-		case <-ctx.Done():
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			// Give the step in flight a moment to end, so that no checkpoint is being
-			// written when Train returns; the protocol allows 2 s.
-			select {
-			case <-finished:
-			case <-time.After(cancelWait):
-			}
-			return nil, ctx.Err()
-		case e := <-events:
-			if e.p == nil {
-				if e.err != nil && ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				return e.res, e.err
-			}
-			if err := report(e.p); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+		return run(ctx, req, c, src, ch, send)
+	})
 }
 
-// run trains c and sends progress on events; it returns the final result.
-func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, events chan<- event) (*protocol.TrainResult, error) {
+// run trains c and sends progress; it returns the final result.
+func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	arch := c.net(ch)
 	u, err := engine.BuildUNet(be, arch, c.Batch, c.Patch, uint64(c.Seed))
@@ -170,14 +131,6 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
 	defer ld.Close()
-	send := func(p *protocol.Progress) error {
-		select {
-		case events <- event{p: p}:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	// A 2.5d stack's label is that of its centre slice.
 	S, plane := c.stack(), c.Patch[1]*c.Patch[2]
 	var centre []int32
