@@ -14,7 +14,8 @@ import (
 )
 
 // qualityTime is the training time of TestQuality; zero skips it. It is a quality run, not a
-// unit test: go test -run TestQuality -quality 10m ./plugins/enhancement
+// unit test: go test -run TestQuality ./plugins/enhancement -quality 10m (the flag after the
+// package, so that go test hands it to the test binary)
 var qualityTime = flag.Duration("quality", 0, "train the planned base lane this long in TestQuality (0: skip)")
 
 // TestQuality plans a USenhance-like task (40 generated 8-bit pairs of 224 to 287 pixels a
