@@ -1,0 +1,434 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"amid/host/run"
+)
+
+// maxLog bounds the log lines kept on screen.
+const maxLog = 2000
+
+// laneRow is one lane on one fold in the monitor's table.
+type laneRow struct {
+	Key         string // lane/fold
+	Lane        string
+	Fold        int
+	Status      string
+	Step, Total int64
+	Loss        float64
+	LossName    string
+	ETA         time.Duration
+}
+
+// monitorState is what the monitor shows; events change it on the run's goroutine and
+// the UI goroutine copies it.
+type monitorState struct {
+	Dir        string
+	Phase      string
+	Running    bool
+	Status     string // one line: running, paused, failed, done
+	Rows       []laneRow
+	Series     map[string][]float64 // loss per lane/fold, in step order
+	Order      []string             // series keys in order of appearance
+	Log        []string
+	LaneETA    time.Duration
+	Budget     time.Duration
+	Spent      time.Duration // before this session
+	Began      time.Time     // this session's start
+	StopReason string
+}
+
+// monitorScreen watches a run: its lanes, a live loss plot, the log and the ETA; it
+// pauses (the run saves its state and stops), resumes and cancels.
+type monitorScreen struct {
+	a   *App
+	obj fyne.CanvasObject
+
+	mu     sync.Mutex
+	st     monitorState
+	cancel context.CancelFunc
+	dirty  bool
+	gen    int // sessions started, to ignore a finished session's late events
+
+	// UI goroutine only.
+	view    monitorState
+	title   *widget.Label
+	phase   *widget.Label
+	eta     *widget.Label
+	status  *widget.Label
+	table   *widget.Table
+	plot    *lossPlot
+	log     *widget.List
+	pauseB  *widget.Button
+	resumeB *widget.Button
+	cancelB *widget.Button
+}
+
+var laneColumns = []string{"lane", "fold", "status", "step", "loss", "ETA"}
+
+func newMonitorScreen(a *App) *monitorScreen {
+	m := &monitorScreen{a: a, title: widget.NewLabelWithStyle("No run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		phase: widget.NewLabel(""), eta: widget.NewLabel(""), status: widget.NewLabel("Start a run from New task, or open one from Home."),
+		plot: newLossPlot()}
+	m.status.Wrapping = fyne.TextWrapWord
+	m.table = widget.NewTableWithHeaders(
+		func() (int, int) { return len(m.view.Rows), len(laneColumns) },
+		func() fyne.CanvasObject { return widget.NewLabel("lane.long.name") },
+		func(id widget.TableCellID, o fyne.CanvasObject) { o.(*widget.Label).SetText(m.cell(id)) })
+	m.table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("header") }
+	m.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		l := o.(*widget.Label)
+		if id.Row < 0 && id.Col >= 0 {
+			l.SetText(laneColumns[id.Col])
+		} else {
+			l.SetText("")
+		}
+	}
+	m.table.ShowHeaderColumn = false
+	m.table.SetColumnWidth(0, 260)
+	m.log = widget.NewList(func() int { return len(m.view.Log) },
+		func() fyne.CanvasObject { return widget.NewLabel("log") },
+		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(m.view.Log[i]) })
+	m.pauseB = widget.NewButton("Pause", m.pause)
+	m.resumeB = widget.NewButton("Resume", m.resume)
+	m.cancelB = widget.NewButton("Cancel", func() {
+		dialog.ShowConfirm("Cancel the run?", "The run stops at a safe point; its folder stays and it can be resumed from Home.", func(ok bool) {
+			if ok {
+				m.stopWith("cancelled")
+			}
+		}, a.W)
+	})
+	m.pauseB.Disable()
+	m.resumeB.Disable()
+	m.cancelB.Disable()
+	top := container.NewVBox(m.title, container.NewHBox(m.phase, m.eta, m.pauseB, m.resumeB, m.cancelB), m.status)
+	plotBox := container.NewBorder(widget.NewLabel("Training loss"), nil, nil, nil, m.plot)
+	split := container.NewVSplit(container.NewHSplit(m.table, plotBox), m.log)
+	split.Offset = 0.6
+	m.obj = container.NewBorder(top, nil, nil, nil, split)
+	return m
+}
+
+func (m *monitorScreen) cell(id widget.TableCellID) string {
+	if id.Row >= len(m.view.Rows) {
+		return ""
+	}
+	r := m.view.Rows[id.Row]
+	switch id.Col {
+	case 0:
+		return r.Lane
+	case 1:
+		return fmt.Sprintf("f%d", r.Fold)
+	case 2:
+		return r.Status
+	case 3:
+		if r.Total > 0 {
+			return fmt.Sprintf("%d/%d", r.Step, r.Total)
+		}
+		return fmt.Sprint(r.Step)
+	case 4:
+		if r.LossName == "" {
+			return ""
+		}
+		return fmt.Sprintf("%.4g", r.Loss)
+	case 5:
+		if r.ETA > 0 {
+			return r.ETA.Round(time.Second).String()
+		}
+	}
+	return ""
+}
+
+// show makes dir the monitored run without starting it (unless it runs already).
+func (m *monitorScreen) show(dir string) {
+	m.mu.Lock()
+	if m.st.Running {
+		same := m.st.Dir == dir
+		m.mu.Unlock()
+		if !same {
+			m.status.SetText("Another run is in progress; pause it before opening " + dir)
+		}
+		return
+	}
+	m.st = monitorState{Dir: dir, Series: map[string][]float64{}, Status: "Not running: Resume continues it."}
+	if st, err := run.LoadState(dir); err == nil {
+		m.st.Phase, m.st.Budget, m.st.Spent = st.Phase, st.Budget, st.Spent
+		for _, l := range st.Lanes {
+			ks := make([]int, 0, len(l.Folds))
+			for k := range l.Folds {
+				ks = append(ks, k)
+			}
+			sort.Ints(ks)
+			for _, k := range ks {
+				f := l.Folds[k]
+				m.st.Rows = append(m.st.Rows, laneRow{Key: fmt.Sprintf("%s/f%d", l.ID, k), Lane: l.ID, Fold: k, Status: f.Status, Step: f.Steps})
+			}
+		}
+	} else {
+		m.st.Status = errText(err)
+	}
+	m.markLocked()
+	m.mu.Unlock()
+}
+
+// startRun starts r (a new run, or an opened one to resume) on its own goroutine.
+func (a *App) startRun(r *run.Runner) {
+	a.mu.Lock()
+	a.runDir = r.Dir()
+	a.mu.Unlock()
+	rememberRun(a.A.Preferences(), r.Dir())
+	a.monitor.start(r)
+	a.tabs.SelectIndex(tabMonitor)
+}
+
+func (m *monitorScreen) start(r *run.Runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	st := r.State()
+	m.mu.Lock()
+	if m.st.Running {
+		m.mu.Unlock()
+		cancel()
+		m.status.SetText("A run is in progress already.")
+		return
+	}
+	m.gen++
+	gen := m.gen
+	keep := m.st.Dir == r.Dir()
+	if !keep {
+		m.st = monitorState{Series: map[string][]float64{}}
+	}
+	m.st.Dir, m.st.Phase, m.st.Running, m.st.StopReason = r.Dir(), st.Phase, true, ""
+	m.st.Budget, m.st.Spent, m.st.Began = st.Budget, st.Spent, time.Now()
+	m.st.Status = "Running"
+	m.cancel = cancel
+	m.markLocked()
+	m.mu.Unlock()
+	r.SetEvents(func(e run.Event) { m.event(gen, e) })
+	go func() {
+		err := r.Run(ctx)
+		m.finished(gen, err, ctx.Err() != nil)
+	}()
+}
+
+// event records one run event (run goroutine).
+func (m *monitorScreen) event(gen int, e run.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen != m.gen {
+		return
+	}
+	if e.Phase != "" && e.Phase != m.st.Phase {
+		m.st.Phase = e.Phase
+		m.logLocked(e.Time, "phase "+e.Phase)
+	}
+	if e.Lane != "" {
+		key := fmt.Sprintf("%s/f%d", e.Lane, e.Fold)
+		row := m.rowLocked(key, e.Lane, e.Fold)
+		if row.Status == "" || row.Status == run.FoldPending {
+			row.Status = run.FoldTraining
+		}
+		if p := e.Progress; p != nil {
+			row.Step, row.Total, row.ETA = p.Step, p.TotalSteps, p.ETA
+			m.st.LaneETA = p.ETA
+			if name, v, ok := mainLoss(p.Losses); ok {
+				row.Loss, row.LossName = v, name
+				if _, seen := m.st.Series[key]; !seen {
+					m.st.Order = append(m.st.Order, key)
+				}
+				m.st.Series[key] = append(m.st.Series[key], v)
+			}
+		}
+	}
+	if e.Message != "" {
+		where := ""
+		if e.Lane != "" {
+			where = fmt.Sprintf("%s f%d: ", e.Lane, e.Fold)
+		}
+		m.logLocked(e.Time, where+e.Message)
+	}
+	m.markLocked()
+}
+
+// mainLoss picks the loss to plot: "loss" when reported, else the first by name.
+func mainLoss(ls map[string]float64) (string, float64, bool) {
+	if v, ok := ls["loss"]; ok {
+		return "loss", v, true
+	}
+	names := make([]string, 0, len(ls))
+	for k := range ls {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
+		return "", 0, false
+	}
+	sort.Strings(names)
+	return names[0], ls[names[0]], true
+}
+
+func (m *monitorScreen) rowLocked(key, lane string, fold int) *laneRow {
+	for i := range m.st.Rows {
+		if m.st.Rows[i].Key == key {
+			return &m.st.Rows[i]
+		}
+	}
+	m.st.Rows = append(m.st.Rows, laneRow{Key: key, Lane: lane, Fold: fold})
+	return &m.st.Rows[len(m.st.Rows)-1]
+}
+
+func (m *monitorScreen) logLocked(t time.Time, line string) {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	m.st.Log = append(m.st.Log, t.Local().Format("15:04:05 ")+line)
+	if n := len(m.st.Log); n > maxLog {
+		m.st.Log = append([]string(nil), m.st.Log[n-maxLog:]...)
+	}
+}
+
+// markLocked asks the UI goroutine to show the state; requests coalesce until it has.
+func (m *monitorScreen) markLocked() {
+	if m.dirty {
+		return
+	}
+	m.dirty = true
+	m.a.do(m.flush)
+}
+
+// finished records the end of a session (run goroutine).
+func (m *monitorScreen) finished(gen int, err error, stopped bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen != m.gen {
+		return
+	}
+	m.st.Running = false
+	m.cancel = nil
+	switch {
+	case err == nil:
+		m.st.Status = "Done: see Results, then Review and Export."
+		m.st.Phase = run.PhaseDone
+		for i := range m.st.Rows {
+			if m.st.Rows[i].Status == run.FoldTraining {
+				m.st.Rows[i].Status = run.FoldDone
+			}
+		}
+	case stopped && m.st.StopReason == "cancelled":
+		m.st.Status = "Cancelled. The run folder stays; Resume (or Home) continues it."
+	case stopped || errors.Is(err, context.Canceled):
+		m.st.Status = "Paused: the state is saved; Resume continues from the last checkpoint."
+	default:
+		m.st.Status = "Failed: " + errText(err)
+	}
+	m.logLocked(time.Now(), m.st.Status)
+	m.markLocked()
+}
+
+// flush shows the state (UI goroutine).
+func (m *monitorScreen) flush() {
+	m.mu.Lock()
+	m.dirty = false
+	v := m.st
+	v.Rows = append([]laneRow(nil), m.st.Rows...)
+	v.Log = m.st.Log[:len(m.st.Log):len(m.st.Log)]
+	series := make([][]float64, 0, len(v.Order))
+	for _, k := range v.Order {
+		s := m.st.Series[k]
+		series = append(series, s[:len(s):len(s)])
+	}
+	m.mu.Unlock()
+	m.view = v
+	if v.Dir == "" {
+		return
+	}
+	m.title.SetText("Run " + filepath.Base(v.Dir))
+	m.phase.SetText("Phase: " + v.Phase)
+	eta := ""
+	if v.Budget > 0 {
+		spent := v.Spent
+		if v.Running {
+			spent += time.Since(v.Began)
+		}
+		eta = fmt.Sprintf("Budget left: %v", max(0, v.Budget-spent).Round(time.Second))
+	}
+	if v.Running && v.LaneETA > 0 {
+		eta += fmt.Sprintf(" · lane ETA %v", v.LaneETA.Round(time.Second))
+	}
+	m.eta.SetText(eta)
+	m.status.SetText(v.Status)
+	m.table.Refresh()
+	m.plot.Set(series, v.Order)
+	m.log.Refresh()
+	if n := len(v.Log); n > 0 {
+		m.log.ScrollToBottom()
+	}
+	done := v.Phase == run.PhaseDone
+	switch {
+	case v.Running:
+		m.pauseB.Enable()
+		m.cancelB.Enable()
+		m.resumeB.Disable()
+	case done:
+		m.pauseB.Disable()
+		m.cancelB.Disable()
+		m.resumeB.Disable()
+	default:
+		m.pauseB.Disable()
+		m.cancelB.Disable()
+		m.resumeB.Enable()
+	}
+}
+
+func (m *monitorScreen) pause() { m.stopWith("paused") }
+
+// stopWith cancels the running session, recording why.
+func (m *monitorScreen) stopWith(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cancel != nil {
+		m.st.StopReason = reason
+		m.st.Status = "Stopping at a safe point…"
+		m.cancel()
+		m.markLocked()
+	}
+}
+
+// stop stops a running session (the window closes).
+func (m *monitorScreen) stop() { m.stopWith("paused") }
+
+// resume reopens the monitored run and runs it again.
+func (m *monitorScreen) resume() {
+	m.mu.Lock()
+	dir := m.st.Dir
+	m.mu.Unlock()
+	if dir == "" {
+		return
+	}
+	m.resumeB.Disable()
+	go func() {
+		env, err := m.a.env()
+		var r *run.Runner
+		if err == nil {
+			r, err = run.Open(dir, nil, env)
+		}
+		m.a.do(func() {
+			if err != nil {
+				m.status.SetText(errText(err))
+				m.resumeB.Enable()
+				return
+			}
+			m.start(r)
+		})
+	}()
+}
