@@ -7,10 +7,13 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
-# for the training engine. npm (for fetching real test images) is installed from Debian only
-# when no npm command is on the PATH, since many machines carry their own Node.js.
+# for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
+# desktop's smoke test (.ci/screenshots.sh). npm (for fetching real test images) is
+# installed from Debian only when no npm command is on the PATH, since many machines carry
+# their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev
+            libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
+            xvfb xdotool imagemagick libgl1-mesa-dri
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
@@ -71,7 +74,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race fuzz-short
+test: deps realdata check race fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -122,9 +125,29 @@ bench-plugins-models: deps
 bench-viewer: deps
 	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
 
-# screenshots drives the real desktop binary under Xvfb and writes its screenshots.
+# screenshots drives the real desktop binary under Xvfb and writes its screenshots;
+# screenshots-check (part of make test) does the same into a temporary folder, and skips
+# when Xvfb, xdotool or ImageMagick are missing and cannot be installed.
 screenshots: desktop
 	@.ci/screenshots.sh assets/screenshots
+
+.PHONY: screenshots-check package
+screenshots-check: desktop
+	@out=$$(mktemp -d); SCREENSHOTS_OPTIONAL=1 .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
+
+# package builds the Linux desktop bundle bin/AMID.tar.xz from FyneApp.toml (icon
+# assets/icon.png) with the fyne CLI. The CLI (fyne.io/tools) needs a newer Fyne than the
+# app's, so it is run by version rather than pinned in go.mod's tool block; it builds the
+# app with the app's own go.mod. fyne package bumps the build number in FyneApp.toml, which
+# is put back afterwards.
+FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
+package: deps
+	@mkdir -p $(BIN)
+	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
+	@$(GO) run $(FYNE_CLI) package -os linux; s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -f $(BIN)/.FyneApp.toml.orig; exit $$s
+	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
+	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid/usr/local/bin/amid' || { echo "package: bin/AMID.tar.xz holds no program"; exit 1; }
+	@echo "package: $(BIN)/AMID.tar.xz"
 
 # generate regenerates the plugin protocol's Go code (make test checks it is current).
 generate: deps
