@@ -16,7 +16,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             xvfb xdotool imagemagick libgl1-mesa-dri
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race fuzz-short \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race e2e fuzz-short \
         fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
@@ -74,7 +74,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race fuzz-short screenshots-check
+test: deps realdata check race e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -87,6 +87,11 @@ vet:
 
 staticcheck:
 	$(GO) tool staticcheck ./...
+
+# e2e runs every ReX-MLE challenge end to end on tiny generated data (host/bench), without
+# the race detector, which the rest of the suite already runs under.
+e2e:
+	$(GO) test -count=1 -timeout 45m -run TestEveryChallenge ./host/bench
 
 race:
 	$(GO) test -race -timeout 30m ./...
