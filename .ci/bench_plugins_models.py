@@ -113,7 +113,81 @@ def cnn(m):
     return net, loss
 
 
-MODELS = {"unet": unet, "resunet": resunet, "cnn": cnn}
+class CenterNet(torch.nn.Module):
+    """plugins/detection's centernet network (engine.BuildUNetHead): the U-Net body
+    without its 1×1 head (torch_unet.UNet), the `side` coordinate channels (input
+    channels 1 and 2) joined to its output, a 3×3 convolution of `head_width` channels →
+    instance norm (affine) → LeakyReLU, and a 1×1 convolution to `out` channels."""
+
+    def __init__(self, m):
+        super().__init__()
+        nn = torch.nn
+        self.body = UNet(m["in"], 1, m["widths"], m["kernels"], m["pools"], 2, m["maxpool"],
+                         m["norm"], m["slope"], 2)
+        self.body.head = nn.Identity()
+        self.side = m["side"]
+        self.hidden = nn.Sequential(
+            nn.Conv2d(m["widths"][0] + m["side"], m["head_width"], 3, padding=1, bias=True),
+            nn.InstanceNorm2d(m["head_width"], eps=1e-5, affine=True), nn.LeakyReLU(m["slope"]))
+        self.out = nn.Conv2d(m["head_width"], m["out"], 1, bias=True)
+        with torch.no_grad():
+            self.out.bias[0] = -2.1972  # logit 0.1, the plugin's heatmap prior
+
+    def forward(self, x):
+        f = torch.cat([self.body(x), x[:, x.shape[1] - self.side:]], 1)
+        return self.out(self.hidden(f))
+
+
+def centernet(m):
+    """The detection plugin's 2D-boxes lane (plugins/detection/head.go boxLoss), the same
+    loss computed with tensor operations: CenterNet's penalty-reduced focal loss (α 2,
+    β 4) on the heatmap channel over elliptic Gaussian targets, divided by each sample's
+    centres; L1 on the offset (channels 1–2) and log size (3–4) at each centre, mean over
+    objects; softmax cross-entropy of each attribute's logits over each centre's 3×3
+    neighbourhood, mean over those pixels; the sum averaged over the batch. Targets are
+    random tooth-sized boxes (10–40 pixels), `objects` per sample, as the Go benchmark
+    draws them (another random stream: the cost, not the values, is compared)."""
+    if m["maxpool"] or m["norm"] != "instance":
+        raise SystemExit("centernet: strided-conv U-Net with instance norm only")
+    net = CenterNet(m)
+    N, (_, H, W), K, groups = m["batch"], m["patch"], m["objects"], m["groups"]
+    x = torch.randn(N, m["in"], H, W)
+    gy, gx = torch.meshgrid(torch.arange(H, dtype=torch.float32),
+                            torch.arange(W, dtype=torch.float32), indexing="ij")
+    x[:, 1], x[:, 2] = 2 * (gx + 0.5) / W - 1, 2 * (gy + 0.5) / H - 1
+    bw, bh = 10 + 30 * torch.rand(N, K), 10 + 30 * torch.rand(N, K)
+    cx, cy = bw / 2 + torch.rand(N, K) * (W - bw), bh / 2 + torch.rand(N, K) * (H - bh)
+    ix, iy = cx.floor(), cy.floor()
+    sx, sy = (0.09 * bw).clamp(min=0.8), (0.09 * bh).clamp(min=0.8)
+    dx, dy = gx - ix[..., None, None], gy - iy[..., None, None]
+    g = torch.exp(-dx ** 2 / (2 * sx[..., None, None] ** 2) - dy ** 2 / (2 * sy[..., None, None] ** 2))
+    g = g * ((dx.abs() <= (3 * sx).ceil()[..., None, None]) & (dy.abs() <= (3 * sy).ceil()[..., None, None]))
+    heat = g.amax(1)  # N, H, W; exactly 1 at each centre
+    cell = (iy * W + ix).long()  # N, K
+    reg = torch.stack([cx - ix, cy - iy, (bw / 25).log(), (bh / 25).log()], 1)  # N, 4, K
+    nbr = torch.stack([((iy + j).clamp(0, H - 1) * W + (ix + i).clamp(0, W - 1)).long()
+                       for j in (-1, 0, 1) for i in (-1, 0, 1)], 2).flatten(1)  # N, 9K
+    attrs = [torch.randint(0, k, (N, K)).repeat_interleave(9, 1) for k in groups]
+
+    def loss():
+        out = net(x).flatten(2)  # N, C, H·W
+        logp, log1p = -torch.nn.functional.softplus(-out[:, 0]), -torch.nn.functional.softplus(out[:, 0])
+        p, y = logp.exp(), heat.flatten(1)
+        pos = y >= 1
+        focal = torch.where(pos, -(1 - p) ** 2 * logp, -(1 - y) ** 4 * p ** 2 * log1p)
+        total = focal.sum(1) / pos.sum(1).clamp(min=1)
+        at = out[:, 1:5].gather(2, cell[:, None].expand(-1, 4, -1))
+        total = total + (at - reg).abs().sum((1, 2)) / K
+        ch = 5
+        for k, t in zip(groups, attrs):
+            lg = out[:, ch:ch + k].gather(2, nbr[:, None].expand(-1, k, -1))  # N, k, 9K
+            total = total + torch.nn.functional.cross_entropy(lg, t, reduction="none").mean(1)
+            ch += k
+        return total.mean()
+    return net, loss
+
+
+MODELS = {"unet": unet, "resunet": resunet, "cnn": cnn, "centernet": centernet}
 
 
 def main():
