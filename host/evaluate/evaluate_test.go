@@ -1,0 +1,110 @@
+package evaluate
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+func writeLabels(t *testing.T, path string, vals []uint8) {
+	t.Helper()
+	v, _ := volume.New(volume.Uint8, [4]int{len(vals), 1, 1, 1})
+	for i, x := range vals {
+		v.SetIndex(i, float64(x))
+	}
+	if err := imageio.Write(path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeAnn(t *testing.T, path string, a *taskspec.Annotation) {
+	t.Helper()
+	b, err := a.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSegmentationDice(t *testing.T) {
+	dir := t.TempDir()
+	p, l := filepath.Join(dir, "p.nii.gz"), filepath.Join(dir, "l.nii.gz")
+	// Label 1: 2 voxels in truth, 1 predicted, 1 shared: Dice 2·1/3. Label 2: predicted
+	// only: Dice 0. Mean over labels present in either: (2/3 + 0) / 2 = 1/3.
+	writeLabels(t, l, []uint8{1, 1, 0, 0})
+	writeLabels(t, p, []uint8{1, 0, 2, 0})
+	s, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3}, []Pair{{ID: "a", Pred: p, Label: l}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(s.Value-1.0/3) > 1e-12 || s.Metric != "dice" {
+		t.Errorf("%s = %v, want 1/3", s.Metric, s.Value)
+	}
+	// Both empty: 1.
+	e := filepath.Join(dir, "e.nii.gz")
+	writeLabels(t, e, []uint8{0, 0, 0, 0})
+	s, _ = Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3}, []Pair{{ID: "e", Pred: e, Label: e}})
+	if s.Value != 1 {
+		t.Errorf("empty against empty = %v, want 1", s.Value)
+	}
+	// A prediction of another size is an error naming the case.
+	short := filepath.Join(dir, "s.nii.gz")
+	writeLabels(t, short, []uint8{0, 0})
+	if _, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3}, []Pair{{ID: "s", Pred: short, Label: l}}); err == nil {
+		t.Error("mismatched sizes were scored")
+	}
+}
+
+func TestScoresAndClasses(t *testing.T) {
+	dir := t.TempDir()
+	spec := &taskspec.Spec{Kind: taskspec.IQA, Dims: 2, Score: &taskspec.ScoreRange{Min: 0, Max: 4}}
+	var pairs []Pair
+	for i, v := range []float64{0, 1, 2, 3} {
+		pv, gv := v*2+1, v // a monotone, linear relation: every correlation is 1
+		pp, gp := filepath.Join(dir, string(rune('a'+i))+"p.json"), filepath.Join(dir, string(rune('a'+i))+"g.json")
+		writeAnn(t, pp, &taskspec.Annotation{Score: &pv})
+		writeAnn(t, gp, &taskspec.Annotation{Score: &gv})
+		pairs = append(pairs, Pair{ID: string(rune('a' + i)), Pred: pp, Label: gp})
+	}
+	s, err := Evaluate(context.Background(), spec, pairs)
+	if err != nil || math.Abs(s.Value-3) > 1e-12 {
+		t.Errorf("PLCC+SROCC+KROCC = %v (%v), want 3", s, err)
+	}
+	cls := &taskspec.Spec{Kind: taskspec.Classification, Dims: 3, Attributes: []taskspec.Attribute{
+		{Name: "a", Classes: []string{"0", "1"}, Group: "g"}, {Name: "b", Classes: []string{"0", "1"}, Group: "g"}}}
+	pairs = nil
+	// Variants "01", "10", "01": predicted right, wrong, right. Balanced accuracy over
+	// variants: ("01": 2/2 + "10": 0/1) / 2 = 0.5.
+	for i, c := range [][2][2]int{{{0, 1}, {0, 1}}, {{0, 1}, {1, 0}}, {{0, 1}, {0, 1}}} {
+		pp, gp := filepath.Join(dir, "c"+string(rune('0'+i))+"p.json"), filepath.Join(dir, "c"+string(rune('0'+i))+"g.json")
+		writeAnn(t, pp, &taskspec.Annotation{Classes: map[string]int{"a": c[0][0], "b": c[0][1]}})
+		writeAnn(t, gp, &taskspec.Annotation{Classes: map[string]int{"a": c[1][0], "b": c[1][1]}})
+		pairs = append(pairs, Pair{ID: string(rune('0' + i)), Pred: pp, Label: gp})
+	}
+	s, err = Evaluate(context.Background(), cls, pairs)
+	if err != nil || math.Abs(s.Value-0.5) > 1e-12 {
+		t.Errorf("balanced accuracy = %v (%v), want 0.5", s, err)
+	}
+}
+
+func TestBox3D(t *testing.T) {
+	dir := t.TempDir()
+	pp, gp := filepath.Join(dir, "p.json"), filepath.Join(dir, "g.json")
+	writeAnn(t, pp, &taskspec.Annotation{Box3D: &taskspec.Box3D{Min: [3]int{2, 2, 2}, Size: [3]int{4, 4, 4}}})
+	writeAnn(t, gp, &taskspec.Annotation{Box3D: &taskspec.Box3D{Min: [3]int{2, 2, 2}, Size: [3]int{4, 4, 4}}})
+	s, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Detection, Dims: 3, Box3D: true}, []Pair{{ID: "x", Pred: pp, Label: gp}})
+	if err != nil || s.Value != 1 {
+		t.Errorf("identical boxes: IoU %v (%v), want 1", s, err)
+	}
+	if _, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Detection, Dims: 3, Box3D: true}, nil); err == nil {
+		t.Error("no cases were scored")
+	}
+}
