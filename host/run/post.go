@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"amid/host/audit"
 	"amid/host/evaluate"
@@ -53,6 +54,14 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 		}
 	}
 	if len(opts) < 2 {
+		return nil
+	}
+	// Each option predicts the fold's validation cases once more; skip the choice when
+	// that would leave too little for the test set and its reproduction.
+	nval := len(r.data.Train) / max(r.st.Folds, 2)
+	need := time.Duration(len(opts)*nval+2*len(r.data.Test)) * r.st.PredictPerCase
+	if r.st.PredictPerCase > 0 && r.remaining() < need {
+		r.logf("post-processing is not tried: %v left, trying %d options would take about %v", r.remaining().Round(time.Second), len(opts), need.Round(time.Second))
 		return nil
 	}
 	fl, err := r.folds()

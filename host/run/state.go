@@ -105,6 +105,9 @@ type State struct {
 	TestScore  *Grade        `json:"test_score,omitempty"`
 	Package    string        `json:"package,omitempty"`
 	Notes      []string      `json:"notes,omitempty"`
+	// PredictPerCase is the longest time a lane's prediction took per validation case,
+	// which sizes the reserve for the final phases.
+	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.

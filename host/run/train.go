@@ -40,7 +40,20 @@ func protoCases(cs []task.Case, labels map[string]string) []protocol.Case {
 
 // usable is the time lanes may still train, leaving the final reserve.
 func (r *Runner) usable() time.Duration {
-	return r.remaining() - time.Duration(finalReserve*float64(r.st.Budget))
+	return r.remaining() - r.reserve()
+}
+
+// reserve is the time kept for the final phases: 15 % of the budget, or, once a
+// validation prediction has been timed, what the final phases' predictions are expected
+// to take (the test set twice, for the submission and its reproduction, and the chosen
+// fold's validation cases once per post-processing option, counted as four), if more.
+func (r *Runner) reserve() time.Duration {
+	res := time.Duration(finalReserve * float64(r.st.Budget))
+	if r.st.PredictPerCase > 0 {
+		n := 2*len(r.data.Test) + 4*len(r.data.Train)/max(r.st.Folds, 2)
+		res = max(res, time.Duration(n)*r.st.PredictPerCase)
+	}
+	return res
 }
 
 // explore trains every lane on fold 0.
@@ -209,9 +222,14 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 // validate predicts the validation cases of fold k and scores them.
 func (r *Runner) validate(ctx context.Context, l *LaneState, k int, plugin, ckpt string, val []task.Case) (*evaluate.Score, error) {
 	out := r.path("lanes", l.ID, fmt.Sprintf("f%d", k), "val")
+	began := r.now()
 	preds, err := r.predict(ctx, plugin, l.Config, ckpt, val, out)
 	if err != nil {
 		return nil, err
+	}
+	if len(val) > 0 {
+		// The slowest lane's time per case sets the final phases' reserve.
+		r.st.PredictPerCase = max(r.st.PredictPerCase, r.now().Sub(began)/time.Duration(len(val)))
 	}
 	pairs := make([]evaluate.Pair, 0, len(val))
 	for _, c := range val {
