@@ -169,10 +169,16 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 		return err
 	}
 	r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Message: fmt.Sprintf("training lane %s on fold %d for at most %v", l.ID, k, limit.Round(time.Second))})
+	began := r.now()
 	sup := &supervisor.Supervisor{Store: r.store, Opts: r.env.Supervisor, OnProgress: func(_ string, p *protocol.Progress) {
+		// The plugin's ETA counts every configured step; the time limit ends it sooner.
+		if left := limit - r.now().Sub(began); left >= 0 && p.ETA > left {
+			q := *p
+			q.ETA = left
+			p = &q
+		}
 		r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Progress: p})
 	}}
-	began := r.now()
 	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: r.st.ID, ID: laneID, Entry: entry, Request: protocol.TrainRequest{
 		Task: pt, Config: l.Config, Train: protoCases(train, r.labels), Validation: protoCases(val, r.labels),
 		WorkDir: work, ResumeFrom: resume, Seed: r.st.Seed + int64(k), TimeLimit: limit,
