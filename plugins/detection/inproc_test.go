@@ -192,6 +192,8 @@ func TestPlanLanes(t *testing.T) {
 		size  string
 	}{
 		{boxSpec(), pano, "centernet", `"size":[1,256,512]`},
+		// A small image (80×160) keeps its size, rounded to multiples of 32: 96×160.
+		{boxSpec(), []byte(`{"cases":[{"dims":[1,80,160]}]}`), "centernet", `"size":[1,96,160]`},
 		{pointSpec(), nil, "points", `"size":[1,128,128]`},
 		{box3DSpec(), vol, "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[8,48,48]`},
 		{box3DSpec(), []byte(`{"cases":3}`), "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[32,48,48]`},

@@ -150,9 +150,10 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	case modeBoxes:
 		// The longest side becomes 512 working pixels (a panoramic X-ray of about
 		// 2900×1300 to 512×224): teeth stay 10–40 pixels, a step stays under a second.
+		// Smaller images keep their size: enlarging adds compute and no detail.
 		size := [3]int{1, 256, 512}
 		if known {
-			k := 512 / float64(max(med[1], med[2]))
+			k := min(1, 512/float64(max(med[1], med[2])))
 			size = [3]int{1, fit(med[1], k, 32, 512), fit(med[2], k, 32, 512)}
 		}
 		c := train(config{Lane: laneBoxes, Size: size, Batch: 4, Widths: []int{16, 32, 64, 128, 128, 256}, HeadWidth: 32})
