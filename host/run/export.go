@@ -31,6 +31,9 @@ type ModelConfig struct {
 	Checkpoint   string          `json:"checkpoint"` // file name under model/
 	Data         string          `json:"data"`       // the data folder the test cases were read from
 	Test         []TestCase      `json:"test"`
+	// Members, when set, make the model a union: each member predicts and the host
+	// combines their predictions (the fields above then describe the chosen lane).
+	Members []Member `json:"members,omitempty"`
 }
 
 // TestCase is one test case's id and the sha256 of each of its image files.
@@ -100,6 +103,20 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		Lane: fmt.Sprintf("%s.f%d", best.ID, r.st.ChosenFold),
 		Task: rawTask, Fingerprint: fp, Plan: plan, Scores: r.scores(), ModelConfig: mc,
 		Checkpoints: []string{fold.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
+	}
+	if r.st.Union != nil {
+		// Each member's checkpoint under its lane's name (they share the file name
+		// final.ckpt in the run), recorded by the union's lane.trained entry.
+		c.Lane, c.Checkpoints = r.unionLane(), nil
+		for _, m := range r.st.Union {
+			dst := r.path("final", "members", m.Lane+".ckpt")
+			if err := copyFile(m.Checkpoint, dst); err != nil {
+				return err
+			}
+			c.Checkpoints = append(c.Checkpoints, dst)
+			mc.Members = append(mc.Members, Member{Lane: m.Lane, PluginConfig: m.PluginConfig, Checkpoint: filepath.Base(dst), SHA256: m.SHA256})
+		}
+		c.ModelConfig = mc
 	}
 	if len(r.data.Test) > 0 {
 		c.Predictions, c.Submission = r.path("final", "predictions"), r.path("submission")
@@ -247,7 +264,28 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	// The package's own plugin is trusted by the checksum its verified manifest records.
 	entry := &catalog.Entry{Name: man.Plugin.Name, Path: bin, SHA256: sum, State: catalog.Trusted,
 		Record: &store.Plugin{Name: man.Plugin.Name, Path: bin, TrustedSHA256: sum}}
+	if len(mc.Members) > 0 {
+		members := make([]Member, len(mc.Members))
+		for i, m := range mc.Members {
+			members[i] = m
+			members[i].Checkpoint = filepath.Join(pkg, "model", m.Checkpoint)
+		}
+		_, err = predictUnion(ctx, entry, opts, t, members, cases, filepath.Join(out, "predictions"))
+		return err
+	}
 	ckpt := filepath.Join(pkg, "model", mc.Checkpoint)
 	_, err = Predict(ctx, entry, opts, t, mc.PluginConfig, ckpt, cases, filepath.Join(out, "predictions"))
 	return err
+}
+
+// copyFile copies src to dst, creating dst's folder.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }

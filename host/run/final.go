@@ -121,22 +121,29 @@ func (r *Runner) final(ctx context.Context) error {
 	for _, w := range r.st.Why {
 		r.logf("%s", w)
 	}
-	if err := r.choosePostprocess(ctx, best, fold); err != nil {
+	if err := r.tryUnion(ctx, best); err != nil {
 		return err
+	}
+	if r.st.Union == nil {
+		if err := r.choosePostprocess(ctx, best, fold); err != nil {
+			return err
+		}
 	}
 	if len(r.data.Test) == 0 {
 		r.logf("the task has no test cases: no submission to write")
 		return nil
 	}
-	ck := best.Folds[fold]
-	sum, err := sdk.FileSHA256(ck.Checkpoint)
-	if err != nil {
-		return err
+	ck := best.Folds[r.st.ChosenFold]
+	for _, m := range r.members() {
+		sum, err := sdk.FileSHA256(m.Checkpoint)
+		if err != nil {
+			return err
+		}
+		if sum != m.SHA256 {
+			return fmt.Errorf("checkpoint %s changed since training (sha256 %s, recorded %s)", m.Checkpoint, sum, m.SHA256)
+		}
 	}
-	if sum != ck.SHA256 {
-		return fmt.Errorf("checkpoint %s changed since training (sha256 %s, recorded %s)", ck.Checkpoint, sum, ck.SHA256)
-	}
-	preds, err := r.predict(ctx, best.Plugin, best.Config, ck.Checkpoint, r.data.Test, r.path("final", "predictions"))
+	preds, err := r.predictChosen(ctx, r.data.Test, r.path("final", "predictions"))
 	if err != nil {
 		return err
 	}
@@ -169,7 +176,6 @@ func (r *Runner) verify(ctx context.Context) error {
 	if r.st.Chosen == "" {
 		return errors.New("no chosen lane")
 	}
-	best := r.st.lane(r.st.Chosen)
 	details := map[string]any{}
 	if len(r.data.Test) > 0 {
 		if r.st.Answers != "" && r.task.Challenge != "" {
@@ -198,8 +204,7 @@ func (r *Runner) verify(ctx context.Context) error {
 			}
 		}
 		again := r.path("final", "reproduce")
-		ck := best.Folds[r.st.ChosenFold]
-		if _, err := r.predict(ctx, best.Plugin, best.Config, ck.Checkpoint, r.data.Test, again); err != nil {
+		if _, err := r.predictChosen(ctx, r.data.Test, again); err != nil {
 			return fmt.Errorf("reproduction: %w", err)
 		}
 		diff, err := sameTree(r.path("final", "predictions"), again)
@@ -307,4 +312,28 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 	details["test_score"] = s.Value
 	r.logf("test %s against the answers in %s: %.4f on %d cases", s.Metric, r.st.Answers, s.Value, s.Cases)
 	return nil
+}
+
+// members are the chosen model's members: the union's, or the chosen lane's fold model.
+func (r *Runner) members() []Member {
+	if r.st.Union != nil {
+		return r.st.Union
+	}
+	best := r.st.lane(r.st.Chosen)
+	f := best.Folds[r.st.ChosenFold]
+	return []Member{{Lane: best.ID, PluginConfig: best.Config, Checkpoint: f.Checkpoint, SHA256: f.SHA256}}
+}
+
+// predictChosen predicts cases into out with the chosen model.
+func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out string) (map[string][]string, error) {
+	best := r.st.lane(r.st.Chosen)
+	if r.st.Union == nil {
+		m := r.members()[0]
+		return r.predict(ctx, best.Plugin, m.PluginConfig, m.Checkpoint, cases, out)
+	}
+	entry, err := r.env.Catalog.Find(best.Plugin)
+	if err != nil {
+		return nil, err
+	}
+	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, cases, out)
 }

@@ -108,6 +108,9 @@ type State struct {
 	// PredictPerCase is the longest time a lane's prediction took per validation case,
 	// which sizes the reserve for the final phases.
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
+	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
+	// models of the chosen lane and the next best, their predictions combined.
+	Union []Member `json:"union,omitempty"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.

@@ -1,0 +1,196 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"amid/host/audit"
+	"amid/host/catalog"
+	"amid/host/evaluate"
+	"amid/host/supervisor"
+	"amid/host/task"
+	"amid/plugins/sdk"
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+// Member is one model of a union ensemble: a lane's fold-0 checkpoint and configuration.
+type Member struct {
+	Lane         string          `json:"lane"`
+	PluginConfig json.RawMessage `json:"plugin_config"`
+	Checkpoint   string          `json:"checkpoint"` // a path in a run; a file name under model/ in a package
+	SHA256       string          `json:"sha256"`
+}
+
+// unionable reports whether predictions of the task's kind can be combined: the mean of
+// regressed scores (iqa), the mean of enhanced images, the union of binary masks.
+func unionable(s *taskspec.Spec) bool {
+	switch s.Kind {
+	case taskspec.IQA, taskspec.Enhancement:
+		return true
+	case taskspec.Segmentation:
+		return !s.Instances && len(s.Labels) == 2
+	}
+	return false
+}
+
+// combine writes the union of the members' prediction files of one case to out, named as
+// the first member's file.
+func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
+	out := filepath.Join(outDir, filepath.Base(files[0]))
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", err
+	}
+	if s.Kind == taskspec.IQA {
+		var sum float64
+		for _, f := range files {
+			a, err := taskspec.ReadAnnotation(f, s)
+			if err != nil {
+				return "", err
+			}
+			if a.Score == nil {
+				return "", fmt.Errorf("%s has no score", f)
+			}
+			sum += *a.Score
+		}
+		mean := sum / float64(len(files))
+		b, err := (&taskspec.Annotation{Score: &mean}).Marshal()
+		if err != nil {
+			return "", err
+		}
+		_, err = sdk.WriteFile(out, b)
+		return out, err
+	}
+	var acc *volume.Volume
+	var vals []float64
+	for i, f := range files {
+		v, err := imageio.Read(f)
+		if err != nil {
+			return "", err
+		}
+		if i == 0 {
+			acc, vals = v, make([]float64, v.Len())
+		} else if v.Dims != acc.Dims {
+			return "", fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], acc.Dims)
+		}
+		for j := range vals {
+			x := v.AtIndex(j)
+			if s.Kind == taskspec.Segmentation {
+				vals[j] = max(vals[j], x) // union of 0 / label masks
+			} else {
+				vals[j] += x / float64(len(files))
+			}
+		}
+	}
+	for j, x := range vals {
+		acc.SetIndex(j, x)
+	}
+	return out, imageio.Write(out, acc)
+}
+
+// predictUnion predicts cases with every member and writes their union into out.
+func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, cases []task.Case, out string) (map[string][]string, error) {
+	if err := os.RemoveAll(out); err != nil {
+		return nil, err
+	}
+	var all []map[string][]string
+	for _, m := range members {
+		p, err := Predict(ctx, entry, opts, t, m.PluginConfig, m.Checkpoint, cases, filepath.Join(out+".members", m.Lane))
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	res := map[string][]string{}
+	for _, c := range cases {
+		var files []string
+		for _, p := range all {
+			files = append(files, p[c.ID][0])
+		}
+		f, err := combine(t.Spec(), files, out)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		res[c.ID] = []string{f}
+	}
+	return res, os.RemoveAll(out + ".members")
+}
+
+// tryUnion compares, on fold 0's validation cases, the chosen lane with the union of it
+// and the next best lane of the same plugin (both trained on fold 0's training cases), and
+// keeps the union when it scores higher. The test set plays no part.
+func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
+	if !unionable(r.task.Spec()) || best.Folds[0].Status != FoldDone {
+		return nil
+	}
+	var other *LaneState
+	for _, l := range r.ranked() {
+		if l != best && l.Plugin == best.Plugin && l.Folds[0].Status == FoldDone {
+			other = l
+			break
+		}
+	}
+	if other == nil {
+		return nil
+	}
+	fl, err := r.folds()
+	if err != nil {
+		return err
+	}
+	_, val, err := fl.Split(r.data.Train, 0)
+	if err != nil {
+		return err
+	}
+	entry, err := r.env.Catalog.Find(best.Plugin)
+	if err != nil {
+		return err
+	}
+	members := []Member{
+		{Lane: best.ID, PluginConfig: best.Config, Checkpoint: best.Folds[0].Checkpoint, SHA256: best.Folds[0].SHA256},
+		{Lane: other.ID, PluginConfig: other.Config, Checkpoint: other.Folds[0].Checkpoint, SHA256: other.Folds[0].SHA256},
+	}
+	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, val, r.path("lanes", "union", "f0", "val"))
+	if err != nil {
+		r.logf("the union of %s and %s could not be scored: %v", best.ID, other.ID, err)
+		return nil
+	}
+	pairs := make([]evaluate.Pair, 0, len(val))
+	for _, c := range val {
+		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: r.labels[c.ID]})
+	}
+	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+	if err != nil {
+		return err
+	}
+	single := best.Folds[0].Score
+	why := fmt.Sprintf("the union of %s and %s scores %.4f on fold 0's validation cases against %.4f for %s alone", best.ID, other.ID, s.Value, single, best.ID)
+	if s.Value <= single {
+		r.st.Why = append(r.st.Why, why+": the single lane is kept")
+		r.logf("%s: the single lane is kept", why)
+		return nil
+	}
+	r.st.Union, r.st.ChosenFold = members, 0
+	r.st.Why = append(r.st.Why, why+": the union is chosen")
+	r.logf("%s: the union is chosen", why)
+	out := map[string]string{}
+	for _, m := range members {
+		out[m.Lane] = m.SHA256
+	}
+	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": []string{best.ID, other.ID}, "fold": 0, "score": s.Value, "status": FoldDone})
+}
+
+// unionLane names the union in the audit log and the package.
+func (r *Runner) unionLane() string {
+	name := "union"
+	for _, m := range r.st.Union {
+		name += ":" + m.Lane
+	}
+	return name + ".f0"
+}

@@ -1,0 +1,73 @@
+package run
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"amid/plugins/taskspec"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+)
+
+func TestCombine(t *testing.T) {
+	dir := t.TempDir()
+	bin := &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3, Labels: []taskspec.Label{{Value: 0}, {Value: 1}}}
+	if !unionable(bin) || unionable(&taskspec.Spec{Kind: taskspec.Segmentation, Labels: make([]taskspec.Label, 3)}) || unionable(&taskspec.Spec{Kind: taskspec.Detection}) {
+		t.Fatal("unionable kinds")
+	}
+	write := func(name string, vals ...float64) string {
+		v, _ := volume.New(volume.Uint8, [4]int{len(vals), 1, 1, 1})
+		for i, x := range vals {
+			v.SetIndex(i, x)
+		}
+		p := filepath.Join(dir, name, "case.nii.gz")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := imageio.Write(p, v); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := write("a", 1, 0, 0), write("b", 0, 1, 0)
+	out, err := combine(bin, []string{a, b}, filepath.Join(dir, "u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := imageio.Read(out)
+	// The union of {1,0,0} and {0,1,0}.
+	if u.AtIndex(0) != 1 || u.AtIndex(1) != 1 || u.AtIndex(2) != 0 || filepath.Base(out) != "case.nii.gz" {
+		t.Errorf("union %v in %s", []float64{u.AtIndex(0), u.AtIndex(1), u.AtIndex(2)}, out)
+	}
+	// Enhancement: the mean, rounded to the images' type: (10 + 21) / 2 = 15.5 → 16.
+	enh := &taskspec.Spec{Kind: taskspec.Enhancement, Dims: 2}
+	out, err = combine(enh, []string{write("c", 10), write("d", 21)}, filepath.Join(dir, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := imageio.Read(out); m.AtIndex(0) != 16 {
+		t.Errorf("mean image %v, want 16", m.AtIndex(0))
+	}
+	// IQA: the mean score.
+	iqa := &taskspec.Spec{Kind: taskspec.IQA, Dims: 2, Score: &taskspec.ScoreRange{Min: 0, Max: 4}}
+	var files []string
+	for i, s := range []float64{1, 2.5} {
+		p := filepath.Join(dir, "s", string(rune('a'+i)), "x.json")
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		v := s
+		body, _ := (&taskspec.Annotation{Score: &v}).Marshal()
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	out, err = combine(iqa, files, filepath.Join(dir, "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann, err := taskspec.ReadAnnotation(out, iqa)
+	if err != nil || *ann.Score != 1.75 {
+		t.Errorf("mean score %v (%v), want 1.75", ann, err)
+	}
+}
