@@ -32,76 +32,29 @@ type Head struct {
 // names and shapes of BuildUNet's for the same configuration, so ckpt checkpoints of
 // either load into the other.
 func BuildUNetHead(be Backend, cfg UNetConfig, head Head, n int, patch [3]int, seed uint64, f ObjectiveFunc) (*HeadUNet, error) {
-	st := len(cfg.Widths)
-	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || head.Hidden < 0 || head.Side < 0 {
+	if len(cfg.Widths) < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || head.Hidden < 0 || head.Side < 0 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and an output channel", ErrConfig)
-	}
-	kernels, pools := cfg.Kernels, cfg.Pools
-	if len(kernels) == 0 {
-		kernels = make([][3]int, st)
-		for i := range kernels {
-			kernels[i] = [3]int{3, 3, 3}
-			if patch[0] == 1 {
-				kernels[i][0] = 1
-			}
-		}
-	}
-	if len(pools) == 0 {
-		pools = make([][3]int, st-1)
-		for i := range pools {
-			for a := range 3 {
-				pools[i][a] = 1
-				if patch[a] > 1 {
-					pools[i][a] = 2
-				}
-			}
-		}
-	}
-	if len(kernels) != st || len(pools) != st-1 {
-		return nil, fmt.Errorf("%w: U-Net with %d stages has %d kernels and %d pools", ErrConfig, st, len(kernels), len(pools))
 	}
 	b := NewBuilder(be, seed)
 	u := &HeadUNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
-	pad := func(k [3]int) [3]int { return [3]int{k[0] / 2, k[1] / 2, k[2] / 2} }
+	x, err := b.UNetBody(u.Input, cfg)
+	if err != nil {
+		return nil, err
+	}
 	one := [3]int{1, 1, 1}
-	stage := func(x *Tensor, s int, first [3]int) *Tensor {
-		for c := range cfg.Convs {
-			stride := one
-			if c == 0 {
-				stride = first
-			}
-			x = b.Conv(x, cfg.Widths[s], kernels[s], stride, pad(kernels[s]), true)
-			x = b.Norm(x, cfg.Norm, cfg.Slope)
-		}
-		return x
-	}
-	skips := make([]*Tensor, st)
-	x := u.Input
-	for s := range st {
-		first := one
-		if s > 0 {
-			if cfg.MaxPool {
-				x = b.MaxPool(x, pools[s-1])
-			} else {
-				first = pools[s-1]
-			}
-		}
-		x = stage(x, s, first)
-		skips[s] = x
-	}
-	for s := st - 2; s >= 0; s-- {
-		up := b.ConvTranspose(x, cfg.Widths[s], pools[s], pools[s], [3]int{}, true)
-		if b.Err() == nil && up.Shape.dims() != skips[s].Shape.dims() {
-			return nil, fmt.Errorf("%w: patch %v is not divisible by the pooling at stage %d", ErrConfig, patch, s+1)
-		}
-		x = stage(b.Concat(up, skips[s]), s, one)
-	}
 	if head.Side > 0 {
 		u.Side = b.tensor(Shape{n, head.Side, x.Shape.D, x.Shape.H, x.Shape.W}, true)
 		x = b.Concat(x, u.Side)
 	}
 	if head.Hidden > 0 {
-		x = b.Norm(b.Conv(x, head.Hidden, kernels[0], one, pad(kernels[0]), true), cfg.Norm, cfg.Slope)
+		// The first stage's kernel, as UNetBody chooses it.
+		k := [3]int{3, 3, 3}
+		if len(cfg.Kernels) > 0 {
+			k = cfg.Kernels[0]
+		} else if patch[0] == 1 {
+			k[0] = 1
+		}
+		x = b.Norm(b.Conv(x, head.Hidden, k, one, [3]int{k[0] / 2, k[1] / 2, k[2] / 2}, true), cfg.Norm, cfg.Slope)
 	}
 	u.Logits = b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
 	if f != nil {
