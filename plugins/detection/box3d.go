@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"amid/plugins/engine/data"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 	"amid/viewer/volume"
@@ -104,7 +105,7 @@ func read3D(k protocol.Case, s *taskspec.Spec) (*taskspec.Annotation, *volume.Vo
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := readImage(k.Images)
+	v, err := data.ReadChannels(k.Images)
 	if err != nil {
 		return nil, nil, fmt.Errorf("case %s: %w", k.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"amid/plugins/engine/data"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 )
@@ -73,7 +74,7 @@ func (l *loader2D) load(it *item) error {
 	if it.img != nil {
 		return nil
 	}
-	v, err := readImage(it.c.Images)
+	v, err := data.ReadChannels(it.c.Images)
 	if err != nil {
 		return fmt.Errorf("case %s: %w", it.c.ID, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -114,7 +115,7 @@ func load(path string) (*detector, error) {
 
 // detect predicts the annotation of a case's image files.
 func (d *detector) detect(paths []string) (*taskspec.Annotation, error) {
-	v, err := readImage(paths)
+	v, err := data.ReadChannels(paths)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/engine/data"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -105,7 +106,7 @@ func TestChannelFiles(t *testing.T) {
 	cases := discCases(t, 2, 8)
 	two := cases[0]
 	two.Images = []string{cases[0].Images[0], cases[1].Images[0]}
-	v, err := readImage(two.Images)
+	v, err := data.ReadChannels(two.Images)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestChannelFiles(t *testing.T) {
 	if err := imageio.Write(p, small); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readImage([]string{cases[0].Images[0], p}); !errors.Is(err, volume.ErrGeometry) {
+	if _, err := data.ReadChannels([]string{cases[0].Images[0], p}); !errors.Is(err, volume.ErrGeometry) {
 		t.Errorf("channel files on two grids: %v, want ErrGeometry", err)
 	}
 }

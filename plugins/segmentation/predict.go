@@ -12,6 +12,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -79,7 +80,7 @@ func load(path string, override []byte) (model, error) {
 
 // classes predicts the class of every voxel of a case's image files, on the image's grid.
 func (m model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
-	if img, err = readImage(paths); err != nil {
+	if img, err = data.ReadChannels(paths); err != nil {
 		return nil, nil, err
 	}
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {

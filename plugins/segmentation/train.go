@@ -44,7 +44,7 @@ func sources(cases []protocol.Case, c config, labels bool, ch int) ([]data.Sourc
 
 // channels is the number of channels of a case's image.
 func channels(paths []string) (int, error) {
-	v, err := readImage(paths)
+	v, err := data.ReadChannels(paths)
 	if err != nil {
 		return 0, err
 	}
