@@ -50,6 +50,9 @@ human scores. Scores on generated data are not comparable with the published one
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s %.4f (%s) in %v\n", r.ID, r.Metric, r.Score, status, r.Took.Round(time.Second))
 			})
+			if len(rows) == 0 {
+				return err
+			}
 			if asJSON {
 				if jerr := bench.JSON(cmd.OutOrStdout(), rows); jerr != nil {
 					return jerr
@@ -58,7 +61,19 @@ human scores. Scores on generated data are not comparable with the published one
 				return terr
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "runs and data: %s\n", o.Out)
-			return err
+			if err != nil {
+				return err
+			}
+			failed := 0
+			for _, r := range rows {
+				if !r.Valid {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d challenges gave no valid submission", failed, len(rows))
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,11 @@ func Run(ctx context.Context, opt Options, env run.Env, progress func(Row)) ([]R
 	ids := opt.Tasks
 	if len(ids) == 0 {
 		ids = rexmle.IDs()
+	}
+	for _, id := range ids {
+		if !slices.Contains(rexmle.IDs(), id) {
+			return nil, fmt.Errorf("bench: %q is not a ReX-MLE challenge (known: %s)", id, strings.Join(rexmle.IDs(), ", "))
+		}
 	}
 	var rows []Row
 	for _, id := range ids {

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunBadInput checks that the loop's commands answer bad input with one line naming
+// what is wrong, and a non-zero exit, before any plugin starts.
+func TestRunBadInput(t *testing.T) {
+	t.Setenv("AMID_HOME", t.TempDir())
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("id: x\nkind: counting\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", filepath.Join(dir, "missing.yaml"), "--out", filepath.Join(dir, "r1")}, "missing.yaml"},
+		{[]string{"run", bad, "--out", filepath.Join(dir, "r2")}, "kind"},
+		{[]string{"run", bad, "--out", filepath.Join(dir, "r3"), "--planner", "oracle"}, "--planner"},
+		{[]string{"run", filepath.Join(dir, "empty"), "--out", filepath.Join(dir, "r4")}, "matches none"},
+		{[]string{"resume", filepath.Join(dir, "nowhere")}, "nowhere"},
+		{[]string{"report", filepath.Join(dir, "nowhere")}, "nowhere"},
+		{[]string{"demo", filepath.Join(dir, "d"), "--cases", "1"}, "at least 2"},
+		{[]string{"bench", "--tasks", "no-such-challenge", "--out", filepath.Join(dir, "b")}, "no-such-challenge"},
+	} {
+		out, errOut, code := run(t, c.args...)
+		msg := out + errOut
+		if code == 0 || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: exit %d, output %q; want a failure naming %q", c.args, code, msg, c.want)
+		}
+	}
+}
