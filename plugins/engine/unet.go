@@ -110,6 +110,81 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 2 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and two classes or more", ErrConfig)
 	}
+	b := NewBuilder(be, seed)
+	u := &UNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
+	one := [3]int{1, 1, 1}
+	ds := DeepSupervisionWeights(st)
+	if !cfg.DeepSupervision {
+		ds = []float64{1}
+	}
+	// The auxiliary heads follow their decoder stage, so that the layers, and with them
+	// the parameters' names and initial values, keep their order.
+	var auxLevels []int
+	f, err := b.UNetLevels(u.Input, cfg, func(s int, x *Tensor) {
+		if s > 0 && s < len(ds) && ds[s] > 0 {
+			head := b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
+			u.Aux = append([]*Loss{b.SoftmaxLoss(head, ds[s], ds[s])}, u.Aux...)
+			auxLevels = append([]int{s}, auxLevels...)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range auxLevels {
+		u.Factor = append(u.Factor, f.Factors[s])
+	}
+	u.Logits = b.Conv(f.Levels[0], cfg.Classes, one, one, [3]int{}, true)
+	u.Loss = b.SoftmaxLoss(u.Logits, ds[0], ds[0])
+	net, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	u.Net = net
+	if len(u.Aux) > 0 {
+		u.scr = make([]int32, 0, u.Aux[0].x.Shape.N*u.Aux[0].x.Shape.Spatial())
+	}
+	return u, nil
+}
+
+// UNetFeatures are the outputs of a U-Net body's levels, level 0 at full resolution.
+type UNetFeatures struct {
+	// Levels[s] is the output of the decoder stage of level s (cfg.Widths[s] channels),
+	// for s below the last level; the last level's is the bottleneck, the encoder's last
+	// stage. Levels[0] is the body's output.
+	Levels []*Tensor
+	// Factors[s] is the down-sampling factor (D, H, W) of level s relative to the input.
+	Factors [][3]int
+}
+
+// Bottleneck is the output of the encoder's last stage, the lowest level.
+func (f *UNetFeatures) Bottleneck() *Tensor { return f.Levels[len(f.Levels)-1] }
+
+// UNetBody adds the encoder and decoder of the U-Net cfg describes (everything but its
+// head) on x and returns the last decoder stage's features (cfg.Widths[0] channels at
+// x's size). cfg.Classes is not used. It is the body [BuildUNet] builds, for networks
+// with other heads.
+func (b *Builder) UNetBody(x *Tensor, cfg UNetConfig) (*Tensor, error) {
+	f, err := b.UNetLevels(x, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return f.Levels[0], nil
+}
+
+// UNetLevels builds the body [Builder.UNetBody] builds and returns the outputs of all its
+// levels. After each decoder stage, from the lowest level up, it calls at (when not nil)
+// with the stage's level and output, so that the layers at adds there (e.g. deep
+// supervision's heads) come right after that stage, before the next level's
+// up-sampling.
+func (b *Builder) UNetLevels(x *Tensor, cfg UNetConfig, at func(level int, x *Tensor)) (*UNetFeatures, error) {
+	st := len(cfg.Widths)
+	if st < 1 || cfg.Convs < 1 || cfg.In < 1 {
+		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions and input channels", ErrConfig)
+	}
+	if x.Shape.C != cfg.In {
+		return nil, fmt.Errorf("%w: U-Net for %d input channels on a tensor of %d", ErrConfig, cfg.In, x.Shape.C)
+	}
+	patch := x.Shape.dims()
 	kernels, pools := cfg.Kernels, cfg.Pools
 	if len(kernels) == 0 {
 		kernels = make([][3]int, st)
@@ -134,8 +209,13 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 	if len(kernels) != st || len(pools) != st-1 {
 		return nil, fmt.Errorf("%w: U-Net with %d stages has %d kernels and %d pools", ErrConfig, st, len(kernels), len(pools))
 	}
-	b := NewBuilder(be, seed)
-	u := &UNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
+	f := &UNetFeatures{Levels: make([]*Tensor, st), Factors: make([][3]int, st)}
+	f.Factors[0] = [3]int{1, 1, 1}
+	for s, p := range pools {
+		for a := range 3 {
+			f.Factors[s+1][a] = f.Factors[s][a] * p[a]
+		}
+	}
 	pad := func(k [3]int) [3]int { return [3]int{k[0] / 2, k[1] / 2, k[2] / 2} }
 	one := [3]int{1, 1, 1}
 	stage := func(x *Tensor, s int, first [3]int) *Tensor {
@@ -149,20 +229,7 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 		}
 		return x
 	}
-	ds := DeepSupervisionWeights(st)
-	if !cfg.DeepSupervision {
-		ds = []float64{1}
-	}
-	factor := [3]int{1, 1, 1}
-	factors := [][3]int{factor}
-	for _, p := range pools {
-		for a := range 3 {
-			factor[a] *= p[a]
-		}
-		factors = append(factors, factor)
-	}
 	skips := make([]*Tensor, st)
-	x := u.Input
 	for s := range st {
 		first := one
 		if s > 0 {
@@ -175,29 +242,22 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 		x = stage(x, s, first)
 		skips[s] = x
 	}
+	f.Levels[st-1] = x
 	for s := st - 2; s >= 0; s-- {
 		up := b.ConvTranspose(x, cfg.Widths[s], pools[s], pools[s], [3]int{}, true)
 		if b.Err() == nil && up.Shape.dims() != skips[s].Shape.dims() {
 			return nil, fmt.Errorf("%w: patch %v is not divisible by the pooling at stage %d", ErrConfig, patch, s+1)
 		}
 		x = stage(b.Concat(up, skips[s]), s, one)
-		if s > 0 && s < len(ds) && ds[s] > 0 {
-			head := b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
-			u.Aux = append([]*Loss{b.SoftmaxLoss(head, ds[s], ds[s])}, u.Aux...)
-			u.Factor = append([][3]int{factors[s]}, u.Factor...)
+		f.Levels[s] = x
+		if at != nil {
+			at(s, x)
 		}
 	}
-	u.Logits = b.Conv(x, cfg.Classes, one, one, [3]int{}, true)
-	u.Loss = b.SoftmaxLoss(u.Logits, ds[0], ds[0])
-	net, err := b.Build()
-	if err != nil {
+	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	u.Net = net
-	if len(u.Aux) > 0 {
-		u.scr = make([]int32, 0, u.Aux[0].x.Shape.N*u.Aux[0].x.Shape.Spatial())
-	}
-	return u, nil
+	return f, nil
 }
 
 // Flops is the number of floating-point operations of the matrix products of one

@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -145,6 +146,56 @@ func TestUNetConfigErrors(t *testing.T) {
 		if _, err := BuildUNet(be, tc.cfg, 1, tc.patch, 1); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// TestUNetLevels builds cfg3D's body on a 4×16×16 patch: each level's output has its
+// stage's width at the patch over the level's factor (the products of cfg3D's pools), the
+// callback sees the decoder stages from the lowest level up, and a layer it adds comes
+// right after its stage, before the next level's up-sampling.
+func TestUNetLevels(t *testing.T) {
+	cfg := cfg3D()
+	b := NewBuilder(NewCPU(1), 1)
+	x := b.Input(Shape{2, 1, 4, 16, 16})
+	var seen []int
+	head := -1
+	one := [3]int{1, 1, 1}
+	f, err := b.UNetLevels(x, cfg, func(s int, y *Tensor) {
+		seen = append(seen, s)
+		if s == 1 {
+			head = len(b.layers)
+			b.Conv(y, 2, one, one, [3]int{}, true)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []int{1, 0}) {
+		t.Errorf("callback on levels %v, want [1 0]", seen)
+	}
+	want := [][3]int{{1, 1, 1}, {1, 2, 2}, {2, 4, 4}}
+	if !slices.Equal(f.Factors, want) {
+		t.Errorf("factors %v, want %v", f.Factors, want)
+	}
+	for s, y := range f.Levels {
+		w := Shape{2, cfg.Widths[s], 4 / want[s][0], 16 / want[s][1], 16 / want[s][2]}
+		if y == nil || y.Shape != w {
+			t.Fatalf("level %d: %v, want %v", s, y, w)
+		}
+	}
+	if f.Bottleneck() != f.Levels[2] {
+		t.Error("the bottleneck is not the last level")
+	}
+	if c, ok := b.layers[head].(*conv); !ok || c.x != f.Levels[1] {
+		t.Fatalf("layer %d is %T, want the callback's convolution on level 1", head, b.layers[head])
+	}
+	if _, ok := b.layers[head+1].(*convT); !ok {
+		t.Errorf("layer %d after the callback's is %T, want level 0's up-sampling", head+1, b.layers[head+1])
+	}
+	nb := NewBuilder(NewCPU(1), 1)
+	body, err := nb.UNetBody(nb.Input(Shape{2, 1, 4, 16, 16}), cfg)
+	if err != nil || body.Shape != f.Levels[0].Shape {
+		t.Errorf("UNetBody: %v, %v; want level 0's shape %v", body, err, f.Levels[0].Shape)
 	}
 }
 
