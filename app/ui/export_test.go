@@ -1,0 +1,257 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"amid/host/audit"
+	"amid/host/export"
+	"amid/host/planner"
+	"amid/host/run"
+	"amid/host/synth"
+	"amid/plugins/plugintest"
+)
+
+// The segmentation plugin, built once per test binary (plugintest.BuildPlugin: pure Go,
+// offline) into a temporary folder that TestMain removes.
+var (
+	segOnce   sync.Once
+	segBinary string
+	segErr    error
+	segDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if segDir != "" {
+		os.RemoveAll(segDir)
+	}
+	os.Exit(code)
+}
+
+// segmentationPlugin returns the built plugin binary.
+func segmentationPlugin(t *testing.T) string {
+	t.Helper()
+	segOnce.Do(func() {
+		if segDir, segErr = os.MkdirTemp("", "amid-ui-plugins-"); segErr != nil {
+			return
+		}
+		segBinary, segErr = plugintest.BuildPlugin("../../plugins/segmentation", "segmentation", segDir)
+	})
+	if segErr != nil {
+		t.Fatal(segErr)
+	}
+	return segBinary
+}
+
+// Sizes of the real run: the smallest the whole loop (prepare, plan, explore, final,
+// verify, export) finishes with on two cores.
+const (
+	realRunCases  = 8                // synth.Demo: 8 training cases and 8/4 = 2 test cases
+	realRunFolds  = 2                // the fewest folds a cross-validation has
+	realRunBudget = 20 * time.Second // one lane on fold 0, then the test predictions
+)
+
+// realRun trains a real, finished run of the demo task in the app's data folder, with the
+// segmentation plugin copied into the app's plugin folder and trusted in the app's store
+// (the app's own run environment), and returns the run folder. One lane (the rules
+// planner's first) keeps it within realRunBudget.
+func realRun(t *testing.T, a *App) string {
+	t.Helper()
+	bin := segmentationPlugin(t)
+	env, err := a.env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(env.Catalog.User, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(env.Catalog.User, filepath.Base(bin)), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.Catalog.Find("segmentation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Catalog.Trust(e); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	if err := synth.Demo(data, realRunCases, 1); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := runsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(runs, "real")
+	var log strings.Builder
+	env.Events = func(ev run.Event) {
+		if ev.Progress == nil {
+			log.WriteString(ev.Phase + " " + ev.Message + "\n")
+		}
+	}
+	r, err := run.New(run.Options{Task: filepath.Join(data, "task.yaml"), Dir: dir, Budget: realRunBudget, Folds: realRunFolds,
+		Planner: planner.Rules{MaxLanes: 1}, PlannerName: "rules"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	t.Logf("real run finished in %v", time.Since(start).Round(time.Second))
+	return dir
+}
+
+// exportThroughScreen presses Export on the Export screen for dir into dest and waits for
+// the package; it returns the zip's path.
+func exportThroughScreen(t *testing.T, a *App, q loop, dest string) string {
+	t.Helper()
+	e := a.export
+	a.tabs.SelectIndex(tabExport)
+	e.dir = "" // set again when the screen has read the review progress
+	e.load(a.RunDir())
+	q.wait(t, "export state", func() bool { return e.dir == a.RunDir() })
+	e.dest.SetText(dest)
+	if e.button.Disabled() {
+		t.Fatalf("export disabled: %q", e.state.Text)
+	}
+	test.Tap(e.button)
+	// The export re-runs the chosen model's prediction and verifies the package.
+	q.wait(t, "export", func() bool { return !strings.HasPrefix(e.result.Text, "Exporting") })
+	zip, ok := strings.CutPrefix(e.result.Text, "Package written: ")
+	if !ok {
+		t.Fatalf("export: %q", e.result.Text)
+	}
+	if zip != dest+".zip" {
+		t.Errorf("zip %q, want %q", zip, dest+".zip")
+	}
+	for _, p := range []string{dest, zip} {
+		if _, err := export.Verify(context.Background(), p, export.VerifyOptions{}); err != nil {
+			t.Errorf("the exported package does not verify: %v", err)
+		}
+	}
+	return zip
+}
+
+// auditEntries returns the run's audit log entries, verified as a chain.
+func auditEntries(t *testing.T, dir string) []audit.Entry {
+	t.Helper()
+	lg, err := audit.Open(filepath.Join(dir, "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	es, err := lg.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Verify(es); err != nil {
+		t.Errorf("audit log: %v", err)
+	}
+	return es
+}
+
+// detailsOf decodes an audit entry's details.
+func detailsOf(t *testing.T, e audit.Entry) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Details, &m); err != nil {
+		t.Fatalf("details of %s: %v", e.Action, err)
+	}
+	return m
+}
+
+// TestExport exports a real run from the Export screen twice. Training the run takes about
+// realRunBudget plus its final prediction (18-30 s on two cores), so the test trains one run and
+// its subtests share it, in order: first an export before any review, with a reason; then,
+// every test case approved on the Review screen, an export without one. Each package
+// verifies, and the audit log records the reason, the decisions and each export.
+func TestExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model for about 20 s")
+	}
+	a, q := newApp(t)
+	dir := realRun(t, a)
+	a.OpenRun(dir)
+	n := realRunCases / 4 // synth.Demo's test cases
+	const reason = "second opinion needed before the tumour board"
+
+	t.Run("with a reason", func(t *testing.T) {
+		a.tabs.SelectIndex(tabExport)
+		e := a.export
+		q.wait(t, "export state", func() bool { return e.dir == dir && strings.HasPrefix(e.title.Text, "Export run ") })
+		if !e.button.Disabled() {
+			t.Fatal("export enabled before review and without a reason")
+		}
+		e.reason.SetText(reason)
+		exportThroughScreen(t, a, q, filepath.Join(t.TempDir(), "pkg"))
+		var found int
+		for _, x := range auditEntries(t, dir) {
+			if x.Action == "export.unreviewed" {
+				found++
+				if d := detailsOf(t, x); x.Role != audit.RoleUser || d["reason"] != reason || d["unreviewed"] != float64(n) {
+					t.Errorf("export.unreviewed entry: role %s, details %v; want the user, the reason and %d cases", x.Role, d, n)
+				}
+			}
+		}
+		if found != 1 {
+			t.Errorf("%d export.unreviewed entries in the audit log, want 1", found)
+		}
+		e.reason.SetText("")
+	})
+
+	t.Run("after review", func(t *testing.T) {
+		a.tabs.SelectIndex(tabReview)
+		s := a.review
+		q.wait(t, "review cases", func() bool { return s.data != nil })
+		if len(s.data.Test) != n || s.data.Reviewed() != 0 {
+			t.Fatalf("%d test cases, %d reviewed; want %d and 0", len(s.data.Test), s.data.Reviewed(), n)
+		}
+		s.list.Select(0)
+		for i := 0; i < n; i++ { // approving a case selects the next one without a decision
+			q.wait(t, "case view", func() bool { return s.current != nil && s.loadedID == s.current.ID && !s.approve.Disabled() })
+			test.Tap(s.approve)
+			q.wait(t, "decision", func() bool { return s.data.Reviewed() == i+1 })
+		}
+		start := time.Now()
+		dest := filepath.Join(t.TempDir(), "pkg")
+		exportThroughScreen(t, a, q, dest)
+		t.Logf("export took %v", time.Since(start).Round(100*time.Millisecond))
+		var review []export.Decision
+		if b, err := os.ReadFile(filepath.Join(dest, "review.json")); err != nil || json.Unmarshal(b, &review) != nil || len(review) != n {
+			t.Errorf("review.json in the package: %s %v", b, err)
+		}
+		decisions, exports, reasons := 0, 0, 0
+		for _, e := range auditEntries(t, dir) {
+			switch e.Action {
+			case audit.ActionReviewDecision:
+				if detailsOf(t, e)["decision"] == run.Approved && e.Role == audit.RoleUser {
+					decisions++
+				}
+			case audit.ActionExport:
+				exports++
+			case "export.unreviewed":
+				reasons++
+			}
+		}
+		// Exports: the run's own (its package/ folder), the one with a reason and this one;
+		// the reason is the first subtest's alone.
+		if decisions != n || exports != 3 || reasons != 1 {
+			t.Errorf("audit log: %d approvals, %d exports, %d reasons; want %d, 3 and 1", decisions, exports, reasons, n)
+		}
+	})
+}
