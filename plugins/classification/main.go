@@ -27,114 +27,48 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 
-	"amid/plugins/engine"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/internal/stats"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
 
 // version is the plugin's version.
 const version = "0.1.0"
 
-func main() {
-	if err := engine.EnsureCoreType(); err != nil {
-		fmt.Fprintln(os.Stderr, "amid-plugin-classification:", err)
-	}
-	sdk.Serve(&cls{})
-}
+func main() { imageplugin.Main("classification", &cls{}) }
 
 type cls struct{}
 
 func (cls) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
-	return &protocol.DescribeResponse{
-		Name:            "classification",
-		Version:         version,
-		ProtocolVersion: protocol.Version,
-		Tasks:           []protocol.TaskKind{{Kind: taskspec.Classification, Dims: []int{2, 3}}},
-		Metrics:         []string{"balanced_accuracy"},
-		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-	}, nil
+	return imageplugin.Describe("classification", version, taskspec.Classification, []string{"balanced_accuracy"}, configSchema), nil
 }
 
 // spec parses and checks the task's spec for a classification.
 func spec(t protocol.Task) (*taskspec.Spec, error) {
-	if t.Kind != taskspec.Classification {
-		return nil, fmt.Errorf("the classification plugin handles classification tasks only, not %q", t.Kind)
-	}
-	if len(t.Spec) == 0 {
+	return imageplugin.Spec(t, taskspec.Classification, func() (*taskspec.Spec, error) {
 		return nil, fmt.Errorf("the task carries no spec: a classification needs its attributes")
-	}
-	s, err := taskspec.Parse(t.Spec)
-	if err != nil {
-		return nil, err
-	}
-	if len(s.Attributes) == 0 {
-		return nil, fmt.Errorf("%w: a classification needs at least one attribute", taskspec.ErrSpec)
-	}
-	if t.Dims != 0 && s.Dims != t.Dims {
-		return nil, fmt.Errorf("%w: the spec has %d dimensions, the task %d", taskspec.ErrSpec, s.Dims, t.Dims)
-	}
-	return s, nil
-}
-
-// fingerprint is what Plan reads of a dataset fingerprint, when present: the cases'
-// dims in (D, H, W) order, as the segmentation plugin's fingerprint has them.
-type fingerprint struct {
-	Cases []struct {
-		Dims []int `json:"dims"`
-	} `json:"cases"`
-}
-
-// medianDims is the median (D, H, W) of the fingerprint's cases, zero when unknown.
-func medianDims(b []byte) [3]int {
-	var f fingerprint
-	if json.Unmarshal(b, &f) != nil {
-		return [3]int{}
-	}
-	var out [3]int
-	for a := range 3 {
-		var v []int
-		for _, c := range f.Cases {
-			if len(c.Dims) == 3 && c.Dims[a] > 0 {
-				v = append(v, c.Dims[a])
-			}
+	}, func(s *taskspec.Spec) error {
+		if len(s.Attributes) == 0 {
+			return fmt.Errorf("%w: a classification needs at least one attribute", taskspec.ErrSpec)
 		}
-		if len(v) > 0 {
-			slices.Sort(v)
-			out[a] = v[len(v)/2]
-		}
-	}
-	return out
+		return nil
+	})
 }
 
 // planned returns the network configuration planned for a task of dims dimensions whose
-// images have the median size med (zero: unknown): a 48³ grid with five stages of 8 to 128
-// channels in 3D, 128² with 16 to 256 in 2D, no larger than the images.
-func planned(dims int, med [3]int) cnn.Net {
-	n := cnn.Net{Grid: [3]int{48, 48, 48}, Widths: []int{8, 16, 32, 64, 128}, Batch: 4, Steps: 2000, Epoch: 100, Report: 10}
-	if dims == 2 {
-		n = cnn.Net{Grid: [3]int{1, 128, 128}, Widths: []int{16, 32, 64, 128, 256}, Batch: 16, Steps: 2000, Epoch: 100, Report: 10}
-	}
-	for a := range 3 {
-		if med[a] > 0 && med[a] < n.Grid[a] {
-			n.Grid[a] = max(med[a], min(n.Grid[a], 2))
-		}
-	}
-	return n
-}
+// images have the median size med (zero: unknown): imageplugin.Planned's, 2000 steps.
+func planned(dims int, med [3]int) cnn.Net { return imageplugin.Planned(dims, med, 2000) }
 
 func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanResponse, error) {
 	s, err := spec(req.Task)
 	if err != nil {
 		return nil, fmt.Errorf("classification plan: %w", err)
 	}
-	net := planned(s.Dims, medianDims(req.Fingerprint))
+	net := planned(s.Dims, imageplugin.MedianDims(req.Fingerprint))
 	grouped := slices.ContainsFunc(s.Attributes, func(a taskspec.Attribute) bool { return a.Group != "" })
 	out := &protocol.PlanResponse{}
 	add := func(name string, c config, why string) error {

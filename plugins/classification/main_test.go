@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/internal/imageplugin/imageplugintest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -19,22 +19,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amid-cls-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = plugintest.BuildPlugin(".", "classification", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { imageplugintest.TestMain(m, "classification", &binary) }
 
 // The generated task: TopCoW-like anterior and posterior groups of 4 binary edges each.
 var (
@@ -107,15 +92,10 @@ func volumeCase(t testing.TB, dir, id string, r *rand.Rand) protocol.Case {
 	return c
 }
 
+// writeLabel writes the annotation a as the label file at path.
 func writeLabel(t testing.TB, path string, a *taskspec.Annotation) {
 	t.Helper()
-	b, err := a.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	imageplugintest.WriteLabel(t, path, a)
 }
 
 func volumeCases(t testing.TB, n int, seed uint64) []protocol.Case {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -24,13 +24,9 @@ type predictor struct {
 // load reads a checkpoint: the record, and for the cnn lane the network rebuilt for one
 // case at a time.
 func load(path string) (*predictor, error) {
-	man, err := ckpt.ReadManifest(path)
-	if err != nil {
-		return nil, err
-	}
 	p := &predictor{}
-	if err := json.Unmarshal(man.Train, &p.rec); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: training record: %w", path, err)
+	if err := imageplugin.ReadRecord(path, &p.rec); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(p.rec.Config)
 	if err != nil {
@@ -108,14 +104,6 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
 	return out, nil
 }
 
-// outPath is the prediction file of case id in dir.
-func outPath(dir, id string) (string, error) {
-	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
-		return "", fmt.Errorf("case id %q cannot name a file", id)
-	}
-	return filepath.Join(dir, id+".json"), nil
-}
-
 func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	p, err := load(req.Checkpoint)
 	if err != nil {
@@ -126,7 +114,7 @@ func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		path, err := outPath(req.OutputDir, k.ID)
+		path, err := imageplugin.OutPath(req.OutputDir, k.ID)
 		if err != nil {
 			return nil, fmt.Errorf("classification predict: %w", err)
 		}

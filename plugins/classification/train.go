@@ -13,13 +13,11 @@ import (
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
-
-// finalName is the final checkpoint's file name in the work folder.
-const finalName = "final.ckpt"
 
 // saved is what a checkpoint records beside the weights: enough to predict without the
 // training set.
@@ -91,40 +89,17 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 
 // trainPrior writes the prior lane's checkpoint: no weights, the prior in the record.
 func trainPrior(req *protocol.TrainRequest, rec saved, send func(*protocol.Progress) error) (string, error) {
-	p := filepath.Join(req.WorkDir, finalName)
+	p := filepath.Join(req.WorkDir, imageplugin.FinalName)
 	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: empty{}}); err != nil {
 		return "", err
 	}
 	return p, send(&protocol.Progress{Step: 1, TotalSteps: 1, Epoch: 1, Checkpoint: p, Message: fmt.Sprintf("prior: %v", rec.Prior)})
 }
 
-// loadImages loads the cases' images onto the configuration's grid, checking that they
-// share their channel count.
-func loadImages(ctx context.Context, cases []protocol.Case, dims int, n cnn.Net, channels int) ([]*cnn.Image, error) {
-	out := make([]*cnn.Image, len(cases))
-	for i, k := range cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		im, err := cnn.Load(k.Images, dims, n.ROIXYZ(), n.GridXYZ())
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
-		}
-		if channels == 0 {
-			channels = im.C
-		}
-		if im.C != channels {
-			return nil, fmt.Errorf("case %s: %w: %d channels, other cases have %d", k.ID, cnn.ErrImage, im.C, channels)
-		}
-		out[i] = im
-	}
-	return out, nil
-}
-
 // trainCNN trains the cnn lane and returns the final checkpoint and the steps done.
 func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, error) {
 	c := rec.Config
-	imgs, err := loadImages(ctx, req.Train, s.Dims, c.Net, 0)
+	imgs, err := imageplugin.LoadImages(ctx, req.Train, s.Dims, c.Net, 0)
 	if err != nil {
 		return "", 0, err
 	}
@@ -200,7 +175,7 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 		return "", 0, err
 	}
 	steps := max(start, last)
-	p, err := save(finalName, steps, epoch)
+	p, err := save(imageplugin.FinalName, steps, epoch)
 	return p, steps, err
 }
 

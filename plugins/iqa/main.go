@@ -30,102 +30,40 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"slices"
 
-	"amid/plugins/engine"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
 
 // version is the plugin's version.
 const version = "0.1.0"
 
-func main() {
-	if err := engine.EnsureCoreType(); err != nil {
-		fmt.Fprintln(os.Stderr, "amid-plugin-iqa:", err)
-	}
-	sdk.Serve(&iqa{})
-}
+func main() { imageplugin.Main("iqa", &iqa{}) }
 
 type iqa struct{}
 
 func (iqa) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
-	return &protocol.DescribeResponse{
-		Name:            "iqa",
-		Version:         version,
-		ProtocolVersion: protocol.Version,
-		Tasks:           []protocol.TaskKind{{Kind: taskspec.IQA, Dims: []int{2, 3}}},
-		Metrics:         []string{"score", "plcc", "srocc", "krocc"},
-		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-	}, nil
+	return imageplugin.Describe("iqa", version, taskspec.IQA, []string{"score", "plcc", "srocc", "krocc"}, configSchema), nil
 }
 
 // spec parses and checks the task's spec for an image-quality task; a task without a
 // spec gets one of its kind and dimension (scores then scale over the training range).
 func spec(t protocol.Task) (*taskspec.Spec, error) {
-	if t.Kind != taskspec.IQA {
-		return nil, fmt.Errorf("the iqa plugin handles iqa tasks only, not %q", t.Kind)
-	}
-	if len(t.Spec) == 0 {
+	return imageplugin.Spec(t, taskspec.IQA, func() (*taskspec.Spec, error) {
 		s := &taskspec.Spec{Kind: taskspec.IQA, Dims: t.Dims}
 		return s, s.Check()
-	}
-	s, err := taskspec.Parse(t.Spec)
-	if err != nil {
-		return nil, err
-	}
-	if t.Dims != 0 && s.Dims != t.Dims {
-		return nil, fmt.Errorf("%w: the spec has %d dimensions, the task %d", taskspec.ErrSpec, s.Dims, t.Dims)
-	}
-	return s, nil
-}
-
-// medianDims is the median (D, H, W) of a fingerprint's cases ({"cases": [{"dims": [D,
-// H, W]}]}), zero when unknown.
-func medianDims(b []byte) [3]int {
-	var f struct {
-		Cases []struct {
-			Dims []int `json:"dims"`
-		} `json:"cases"`
-	}
-	if json.Unmarshal(b, &f) != nil {
-		return [3]int{}
-	}
-	var out [3]int
-	for a := range 3 {
-		var v []int
-		for _, c := range f.Cases {
-			if len(c.Dims) == 3 && c.Dims[a] > 0 {
-				v = append(v, c.Dims[a])
-			}
-		}
-		if len(v) > 0 {
-			slices.Sort(v)
-			out[a] = v[len(v)/2]
-		}
-	}
-	return out
+	}, nil)
 }
 
 // planned is the network planned for a task of dims dimensions whose images have the
-// median size med (zero: unknown): 128² with five stages of 16 to 256 channels in 2D (a
-// 512² CT slice averaged 4×4), 48³ with 8 to 128 in 3D, no larger than the images.
+// median size med (zero: unknown): imageplugin.Planned's, 1500 steps, with flips on the
+// in-plane axes (every axis in 3D) and, in 2D, rotations by 90°.
 func planned(dims int, med [3]int) cnn.Net {
-	n := cnn.Net{Grid: [3]int{1, 128, 128}, Widths: []int{16, 32, 64, 128, 256}, Batch: 16, Steps: 1500, Epoch: 100, Report: 10,
-		Flip: [3]bool{false, true, true}, Rot90: true}
-	if dims == 3 {
-		n = cnn.Net{Grid: [3]int{48, 48, 48}, Widths: []int{8, 16, 32, 64, 128}, Batch: 4, Steps: 1500, Epoch: 100, Report: 10,
-			Flip: [3]bool{true, true, true}}
-	}
-	for a := range 3 {
-		if med[a] > 0 && med[a] < n.Grid[a] {
-			n.Grid[a] = max(med[a], min(n.Grid[a], 2))
-		}
-	}
+	n := imageplugin.Planned(dims, med, 1500)
+	n.Flip = [3]bool{dims == 3, true, true}
+	n.Rot90 = dims == 2
 	return n
 }
 
@@ -134,7 +72,7 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("iqa plan: %w", err)
 	}
-	net := planned(s.Dims, medianDims(req.Fingerprint))
+	net := planned(s.Dims, imageplugin.MedianDims(req.Fingerprint))
 	rank := lossConfig{MSE: 1, Rank: 1, Temp: defaultTemp}
 	shape := fmt.Sprintf("grid %v, widths %v, batch %d, %d steps", net.Grid, net.Widths, net.Batch, net.Steps)
 	out := &protocol.PlanResponse{}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/internal/imageplugin/imageplugintest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -20,22 +20,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amid-iqa-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = plugintest.BuildPlugin(".", "iqa", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { imageplugintest.TestMain(m, "iqa", &binary) }
 
 // ldctSpec is the spec of an LDCT-IQA-like task: 2D CT slices scored 0–4 in steps of 0.2.
 func ldctSpec(t testing.TB, dims int) []byte {
@@ -98,15 +83,10 @@ func sliceCase(t testing.TB, dir, id string, r *rand.Rand) (protocol.Case, float
 	return c, score
 }
 
+// writeLabel writes the annotation a as the label file at path.
 func writeLabel(t testing.TB, path string, a *taskspec.Annotation) {
 	t.Helper()
-	b, err := a.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	imageplugintest.WriteLabel(t, path, a)
 }
 
 func sliceCases(t testing.TB, n int, seed uint64) []protocol.Case {

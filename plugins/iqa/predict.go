@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -25,13 +25,9 @@ type predictor struct {
 // load reads a checkpoint: the record and every trained model, on one network rebuilt
 // for one image at a time.
 func load(path string) (*predictor, error) {
-	man, err := ckpt.ReadManifest(path)
-	if err != nil {
-		return nil, err
-	}
 	p := &predictor{}
-	if err := json.Unmarshal(man.Train, &p.rec); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: training record: %w", path, err)
+	if err := imageplugin.ReadRecord(path, &p.rec); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(p.rec.Config)
 	if err != nil {
@@ -90,14 +86,6 @@ func (p *predictor) predict(imgs []*cnn.Image) ([]float64, error) {
 	return sum, nil
 }
 
-// outPath is the prediction file of case id in dir.
-func outPath(dir, id string) (string, error) {
-	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
-		return "", fmt.Errorf("case id %q cannot name a file", id)
-	}
-	return filepath.Join(dir, id+".json"), nil
-}
-
 func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	p, err := load(req.Checkpoint)
 	if err != nil {
@@ -108,11 +96,11 @@ func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if len(k.Images) == 0 {
 			return nil, fmt.Errorf("iqa predict: case %s has no image file", k.ID)
 		}
-		if paths[i], err = outPath(req.OutputDir, k.ID); err != nil {
+		if paths[i], err = imageplugin.OutPath(req.OutputDir, k.ID); err != nil {
 			return nil, fmt.Errorf("iqa predict: %w", err)
 		}
 	}
-	imgs, err := loadImages(ctx, req.Cases, p.rec.Dims, p.rec.Config.Net, p.rec.Channels)
+	imgs, err := imageplugin.LoadImages(ctx, req.Cases, p.rec.Dims, p.rec.Config.Net, p.rec.Channels)
 	if err != nil {
 		return nil, fmt.Errorf("iqa predict: %w", err)
 	}

@@ -12,14 +12,12 @@ import (
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imageplugin"
 	"amid/plugins/internal/stats"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
-
-// finalName is the final checkpoint's file name in the work folder.
-const finalName = "final.ckpt"
 
 // saved is what a checkpoint records beside the weights.
 type saved struct {
@@ -121,29 +119,6 @@ func (iqa) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	})
 }
 
-// loadImages loads the cases' images onto the configuration's grid, checking that they
-// share their channel count (channels 0: any).
-func loadImages(ctx context.Context, cases []protocol.Case, dims int, n cnn.Net, channels int) ([]*cnn.Image, error) {
-	out := make([]*cnn.Image, len(cases))
-	for i, k := range cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		im, err := cnn.Load(k.Images, dims, n.ROIXYZ(), n.GridXYZ())
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
-		}
-		if channels == 0 {
-			channels = im.C
-		}
-		if im.C != channels {
-			return nil, fmt.Errorf("case %s: %w: %d channels, other cases have %d", k.ID, cnn.ErrImage, im.C, channels)
-		}
-		out[i] = im
-	}
-	return out, nil
-}
-
 // folds assigns each of n cases to one of k folds, a seeded shuffle dealt round-robin.
 func folds(n, k int, seed int64) []int {
 	out := make([]int, n)
@@ -156,7 +131,7 @@ func folds(n, k int, seed int64) []int {
 // train runs every fold and returns the final result.
 func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, vscores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	c := rec.Config
-	imgs, err := loadImages(ctx, req.Train, rec.Dims, c.Net, 0)
+	imgs, err := imageplugin.LoadImages(ctx, req.Train, rec.Dims, c.Net, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +253,7 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 			ens.Members[f] = cnn.Snapshot(m.Net)
 		}
 	}
-	final, err := save(finalName, steps, epoch)
+	final, err := save(imageplugin.FinalName, steps, epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +266,7 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 		if err != nil {
 			return nil, err
 		}
-		vimgs, err := loadImages(ctx, req.Validation, rec.Dims, c.Net, rec.Channels)
+		vimgs, err := imageplugin.LoadImages(ctx, req.Validation, rec.Dims, c.Net, rec.Channels)
 		if err != nil {
 			return nil, fmt.Errorf("validation: %w", err)
 		}
@@ -332,7 +307,7 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 				delete(val, k)
 			}
 		}
-		if final, err = save(finalName, steps, epoch); err != nil { // with the choice
+		if final, err = save(imageplugin.FinalName, steps, epoch); err != nil { // with the choice
 			return nil, err
 		}
 	}
