@@ -143,15 +143,20 @@ screenshots-check: desktop
 # package builds the Linux desktop bundle bin/AMID.tar.xz from FyneApp.toml (icon
 # assets/icon.png) with the fyne CLI. The CLI (fyne.io/tools) needs a newer Fyne than the
 # app's, so it is run by version rather than pinned in go.mod's tool block; it builds the
-# app with the app's own go.mod. fyne package bumps the build number in FyneApp.toml, which
-# is put back afterwards.
+# app with the app's own go.mod. The bundled program is amid-desktop, not the module's name
+# amid (the CLI's): fyne package names it after its executable and has no option for the
+# name, so fyne build (which embeds FyneApp.toml's metadata) writes it as amid-desktop and
+# fyne package -executable bundles that file. The fyne CLI bumps the build number in
+# FyneApp.toml, which is put back afterwards.
 FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
 package: deps
-	@mkdir -p $(BIN)
+	@mkdir -p $(BIN)/package
 	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
-	@$(GO) run $(FYNE_CLI) package -os linux; s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -f $(BIN)/.FyneApp.toml.orig; exit $$s
+	@$(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
+	  $(GO) run $(FYNE_CLI) package -os linux -executable $(BIN)/package/amid-desktop; \
+	  s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -rf $(BIN)/.FyneApp.toml.orig $(BIN)/package; exit $$s
 	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
-	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid/usr/local/bin/amid' || { echo "package: bin/AMID.tar.xz holds no program"; exit 1; }
+	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
 # generate regenerates the plugin protocol's Go code (make test checks it is current).
