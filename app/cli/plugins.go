@@ -136,30 +136,10 @@ func pluginsTrustCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var before *store.Plugin
-			if e.Record != nil {
-				saved := *e.Record
-				before = &saved
-			}
-			if err := cat.Trust(e); err != nil {
-				return err
-			}
-			d, err := describe(cmd.Context(), e, cmd.ErrOrStderr())
+			d, err := cat.TrustDescribed(e, func(e *catalog.Entry) (*protocol.DescribeResponse, error) {
+				return describe(cmd.Context(), e, cmd.ErrOrStderr())
+			})
 			if err != nil {
-				// A plugin that cannot describe itself stays untrusted.
-				restore := before
-				if restore == nil {
-					restore = &store.Plugin{Name: e.Name, Path: e.Path}
-				}
-				ev := &store.Event{Plugin: e.Name, Kind: "trust", Message: fmt.Sprintf("trust in plugin %s was withdrawn: %v", e.Name, err)}
-				if perr := cat.Store.PutPlugin(restore, ev); perr != nil {
-					return perr
-				}
-				return fmt.Errorf("plugin %s is not trusted: %w", e.Name, err)
-			}
-			rec := *e.Record
-			rec.Version, rec.Kinds = d.Version, kinds(d)
-			if err := cat.Store.PutPlugin(&rec, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "trusted %s %s (%s), sha256 %s\n", d.Name, d.Version, e.Path, e.SHA256)
@@ -235,19 +215,6 @@ func describe(ctx context.Context, e *catalog.Entry, stderr io.Writer) (*protoco
 	}
 	defer p.Kill()
 	return p.Describe(ctx)
-}
-
-func kinds(d *protocol.DescribeResponse) []string {
-	var ks []string
-	for _, t := range d.Tasks {
-		for _, dim := range t.Dims {
-			ks = append(ks, fmt.Sprintf("%s-%dd", t.Kind, dim))
-		}
-		if len(t.Dims) == 0 {
-			ks = append(ks, t.Kind)
-		}
-	}
-	return ks
 }
 
 func orDash(s string) string {

@@ -13,7 +13,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"amid/host/catalog"
-	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/plugins/protocol"
 )
@@ -174,32 +173,12 @@ func (s *pluginsScreen) refreshKeep() {
 	}()
 }
 
-// trustPlugin trusts e as it is now and records what it says it can do; if it cannot
-// describe itself the previous trust record is put back.
+// trustPlugin trusts e as it is now if it describes itself (catalog.TrustDescribed).
 func trustPlugin(cat *catalog.Catalog, e *catalog.Entry, opts supervisor.Options) error {
-	var before *store.Plugin
-	if e.Record != nil {
-		saved := *e.Record
-		before = &saved
-	}
-	if err := cat.Trust(e); err != nil {
-		return err
-	}
-	d, err := describePlugin(context.Background(), e, opts)
-	if err != nil {
-		restore := before
-		if restore == nil {
-			restore = &store.Plugin{Name: e.Name, Path: e.Path}
-		}
-		ev := &store.Event{Plugin: e.Name, Kind: "trust", Message: fmt.Sprintf("trust in plugin %s was withdrawn: %v", e.Name, err)}
-		if perr := cat.Store.PutPlugin(restore, ev); perr != nil {
-			return perr
-		}
-		return fmt.Errorf("plugin %s is not trusted: %w", e.Name, err)
-	}
-	rec := *e.Record
-	rec.Version, rec.Kinds = d.Version, kindsOf(d)
-	return cat.Store.PutPlugin(&rec, nil)
+	_, err := cat.TrustDescribed(e, func(e *catalog.Entry) (*protocol.DescribeResponse, error) {
+		return describePlugin(context.Background(), e, opts)
+	})
+	return err
 }
 
 func describePlugin(ctx context.Context, e *catalog.Entry, opts supervisor.Options) (*protocol.DescribeResponse, error) {
@@ -211,19 +190,6 @@ func describePlugin(ctx context.Context, e *catalog.Entry, opts supervisor.Optio
 	}
 	defer p.Kill()
 	return p.Describe(ctx)
-}
-
-func kindsOf(d *protocol.DescribeResponse) []string {
-	var ks []string
-	for _, t := range d.Tasks {
-		for _, dim := range t.Dims {
-			ks = append(ks, fmt.Sprintf("%s-%dd", t.Kind, dim))
-		}
-		if len(t.Dims) == 0 {
-			ks = append(ks, t.Kind)
-		}
-	}
-	return ks
 }
 
 // describe starts the selected trusted plugin and shows what it says.

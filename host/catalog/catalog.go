@@ -4,7 +4,8 @@
 // the amid binary) or in the user's plugin folder; a user plugin shadows a built-in one of
 // the same name. Each binary is identified by its sha256. A binary the user has not trusted,
 // or one whose sha256 changed since it was trusted, is refused until the user trusts it
-// (amid plugins trust NAME); the trust is recorded in the store.
+// (amid plugins trust NAME); the trust is recorded in the store. Both front ends trust
+// through TrustDescribed, which keeps the trust only of a plugin that describes itself.
 package catalog
 
 import (
@@ -151,6 +152,65 @@ func (c *Catalog) Trust(e *Entry) error {
 	}
 	e.Record, e.State, e.Problem = rec, Trusted, ""
 	return nil
+}
+
+// TrustDescribed trusts e as it is now and asks the plugin, through describe (which starts
+// it), what it can do; its version and task kinds (see Kinds) are recorded with the trust. A
+// plugin that cannot describe itself is not trusted: the trust record it had before (none,
+// or the one of an earlier binary) is put back, the withdrawal is logged in the store, and
+// the error wraps describe's. It returns the plugin's description.
+func (c *Catalog) TrustDescribed(e *Entry, describe func(*Entry) (*protocol.DescribeResponse, error)) (*protocol.DescribeResponse, error) {
+	var before *store.Plugin
+	if e.Record != nil {
+		saved := *e.Record
+		before = &saved
+	}
+	if err := c.Trust(e); err != nil {
+		return nil, err
+	}
+	d, err := describe(e)
+	if err != nil {
+		restore := before
+		if restore == nil {
+			restore = &store.Plugin{Name: e.Name, Path: e.Path}
+		}
+		ev := &store.Event{Plugin: e.Name, Kind: "trust", Message: fmt.Sprintf("trust in plugin %s was withdrawn: %v", e.Name, err)}
+		if perr := c.Store.PutPlugin(restore, ev); perr != nil {
+			return nil, fmt.Errorf("withdraw trust in plugin %s: %w", e.Name, perr)
+		}
+		e.Record, e.Problem = restore, fmt.Sprintf("plugin %s cannot describe itself: %v", e.Name, err)
+		switch restore.TrustedSHA256 {
+		case "":
+			e.State = Untrusted
+		case e.SHA256: // it was trusted as it is before this attempt
+			e.State, e.Problem = Trusted, ""
+		default:
+			e.State = Changed
+		}
+		return nil, fmt.Errorf("plugin %s is not trusted: %w", e.Name, err)
+	}
+	rec := *e.Record
+	rec.Version, rec.Kinds = d.Version, Kinds(d)
+	if err := c.Store.PutPlugin(&rec, nil); err != nil {
+		return nil, fmt.Errorf("record plugin %s's description: %w", e.Name, err)
+	}
+	e.Record = &rec
+	return d, nil
+}
+
+// Kinds lists the task kinds a plugin offers as recorded with its trust: KIND-Nd for each
+// dimensionality of a kind, or KIND alone when it names none.
+func Kinds(d *protocol.DescribeResponse) []string {
+	var ks []string
+	for _, t := range d.Tasks {
+		for _, dim := range t.Dims {
+			ks = append(ks, fmt.Sprintf("%s-%dd", t.Kind, dim))
+		}
+		if len(t.Dims) == 0 {
+			ks = append(ks, t.Kind)
+		}
+	}
+	return ks
 }
 
 // pluginName returns NAME for amid-plugin-NAME (and amid-plugin-NAME.exe).

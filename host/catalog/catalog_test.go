@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"amid/host/store"
+	"amid/plugins/protocol"
 )
 
 func setup(t *testing.T) (*Catalog, string, string) {
@@ -115,5 +117,64 @@ func TestPluginName(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("pluginName(%q) = %q, %v", in, got, ok)
 		}
+	}
+}
+
+// TrustDescribed keeps the trust of a plugin that describes itself, with its version and
+// kinds, and puts back the previous trust record of one that cannot.
+func TestTrustDescribed(t *testing.T) {
+	c, _, u := setup(t)
+	path := filepath.Join(u, "amid-plugin-seg")
+	write(t, path, "#!/bin/sh\necho v1\n", 0o755)
+	desc := &protocol.DescribeResponse{Name: "seg", Version: "1.2.0", Tasks: []protocol.TaskKind{{Kind: "segmentation", Dims: []int{2, 3}}, {Kind: "iqa"}}}
+	describes := func(*Entry) (*protocol.DescribeResponse, error) { return desc, nil }
+	broken := errors.New("exit status 3")
+	fails := func(*Entry) (*protocol.DescribeResponse, error) { return nil, broken }
+
+	// A new plugin that cannot describe itself stays untrusted.
+	e, _ := c.Find("seg")
+	if _, err := c.TrustDescribed(e, fails); !errors.Is(err, broken) {
+		t.Fatalf("trusting a plugin that cannot describe itself: %v", err)
+	}
+	if e.State != Untrusted {
+		t.Errorf("entry state %s after a failed trust, want untrusted", e.State)
+	}
+	if e, _ := c.Find("seg"); e.State != Untrusted {
+		t.Errorf("scanned state %s after a failed trust, want untrusted", e.State)
+	}
+
+	// One that can is trusted with what it said.
+	d, err := c.TrustDescribed(e, describes)
+	if err != nil || d != desc {
+		t.Fatalf("TrustDescribed = %v, %v", d, err)
+	}
+	e1, _ := c.Find("seg")
+	if e1.State != Trusted || e1.Record.Version != "1.2.0" || strings.Join(e1.Record.Kinds, ",") != "segmentation-2d,segmentation-3d,iqa" {
+		t.Errorf("after trust: state %s, record %+v", e1.State, e1.Record)
+	}
+
+	// A changed binary that cannot describe itself keeps the old binary's record: it is
+	// refused as changed, and the old trust is not lost.
+	write(t, path, "#!/bin/sh\necho v2\n", 0o755)
+	e2, _ := c.Find("seg")
+	if _, err := c.TrustDescribed(e2, fails); !errors.Is(err, broken) {
+		t.Fatalf("trusting a changed plugin that cannot describe itself: %v", err)
+	}
+	e3, _ := c.Find("seg")
+	if e3.State != Changed || e2.State != Changed || e3.Record.TrustedSHA256 != e1.SHA256 || e3.Record.Version != "1.2.0" {
+		t.Errorf("after a failed trust of a changed binary: state %s (entry %s), record %+v", e3.State, e2.State, e3.Record)
+	}
+	evs, err := c.Store.Events("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withdrawn := 0
+	for _, ev := range evs {
+		if strings.Contains(ev.Message, "was withdrawn") {
+			withdrawn++
+		}
+	}
+	if withdrawn != 2 {
+		t.Errorf("%d withdrawals logged, want 2", withdrawn)
 	}
 }
