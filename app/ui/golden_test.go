@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,13 +151,7 @@ func stablePaths(o fyne.CanvasObject, paths map[string]string) {
 		keys = append(keys, k)
 	}
 	// Longest first, so that a folder inside another is replaced whole.
-	for i := range keys {
-		for j := i + 1; j < len(keys); j++ {
-			if len(keys[j]) > len(keys[i]) {
-				keys[i], keys[j] = keys[j], keys[i]
-			}
-		}
-	}
+	slices.SortFunc(keys, func(x, y string) int { return len(y) - len(x) })
 	fix := func(s string) string {
 		for _, k := range keys {
 			s = strings.ReplaceAll(s, k, paths[k])
