@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -274,5 +275,40 @@ func TestDeepSupervision(t *testing.T) {
 	}
 	if heads != 2 {
 		t.Errorf("%d 1×1 heads with 3 outputs, want 2", heads)
+	}
+}
+
+// TestProfile times every layer of a 3D U-Net step: each layer has a description and its
+// convolutions took time in both passes, and a profiled step still allocates nothing.
+func TestProfile(t *testing.T) {
+	be := NewCPU(2)
+	u := smallUNet(t, be, cfg3D(), 2, [3]int{4, 8, 8}, 3)
+	u.Profile(true)
+	step := func() {
+		u.Forward()
+		u.Backward()
+	}
+	if a := testing.AllocsPerRun(3, step); a != 0 {
+		t.Errorf("%v allocations per profiled step", a)
+	}
+	prof := u.Profiled()
+	convs := 0
+	for _, p := range prof {
+		if p.Layer == "" {
+			t.Error("a layer without a description")
+		}
+		if strings.HasPrefix(p.Layer, "conv ") {
+			convs++
+			if p.Forward <= 0 || p.Backward <= 0 {
+				t.Errorf("%s: forward %v, backward %v", p.Layer, p.Forward, p.Backward)
+			}
+		}
+	}
+	if convs == 0 {
+		t.Errorf("no convolution among %d profiled layers", len(prof))
+	}
+	u.Profile(false)
+	if len(u.Profiled()) != 0 {
+		t.Error("times kept after Profile(false)")
 	}
 }

@@ -70,9 +70,10 @@ func main() {
 	threads := flag.Int("threads", 2, "PyTorch threads and OpenBLAS threads of the SGEMM peak")
 	workers := flag.Int("workers", 0, "engine loop workers (0: GOMAXPROCS)")
 	python := flag.String("torch", "/usr/bin/python3", "Python with PyTorch; empty to skip")
+	layers := flag.Bool("layers", false, "with -model: also print the engine's time per layer (to stderr)")
 	flag.Parse()
 	if *one != "" {
-		if err := measure(*one, *steps, *threads, *workers); err != nil {
+		if err := measure(*one, *steps, *threads, *workers, *layers); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -136,7 +137,7 @@ func sgemmPeak(threads int) float64 {
 	return best
 }
 
-func measure(name string, steps, threads, workers int) error {
+func measure(name string, steps, threads, workers int, layers bool) error {
 	m, err := find(name)
 	if err != nil {
 		return err
@@ -175,12 +176,41 @@ func measure(name string, steps, threads, workers int) error {
 			cpus = append(cpus, cpuTime()-c)
 		}
 	}
+	if layers {
+		u.Profile(true)
+		for range steps {
+			u.Forward()
+			u.Backward()
+		}
+		printLayers(u.Profiled(), steps)
+		u.Profile(false)
+	}
 	runtime.KeepAlive(u)
 	med := median(times)
 	return json.NewEncoder(os.Stdout).Encode(result{Impl: "engine", Model: name, StepMS: 1000 * med,
 		CPUMS:   1000 * median(cpus),
 		PeakMiB: peakRSS(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
 		GFlops: u.Flops() / 1e9, PeakGEMM: peak})
+}
+
+// printLayers writes the layers' mean forward and backward milliseconds per step to
+// stderr, the slowest first, with their share of the whole.
+func printLayers(prof []engine.LayerTime, steps int) {
+	var total time.Duration
+	for _, p := range prof {
+		total += p.Forward + p.Backward
+	}
+	sort.SliceStable(prof, func(i, j int) bool {
+		return prof[i].Forward+prof[i].Backward > prof[j].Forward+prof[j].Backward
+	})
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(steps) }
+	fmt.Fprintf(os.Stderr, "%9s %9s %6s  %s\n", "fwd ms", "bwd ms", "share", "layer")
+	for _, p := range prof {
+		if t := p.Forward + p.Backward; t > 0 {
+			fmt.Fprintf(os.Stderr, "%9.1f %9.1f %5.1f%%  %s\n", ms(p.Forward), ms(p.Backward), 100*float64(t)/float64(total), p.Layer)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%9s %9.1f ms per step (forward + backward, without the optimizer)\n", "total", ms(total))
 }
 
 // run starts a measuring process and decodes the JSON on its last output line.
