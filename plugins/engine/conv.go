@@ -33,6 +33,19 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 		}
 	}
 	l.dw = b.partScratch(len(l.w.Data))
+	if !l.pointwise {
+		if l.fold = newFolded(planar(g), cout); l.fold != nil {
+			b.ws.size = max(b.ws.size, l.fold.size())
+			l.dwf0 = make([]float32, len(l.w.Data))
+			b.scratch = append(b.scratch, l.fold.w, l.dwf0)
+		}
+		if l.gt != nil {
+			if l.foldT = newFolded(planar(*l.gt), g.c); l.foldT != nil {
+				b.ws.size = max(b.ws.size, l.foldT.size())
+				b.scratch = append(b.scratch, l.foldT.w)
+			}
+		}
+	}
 	l.fwdFn, l.bwdFn, l.biasGradFn, l.tileFn = l.fwdRange, l.bwdRange, l.biasGradRange, l.tileRange
 	b.use(x, &l.accX)
 	b.layers = append(b.layers, l)
@@ -52,6 +65,10 @@ type conv struct {
 	// convolution: geometry over the output gradient, weight flipped to (cin, cout, k³).
 	gt      *geom
 	flipped []float32
+	// fold computes the output and the weight gradient with the depth axis folded into
+	// the SGEMM's rows, foldT the input gradient; nil where folding does not apply.
+	fold, foldT *folded
+	dwf0        []float32 // the first worker's folded weight gradient (the others use dw)
 
 	n                                int // the sample tileRange works on
 	fwdFn, bwdFn, biasGradFn, tileFn func(part, lo, hi int)
@@ -67,6 +84,8 @@ func (l *conv) fwdRange(part, lo, hi int) {
 		y := l.y.Sample(n)
 		if l.pointwise {
 			l.be.Sgemm(false, false, cout, P, K, 1, l.w.Data, K, l.x.Sample(n), P, 0, y, P)
+		} else if l.fold != nil {
+			l.fold.forward(l.be, l.x.Sample(n), y, col, false)
 		} else {
 			for q0 := 0; q0 < Q; q0 += R {
 				q1 := min(Q, q0+R)
@@ -118,6 +137,22 @@ func (l *conv) bwdRange(part, lo, hi int) {
 			}
 			continue
 		}
+		if l.fold != nil {
+			dwf := l.dwf0
+			if part > 0 {
+				dwf = l.dw[part]
+			}
+			l.fold.weightGrad(l.be, l.x.Sample(n), dy, dwf, col, beta)
+			if l.x.needGrad {
+				dx := l.x.GradSample(n)
+				if l.foldT != nil {
+					l.foldT.forward(l.be, dy, dx, col, l.accX)
+				} else {
+					l.inputGrad(dy, dx, col, bx)
+				}
+			}
+			continue
+		}
 		viaCol2im := l.x.needGrad && l.gt == nil
 		if viaCol2im && !l.accX {
 			clear(l.x.GradSample(n))
@@ -134,16 +169,21 @@ func (l *conv) bwdRange(part, lo, hi int) {
 			}
 		}
 		if l.x.needGrad && l.gt != nil {
-			g := l.gt
-			Kt, Pi, Qt, Rt, ot := g.rows(), g.outS(), g.outRows(), g.tileRows(), g.out[2]
-			dx := l.x.GradSample(n)
-			for q0 := 0; q0 < Qt; q0 += Rt {
-				q1 := min(Qt, q0+Rt)
-				T := (q1 - q0) * ot
-				g.im2col(dy, col, q0, q1)
-				l.be.Sgemm(false, false, l.g.c, T, Kt, 1, l.flipped, Kt, col, T, bx, dx[q0*ot:], Pi)
-			}
+			l.inputGrad(dy, l.x.GradSample(n), col, bx)
 		}
+	}
+}
+
+// inputGrad writes (bx 0) or adds (bx 1) the input gradient dx of one sample from its
+// output gradient dy as a convolution with the flipped kernel.
+func (l *conv) inputGrad(dy, dx, col []float32, bx float32) {
+	g := l.gt
+	Kt, Pi, Qt, Rt, ot := g.rows(), g.outS(), g.outRows(), g.tileRows(), g.out[2]
+	for q0 := 0; q0 < Qt; q0 += Rt {
+		q1 := min(Qt, q0+Rt)
+		T := (q1 - q0) * ot
+		g.im2col(dy, col, q0, q1)
+		l.be.Sgemm(false, false, l.g.c, T, Kt, 1, l.flipped, Kt, col, T, bx, dx[q0*ot:], Pi)
 	}
 }
 
@@ -160,6 +200,9 @@ func (l *conv) biasGradRange(_, lo, hi int) {
 
 func (l *conv) forward() {
 	N := l.x.Shape.N
+	if l.fold != nil && N >= l.be.Workers() {
+		l.fold.setWeight(l.w.Data)
+	}
 	if N >= l.be.Workers() || l.pointwise {
 		l.be.Parallel(N, l.fwdFn)
 		return
@@ -207,9 +250,19 @@ func (l *conv) backward() {
 	N := l.x.Shape.N
 	if l.gt != nil && l.x.needGrad {
 		l.flip()
+		if l.foldT != nil {
+			l.foldT.setWeight(l.flipped)
+		}
 	}
 	l.be.Parallel(N, l.bwdFn)
-	addParts(l.w.Grad, l.dw, min(N, l.be.Workers()))
+	if l.fold != nil {
+		l.fold.addGrad(l.w.Grad, l.dwf0, false)
+		for p := 1; p < min(N, l.be.Workers()); p++ {
+			l.fold.addGrad(l.w.Grad, l.dw[p], true)
+		}
+	} else {
+		addParts(l.w.Grad, l.dw, min(N, l.be.Workers()))
+	}
 	if l.bias != nil {
 		l.be.Parallel(l.y.Shape.C, l.biasGradFn)
 	}

@@ -168,6 +168,12 @@ func TestGradients(t *testing.T) {
 		{name: "conv3d 3×3×3", in: Shape{2, 2, 4, 5, 3}, build: func(b *Builder, x *Tensor) *Tensor {
 			return b.Conv(x, 3, [3]int{3, 3, 3}, one, one, true)
 		}},
+		{name: "conv3d 5×3×1 padding 1×1×0", in: Shape{2, 3, 5, 4, 3}, build: func(b *Builder, x *Tensor) *Tensor {
+			return b.Conv(x, 2, [3]int{5, 3, 1}, one, [3]int{1, 1, 0}, false)
+		}},
+		{name: "conv3d 2×1×1 no padding", in: Shape{2, 2, 3, 2, 3}, build: func(b *Builder, x *Tensor) *Tensor {
+			return b.Conv(x, 3, [3]int{2, 1, 1}, one, [3]int{}, true)
+		}},
 		{name: "conv3d 1×3×3 stride 1×2×2", in: Shape{2, 2, 3, 5, 6}, build: func(b *Builder, x *Tensor) *Tensor {
 			return b.Conv(x, 3, k3, [3]int{1, 2, 2}, p1, true)
 		}},
