@@ -32,3 +32,37 @@ func BenchmarkUNetStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUNetInfer times the forward pass of one patch (batch 1, as sliding-window
+// inference runs it) of the reference U-Nets, with the depth fold and with the column path
+// alone, side by side.
+func BenchmarkUNetInfer(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		patch  [3]int
+		widths []int
+	}{
+		{"2d", [3]int{1, 256, 256}, []int{32, 64, 128, 256}},
+		{"3d", [3]int{64, 64, 64}, []int{16, 32, 64, 128}},
+	} {
+		for _, fold := range []bool{true, false} {
+			name := tc.name + "/columns"
+			if fold {
+				name = tc.name + "/fold"
+			}
+			b.Run(name, func(b *testing.B) {
+				foldDepth = fold
+				defer func() { foldDepth = true }()
+				be := NewCPU(0)
+				cfg := UNetConfig{In: 1, Classes: 2, Widths: tc.widths, Convs: 2, MaxPool: true, Slope: 0.01}
+				u := smallUNet(b, be, cfg, 1, tc.patch, 1)
+				u.SetTraining(false)
+				b.ResetTimer()
+				for range b.N {
+					u.Forward()
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "patches/s")
+			})
+		}
+	}
+}

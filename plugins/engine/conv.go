@@ -46,7 +46,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 			}
 		}
 	}
-	l.fwdFn, l.bwdFn, l.biasGradFn, l.tileFn = l.fwdRange, l.bwdRange, l.biasGradRange, l.tileRange
+	l.fwdFn, l.bwdFn, l.biasGradFn, l.tileFn, l.chanFn = l.fwdRange, l.bwdRange, l.biasGradRange, l.tileRange, l.chanRange
 	b.use(x, &l.accX)
 	b.layers = append(b.layers, l)
 	return l.y
@@ -70,8 +70,8 @@ type conv struct {
 	fold, foldT *folded
 	dwf0        []float32 // the first worker's folded weight gradient (the others use dw)
 
-	n                                int // the sample tileRange works on
-	fwdFn, bwdFn, biasGradFn, tileFn func(part, lo, hi int)
+	n                                        int // the sample tileRange and chanRange work on
+	fwdFn, bwdFn, biasGradFn, tileFn, chanFn func(part, lo, hi int)
 }
 
 // fwdRange convolves samples [lo,hi): per tile of output rows, im2col into the worker's
@@ -200,11 +200,24 @@ func (l *conv) biasGradRange(_, lo, hi int) {
 
 func (l *conv) forward() {
 	N := l.x.Shape.N
-	if l.fold != nil && N >= l.be.Workers() {
+	if l.fold != nil {
 		l.fold.setWeight(l.w.Data)
 	}
 	if N >= l.be.Workers() || l.pointwise {
 		l.be.Parallel(N, l.fwdFn)
+		return
+	}
+	if l.fold != nil && l.g.k[0] > 1 {
+		// Fewer samples than workers: split each sample's output channels. Each worker
+		// builds the whole column matrix, which pays for itself only when folding made it
+		// k[0] times smaller (BenchmarkUNetInfer: 3D 1.09× faster than tiles; 2D none).
+		for n := range N {
+			l.n = n
+			l.be.Parallel(l.y.Shape.C, l.chanFn)
+			if l.bias != nil {
+				addBias(l.y.Sample(n), l.bias.Data, l.g.outS())
+			}
+		}
 		return
 	}
 	// Fewer samples than workers (inference on one patch): split each sample's tiles.
@@ -215,6 +228,11 @@ func (l *conv) forward() {
 			addBias(l.y.Sample(n), l.bias.Data, l.g.outS())
 		}
 	}
+}
+
+// chanRange computes the output channels [lo,hi) of sample l.n on the folded path.
+func (l *conv) chanRange(part, lo, hi int) {
+	l.fold.channels(l.be, l.x.Sample(l.n), l.y.Sample(l.n), l.ws.bufs[part], false, lo, hi)
 }
 
 // tileRange convolves tiles [lo,hi) of sample l.n.

@@ -21,7 +21,7 @@ type folded struct {
 	g            geom // in-plane geometry over every input plane: kernel (1, kh, kw), no depth padding
 	k0, p0, out0 int  // depth kernel, padding and output planes
 	cout         int
-	w            []float32 // the weight as (k0·cout) × (c·kh·kw), row kd·cout + co
+	w            []float32 // the weight as (cout·k0) × (c·kh·kw), row co·k0 + kd
 	rowsPerTile  int
 }
 
@@ -69,7 +69,7 @@ func (f *folded) setWeight(w []float32) {
 		for ci := range c {
 			for kd := range f.k0 {
 				src := w[((co*c+ci)*f.k0+kd)*kk2:][:kk2]
-				copy(f.w[(kd*f.cout+co)*K+ci*kk2:][:kk2], src)
+				copy(f.w[(co*f.k0+kd)*K+ci*kk2:][:kk2], src)
 			}
 		}
 	}
@@ -83,7 +83,7 @@ func (f *folded) addGrad(dw, dwf []float32, add bool) {
 		for ci := range c {
 			for kd := range f.k0 {
 				dst := dw[((co*c+ci)*f.k0+kd)*kk2:][:kk2]
-				src := dwf[(kd*f.cout+co)*K+ci*kk2:][:kk2]
+				src := dwf[(co*f.k0+kd)*K+ci*kk2:][:kk2]
 				if !add {
 					copy(dst, src)
 					continue
@@ -106,24 +106,30 @@ func (f *folded) shift(kd, q0, q1 int) (lo, hi, s int) {
 // forward writes (or adds to, when acc is set) y, the convolution of one sample x, using
 // buf as workspace.
 func (f *folded) forward(be Backend, x, y, buf []float32, acc bool) {
-	K, M, o2, P := f.g.rows(), f.k0*f.cout, f.g.out[2], f.out0*f.g.out[1]*f.g.out[2]
+	f.channels(be, x, y, buf, acc, 0, f.cout)
+}
+
+// channels computes output channels [c0,c1) of forward: workers that split one sample's
+// channels write disjoint parts of y.
+func (f *folded) channels(be Backend, x, y, buf []float32, acc bool, c0, c1 int) {
+	K, M, o2, P := f.g.rows(), f.k0*(c1-c0), f.g.out[2], f.out0*f.g.out[1]*f.g.out[2]
 	Q, R := f.g.outRows(), f.rowsPerTile
 	col, yt := buf[:K*R*o2], buf[K*R*o2:]
 	if !acc {
-		clear(y[:f.cout*P])
+		clear(y[c0*P : c1*P])
 	}
 	for q0 := 0; q0 < Q; q0 += R {
 		q1 := min(Q, q0+R)
 		T := (q1 - q0) * o2
 		f.g.im2col(x, col, q0, q1)
-		be.Sgemm(false, false, M, T, K, 1, f.w, K, col, T, 0, yt, T)
+		be.Sgemm(false, false, M, T, K, 1, f.w[c0*f.k0*K:], K, col, T, 0, yt, T)
 		for kd := range f.k0 {
 			lo, hi, s := f.shift(kd, q0, q1)
 			if lo >= hi {
 				continue
 			}
-			for co := range f.cout {
-				src := yt[(kd*f.cout+co)*T+(lo-q0)*o2:][:(hi-lo)*o2]
+			for co := c0; co < c1; co++ {
+				src := yt[((co-c0)*f.k0+kd)*T+(lo-q0)*o2:][:(hi-lo)*o2]
 				dst := y[co*P+(lo-s)*o2:][:len(src)]
 				for i, v := range src {
 					dst[i] += v
@@ -146,7 +152,7 @@ func (f *folded) weightGrad(be Backend, x, dy, dwf, buf []float32, beta float32)
 		for kd := range f.k0 {
 			lo, hi, s := f.shift(kd, q0, q1)
 			for co := range f.cout {
-				row := dt[(kd*f.cout+co)*T:][:T]
+				row := dt[(co*f.k0+kd)*T:][:T]
 				if lo >= hi {
 					clear(row)
 					continue

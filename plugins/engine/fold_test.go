@@ -51,8 +51,11 @@ func TestFoldedMatchesColumns(t *testing.T) {
 							s[i] = float32(r.NormFloat64())
 						}
 					}
-					n.Forward()
-					n.Backward()
+					// Twice: a second pass must overwrite, not add to, the first.
+					for range 2 {
+						n.Forward()
+						n.Backward()
+					}
 					w1, w2 := n.params[0], n.params[2]
 					return [][]float32{y1.Data, y2.Data, x.Grad, w1.Grad, w2.Grad, n.params[1].Grad}
 				}
