@@ -60,11 +60,11 @@ const (
 	realRunBudget = 20 * time.Second // one lane on fold 0, then the test predictions
 )
 
-// realRun trains a real, finished run of the demo task in the app's data folder, with the
-// segmentation plugin copied into the app's plugin folder and trusted in the app's store
-// (the app's own run environment), and returns the run folder. One lane (the rules
-// planner's first) keeps it within realRunBudget.
-func realRun(t *testing.T, a *App) string {
+// newRealRun creates a real run of the demo task in the app's data folder, not started,
+// with the segmentation plugin copied into the app's plugin folder and trusted in the
+// app's store (the app's own run environment), planned by pl (recorded as the rules); events,
+// when set, receive its events. One lane keeps it within realRunBudget.
+func newRealRun(t *testing.T, a *App, pl planner.Planner, events func(run.Event)) *run.Runner {
 	t.Helper()
 	bin := segmentationPlugin(t)
 	env, err := a.env()
@@ -96,24 +96,31 @@ func realRun(t *testing.T, a *App) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(runs, "real")
-	var log strings.Builder
-	env.Events = func(ev run.Event) {
-		if ev.Progress == nil {
-			log.WriteString(ev.Phase + " " + ev.Message + "\n")
-		}
-	}
-	r, err := run.New(run.Options{Task: filepath.Join(data, "task.yaml"), Dir: dir, Budget: realRunBudget, Folds: realRunFolds,
-		Planner: planner.Rules{MaxLanes: 1}, PlannerName: "rules"}, env)
+	env.Events = events
+	r, err := run.New(run.Options{Task: filepath.Join(data, "task.yaml"), Dir: filepath.Join(runs, "real"), Budget: realRunBudget,
+		Folds: realRunFolds, Planner: pl, PlannerName: "rules"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// realRun trains a real run (newRealRun) of the rules planner's first lane to its end on
+// the test goroutine and returns the run folder.
+func realRun(t *testing.T, a *App) string {
+	t.Helper()
+	var log strings.Builder
+	r := newRealRun(t, a, planner.Rules{MaxLanes: 1}, func(ev run.Event) {
+		if ev.Progress == nil {
+			log.WriteString(ev.Phase + " " + ev.Message + "\n")
+		}
+	})
 	start := time.Now()
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
 	t.Logf("real run finished in %v", time.Since(start).Round(time.Second))
-	return dir
+	return r.Dir()
 }
 
 // exportThroughScreen presses Export on the Export screen for dir into dest and waits for

@@ -42,14 +42,20 @@ func (q loop) frames(f func()) {
 // wait runs queued UI functions until cond holds, failing after 30 s.
 func (q loop) wait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	q.waitUpTo(t, what, 30*time.Second, cond)
+}
+
+// waitUpTo runs queued UI functions until cond holds, failing after limit.
+func (q loop) waitUpTo(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.After(limit)
 	for !cond() {
 		select {
 		case f := <-q:
 			f()
 		case <-time.After(5 * time.Millisecond):
 		case <-deadline:
-			t.Fatalf("%s: still waiting after 30 s", what)
+			t.Fatalf("%s: still waiting after %v", what, limit)
 		}
 	}
 }
