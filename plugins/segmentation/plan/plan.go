@@ -296,12 +296,14 @@ func widths(stages, limit int) []int {
 // and normalisation's output with its gradient, the transposed convolutions' outputs with
 // their gradients and the logits with gradient and softmax; plus 20 bytes per parameter
 // (value, gradient, the engine's flipped copy of convolution weights for the input
-// gradient, two Adam moments). Im2col workspaces (≤ 8 MiB per worker) are left out.
+// gradient, two Adam moments) and 12 more per weight of a convolution the engine folds
+// (stride 1 with a kernel over depth, or over rows in 2D: the folded weight, its flipped
+// form and a gradient part). Im2col workspaces (≤ 8 MiB per worker) are left out.
 func Estimate(cfg engine.UNetConfig, n int, patch [3]int) int64 {
 	st := len(cfg.Widths)
 	pools := append([][3]int{{1, 1, 1}}, cfg.Pools...)
 	size := patch
-	var floats, params int64
+	var floats, params, folded int64
 	vox0 := int64(patch[0] * patch[1] * patch[2])
 	floats += int64(cfg.In)*vox0 + 3*int64(cfg.Classes)*vox0
 	prev := cfg.In
@@ -316,6 +318,14 @@ func Estimate(cfg engine.UNetConfig, n int, patch [3]int) int64 {
 		// conv + norm output with gradient.
 		convs := int64(cfg.Convs)
 		params += (int64(prev)*k+1)*w + (convs-1)*(w*k+1)*w + 2*convs*w
+		kern := cfg.Kernels[s]
+		folds := kern[0] > 1 || (size[0] == 1 && kern[1] > 1)
+		if folds {
+			folded += (convs - 1) * w * k * w
+			if s == 0 || cfg.MaxPool { // otherwise the stage's first convolution is strided
+				folded += int64(prev) * k * w
+			}
+		}
 		if s < st-1 {
 			convs *= 2
 			// Transposed convolution into this stage (data and gradient).
@@ -323,10 +333,13 @@ func Estimate(cfg engine.UNetConfig, n int, patch [3]int) int64 {
 			wn := int64(cfg.Widths[s+1])
 			p := int64(pools[s+1][0] * pools[s+1][1] * pools[s+1][2])
 			params += wn*w*p + w + (2*w*k+1)*w + (int64(cfg.Convs)-1)*(w*k+1)*w + 2*int64(cfg.Convs)*w
+			if folds {
+				folded += 2*w*k*w + (int64(cfg.Convs)-1)*w*k*w
+			}
 		}
 		floats += 4 * convs * w * v
 		prev = cfg.Widths[s]
 	}
 	params += int64(cfg.Widths[0]+1) * int64(cfg.Classes)
-	return 4*int64(n)*floats + 20*params
+	return 4*int64(n)*floats + 20*params + 12*folded
 }
