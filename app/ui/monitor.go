@@ -20,6 +20,11 @@ import (
 // maxLog bounds the log lines kept on screen.
 const maxLog = 2000
 
+// stopWait bounds how long closing the window waits for a running session to stop and
+// save its state: a plugin gets two seconds to exit when stopped (supervisor.Process.Kill),
+// and the run's last save of run.json takes far less than the rest.
+const stopWait = 10 * time.Second
+
 // laneRow is one lane on one fold in the monitor's table.
 type laneRow struct {
 	Key         string // lane/fold
@@ -59,6 +64,7 @@ type monitorScreen struct {
 	mu     sync.Mutex
 	st     monitorState
 	cancel context.CancelFunc
+	ended  chan struct{} // closed when the last session started has returned
 	dirty  bool
 	gen    int // sessions started, to ignore a finished session's late events
 
@@ -165,17 +171,7 @@ func (m *monitorScreen) show(dir string) {
 	m.st = monitorState{Dir: dir, Series: map[string][]float64{}, Status: "Not running: Resume continues it."}
 	if st, err := run.LoadState(dir); err == nil {
 		m.st.Phase, m.st.Budget, m.st.Spent = st.Phase, st.Budget, st.Spent
-		for _, l := range st.Lanes {
-			ks := make([]int, 0, len(l.Folds))
-			for k := range l.Folds {
-				ks = append(ks, k)
-			}
-			sort.Ints(ks)
-			for _, k := range ks {
-				f := l.Folds[k]
-				m.st.Rows = append(m.st.Rows, laneRow{Key: fmt.Sprintf("%s/f%d", l.ID, k), Lane: l.ID, Fold: k, Status: f.Status, Step: f.Steps})
-			}
-		}
+		m.foldsLocked(st)
 	} else {
 		m.st.Status = errText(err)
 	}
@@ -213,21 +209,66 @@ func (m *monitorScreen) start(r *run.Runner) {
 	m.st.Budget, m.st.Spent, m.st.Began = st.Budget, st.Spent, time.Now()
 	m.st.Status = "Running"
 	m.cancel = cancel
+	ended := make(chan struct{})
+	m.ended = ended
 	m.markLocked()
 	m.mu.Unlock()
 	r.SetEvents(func(e run.Event) { m.event(gen, e) })
 	go func() {
+		defer close(ended)
 		err := r.Run(ctx)
 		m.finished(gen, err, ctx.Err() != nil)
 	}()
 }
 
-// event records one run event (run goroutine).
+// savedState reads the monitored run's state from its folder (nil when it cannot): the
+// events say when a fold starts training, the state how each one ended.
+func (m *monitorScreen) savedState() *run.State {
+	m.mu.Lock()
+	dir := m.st.Dir
+	m.mu.Unlock()
+	if dir == "" {
+		return nil
+	}
+	st, err := run.LoadState(dir)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// foldsLocked sets the lane rows' statuses, and their steps where further, from the run's
+// state st, adding a row for each fold it has started.
+func (m *monitorScreen) foldsLocked(st *run.State) {
+	for _, l := range st.Lanes {
+		ks := make([]int, 0, len(l.Folds))
+		for k := range l.Folds {
+			ks = append(ks, k)
+		}
+		sort.Ints(ks)
+		for _, k := range ks {
+			f := l.Folds[k]
+			row := m.rowLocked(fmt.Sprintf("%s/f%d", l.ID, k), l.ID, k)
+			row.Status = f.Status
+			row.Step = max(row.Step, f.Steps)
+		}
+	}
+}
+
+// event records one run event (run goroutine). An event without progress (a new phase, a
+// fold started or ended) also updates the lane rows from the run's saved state.
 func (m *monitorScreen) event(gen int, e run.Event) {
+	var st *run.State
+	if e.Progress == nil {
+		st = m.savedState()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if gen != m.gen {
 		return
+	}
+	if st != nil {
+		m.foldsLocked(st)
 	}
 	if e.Phase != "" && e.Phase != m.st.Phase {
 		m.st.Phase = e.Phase
@@ -306,8 +347,10 @@ func (m *monitorScreen) markLocked() {
 	m.a.do(m.flush)
 }
 
-// finished records the end of a session (run goroutine).
+// finished records the end of a session (run goroutine), the lane rows as the run saved
+// them.
 func (m *monitorScreen) finished(gen int, err error, stopped bool) {
+	st := m.savedState()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if gen != m.gen {
@@ -315,6 +358,9 @@ func (m *monitorScreen) finished(gen int, err error, stopped bool) {
 	}
 	m.st.Running = false
 	m.cancel = nil
+	if st != nil {
+		m.foldsLocked(st)
+	}
 	switch {
 	case err == nil:
 		m.st.Status = "Done: see Results, then Review and Export."
@@ -404,8 +450,21 @@ func (m *monitorScreen) stopWith(reason string) {
 	}
 }
 
-// stop stops a running session (the window closes).
-func (m *monitorScreen) stop() { m.stopWith("paused") }
+// stop stops a running session as Pause does and waits, up to stopWait, for it to save
+// its state: the window closes, and the process ends with it.
+func (m *monitorScreen) stop() {
+	m.mu.Lock()
+	ended := m.ended
+	m.mu.Unlock()
+	m.stopWith("paused")
+	if ended == nil {
+		return
+	}
+	select {
+	case <-ended:
+	case <-time.After(stopWait):
+	}
+}
 
 // resume reopens the monitored run and runs it again.
 func (m *monitorScreen) resume() {

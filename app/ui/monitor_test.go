@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"amid/host/audit"
 	"amid/host/planner"
 	"amid/host/run"
+	"amid/plugins/protocol"
 )
 
 // realRunEnd bounds the wait for a real run's end once resumed: its budget (wall-clock
@@ -165,6 +167,17 @@ func TestMonitorRealRun(t *testing.T) {
 		t.Errorf("final state: phase %s, chosen %q fold %d %+v, spent %v (paused at %v); want done, a trained choice, more time spent",
 			st.Phase, st.Chosen, st.ChosenFold, chosen, st.Spent, paused.Spent)
 	}
+	want := map[string]string{}
+	for _, l := range st.Lanes {
+		for k, f := range l.Folds {
+			want[fmt.Sprintf("%s/f%d", l.ID, k)] = f.Status
+		}
+	}
+	for _, rw := range m.view.Rows {
+		if rw.Status != want[rw.Key] {
+			t.Errorf("lane row %s: %s, the run's state says %q", rw.Key, rw.Status, want[rw.Key])
+		}
+	}
 	if _, err := os.Stat(st.Package); st.Package == "" || err != nil {
 		t.Errorf("package %q: %v", st.Package, err)
 	}
@@ -199,4 +212,71 @@ func foldOf(st *run.State, k int) run.FoldState {
 		}
 	}
 	return run.FoldState{}
+}
+
+// statuses lists the monitor's lane rows as key and status.
+func statuses(m *monitorScreen) string {
+	var b []string
+	for _, r := range m.view.Rows {
+		b = append(b, r.Key+" "+r.Status)
+	}
+	return strings.Join(b, ", ")
+}
+
+// The lanes table shows how each fold ended as the run saved it: the events say only when
+// a fold starts training.
+func TestMonitorRowsFollowTheState(t *testing.T) {
+	a, q := newApp(t)
+	m := a.monitor
+	dir := filepath.Join(t.TempDir(), "r")
+	state := func(folds map[int]run.FoldState) *run.State {
+		return &run.State{ID: "r", Phase: run.PhaseExploit, Budget: 10 * time.Minute, Lanes: []*run.LaneState{{ID: "unet", Folds: folds}}}
+	}
+	writeState(t, dir, state(map[int]run.FoldState{0: {Status: run.FoldTraining}}))
+	m.show(dir)
+	m.event(m.gen, run.Event{Phase: run.PhaseExplore, Lane: "unet", Fold: 0, Progress: &protocol.Progress{Step: 10, Losses: map[string]float64{"loss": 1}}})
+	// Fold 0 fails, then the run saves its state and starts fold 1.
+	writeState(t, dir, state(map[int]run.FoldState{0: {Status: run.FoldFailed, Error: "out of memory"}, 1: {Status: run.FoldTraining}}))
+	m.event(m.gen, run.Event{Phase: run.PhaseExploit, Lane: "unet", Fold: 1, Message: "training lane unet on fold 1"})
+	q.drain()
+	if got, want := statuses(m), "unet/f0 failed, unet/f1 training"; got != want {
+		t.Errorf("rows while fold 1 trains: %s; want %s", got, want)
+	}
+	// The run ends with fold 1 trained for 40 steps, reported by no progress event.
+	writeState(t, dir, state(map[int]run.FoldState{0: {Status: run.FoldFailed}, 1: {Status: run.FoldDone, Steps: 40}}))
+	m.finished(m.gen, nil, false)
+	q.drain()
+	if got, want := statuses(m), "unet/f0 failed, unet/f1 done"; got != want || m.view.Rows[0].Step != 10 || m.view.Rows[1].Step != 40 {
+		t.Errorf("rows at the end: %s, steps %d and %d; want %s, 10 and 40", got, m.view.Rows[0].Step, m.view.Rows[1].Step, want)
+	}
+}
+
+// Closing the window stops a running session and waits for it to save its state, since
+// the process ends with the window.
+func TestCloseWaitsForTheRun(t *testing.T) {
+	a, q := newApp(t)
+	m := a.monitor
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	m.mu.Lock()
+	m.gen++
+	gen := m.gen
+	m.st.Dir, m.st.Running, m.cancel, m.ended = t.TempDir(), true, cancel, ended
+	m.mu.Unlock()
+	var saved atomic.Bool
+	go func() { // a session as start runs one
+		defer close(ended)
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond) // the run's last save, long enough to be missed
+		saved.Store(true)
+		m.finished(gen, ctx.Err(), true)
+	}()
+	a.close()
+	if !saved.Load() {
+		t.Error("the window closed before the run saved its state")
+	}
+	q.drain()
+	if !strings.HasPrefix(m.status.Text, "Paused") {
+		t.Errorf("status %q after closing, want Paused", m.status.Text)
+	}
 }
