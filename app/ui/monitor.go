@@ -103,7 +103,11 @@ func newMonitorScreen(a *App) *monitorScreen {
 		}
 	}
 	m.table.ShowHeaderColumn = false
-	m.table.SetColumnWidth(0, 260)
+	// Every column shows at the smallest window (892 px wide): the lane's name gets the
+	// room, the numbers what "12345/12345" and "training" need.
+	for i, w := range []float32{240, 50, 100, 110, 80, 80} {
+		m.table.SetColumnWidth(i, w)
+	}
 	m.log = widget.NewList(func() int { return len(m.view.Log) },
 		func() fyne.CanvasObject { return widget.NewLabel("log") },
 		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(m.view.Log[i]) })
@@ -121,8 +125,9 @@ func newMonitorScreen(a *App) *monitorScreen {
 	m.cancelB.Disable()
 	top := container.NewVBox(m.title, container.NewHBox(m.phase, m.eta, m.pauseB, m.resumeB, m.cancelB), m.status)
 	plotBox := container.NewBorder(widget.NewLabel("Training loss"), nil, nil, nil, m.plot)
-	split := container.NewVSplit(container.NewHSplit(m.table, plotBox), m.log)
-	split.Offset = 0.6
+	// The lanes table over the whole width; the loss plot beside the log beneath it.
+	split := container.NewVSplit(m.table, container.NewHSplit(plotBox, m.log))
+	split.Offset = 0.4
 	m.obj = container.NewBorder(top, nil, nil, nil, split)
 	return m
 }
