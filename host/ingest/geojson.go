@@ -59,8 +59,11 @@ func decodeFeatures(b []byte) ([]feature, error) {
 
 // rings returns the exterior ring of each polygon of a Polygon or MultiPolygon geometry
 // (holes are ignored, as ReX-MLE's preparation ignores them); nil for other geometries.
-// Every point must be two finite numbers and every ring hold at least 3 points.
-func (f *feature) rings(i int) ([][][2]float64, error) {
+// Every point must be two finite numbers. A ring of fewer than minPoints points is left
+// out: a tissue ring needs 3 to enclose any area (annotation tools do save degenerate
+// ones, and refusing the whole dataset for a shape of no area would help nobody), a
+// nucleus needs 1 for its centroid.
+func (f *feature) rings(i, minPoints int) ([][][2]float64, error) {
 	g := f.Geometry
 	if g == nil {
 		return nil, nil
@@ -86,8 +89,8 @@ func (f *feature) rings(i int) ([][][2]float64, error) {
 			return nil, fmt.Errorf("feature %d polygon %d has no ring", i, k)
 		}
 		ext := p[0]
-		if len(ext) < 3 {
-			return nil, fmt.Errorf("feature %d polygon %d has %d points; a polygon needs at least 3", i, k, len(ext))
+		if len(ext) < max(minPoints, 1) {
+			continue
 		}
 		ring := make([][2]float64, len(ext))
 		for n, pt := range ext {
@@ -142,7 +145,7 @@ func parseTissue(b []byte, allowed map[int]bool) ([]tissuePoly, error) {
 		if !ok {
 			continue
 		}
-		rings, err := f.rings(i)
+		rings, err := f.rings(i, 3)
 		if err != nil {
 			return nil, err
 		}
@@ -262,12 +265,12 @@ func parseNuclei(b []byte, classOf nucleiClasser) ([]taskspec.Point, error) {
 		if name == "" {
 			continue
 		}
-		rings, err := f.rings(i)
+		rings, err := f.rings(i, 1)
 		if err != nil {
 			return nil, err
 		}
 		class, ok := classOf(name)
-		if !ok {
+		if !ok || len(rings) == 0 {
 			continue
 		}
 		var cx, cy float64

@@ -235,13 +235,19 @@ func TestTissue(t *testing.T) {
 		t.Error("a changed label was not converted again")
 	}
 
-	// A label value the task lacks, a short ring and broken JSON are errors naming the file.
+	// A label value the task lacks and broken JSON are errors naming the file.
 	tk.Labels = tk.Labels[:4]
 	_, err = Labels(context.Background(), tk, cases, out)
 	wantErr(t, err, lab, "feature 5", "label value 4")
-	write(t, lab, `{"features": [{"geometry": {"type": "Polygon", "coordinates": [[[0,0],[1,1]]]}, "properties": {"classification": {"name": "tissue_stroma"}}}]}`)
-	_, err = Labels(context.Background(), tk, cases, out)
-	wantErr(t, err, lab, "2 points", "at least 3")
+	// A ring of 2 points encloses nothing and is left out; the triangle beside it is drawn.
+	write(t, lab, `{"features": [{"geometry": {"type": "MultiPolygon", "coordinates": [[[[0,0],[3,3]]], [[[0,0],[6,0],[0,6]]]]}, "properties": {"classification": {"name": "tissue_stroma"}}}]}`)
+	if _, err := Labels(context.Background(), tk, cases, out); err != nil {
+		t.Fatalf("a degenerate ring: %v", err)
+	}
+	v, _ = imageio.Read(p)
+	if px := v.Data.([]uint8); px[1*8+1] != 1 || px[7*8+7] != 0 {
+		t.Errorf("with a degenerate ring beside a triangle: (1,1) is %d, want 1; (7,7) is %d, want 0", px[1*8+1], px[7*8+7])
+	}
 	write(t, lab, `{"features": [`)
 	_, err = Labels(context.Background(), tk, cases, out)
 	wantErr(t, err, lab, "not a GeoJSON")
