@@ -386,9 +386,14 @@ func (m *monitorScreen) finished(gen int, err error, stopped bool) {
 	m.markLocked()
 }
 
-// flush shows the state (UI goroutine).
+// flush shows the state (UI goroutine). While the app shuts down fyne.Do runs its function
+// at once, on the caller's goroutine, which may be markLocked's, holding m.mu: flush then
+// asks again from another goroutine instead of waiting for a lock that will not come free.
 func (m *monitorScreen) flush() {
-	m.mu.Lock()
+	if !m.mu.TryLock() {
+		go m.a.do(m.flush)
+		return
+	}
 	m.dirty = false
 	v := m.st
 	v.Rows = append([]laneRow(nil), m.st.Rows...)

@@ -280,3 +280,39 @@ func TestCloseWaitsForTheRun(t *testing.T) {
 		t.Errorf("status %q after closing, want Paused", m.status.Text)
 	}
 }
+
+// TestFlushWhileShuttingDown: while the app shuts down fyne.Do runs its function at once on
+// the caller's goroutine. A session that ends then (finished holds the Monitor's lock when
+// it asks for a flush) must neither deadlock nor lose the final status.
+func TestFlushWhileShuttingDown(t *testing.T) {
+	a, _ := newApp(t)
+	m := a.monitor
+	ran := make(chan struct{}, 8)
+	a.do = func(f func()) { f(); ran <- struct{}{} } // as fyne.Do once the app is draining
+	m.mu.Lock()
+	m.gen++
+	gen := m.gen
+	m.st.Dir, m.st.Running = t.TempDir(), true
+	m.mu.Unlock()
+	returned := make(chan struct{})
+	go func() {
+		m.finished(gen, context.Canceled, true)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second): // far beyond a flush's milliseconds: a deadlock
+		t.Fatal("finished did not return: the flush waited for the lock its caller holds")
+	}
+	// The refused flush, then the one that showed the state.
+	for range 2 {
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the state was never shown")
+		}
+	}
+	if !strings.HasPrefix(m.status.Text, "Paused") {
+		t.Errorf("status %q, want Paused", m.status.Text)
+	}
+}
