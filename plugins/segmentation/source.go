@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -91,7 +92,11 @@ func (s *caseSource) Load() (*data.Case, error) {
 			return nil, fmt.Errorf("label %s: %w", s.label, err)
 		}
 	}
-	return data.NewCase(s.images[0], img, lab, s.norm, s.classes)
+	c, err := data.NewCase(s.images[0], img, lab, s.norm, s.classes)
+	if errors.Is(err, data.ErrLabel) {
+		return nil, fmt.Errorf("label %s: %w", s.label, err)
+	}
+	return c, err
 }
 
 // instanceClasses is the class map (0 background, 1 interior, 2 boundary) of an instance

@@ -46,7 +46,8 @@ func (c *Case) FgClasses() []int {
 // (classes[k] is the task's value for class k; classes[0] is background). lab may be nil;
 // float label maps are accepted when every value is one of classes.
 // NaN or infinite voxels, a label grid different from the image's, and label values outside
-// classes are errors naming the case.
+// classes are errors naming the case; those of the label map wrap ErrLabel, so that a
+// caller can name the label's file.
 func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case, error) {
 	if err := img.Validate(); err != nil {
 		return nil, fmt.Errorf("case %s: image: %w", name, err)
@@ -69,10 +70,10 @@ func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case
 		return c, nil
 	}
 	if err := lab.Validate(); err != nil {
-		return nil, fmt.Errorf("case %s: label: %w", name, err)
+		return nil, fmt.Errorf("case %s: %w: %w", name, ErrLabel, err)
 	}
 	if lab.Dims[3] != 1 || !volume.SameGrid(img, lab, 1e-3) {
-		return nil, fmt.Errorf("case %s: label grid %v does not match image grid %v: %w", name, lab.Dims, img.Dims, volume.ErrGeometry)
+		return nil, fmt.Errorf("case %s: %w: its grid %v does not match the image's %v: %w", name, ErrLabel, lab.Dims, img.Dims, volume.ErrGeometry)
 	}
 	if len(classes) == 0 {
 		return nil, fmt.Errorf("case %s: no classes given", name)
@@ -89,7 +90,7 @@ func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case
 		if v != last {
 			k, ok := idx[int(v)]
 			if !ok || v != math.Trunc(v) {
-				return nil, fmt.Errorf("case %s: label value %v at voxel %d is not one of the task's labels %v", name, v, i, classes)
+				return nil, fmt.Errorf("case %s: %w: label value %v at voxel %d is not one of the task's labels %v", name, ErrLabel, v, i, classes)
 			}
 			last, lastK = v, k
 		}

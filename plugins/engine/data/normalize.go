@@ -36,6 +36,10 @@ type Norm struct {
 // ErrNonFinite is wrapped by errors about NaN or infinite voxels.
 var ErrNonFinite = errors.New("non-finite voxel")
 
+// ErrLabel marks errors of a case's label map: unreadable, on another grid than the image,
+// or holding values outside the task's labels.
+var ErrLabel = errors.New("label map")
+
 const minStd = 1e-8 // nnU-Net's floor on the standard deviation
 
 // Apply returns v normalised, as C planes of X·Y·Z float32 values. A NaN or infinite voxel
