@@ -17,7 +17,9 @@
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
 // run.json, so [Resume] after a crash or a SIGKILL continues at the phase and the fold that
-// were in flight, from the lane's last checkpoint.
+// were in flight, from the lane's last checkpoint. run.json records the planner
+// ([PlannerSpec]: rules, or the LLM endpoint without its key); [Reopen] rebuilds it, so
+// that the refinement after exploration asks the same planner.
 //
 // Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
 // trains every planned lane on the first fold with an equal share of half the time left;
@@ -55,6 +57,9 @@ type Options struct {
 	// Planner is the planner; nil means the rules. PlannerName is recorded.
 	Planner     planner.Planner
 	PlannerName string
+	// PlannerSpec, when set, is recorded so that a resumed run rebuilds the same planner
+	// ([Reopen]); PlannerName defaults to its name.
+	PlannerSpec *PlannerSpec
 	Folds       int   // cross-validation folds; 0: 5
 	Finalists   int   // lanes trained on more folds; 0: 2
 	Seed        int64 // 0: 42
@@ -99,6 +104,9 @@ type Runner struct {
 	store   *store.Store
 	began   time.Time
 	spent0  time.Duration
+	// resumeNote, when set, is the sentence that says why a resumed run's planner is not
+	// the one recorded; Run logs and audits it.
+	resumeNote string
 }
 
 // ErrBudget means the budget ran out before a model could be trained.
@@ -145,12 +153,19 @@ func New(opts Options, env Env) (*Runner, error) {
 		budget = DefaultBudget
 	}
 	name := opts.PlannerName
+	if name == "" && opts.PlannerSpec != nil {
+		name = opts.PlannerSpec.Name()
+	}
 	if name == "" {
-		name = "rules"
+		name = PlannerRules
+	}
+	spec := opts.PlannerSpec
+	if spec == nil {
+		spec = &PlannerSpec{Kind: name}
 	}
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
-		Budget: budget, Planner: name, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
+		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
 		Phase: PhasePrepare, Answers: opts.Answers,
 	}
 	if st.Seed == 0 {
@@ -175,7 +190,8 @@ func New(opts Options, env Env) (*Runner, error) {
 	return r, nil
 }
 
-// Open returns the runner of an existing run folder, to resume it.
+// Open returns the runner of an existing run folder, to resume it with planner p (nil: the
+// rules). [Reopen] rebuilds the planner the run recorded instead.
 func Open(dir string, p planner.Planner, env Env) (*Runner, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -269,7 +285,15 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		}
 	}()
 	if r.st.Phase != PhasePrepare || r.st.Spent > 0 {
-		if err := r.record(audit.RoleHost, "run.resumed", nil, nil, map[string]any{"phase": r.st.Phase, "spent_s": r.st.Spent.Seconds()}); err != nil {
+		if err := r.record(audit.RoleHost, "run.resumed", nil, nil, map[string]any{"phase": r.st.Phase, "spent_s": r.st.Spent.Seconds(), "planner": r.st.Planner}); err != nil {
+			return err
+		}
+	}
+	if note := r.resumeNote; note != "" {
+		r.resumeNote = ""
+		r.logf("%s", note)
+		r.st.Notes = append(r.st.Notes, note)
+		if err := r.record(audit.RolePlanner, "planner.fallback", nil, nil, map[string]any{"message": note}); err != nil {
 			return err
 		}
 	}

@@ -85,26 +85,29 @@ func (l *LaneState) Mean() (float64, int) {
 // State is a run's durable state, run.json in the run folder, rewritten atomically after
 // every change so that a killed host resumes where it stopped.
 type State struct {
-	Version    int           `json:"version"`
-	ID         string        `json:"id"`
-	Task       string        `json:"task"` // the copy in the run folder
-	Data       string        `json:"data"`
-	Answers    string        `json:"answers,omitempty"`
-	Budget     time.Duration `json:"budget"`
-	Spent      time.Duration `json:"spent"` // over every session of the run
-	Planner    string        `json:"planner"`
-	Seed       int64         `json:"seed"`
-	Folds      int           `json:"folds"`
-	Finalists  int           `json:"finalists"`
-	Created    time.Time     `json:"created"`
-	Phase      string        `json:"phase"`
-	Lanes      []*LaneState  `json:"lanes,omitempty"`
-	Chosen     string        `json:"chosen,omitempty"` // lane id
-	ChosenFold int           `json:"chosen_fold"`
-	Why        []string      `json:"why,omitempty"` // why the chosen lane won and the others lost
-	TestScore  *Grade        `json:"test_score,omitempty"`
-	Package    string        `json:"package,omitempty"`
-	Notes      []string      `json:"notes,omitempty"`
+	Version int           `json:"version"`
+	ID      string        `json:"id"`
+	Task    string        `json:"task"` // the copy in the run folder
+	Data    string        `json:"data"`
+	Answers string        `json:"answers,omitempty"`
+	Budget  time.Duration `json:"budget"`
+	Spent   time.Duration `json:"spent"`   // over every session of the run
+	Planner string        `json:"planner"` // its name: rules, llm:<model>
+	// PlannerSpec is the planner to rebuild on resuming; nil in states written before it
+	// was recorded, which resume with the rules.
+	PlannerSpec *PlannerSpec `json:"planner_spec,omitempty"`
+	Seed        int64        `json:"seed"`
+	Folds       int          `json:"folds"`
+	Finalists   int          `json:"finalists"`
+	Created     time.Time    `json:"created"`
+	Phase       string       `json:"phase"`
+	Lanes       []*LaneState `json:"lanes,omitempty"`
+	Chosen      string       `json:"chosen,omitempty"` // lane id
+	ChosenFold  int          `json:"chosen_fold"`
+	Why         []string     `json:"why,omitempty"` // why the chosen lane won and the others lost
+	TestScore   *Grade       `json:"test_score,omitempty"`
+	Package     string       `json:"package,omitempty"`
+	Notes       []string     `json:"notes,omitempty"`
 	// PredictPerCase is the longest time a lane's prediction took per validation case,
 	// which sizes the reserve for the final phases.
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
