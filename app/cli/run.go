@@ -57,11 +57,11 @@ or patient identifiers.`,
 				return err
 			}
 			defer done()
-			p, name, err := chosenPlanner(plannerName, llmURL, llmModel, cmd.ErrOrStderr())
+			p, spec, err := chosenPlanner(plannerName, llmURL, llmModel, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			o.Planner, o.PlannerName = p, name
+			o.Planner, o.PlannerSpec = p, &spec
 			r, err := hostrun.New(o, env)
 			if err != nil {
 				return err
@@ -86,31 +86,35 @@ or patient identifiers.`,
 }
 
 func resumeCmd() *cobra.Command {
-	return &cobra.Command{
+	var o hostrun.ResumeOptions
+	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run that stopped (Ctrl-C, a crash, a killed process) from its last checkpoints",
-		Args:  cobra.ExactArgs(1),
+		Long: `resume continues the run in the folder RUN at the phase and fold where it stopped, with the
+planner it was started with. An LLM planner is rebuilt from the endpoint the run recorded
+(--llm-url and --llm-model replace it) with the key from $AMID_LLM_API_KEY or the variable the
+run recorded; when that endpoint is not configured or does not answer, the run says so and
+continues with the rules. --planner rules|llm replaces the recorded planner.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, done, err := runEnv(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer done()
-			st, err := hostrun.LoadState(args[0])
-			if err != nil {
-				return err
-			}
-			var p planner.Planner
-			if st.Planner != "rules" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "amid: the run was planned by %s; the remaining phases need no planner\n", st.Planner)
-			}
-			r, err := hostrun.Open(args[0], p, env)
+			o.Log = llmLog(cmd.ErrOrStderr())
+			r, err := hostrun.Reopen(cmd.Context(), args[0], o, env)
 			if err != nil {
 				return err
 			}
 			return execute(cmd, r)
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.Planner, "planner", "", "rules or llm (default: the planner the run was started with)")
+	f.StringVar(&o.LLM.BaseURL, "llm-url", "", "the LLM endpoint's base URL (default: the one the run recorded)")
+	f.StringVar(&o.LLM.Model, "llm-model", "", "the LLM's model name (default: the one the run recorded)")
+	return cmd
 }
 
 func reportCmd() *cobra.Command {
@@ -138,25 +142,31 @@ func runEnv(stderr io.Writer) (hostrun.Env, func(), error) {
 	return hostrun.Env{Catalog: c, Supervisor: pluginOptions(stderr)}, func() { c.Store.Close() }, nil
 }
 
-func chosenPlanner(name, url, model string, stderr io.Writer) (planner.Planner, string, error) {
+// chosenPlanner builds the planner --planner names and the specification the run records.
+func chosenPlanner(name, url, model string, stderr io.Writer) (planner.Planner, hostrun.PlannerSpec, error) {
 	switch name {
-	case "rules", "":
-		return nil, "rules", nil
-	case "llm":
+	case hostrun.PlannerRules, "":
+		return nil, hostrun.PlannerSpec{Kind: hostrun.PlannerRules}, nil
+	case hostrun.PlannerLLM:
 		if url == "" || model == "" {
-			return nil, "", fmt.Errorf("--planner llm needs --llm-url and --llm-model")
+			return nil, hostrun.PlannerSpec{}, fmt.Errorf("--planner llm needs --llm-url and --llm-model")
 		}
-		cfg := llm.Config{BaseURL: url, Model: model}
-		logf := func(event string, fields map[string]any) {
-			if msg, ok := fields["message"]; ok {
-				fmt.Fprintf(stderr, "llm planner: %s: %v\n", event, msg)
-				return
-			}
-			fmt.Fprintf(stderr, "llm planner: %s\n", event)
-		}
-		return llm.New(cfg, planner.Rules{}, logf), "llm:" + model, nil
+		spec := hostrun.LLMSpec(llm.Config{BaseURL: url, Model: model})
+		p, err := hostrun.NewPlanner(spec, llmLog(stderr))
+		return p, spec, err
 	}
-	return nil, "", fmt.Errorf("--planner %q is not rules or llm", name)
+	return nil, hostrun.PlannerSpec{}, fmt.Errorf("--planner %q is not rules or llm", name)
+}
+
+// llmLog writes the LLM planner's events to stderr.
+func llmLog(stderr io.Writer) func(event string, fields map[string]any) {
+	return func(event string, fields map[string]any) {
+		if msg, ok := fields["message"]; ok {
+			fmt.Fprintf(stderr, "llm planner: %s: %v\n", event, msg)
+			return
+		}
+		fmt.Fprintf(stderr, "llm planner: %s\n", event)
+	}
 }
 
 // execute runs r with a progress display and Ctrl-C handling.

@@ -28,6 +28,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", bad, "--out", filepath.Join(dir, "r3"), "--planner", "oracle"}, "--planner"},
 		{[]string{"run", filepath.Join(dir, "empty"), "--out", filepath.Join(dir, "r4")}, "matches none"},
 		{[]string{"resume", filepath.Join(dir, "nowhere")}, "nowhere"},
+		{[]string{"resume", filepath.Join(dir, "nowhere"), "--planner", "oracle"}, "oracle"},
 		{[]string{"report", filepath.Join(dir, "nowhere")}, "nowhere"},
 		{[]string{"demo", filepath.Join(dir, "d"), "--cases", "1"}, "at least 2"},
 		{[]string{"bench", "--tasks", "no-such-challenge", "--out", filepath.Join(dir, "b")}, "no-such-challenge"},
