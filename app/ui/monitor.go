@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/host/planner/llm"
 	"amid/host/run"
 )
 
@@ -476,7 +477,8 @@ func (m *monitorScreen) stop() {
 	}
 }
 
-// resume reopens the monitored run and runs it again.
+// resume reopens the monitored run and runs it again with the planner it was started
+// with, its LLM endpoint as the settings give it now.
 func (m *monitorScreen) resume() {
 	m.mu.Lock()
 	dir := m.st.Dir
@@ -485,11 +487,13 @@ func (m *monitorScreen) resume() {
 		return
 	}
 	m.resumeB.Disable()
+	p := m.a.A.Preferences()
+	cur := llm.Config{BaseURL: p.String(prefLLMURL), Model: p.String(prefLLMModel), APIKeyEnv: p.String(prefLLMKeyEnv)}
 	go func() {
 		env, err := m.a.env()
 		var r *run.Runner
 		if err == nil {
-			r, err = run.Open(dir, nil, env)
+			r, err = run.Reopen(context.Background(), dir, run.ResumeOptions{LLM: cur}, env)
 		}
 		m.a.do(func() {
 			if err != nil {

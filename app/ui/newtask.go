@@ -295,14 +295,15 @@ func (s *newTaskScreen) startRun() {
 		return
 	}
 	var pl planner.Planner
-	name := "rules"
-	if s.planner.Selected == "llm" {
+	spec := run.PlannerSpec{Kind: run.PlannerRules}
+	if s.planner.Selected == run.PlannerLLM {
 		cfg := s.llmConfig()
-		if err := cfg.Validate(); err != nil {
+		spec = run.LLMSpec(cfg)
+		var err error
+		if pl, err = run.NewPlanner(spec, nil); err != nil {
 			s.status.SetText(errText(err))
 			return
 		}
-		pl, name = llm.New(cfg, planner.Rules{}, nil), "llm:"+cfg.Model
 		p := s.a.A.Preferences()
 		p.SetString(prefLLMURL, cfg.BaseURL)
 		p.SetString(prefLLMModel, cfg.Model)
@@ -313,7 +314,7 @@ func (s *newTaskScreen) startRun() {
 	s.start.Disable()
 	s.status.SetText("Creating the run…")
 	go func() {
-		r, err := s.create(def, d.Parsed.ID, data, out, answers, budget, pl, name)
+		r, err := s.create(def, d.Parsed.ID, data, out, answers, budget, pl, spec)
 		s.a.do(func() {
 			s.start.Enable()
 			if err != nil {
@@ -328,7 +329,7 @@ func (s *newTaskScreen) startRun() {
 }
 
 // create makes the run folder with its task and returns its runner.
-func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget time.Duration, pl planner.Planner, name string) (*run.Runner, error) {
+func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget time.Duration, pl planner.Planner, spec run.PlannerSpec) (*run.Runner, error) {
 	if out == "" {
 		runs, err := runsDir()
 		if err != nil {
@@ -355,7 +356,7 @@ func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget
 	if err != nil {
 		return nil, err
 	}
-	r, err := run.New(run.Options{Task: tf.Name(), Data: data, Dir: out, Budget: budget, Planner: pl, PlannerName: name, Answers: answers}, env)
+	r, err := run.New(run.Options{Task: tf.Name(), Data: data, Dir: out, Budget: budget, Planner: pl, PlannerSpec: &spec, Answers: answers}, env)
 	if err != nil {
 		return nil, err
 	}
