@@ -160,6 +160,95 @@ func TestWindowStacked(t *testing.T) {
 	}
 }
 
+// TestWindowBatch predicts with 1 and with 3 patches per call and gets the same result
+// bit for bit: in 3D with and without mirroring (8 flips per window, so batches straddle
+// windows), and in 2.5D (batches straddle slices). The predictor, exact per patch, weighs
+// its input by the class and adds the voxel's place in the patch, so that misplaced
+// patches or flips show. The last call's padding patches are zero and their outputs,
+// made NaN, are ignored.
+func TestWindowBatch(t *testing.T) {
+	const C, K, B = 2, 3, 3
+	for _, tc := range []struct {
+		name   string
+		dims   [3]int
+		opt    Options
+		planes int // planes of a patch the predictor reads: C, or C·Slices in 2.5D
+	}{
+		{"3d", [3]int{13, 11, 9}, Options{Patch: [3]int{6, 8, 4}, Channels: C, Classes: K}, C},
+		{"3d-mirror", [3]int{13, 11, 9}, Options{Patch: [3]int{6, 8, 4}, Channels: C, Classes: K, Mirror: true}, C},
+		{"2.5d-mirror", [3]int{9, 9, 5}, Options{Patch: [3]int{4, 4, 1}, Channels: C, Classes: K, Slices: 3, Mirror: true}, 3 * C},
+	} {
+		PN := tc.opt.Patch[0] * tc.opt.Patch[1] * tc.opt.Patch[2]
+		N := tc.dims[0] * tc.dims[1] * tc.dims[2]
+		img := make([]float32, C*N)
+		for i := range img {
+			img[i] = float32(i%29)/7 - 1
+		}
+		one := func(in, out []float32) {
+			for k := range K {
+				for i := range PN {
+					out[k*PN+i] = in[(k%tc.planes)*PN+i]*float32(k+1) + float32(i%5)
+				}
+			}
+		}
+		calls := 0
+		single := func(in, out []float32) {
+			if len(in) != tc.planes*PN || len(out) != K*PN {
+				t.Fatalf("%s: batch 1 called with %d and %d values", tc.name, len(in), len(out))
+			}
+			calls++
+			one(in, out)
+		}
+		want, err := Window(img, tc.dims, tc.opt, single)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patches := calls
+		calls = 0
+		batched := func(in, out []float32) {
+			if len(in) != B*tc.planes*PN || len(out) != B*K*PN {
+				t.Fatalf("%s: batch %d called with %d and %d values", tc.name, B, len(in), len(out))
+			}
+			for j := range B {
+				if calls*B+j < patches {
+					one(in[j*tc.planes*PN:(j+1)*tc.planes*PN], out[j*K*PN:(j+1)*K*PN])
+					continue
+				}
+				if slices.ContainsFunc(in[j*tc.planes*PN:(j+1)*tc.planes*PN], func(v float32) bool { return v != 0 }) {
+					t.Fatalf("%s: padding patch %d of the last call is not zero", tc.name, j)
+				}
+				for i := range K * PN {
+					out[j*K*PN+i] = float32(math.NaN())
+				}
+			}
+			calls++
+		}
+		opt := tc.opt
+		opt.Batch = B
+		got, err := Window(img, tc.dims, opt, batched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantCalls := (patches + B - 1) / B; calls != wantCalls {
+			t.Errorf("%s: %d calls of batch %d for %d patches, want %d", tc.name, calls, B, patches, wantCalls)
+		}
+		if patches%B == 0 {
+			t.Errorf("%s: %d patches fill every batch of %d: the padding is not tested", tc.name, patches, B)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d values, want %d", tc.name, len(got), len(want))
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: value %d is %v with batch %d, %v with batch 1", tc.name, i, got[i], B, want[i])
+			}
+		}
+	}
+	if _, err := Window(make([]float32, 4), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 2, 1}, Channels: 1, Classes: 1, Batch: -1}, func(_, _ []float32) {}); err == nil {
+		t.Error("batch -1: no error")
+	}
+}
+
 func TestWindowErrors(t *testing.T) {
 	if _, err := Window(make([]float32, 5), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 2, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
 		t.Fatal("wrong image length: no error")

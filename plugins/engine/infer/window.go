@@ -8,8 +8,11 @@ import (
 	"amid/viewer/volume"
 )
 
-// Predict runs the network on one patch: in holds C planes of the patch, out receives K
-// planes (probabilities or any scores to be averaged).
+// Predict runs the network on patches: in holds C planes of each patch, out receives K
+// planes (probabilities or any scores to be averaged) of each. With [Options.Batch] b > 1
+// the b patches lie one after another, patch j's plane c at values (j·C+c)·V … (j·C+c+1)·V
+// of in (V the patch's voxels) and its plane k at (j·K+k)·V of out: a network of batch b's
+// input and output layout. Otherwise in and out hold one patch.
 type Predict func(in, out []float32)
 
 // Options configure [Window].
@@ -28,6 +31,13 @@ type Options struct {
 	// c·Slices … c·Slices+Slices−1 (data.Sampler's Stack layout), and predicts slice z.
 	// Slices beyond the image are filled with the channel's minimum, as in training.
 	Slices int
+	// Batch is the number of patches each call of the predictor takes (1 when zero): the
+	// windows and their flips in the order one patch per call visits them (across the
+	// slices of a 2.5D network). The last call is filled up with zero patches whose outputs
+	// are ignored. Each output is summed as with one patch per call, so a predictor whose
+	// result for a patch does not depend on the other patches of its call gives the same
+	// result for every Batch.
+	Batch int
 }
 
 // Gaussian returns the importance weights of a patch: a product over axes of
@@ -90,16 +100,55 @@ func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, e
 	if opt.Slices > 1 {
 		return stacked(img, dims, opt, pred)
 	}
-	P, C, K := opt.Patch, opt.Channels, opt.Classes
-	if C <= 0 || K <= 0 || P[0] <= 0 || P[1] <= 0 || P[2] <= 0 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
-		return nil, fmt.Errorf("infer: channels %d, classes %d, patch %v and dims %v must be positive", C, K, P, dims)
+	r, err := newRunner(opt, pred)
+	if err != nil {
+		return nil, err
 	}
-	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], K + 1}, volume.Float64); err != nil {
-		return nil, fmt.Errorf("infer: sums for %d classes of %v voxels: %w", K, dims, err)
+	if err := r.check(img, dims); err != nil {
+		return nil, err
 	}
-	N := dims[0] * dims[1] * dims[2]
-	if len(img) != C*N {
-		return nil, fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
+	var res []float32
+	r.image(img, dims, func(out []float32) { res = out })
+	r.flush()
+	return res, nil
+}
+
+// runner feeds the predictor batches of patches and adds each output to the sums of the
+// image it came from, in the order the patches were queued.
+type runner struct {
+	P           [3]int
+	C, K, PN, B int
+	ov          float64
+	w           []float32 // Gaussian weights of a patch
+	flips       []int     // bit masks of axes to flip
+	pred        Predict
+	in, out     []float32 // B patches of C and of K planes
+	queue       []job     // the patches in in, in order
+	patch       []float32 // the current window's C planes, when flipped copies are made
+	acc         []float64 // the current window's outputs summed over its flips
+	inv         float64   // 1 / len(flips)
+}
+
+// job is a queued patch: a window of an image's sums and the flip it was fed with.
+type job struct {
+	s           *sums
+	lo          [3]int
+	flip        int
+	first, last bool // the window's first and last flip
+}
+
+// sums are an image's weighted sums of window outputs.
+type sums struct {
+	dims     [3]int
+	num, den []float64
+	left     int // windows whose outputs are still to come
+	done     func(res []float32)
+}
+
+func newRunner(opt Options, pred Predict) (*runner, error) {
+	P, C, K, B := opt.Patch, opt.Channels, opt.Classes, max(opt.Batch, 1)
+	if C <= 0 || K <= 0 || P[0] <= 0 || P[1] <= 0 || P[2] <= 0 || opt.Batch < 0 {
+		return nil, fmt.Errorf("infer: channels %d, classes %d, patch %v and batch %d must be positive", C, K, P, opt.Batch)
 	}
 	ov := opt.Overlap
 	if ov == 0 {
@@ -108,14 +157,12 @@ func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, e
 	if !(ov > 0 && ov < 1) {
 		return nil, errors.New("infer: overlap must be in (0, 1)")
 	}
+	if err := volume.CheckSize([4]int{P[0], P[1], P[2], B * (C + K)}, volume.Float32); err != nil {
+		return nil, fmt.Errorf("infer: %d patches %v of %d channels and %d classes: %w", B, P, C, K, err)
+	}
 	PN := P[0] * P[1] * P[2]
-	w := Gaussian(P)
-	num := make([]float64, K*N)
-	den := make([]float64, N)
-	in, out := make([]float32, C*PN), make([]float32, K*PN)
-	flipped := make([]float32, C*PN)
-	acc := make([]float64, K*PN)
-	var flips []int // bit masks of axes to flip
+	r := &runner{P: P, C: C, K: K, PN: PN, B: B, ov: ov, w: Gaussian(P), pred: pred,
+		in: make([]float32, B*C*PN), out: make([]float32, B*K*PN), acc: make([]float64, K*PN)}
 	for m := range 8 {
 		ok := true
 		for a := range 3 {
@@ -124,61 +171,128 @@ func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, e
 			}
 		}
 		if ok && (opt.Mirror || m == 0) {
-			flips = append(flips, m)
+			r.flips = append(r.flips, m)
 		}
 	}
+	r.inv = 1 / float64(len(r.flips)) // a power of two: exact
+	if len(r.flips) > 1 {
+		r.patch = make([]float32, C*PN)
+	}
+	return r, nil
+}
+
+// check validates an image of C planes of dims for the runner.
+func (r *runner) check(img []float32, dims [3]int) error {
+	if dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
+		return fmt.Errorf("infer: dims %v must be positive", dims)
+	}
+	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], r.K + 1}, volume.Float64); err != nil {
+		return fmt.Errorf("infer: sums for %d classes of %v voxels: %w", r.K, dims, err)
+	}
+	if len(img) != r.C*dims[0]*dims[1]*dims[2] {
+		return fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), r.C, dims)
+	}
+	return nil
+}
+
+// image queues every window of img (checked) and its flips; done receives the K planes
+// of the result once the last window's outputs are summed, during a later flush.
+func (r *runner) image(img []float32, dims [3]int, done func(res []float32)) {
 	var steps [3][]int
 	for a := range 3 {
-		steps[a] = Steps(dims[a], P[a], ov)
+		steps[a] = Steps(dims[a], r.P[a], r.ov)
 	}
+	N := dims[0] * dims[1] * dims[2]
+	s := &sums{dims: dims, num: make([]float64, r.K*N), den: make([]float64, N),
+		left: len(steps[0]) * len(steps[1]) * len(steps[2]), done: done}
+	CP := r.C * r.PN
 	for _, z0 := range steps[2] {
 		for _, y0 := range steps[1] {
 			for _, x0 := range steps[0] {
 				lo := [3]int{x0, y0, z0}
-				extract(img, dims, C, lo, P, in)
-				clear(acc)
-				for _, m := range flips {
-					src := in
-					if m != 0 {
-						copy(flipped, in)
-						flipAxes(flipped, P, C, m)
-						src = flipped
-					}
-					clear(out)
-					pred(src, out)
-					flipAxes(out, P, K, m)
-					for i, v := range out {
-						acc[i] += float64(v)
-					}
+				if r.patch != nil {
+					extract(img, dims, r.C, lo, r.P, r.patch)
 				}
-				inv := 1 / float64(len(flips)) // a power of two: exact
-				xa, xb := max(0, -x0), min(P[0], dims[0]-x0)
-				for z := max(0, -z0); z < min(P[2], dims[2]-z0); z++ {
-					for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
-						pr := (z*P[1] + y) * P[0]
-						vr := ((z0+z)*dims[1]+y0+y)*dims[0] + x0
-						wr := w[pr+xa : pr+xb]
-						d := den[vr+xa : vr+xb]
-						for i, wv := range wr {
-							d[i] += float64(wv)
-						}
-						for k := range K {
-							a := acc[k*PN+pr+xa : k*PN+pr+xb]
-							nm := num[k*N+vr+xa : k*N+vr+xb]
-							for i, wv := range wr {
-								nm[i] += float64(wv) * (a[i] * inv)
-							}
-						}
+				for i, m := range r.flips {
+					j := len(r.queue)
+					slot := r.in[j*CP : (j+1)*CP]
+					if r.patch == nil {
+						extract(img, dims, r.C, lo, r.P, slot)
+					} else {
+						copy(slot, r.patch)
+						flipAxes(slot, r.P, r.C, m)
+					}
+					r.queue = append(r.queue, job{s: s, lo: lo, flip: m, first: i == 0, last: i == len(r.flips)-1})
+					if len(r.queue) == r.B {
+						r.flush()
 					}
 				}
 			}
 		}
 	}
+}
+
+// flush runs the predictor on the queued patches, zero patches filling the batch, and
+// sums their outputs.
+func (r *runner) flush() {
+	if len(r.queue) == 0 {
+		return
+	}
+	KP := r.K * r.PN
+	clear(r.in[len(r.queue)*r.C*r.PN:])
+	clear(r.out)
+	r.pred(r.in, r.out)
+	for j, jb := range r.queue {
+		o := r.out[j*KP : (j+1)*KP]
+		flipAxes(o, r.P, r.K, jb.flip)
+		if jb.first {
+			clear(r.acc)
+		}
+		for i, v := range o {
+			r.acc[i] += float64(v)
+		}
+		if jb.last {
+			r.add(jb.s, jb.lo)
+		}
+	}
+	clear(r.queue) // drop the references to finished sums
+	r.queue = r.queue[:0]
+}
+
+// add sums the current window's averaged outputs, weighted, into s, and finishes s after
+// its last window.
+func (r *runner) add(s *sums, lo [3]int) {
+	P, K, PN, dims := r.P, r.K, r.PN, s.dims
+	N := dims[0] * dims[1] * dims[2]
+	x0, y0, z0 := lo[0], lo[1], lo[2]
+	xa, xb := max(0, -x0), min(P[0], dims[0]-x0)
+	for z := max(0, -z0); z < min(P[2], dims[2]-z0); z++ {
+		for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
+			pr := (z*P[1] + y) * P[0]
+			vr := ((z0+z)*dims[1]+y0+y)*dims[0] + x0
+			wr := r.w[pr+xa : pr+xb]
+			d := s.den[vr+xa : vr+xb]
+			for i, wv := range wr {
+				d[i] += float64(wv)
+			}
+			for k := range K {
+				a := r.acc[k*PN+pr+xa : k*PN+pr+xb]
+				nm := s.num[k*N+vr+xa : k*N+vr+xb]
+				for i, wv := range wr {
+					nm[i] += float64(wv) * (a[i] * r.inv)
+				}
+			}
+		}
+	}
+	if s.left--; s.left > 0 {
+		return
+	}
 	res := make([]float32, K*N)
 	for i := range res {
-		res[i] = float32(num[i] / den[i%N])
+		res[i] = float32(s.num[i] / s.den[i%N])
 	}
-	return res, nil
+	s.num, s.den = nil, nil
+	s.done(res)
 }
 
 // extract copies the window starting at lo into in, zero outside the image.
@@ -239,7 +353,8 @@ func flipAxes(s []float32, p [3]int, n, mask int) {
 }
 
 // stacked runs a 2.5D network slice by slice: each slice's stack of neighbours is a 2D
-// image of Channels·Slices planes that [Window] predicts.
+// image of Channels·Slices planes whose windows are predicted as [Window] does, the
+// batches running on across slices.
 func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
 	C, K, S := opt.Channels, opt.Classes, opt.Slices
 	if C <= 0 || K <= 0 || opt.Patch[2] != 1 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
@@ -252,6 +367,17 @@ func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, 
 	if len(img) != C*N {
 		return nil, fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
 	}
+	in2 := opt
+	in2.Slices, in2.Channels = 0, C*S
+	r, err := newRunner(in2, pred)
+	if err != nil {
+		return nil, err
+	}
+	plane := [3]int{dims[0], dims[1], 1}
+	stack := make([]float32, C*S*XY)
+	if err := r.check(stack, plane); err != nil {
+		return nil, err
+	}
 	low := make([]float32, C)
 	for c := range C {
 		low[c] = float32(math.Inf(1))
@@ -259,9 +385,6 @@ func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, 
 			low[c] = min(low[c], v)
 		}
 	}
-	in2 := opt
-	in2.Slices, in2.Channels = 0, C*S
-	stack := make([]float32, C*S*XY)
 	res := make([]float32, K*N)
 	for z := range dims[2] {
 		for c := range C {
@@ -274,14 +397,15 @@ func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, 
 				}
 			}
 		}
-		out, err := Window(stack, [3]int{dims[0], dims[1], 1}, in2, pred)
-		if err != nil {
-			return nil, err
-		}
-		for k := range K {
-			copy(res[k*N+z*XY:k*N+(z+1)*XY], out[k*XY:(k+1)*XY])
-		}
+		// The windows are copied out of stack as they are queued, so the next slice may
+		// reuse it.
+		r.image(stack, plane, func(out []float32) {
+			for k := range K {
+				copy(res[k*N+z*XY:k*N+(z+1)*XY], out[k*XY:(k+1)*XY])
+			}
+		})
 	}
+	r.flush()
 	return res, nil
 }
 
