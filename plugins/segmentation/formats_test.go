@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"amid/plugins/engine/data"
+	"amid/plugins/engine/infer"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -94,6 +99,46 @@ func TestLanesAndFormats(t *testing.T) {
 			for i := range got.NumVoxels() {
 				if v := got.AtIndex(i); v != 0 && v != 2 {
 					t.Fatalf("prediction value %v, want 0 or 2", v)
+				}
+			}
+			// A second prediction writes the same bytes (the host's verify step compares
+			// them), and the network of batch 1 gives the same scores as the batched one.
+			again := t.TempDir()
+			if _, err := (seg{}).Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: []protocol.Case{c}, OutputDir: again}); err != nil {
+				t.Fatal(err)
+			}
+			a, errA := os.ReadFile(want)
+			b, errB := os.ReadFile(filepath.Join(again, c.ID+tc.ext))
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Errorf("two predictions differ (%v, %v)", errA, errB)
+			}
+			batched, err := load(res.Checkpoint, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := inferBatch(runtime.GOMAXPROCS(0), 2); batched.Batch != n {
+				t.Errorf("inference batch %d, want %d (workers, at most the training batch 2)", batched.Batch, n)
+			}
+			single, err := loadBatch(res.Checkpoint, nil, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := data.ReadChannels(c.Images)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, pb, err := infer.Segment(v, batched.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, p1, err := infer.Segment(v, single.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range p1 {
+				// Float rounding of probabilities in [0, 1] (TestWindowBatchUNet: below 1e-6).
+				if math.Abs(float64(pb[i]-p1[i])) > 1e-5 {
+					t.Fatalf("score %d: %v with batch %d, %v with batch 1", i, pb[i], batched.Batch, p1[i])
 				}
 			}
 		})

@@ -28,10 +28,13 @@ type model struct {
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
-// records) for one patch at a time. A non-empty override is a configuration whose
+// records) for inferBatch patches at a time. A non-empty override is a configuration whose
 // inference fields (postprocess, min_component, mirror) replace the checkpoint's: the
 // host chooses the post-processing after training.
-func load(path string, override []byte) (model, error) {
+func load(path string, override []byte) (model, error) { return loadBatch(path, override, 0) }
+
+// loadBatch is [load] with batch patches per call of the network (inferBatch's when 0).
+func loadBatch(path string, override []byte, batch int) (model, error) {
 	man, err := ckpt.ReadManifest(path)
 	if err != nil {
 		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
@@ -59,7 +62,11 @@ func load(path string, override []byte) (model, error) {
 		return model{}, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
 	}
 	arch := c.net(s.Channels)
-	u, err := engine.BuildUNet(engine.NewCPU(runtime.GOMAXPROCS(0)), arch, 1, c.Patch, 1)
+	be := engine.NewCPU(runtime.GOMAXPROCS(0))
+	if batch <= 0 {
+		batch = inferBatch(be.Workers(), c.Batch)
+	}
+	u, err := engine.BuildUNet(be, arch, batch, c.Patch, 1)
 	if err != nil {
 		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -68,7 +75,7 @@ func load(path string, override []byte) (model, error) {
 	}
 	u.SetTraining(false)
 	return model{cfg: c, Model: infer.Model{
-		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices},
+		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch},
 		Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels,
 		Predict: func(in, out []float32) {
 			copy(u.Input.Data, in)
@@ -77,6 +84,13 @@ func load(path string, override []byte) (model, error) {
 		},
 	}}, nil
 }
+
+// inferBatch is the number of patches the network predicts per call: one per worker, so
+// that the engine runs each on its own worker (much faster than splitting one patch over
+// the workers), but no more than the training batch, whose network fitted in memory. It
+// depends on the machine's worker count and the checkpoint alone, so that the same
+// checkpoint predicts the same on a machine run after run.
+func inferBatch(workers, trainBatch int) int { return max(1, min(workers, trainBatch)) }
 
 // classes predicts the class of every voxel of a case's image files, on the image's grid.
 func (m model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
