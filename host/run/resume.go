@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"amid/host/planner"
 	"amid/host/planner/llm"
-	"amid/host/task"
 )
 
 // Planner kinds a run records and a resumed run rebuilds.
@@ -88,19 +86,11 @@ func Reopen(ctx context.Context, dir string, o ResumeOptions, env Env) (*Runner,
 	if o.Planner != "" && o.Planner != PlannerRules && o.Planner != PlannerLLM {
 		return nil, fmt.Errorf("resume %s: planner %q is not %s or %s", dir, o.Planner, PlannerRules, PlannerLLM)
 	}
-	abs, err := filepath.Abs(dir)
+	r, err := Open(dir, nil, env)
 	if err != nil {
 		return nil, err
 	}
-	st, err := LoadState(abs)
-	if err != nil {
-		return nil, err
-	}
-	t, err := task.Load(st.Task)
-	if err != nil {
-		return nil, err
-	}
-	r := &Runner{dir: abs, st: st, env: env, task: t}
+	st := r.st
 	spec := PlannerSpec{Kind: PlannerRules}
 	if st.PlannerSpec != nil {
 		spec = *st.PlannerSpec
