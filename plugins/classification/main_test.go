@@ -19,7 +19,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { imageplugintest.TestMain(m, "classification", &binary) }
+func TestMain(m *testing.M) { plugintest.Main(m, "classification", &binary) }
 
 // The generated task: TopCoW-like anterior and posterior groups of 4 binary edges each.
 var (

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"amid/plugins/plugintest"
@@ -12,22 +10,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amid-det-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = plugintest.BuildPlugin(".", "detection", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, "detection", &binary) }
 
 // TestConformance runs the protocol's conformance suite on the built binary in each mode,
 // with 3 generated cases, a few training steps and a long configuration for the cancel

@@ -18,22 +18,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "amid-enh-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary, err = plugintest.BuildPlugin(".", "enhancement", dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, "enhancement", &binary) }
 
 // Generated ultrasound-like pairs. The clean (high-quality) image is a smooth tissue
 // background that darkens with depth, with two to four elliptic inclusions brighter or

@@ -20,7 +20,7 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { imageplugintest.TestMain(m, "iqa", &binary) }
+func TestMain(m *testing.M) { plugintest.Main(m, "iqa", &binary) }
 
 // ldctSpec is the spec of an LDCT-IQA-like task: 2D CT slices scored 0–4 in steps of 0.2.
 func ldctSpec(t testing.TB, dims int) []byte {

@@ -1,11 +1,33 @@
 package plugintest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 )
+
+// Main is a plugin package's TestMain: it builds the plugin amid-plugin-<name> from the
+// package in the current folder into a temporary folder, sets *binary to its path, runs
+// m's tests and exits with their status, removing the folder. A failed build exits with
+// status 1.
+func Main(m *testing.M, name string, binary *string) {
+	dir, err := os.MkdirTemp("", "amid-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary, err = BuildPlugin(".", name, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // Build compiles the Go main package in folder src (a module of its own or a package of
 // the current module) into dir as amid-plugin-NAME and returns the binary's path. It is

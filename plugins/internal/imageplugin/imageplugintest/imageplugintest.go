@@ -1,39 +1,17 @@
 // Package imageplugintest is the test setup AMID's image-level plugins (classification,
-// image quality) share: building the plugin once for the tests that start it
-// ([TestMain]), writing label files ([WriteLabel]) and the fuzz test of a plugin's
-// configuration parser ([FuzzConfig]).
+// image quality) share: writing label files ([WriteLabel]) and the fuzz test of a plugin's
+// configuration parser ([FuzzConfig]). Building the plugin once for the tests that start
+// it is plugintest.Main, which every plugin's TestMain calls.
 package imageplugintest
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"reflect"
 	"testing"
 
-	"amid/plugins/plugintest"
 	"amid/plugins/taskspec"
 )
-
-// TestMain builds the plugin amid-plugin-<name> from the package in the current folder
-// into a temporary folder, sets *binary to its path, runs m's tests and exits with their
-// status, removing the folder. A failed build exits with status 1.
-func TestMain(m *testing.M, name string, binary *string) {
-	dir, err := os.MkdirTemp("", "amid-"+name+"-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	*binary, err = plugintest.BuildPlugin(".", name, dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // WriteLabel writes the annotation a as the label file at path.
 func WriteLabel(t testing.TB, path string, a *taskspec.Annotation) {
