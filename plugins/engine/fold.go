@@ -8,10 +8,13 @@ package engine
 // the full column matrix, and the SGEMM has k[0]·cout rows instead of cout. On few output
 // channels (the U-Net's full-resolution stages, 16–32 channels) the product is bound by the
 // memory traffic of writing and packing the column matrix, not by arithmetic, so the
-// smaller matrix is what makes these layers faster (make bench-engine -layers shows it).
+// smaller matrix is what makes these layers faster (benchengine -layers shows it).
 //
 // The weight gradient folds the same way: dW' = D Xᵀ, D stacking the output gradient
-// shifted by each depth offset.
+// shifted by each depth offset; the input gradient is the folded convolution of the output
+// gradient with the flipped kernel. A 2D convolution folds its rows the same way ([planar]).
+// One sample split over several workers (inference) splits the output channels
+// ([folded.channels]), so that workers write disjoint parts of the output.
 
 // foldDepth enables the folded path; tests turn it off to compare with the column path.
 var foldDepth = true
