@@ -5,13 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"amid/viewer/imageio"
-	"amid/viewer/volume"
+	"amid/plugins/engine/data"
 )
-
-// gridTol is the geometry tolerance (mm, cosine units) within which a case's channel files
-// must share a grid.
-const gridTol = 1e-3
 
 // ErrImage marks an image that does not fit the task (dimension, channels, values).
 var ErrImage = errors.New("unusable image")
@@ -49,7 +44,7 @@ func Load(paths []string, dims int, roi ROI, grid [3]int) (*Image, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: no image file", ErrImage)
 	}
-	v, err := read(paths)
+	v, err := data.ReadChannels(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -101,46 +96,6 @@ func Load(paths []string, dims int, roi ROI, grid [3]int) (*Image, error) {
 	out := &Image{Grid: grid, C: C, Data: make([]float32, 0, C*grid[0]*grid[1]*grid[2])}
 	for c := range C {
 		out.Data = append(out.Data, Resize(planes[c*n:(c+1)*n], size, grid)...)
-	}
-	return out, nil
-}
-
-// read reads and stacks a case's image files.
-func read(paths []string) (*volume.Volume, error) {
-	first, err := imageio.Read(paths[0])
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", paths[0], err)
-	}
-	if len(paths) == 1 {
-		return first, nil
-	}
-	dims := first.Dims
-	dims[3] = len(paths)
-	if err := volume.CheckSize(dims, volume.Float32); err != nil {
-		return nil, fmt.Errorf("image %s with %d channels: %w", paths[0], len(paths), err)
-	}
-	out, err := volume.New(volume.Float32, dims)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", paths[0], err)
-	}
-	out.Spacing, out.Origin, out.Direction = first.Spacing, first.Origin, first.Direction
-	dst := out.Data.([]float32)
-	for c, p := range paths {
-		v := first
-		if c > 0 {
-			if v, err = imageio.Read(p); err != nil {
-				return nil, fmt.Errorf("image %s: %w", p, err)
-			}
-		}
-		if v.Dims[3] != 1 {
-			return nil, fmt.Errorf("%w: %s has %d channels; a case with several files takes one channel per file", ErrImage, p, v.Dims[3])
-		}
-		if !volume.SameGrid(first, v, gridTol) {
-			return nil, fmt.Errorf("image %s is not on the grid of %s: %w", p, paths[0], volume.ErrGeometry)
-		}
-		for i, x := range v.Float32() {
-			dst[i*len(paths)+c] = x
-		}
 	}
 	return out, nil
 }
