@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -247,12 +249,7 @@ func (m *monitorScreen) savedState() *run.State {
 // state st, adding a row for each fold it has started.
 func (m *monitorScreen) foldsLocked(st *run.State) {
 	for _, l := range st.Lanes {
-		ks := make([]int, 0, len(l.Folds))
-		for k := range l.Folds {
-			ks = append(ks, k)
-		}
-		sort.Ints(ks)
-		for _, k := range ks {
+		for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
 			f := l.Folds[k]
 			row := m.rowLocked(fmt.Sprintf("%s/f%d", l.ID, k), l.ID, k)
 			row.Status = f.Status

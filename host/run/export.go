@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"amid/host/catalog"
@@ -139,12 +140,7 @@ func (r *Runner) scores() export.Scores {
 	s := export.Scores{Metric: r.task.Metric.Name, HigherIsBetter: true}
 	for _, l := range r.st.Lanes {
 		ls := export.LaneScores{Lane: l.ID, Plugin: l.Plugin, Status: "done"}
-		ks := make([]int, 0, len(l.Folds))
-		for k := range l.Folds {
-			ks = append(ks, k)
-		}
-		sort.Ints(ks)
-		for _, k := range ks {
+		for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
 			f := l.Folds[k]
 			if f.Status == FoldDone {
 				ls.Folds = append(ls.Folds, export.FoldScore{Fold: k, Score: f.Score})
