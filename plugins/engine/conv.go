@@ -200,8 +200,8 @@ func (l *conv) biasGradRange(_, lo, hi int) {
 
 func (l *conv) forward() {
 	N := l.x.Shape.N
-	if l.fold != nil {
-		l.fold.setWeight(l.w.Data)
+	if l.fold != nil && (N >= l.be.Workers() || l.g.k[0] > 1) {
+		l.fold.setWeight(l.w.Data) // only where the folded path runs (see below)
 	}
 	if N >= l.be.Workers() || l.pointwise {
 		l.be.Parallel(N, l.fwdFn)
