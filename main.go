@@ -35,6 +35,10 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if err := checkDisplay(os.Getenv("DISPLAY"), x11Sockets); err != nil {
+		fmt.Fprintln(os.Stderr, "amid-desktop:", err)
+		os.Exit(1)
+	}
 	a := app.NewWithID("org.amid.desktop")
 	w, err := ui.New(a, o)
 	if err != nil {

@@ -18,12 +18,14 @@ if ((${#need[@]})); then
 fi
 [ -x bin/amid-desktop ] || go build -o bin/amid-desktop .
 mkdir -p "$OUT"
-# A display number no X server holds, and a data folder of its own (no run of the user's
-# is listed or touched).
-n=97; while [ -e /tmp/.X11-unix/X$n ] || [ -e /tmp/.X$n-lock ]; do n=$((n + 1)); done
+# Xvfb picks a display number no X server holds (-displayfd: it writes the number once it
+# accepts connections). A number chosen from /tmp/.X11-unix alone can collide with a server
+# in another container sharing the network namespace, whose abstract socket it cannot see.
+# The app gets a data folder of its own (no run of the user's is listed or touched).
 home=$(mktemp -d)
-export DISPLAY=:$n LANG=C.UTF-8 AMID_HOME=$home
-Xvfb "$DISPLAY" -screen 0 1280x900x24 >/dev/null 2>&1 &
+xlog=$(mktemp)
+dfile=$(mktemp)
+Xvfb -displayfd 3 -screen 0 1280x900x24 3>"$dfile" 2>"$xlog" &
 xvfb=$!
 app=
 log=
@@ -31,16 +33,24 @@ cleanup() { # the app first, so it does not lose its display while running
   if [ -n "$app" ]; then kill "$app" 2>/dev/null || true; wait "$app" 2>/dev/null || true; fi
   kill "$xvfb" 2>/dev/null || true
   if [ -n "$log" ]; then rm -f "$log"; fi
-  rm -rf "$home"
+  rm -rf "$home" "$xlog" "$dfile"
 }
 trap cleanup EXIT
-for _ in $(seq 50); do xdotool getmouselocation >/dev/null 2>&1 && break; sleep 0.1; done
+n=
+for _ in $(seq 300); do
+  n=$(head -1 "$dfile" 2>/dev/null || true)
+  [[ $n =~ ^[0-9]+$ ]] && break
+  kill -0 "$xvfb" 2>/dev/null || break
+  sleep 0.1
+done
+[[ $n =~ ^[0-9]+$ ]] || { echo "screenshots: Xvfb did not start a display within 30 s:"; cat "$xlog"; exit 1; }
+export DISPLAY=:$n LANG=C.UTF-8 AMID_HOME=$home
 log=$(mktemp)
 bin/amid-desktop assets/sample/head_ct.nii.gz assets/sample/head_ct_labels.nii.gz >"$log" 2>&1 &
 app=$!
 win=
-for _ in $(seq 100); do win=$(xdotool search --name '^AMID$' 2>/dev/null | head -1) && [ -n "$win" ] && break; sleep 0.1; done
-[ -n "$win" ] || { echo "screenshots: the AMID window did not appear"; cat "$log"; exit 1; }
+for _ in $(seq 300); do win=$(xdotool search --name '^AMID$' 2>/dev/null | head -1) && [ -n "$win" ] && break; sleep 0.1; done
+[ -n "$win" ] || { echo "screenshots: the AMID window did not appear on $DISPLAY within 30 s"; cat "$log" "$xlog"; exit 1; }
 sleep 2
 shot() { sleep 1; import -window "$win" "$OUT/$1.png"; }
 changed() { # changed A B: fail unless the two screenshots differ
