@@ -38,6 +38,7 @@ type laneRow struct {
 	Loss        float64
 	LossName    string
 	ETA         time.Duration
+	reported    int64 // the step of the last progress report this monitor saw, 0 before one
 }
 
 // monitorState is what the monitor shows; events change it on the run's goroutine and
@@ -213,6 +214,11 @@ func (m *monitorScreen) start(r *run.Runner) {
 	if !keep {
 		m.st = monitorState{Series: map[string][]float64{}}
 	}
+	// ETAs belong to the session that reported them; a resumed one reports its own.
+	m.st.LaneETA = 0
+	for i := range m.st.Rows {
+		m.st.Rows[i].ETA = 0
+	}
 	m.st.Dir, m.st.Phase, m.st.Running, m.st.StopReason = r.Dir(), st.Phase, true, ""
 	m.st.Budget, m.st.Spent, m.st.Began = st.Budget, st.Spent, time.Now()
 	m.st.Status = "Running"
@@ -284,7 +290,10 @@ func (m *monitorScreen) event(gen int, e run.Event) {
 			row.Status = run.FoldTraining
 		}
 		if p := e.Progress; p != nil {
-			row.Step, row.Total, row.ETA = p.Step, p.TotalSteps, p.ETA
+			if p.Step < row.reported {
+				m.restartCurveLocked(key)
+			}
+			row.Step, row.Total, row.ETA, row.reported = p.Step, p.TotalSteps, p.ETA, p.Step
 			m.st.LaneETA = p.ETA
 			if name, v, ok := mainLoss(p.Losses); ok {
 				row.Loss, row.LossName = v, name
@@ -303,6 +312,22 @@ func (m *monitorScreen) event(gen int, e run.Event) {
 		m.logLocked(e.Time, where+e.Message)
 	}
 	m.markLocked()
+}
+
+// restartCurveLocked moves the loss curve of key, a fold that trains again from an earlier
+// step (resumed without a checkpoint), to a series of its own, so the new curve does not
+// continue the old one as if it were later training.
+func (m *monitorScreen) restartCurveLocked(key string) {
+	old := m.st.Series[key]
+	if len(old) == 0 {
+		return
+	}
+	earlier := key + " (earlier)"
+	if _, seen := m.st.Series[earlier]; !seen {
+		m.st.Order = append(m.st.Order, earlier)
+	}
+	m.st.Series[earlier] = old
+	m.st.Series[key] = nil
 }
 
 // mainLoss picks the loss to plot: "loss" when reported, else the first by name.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,8 +138,22 @@ func TestMonitorRealRun(t *testing.T) {
 			paused.Phase, len(paused.Lanes), foldOf(paused, 0), paused.Spent, paused.Budget)
 	}
 
-	// Resume: the same run folder continues to its end.
+	// Resume: the same run folder continues to its end. The paused session's ETAs are
+	// cleared when the resumed one starts, until it reports its own.
+	m.mu.Lock()
+	etaBefore := m.st.LaneETA
+	m.mu.Unlock()
 	test.Tap(m.resumeB)
+	q.wait(t, "the resumed session's start", func() bool { return m.view.Running })
+	m.mu.Lock()
+	etaAfter, rowETA, reported := m.st.LaneETA, m.st.Rows[0].ETA, 0
+	for _, s := range m.st.Series {
+		reported += len(s)
+	}
+	m.mu.Unlock()
+	if etaBefore <= 0 || (reported == points && (etaAfter != 0 || rowETA != 0)) {
+		t.Errorf("lane ETA %v before the pause, %v (row %v) when resumed; want one, then none until the resumed session reports", etaBefore, etaAfter, rowETA)
+	}
 	q.waitUpTo(t, "the run's end", realRunEnd, func() bool { return !m.view.Running && !strings.HasPrefix(m.status.Text, "Paused") })
 	t.Logf("the run ended %v after the start", time.Since(began).Round(100*time.Millisecond))
 	if !strings.HasPrefix(m.status.Text, "Done") {
@@ -248,6 +263,37 @@ func TestMonitorRowsFollowTheState(t *testing.T) {
 	q.drain()
 	if got, want := statuses(m), "unet/f0 failed, unet/f1 done"; got != want || m.view.Rows[0].Step != 10 || m.view.Rows[1].Step != 40 {
 		t.Errorf("rows at the end: %s, steps %d and %d; want %s, 10 and 40", got, m.view.Rows[0].Step, m.view.Rows[1].Step, want)
+	}
+}
+
+// A fold that trains again from an earlier step (resumed without a checkpoint) starts a
+// curve of its own: the old points move to "<fold> (earlier)" instead of continuing as if
+// they came before the new ones.
+func TestMonitorCurveRestarts(t *testing.T) {
+	a, q := newApp(t)
+	m := a.monitor
+	dir := filepath.Join(t.TempDir(), "r")
+	writeState(t, dir, &run.State{ID: "r", Phase: run.PhaseExplore, Budget: 10 * time.Minute, Lanes: []*run.LaneState{{ID: "unet", Folds: map[int]run.FoldState{0: {Status: run.FoldTraining}}}}})
+	m.show(dir)
+	report := func(step int64, loss float64) {
+		m.event(m.gen, run.Event{Phase: run.PhaseExplore, Lane: "unet", Fold: 0, Progress: &protocol.Progress{Step: step, TotalSteps: 100, ETA: time.Minute, Losses: map[string]float64{"loss": loss}}})
+	}
+	report(10, 0.9)
+	report(20, 0.8)
+	report(10, 0.95) // the fold starts over
+	report(20, 0.85)
+	q.drain()
+	if got, want := m.view.Order, []string{"unet/f0", "unet/f0 (earlier)"}; !slices.Equal(got, want) {
+		t.Fatalf("series %v; want %v", got, want)
+	}
+	if got, want := m.st.Series["unet/f0"], []float64{0.95, 0.85}; !slices.Equal(got, want) {
+		t.Errorf("new curve %v; want %v", got, want)
+	}
+	if got, want := m.st.Series["unet/f0 (earlier)"], []float64{0.9, 0.8}; !slices.Equal(got, want) {
+		t.Errorf("earlier curve %v; want %v", got, want)
+	}
+	if m.view.LaneETA != time.Minute || m.view.Rows[0].ETA != time.Minute {
+		t.Errorf("ETA %v, row ETA %v; want the last report's 1m0s", m.view.LaneETA, m.view.Rows[0].ETA)
 	}
 }
 
