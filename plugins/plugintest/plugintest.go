@@ -183,12 +183,14 @@ var (
 )
 
 // checkTimeLimit trains the longest configuration with a time limit and checks that Train
-// ends normally, with a result, rather than running on until the host gives up.
+// ends normally, with a result, rather than running on until the host gives up, and that
+// its last progress event is at the step it stopped at (what the host's monitor shows).
 func checkTimeLimit(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), req.TimeLimit+TimeLimitGrace)
 	defer cancel()
-	res, err := p.Train(ctx, req, func(*protocol.Progress) error { return nil })
+	var last int64
+	res, err := p.Train(ctx, req, func(pr *protocol.Progress) error { last = pr.Step; return nil })
 	if ctx.Err() != nil {
 		t.Fatalf("time limit: Train ran past TrainRequest.TimeLimit (%v) plus %v; it must stop stepping when the limit has elapsed and finish normally (see sdk.Clock)", req.TimeLimit, TimeLimitGrace)
 	}
@@ -197,6 +199,9 @@ func checkTimeLimit(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest)
 	}
 	if err := res.Validate(); err != nil {
 		t.Fatalf("time limit: %v", err)
+	}
+	if last != res.Steps {
+		t.Errorf("time limit: the last progress event was at step %d, the result at step %d; report the step training stopped at", last, res.Steps)
 	}
 }
 

@@ -125,7 +125,8 @@ type TrainRequest struct {
 	Seed       int64
 	// TimeLimit, when positive, is how long training may take: when it has elapsed the
 	// plugin stops stepping and finishes normally (final checkpoint, validation, result),
-	// as if the configured number of steps had been reached. The host's scheduler shares
+	// as if the configured number of steps had been reached; its last progress event is
+	// at the step it stopped at. The host's scheduler shares
 	// a run's budget among lanes this way. sdk.Clock measures it.
 	TimeLimit time.Duration
 }

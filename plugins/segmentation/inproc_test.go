@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,27 @@ func TestResume(t *testing.T) {
 	req3.ResumeFrom, req3.WorkDir = res.Checkpoint, t.TempDir()
 	if _, err := (seg{}).Train(context.Background(), &req3, func(*protocol.Progress) error { return nil }); err == nil {
 		t.Error("resumed a checkpoint into a different network")
+	}
+}
+
+// TestTimeLimitReport trains with reports too rare to come before a 1 s time limit: the
+// run still ends with one progress event, at the step it stopped at, with the mean loss of
+// the steps since the start, no ETA, and a message saying why it stopped.
+func TestTimeLimitReport(t *testing.T) {
+	cases := discCases(t, 2, 7)
+	var got []*protocol.Progress
+	res, err := seg{}.Train(context.Background(), &protocol.TrainRequest{Config: tiny(1000000, 1000000, 1000000), Train: cases, WorkDir: t.TempDir(), Seed: 1, TimeLimit: time.Second},
+		func(p *protocol.Progress) error { got = append(got, p); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d progress events; want 1, at the time limit", len(got))
+	}
+	p := got[0]
+	loss, ok := p.Losses["dice_ce"]
+	if res.Steps < 1 || p.Step != res.Steps || !ok || loss <= 0 || p.ETA != 0 || p.Message != fmt.Sprintf("time limit reached after step %d", res.Steps) {
+		t.Errorf("last event %+v, result at step %d; want that step, a positive dice_ce loss, no ETA and the time-limit message", p, res.Steps)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // and the loss's labels and returns the number of samples), then the forward and backward
 // passes, gradient clipping, the learning rate of a poly schedule and an optimizer step;
 // it saves a checkpoint at the end of every epoch but the last and reports progress every
-// Report steps, at each checkpoint and at the last step.
+// Report steps, at each checkpoint, at the last step and when the time limit ends it (with
+// the mean loss of the steps since the last report).
 type Loop struct {
 	Net   *engine.Net
 	Opt   *engine.Adam
@@ -52,9 +53,13 @@ func (l *Loop) Run(ctx context.Context) (epochs, last int, err error) {
 		}
 		if l.Clock != nil && l.Clock.Expired() {
 			if last >= l.First {
-				err := l.Send(&protocol.Progress{Step: int64(l.Offset + last), TotalSteps: int64(l.Total), Epoch: int64(epochs),
-					Message: fmt.Sprintf("time limit reached after step %d", l.Offset+last)})
-				return epochs, last, err
+				p := &protocol.Progress{Step: int64(l.Offset + last), TotalSteps: int64(l.Total), Epoch: int64(epochs),
+					Message: fmt.Sprintf("time limit reached after step %d", l.Offset+last)}
+				if n > 0 { // the steps since the last report
+					p.Losses = map[string]float64{l.LossName: sum / float64(n)}
+					p.SamplesPerSecond = float64(samples) / max(time.Since(began).Seconds(), 1e-9)
+				}
+				return epochs, last, l.Send(p)
 			}
 			break
 		}
