@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
-	"time"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -114,38 +113,17 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		return p, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), uint64(start)*0x9e3779b97f4a7c15+1))
-	began := time.Now()
-	var sum float64
-	var n int
-	last, stopped := start, false
-	// report sends the progress at step, with the mean losses of the steps since the last
-	// report (none when there were none) and a message for the log.
-	report := func(step int, ck, msg string) error {
-		el := time.Since(began)
-		done := step - start
-		p := &protocol.Progress{
-			Step: int64(step), TotalSteps: int64(c.Steps), Epoch: int64(epoch),
-			SamplesPerSecond: float64(done*c.Batch) / max(el.Seconds(), 1e-9),
-			ETA:              time.Duration(float64(el) / float64(done) * float64(c.Steps-step)),
-			Checkpoint:       ck,
-			Message:          msg,
-		}
-		if stopped {
-			p.ETA = 0 // training ends here
-		}
-		if n > 0 {
-			p.Losses = map[string]float64{lossName(mode): sum / float64(n)}
-		}
-		sum, n = 0, 0
-		return send(p)
-	}
+	last := start
+	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, lossName(mode))
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if clock.Expired() {
-			stopped = true
-			break // the host's time limit: finish normally with what is trained
+		if clock.Expired() { // the host's time limit: finish normally with what is trained
+			if err := rep.Stopped(last, epoch); err != nil {
+				return nil, err
+			}
+			break
 		}
 		last = step
 		if err := lr.fill(rng); err != nil {
@@ -156,8 +134,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		lr.back()
 		engine.ClipGradNorm(lr.params, clipNorm)
 		opt.Step()
-		sum += lr.loss()
-		n++
+		rep.Add(lr.loss())
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -168,14 +145,9 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 			}
 		}
 		if step%c.Report == 0 || ck != "" || step == c.Steps {
-			if err := report(step, ck, ""); err != nil {
+			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}
-		}
-	}
-	if stopped && last > start { // the time limit: say so, with the steps since the last report
-		if err := report(last, "", fmt.Sprintf("time limit reached after step %d", last)); err != nil {
-			return nil, err
 		}
 	}
 	final, err := save(finalName, last)

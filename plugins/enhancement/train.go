@@ -199,38 +199,17 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 	}
 	target := make([]float32, len(u.Input.Data))
 	PN := c.Patch[0] * c.Patch[1]
-	began := time.Now()
-	var sum, sumL1, sumS float64
-	var n int
-	last, stopped := start, false
-	// report sends the progress at step, with the mean losses of the steps since the last
-	// report (none when there were none) and a message for the log.
-	report := func(step int, ck, msg string) error {
-		el := time.Since(began)
-		done := step - start
-		p := &protocol.Progress{
-			Step: int64(step), TotalSteps: int64(c.Steps), Epoch: int64(epoch),
-			SamplesPerSecond: float64(done*c.Batch) / max(el.Seconds(), 1e-9),
-			ETA:              time.Duration(float64(el) / float64(done) * float64(c.Steps-step)),
-			Checkpoint:       ck,
-			Message:          msg,
-		}
-		if stopped {
-			p.ETA = 0 // training ends here
-		}
-		if n > 0 {
-			p.Losses = map[string]float64{"loss": sum / float64(n), "l1": sumL1 / float64(n), "ssim": sumS / float64(n)}
-		}
-		sum, sumL1, sumS, n = 0, 0, 0, 0
-		return send(p)
-	}
+	last := start
+	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, "loss", "l1", "ssim")
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if clock.Expired() {
-			stopped = true
-			break // the host's time limit: finish normally with what is trained
+		if clock.Expired() { // the host's time limit: finish normally with what is trained
+			if err := rep.Stopped(last, epoch); err != nil {
+				return nil, err
+			}
+			break
 		}
 		last = step
 		b, err := ld.Next()
@@ -251,10 +230,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		engine.ClipGradNorm(u.Params(), clipNorm)
 		opt.Step()
 		l1, s := u.Loss.Parts()
-		sum += u.Loss.Value()
-		sumL1 += l1
-		sumS += s
-		n++
+		rep.Add(u.Loss.Value(), l1, s)
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -265,14 +241,9 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 			}
 		}
 		if step%c.Report == 0 || ck != "" || step == c.Steps {
-			if err := report(step, ck, ""); err != nil {
+			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}
-		}
-	}
-	if stopped && last > start { // the time limit: say so, with the steps since the last report
-		if err := report(last, "", fmt.Sprintf("time limit reached after step %d", last)); err != nil {
-			return nil, err
 		}
 	}
 	final, err := save(finalName, last)

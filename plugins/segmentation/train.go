@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"time"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -137,39 +136,18 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 	if S > 1 {
 		centre = make([]int32, c.Batch*plane)
 	}
-	began := time.Now()
 	clock := sdk.NewClock(req)
-	var sum float64
-	var n int
-	last, stopped := start, false
-	// report sends the progress at step, with the mean loss of the steps since the last
-	// report (none when there were none) and a message for the log.
-	report := func(step int, ck, msg string) error {
-		el := time.Since(began)
-		done := step - start
-		p := &protocol.Progress{
-			Step: int64(step), TotalSteps: int64(c.Steps), Epoch: int64(epoch),
-			SamplesPerSecond: float64(done*c.Batch) / max(el.Seconds(), 1e-9),
-			ETA:              time.Duration(float64(el) / float64(done) * float64(c.Steps-step)),
-			Checkpoint:       ck,
-			Message:          msg,
-		}
-		if stopped {
-			p.ETA = 0 // training ends here
-		}
-		if n > 0 {
-			p.Losses = map[string]float64{"dice_ce": sum / float64(n)}
-		}
-		sum, n = 0, 0
-		return send(p)
-	}
+	last := start
+	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, "dice_ce")
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if clock.Expired() {
-			stopped = true
-			break // the host's time limit: finish normally with what is trained
+		if clock.Expired() { // the host's time limit: finish normally with what is trained
+			if err := rep.Stopped(last, epoch); err != nil {
+				return nil, err
+			}
+			break
 		}
 		last = step
 		b, err := ld.Next()
@@ -194,8 +172,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), clipNorm)
 		opt.Step()
-		sum += u.Value()
-		n++
+		rep.Add(u.Value())
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -206,14 +183,9 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			}
 		}
 		if step%c.Report == 0 || ck != "" || step == c.Steps {
-			if err := report(step, ck, ""); err != nil {
+			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}
-		}
-	}
-	if stopped && last > start { // the time limit: say so, with the steps since the last report
-		if err := report(last, "", fmt.Sprintf("time limit reached after step %d", last)); err != nil {
-			return nil, err
 		}
 	}
 	final, err := save(finalName, last)
