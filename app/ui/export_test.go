@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"amid/host/audit"
+	"amid/host/audit/audittest"
 	"amid/host/export"
 	"amid/host/planner"
 	"amid/host/run"
@@ -154,24 +155,6 @@ func exportThroughScreen(t *testing.T, a *App, q loop, dest string) string {
 	return zip
 }
 
-// auditEntries returns the run's audit log entries, verified as a chain.
-func auditEntries(t *testing.T, dir string) []audit.Entry {
-	t.Helper()
-	lg, err := audit.Open(filepath.Join(dir, "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
-	es, err := lg.Entries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := audit.Verify(es); err != nil {
-		t.Errorf("audit log: %v", err)
-	}
-	return es
-}
-
 // detailsOf decodes an audit entry's details.
 func detailsOf(t *testing.T, e audit.Entry) map[string]any {
 	t.Helper()
@@ -207,7 +190,7 @@ func TestExport(t *testing.T) {
 		e.reason.SetText(reason)
 		exportThroughScreen(t, a, q, filepath.Join(t.TempDir(), "pkg"))
 		var found int
-		for _, x := range auditEntries(t, dir) {
+		for _, x := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
 			if x.Action == "export.unreviewed" {
 				found++
 				if d := detailsOf(t, x); x.Role != audit.RoleUser || d["reason"] != reason || d["unreviewed"] != float64(n) {
@@ -243,7 +226,7 @@ func TestExport(t *testing.T) {
 			t.Errorf("review.json in the package: %s %v", b, err)
 		}
 		decisions, exports, reasons := 0, 0, 0
-		for _, e := range auditEntries(t, dir) {
+		for _, e := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
 			switch e.Action {
 			case audit.ActionReviewDecision:
 				if detailsOf(t, e)["decision"] == run.Approved && e.Role == audit.RoleUser {

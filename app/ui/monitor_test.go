@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"amid/host/audit"
+	"amid/host/audit/audittest"
 	"amid/host/planner"
 	"amid/host/run"
 	"amid/plugins/protocol"
@@ -206,7 +207,7 @@ func TestMonitorRealRun(t *testing.T) {
 	}
 	// The audit log verifies as one chain and records the resumption once, in exploration.
 	resumed := 0
-	for _, e := range auditEntries(t, dir) {
+	for _, e := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
 		if e.Action == "run.resumed" {
 			resumed++
 			if d := detailsOf(t, e); e.Role != audit.RoleHost || d["phase"] != run.PhaseExplore {

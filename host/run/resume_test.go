@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"amid/host/audit"
+	"amid/host/audit/audittest"
 	"amid/host/planner/llm"
 )
 
@@ -149,24 +149,6 @@ func stopOn(t *testing.T, prefix string) (func(Event), context.Context) {
 	}, ctx
 }
 
-// auditActions lists the actions of the run's audit log.
-func auditActions(t *testing.T, runDir string) []audit.Entry {
-	t.Helper()
-	lg, err := audit.Open(filepath.Join(runDir, "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
-	if err := lg.Verify(); err != nil {
-		t.Error(err)
-	}
-	entries, err := lg.Entries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return entries
-}
-
 // TestResumeKeepsLLMPlanner starts a run with the LLM planner, stops it as exploration
 // begins and resumes it: the resumed run asks the same endpoint to refine the lanes.
 func TestResumeKeepsLLMPlanner(t *testing.T) {
@@ -238,7 +220,7 @@ func TestResumeKeepsLLMPlanner(t *testing.T) {
 		t.Errorf("the refined lane was not added: %+v", r.State().Lanes)
 	}
 	refined := false
-	for _, en := range auditActions(t, runDir) {
+	for _, en := range audittest.Entries(t, filepath.Join(runDir, "audit.db")) {
 		refined = refined || en.Action == "plan.refined"
 		if en.Action == "planner.fallback" {
 			t.Errorf("the resumed run fell back to the rules: %s", en.Details)
@@ -316,7 +298,7 @@ func TestResumeFallsBackToRules(t *testing.T) {
 				t.Errorf("recorded planner %+v; want %+v kept", st.PlannerSpec, c.spec)
 			}
 			n := 0
-			for _, en := range auditActions(t, runDir) {
+			for _, en := range audittest.Entries(t, filepath.Join(runDir, "audit.db")) {
 				if en.Action == "planner.fallback" && strings.Contains(string(en.Details), c.want) {
 					n++
 				}

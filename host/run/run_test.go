@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/host/audit/audittest"
 	"amid/host/catalog"
 	"amid/host/export"
 	"amid/host/planner"
@@ -276,17 +277,8 @@ func TestKillAndResume(t *testing.T) {
 	if r.State().Phase != PhaseDone {
 		t.Fatalf("resumed run ended in phase %s", r.State().Phase)
 	}
-	lg, err := audit.Open(filepath.Join(runDir, "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lg.Close()
-	if err := lg.Verify(); err != nil {
-		t.Errorf("audit log after kill and resume: %v", err)
-	}
-	entries, _ := lg.Entries()
 	resumed := false
-	for _, en := range entries {
+	for _, en := range audittest.Entries(t, filepath.Join(runDir, "audit.db")) {
 		resumed = resumed || en.Action == "run.resumed"
 	}
 	if !resumed {
