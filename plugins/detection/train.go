@@ -114,7 +114,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), uint64(start)*0x9e3779b97f4a7c15+1))
 	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, lossName(mode))
+	rep := sdk.NewReporter(send, start, c.Steps, c.Report, lossName(mode))
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -134,7 +134,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		lr.back()
 		engine.ClipGradNorm(lr.params, clipNorm)
 		opt.Step()
-		rep.Add(lr.loss())
+		rep.Add(c.Batch, lr.loss())
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -144,7 +144,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 				}
 			}
 		}
-		if step%c.Report == 0 || ck != "" || step == c.Steps {
+		if rep.Due(step) || ck != "" || step == c.Steps {
 			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}

@@ -200,7 +200,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 	target := make([]float32, len(u.Input.Data))
 	PN := c.Patch[0] * c.Patch[1]
 	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, "loss", "l1", "ssim")
+	rep := sdk.NewReporter(send, start, c.Steps, c.Report, "loss", "l1", "ssim")
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -230,7 +230,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		engine.ClipGradNorm(u.Params(), clipNorm)
 		opt.Step()
 		l1, s := u.Loss.Parts()
-		rep.Add(u.Loss.Value(), l1, s)
+		rep.Add(c.Batch, u.Loss.Value(), l1, s)
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -240,7 +240,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 				}
 			}
 		}
-		if step%c.Report == 0 || ck != "" || step == c.Steps {
+		if rep.Due(step) || ck != "" || step == c.Steps {
 			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}

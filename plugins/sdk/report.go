@@ -7,31 +7,45 @@ import (
 	"amid/plugins/protocol"
 )
 
+// ReportInterval is the longest a Reporter lets pass between progress events while steps
+// keep coming (see Due): a slow step rate still shows in the host's monitor.
+const ReportInterval = 15 * time.Second
+
 // Reporter builds a training loop's progress events: the mean of each loss over the steps
 // since the last event, and samples per second and the ETA over the steps the loop has run
 // since it started (or resumed).
 type Reporter struct {
 	send                func(*protocol.Progress) error
 	names               []string
-	start, total, batch int
-	began               time.Time
+	start, total, every int
+	began, last         time.Time
 	sum                 []float64
-	n                   int
+	n, samples          int
 }
 
 // NewReporter starts the reporter of a loop that runs steps start+1 to total (start > 0 on
-// resume) with batch samples per step; its losses are named names, in Add's order, and
-// its events go to send.
-func NewReporter(send func(*protocol.Progress) error, start, total, batch int, names ...string) *Reporter {
-	return &Reporter{send: send, names: names, start: start, total: total, batch: batch, began: time.Now(), sum: make([]float64, len(names))}
+// resume) and reports every every steps (Due); its losses are named names, in Add's order,
+// and its events go to send.
+func NewReporter(send func(*protocol.Progress) error, start, total, every int, names ...string) *Reporter {
+	now := time.Now()
+	return &Reporter{send: send, names: names, start: start, total: total, every: max(every, 1), began: now, last: now, sum: make([]float64, len(names))}
 }
 
-// Add records one step's losses, in the order of the reporter's names.
-func (r *Reporter) Add(losses ...float64) {
+// Add records one step of samples samples and its losses, in the order of the reporter's
+// names.
+func (r *Reporter) Add(samples int, losses ...float64) {
 	for i, v := range losses[:len(r.sum)] {
 		r.sum[i] += v
 	}
 	r.n++
+	r.samples += samples
+}
+
+// Due reports whether an event is due after step: every few steps, or when ReportInterval
+// has passed since the last event. The loop also reports at each checkpoint and at its
+// last step.
+func (r *Reporter) Due(step int) bool {
+	return step%r.every == 0 || time.Since(r.last) >= ReportInterval
 }
 
 // Report sends the progress at step, in epoch, naming checkpoint ck when one was just
@@ -56,11 +70,12 @@ func (r *Reporter) Stopped(step, epoch int) error {
 // progress is the event at step, with the mean losses of the steps added since the last
 // event (none when there were none), which it then forgets.
 func (r *Reporter) progress(step, epoch int) *protocol.Progress {
-	el := time.Since(r.began)
+	r.last = time.Now()
+	el := r.last.Sub(r.began)
 	done := max(step-r.start, 1)
 	p := &protocol.Progress{
 		Step: int64(step), TotalSteps: int64(r.total), Epoch: int64(epoch),
-		SamplesPerSecond: float64(done*r.batch) / max(el.Seconds(), 1e-9),
+		SamplesPerSecond: float64(r.samples) / max(el.Seconds(), 1e-9),
 		ETA:              time.Duration(float64(el) / float64(done) * float64(r.total-step)),
 	}
 	if r.n > 0 {

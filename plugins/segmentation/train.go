@@ -138,7 +138,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 	}
 	clock := sdk.NewClock(req)
 	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Batch, "dice_ce")
+	rep := sdk.NewReporter(send, start, c.Steps, c.Report, "dice_ce")
 	for step := start + 1; step <= c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -172,7 +172,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), clipNorm)
 		opt.Step()
-		rep.Add(u.Value())
+		rep.Add(c.Batch, u.Value())
 		var ck string
 		if step%c.Epoch == 0 {
 			epoch++
@@ -182,7 +182,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 				}
 			}
 		}
-		if step%c.Report == 0 || ck != "" || step == c.Steps {
+		if rep.Due(step) || ck != "" || step == c.Steps {
 			if err := rep.Report(step, epoch, ck); err != nil {
 				return nil, err
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"amid/plugins/engine"
 	"amid/plugins/protocol"
@@ -14,9 +13,9 @@ import (
 // Loop is a run of training steps: for each step it calls Batch (which fills the inputs
 // and the loss's labels and returns the number of samples), then the forward and backward
 // passes, gradient clipping, the learning rate of a poly schedule and an optimizer step;
-// it saves a checkpoint at the end of every epoch but the last and reports progress every
-// Report steps, at each checkpoint, at the last step and when the time limit ends it (with
-// the mean loss of the steps since the last report).
+// it saves a checkpoint at the end of every epoch but the last and reports progress
+// (sdk.Reporter) every Report steps or sdk.ReportInterval, at each checkpoint, at the last
+// step and when the time limit ends it.
 type Loop struct {
 	Net   *engine.Net
 	Opt   *engine.Adam
@@ -43,25 +42,14 @@ const polyPower = 0.9
 
 // Run runs the loop and returns the epochs done and the last step taken.
 func (l *Loop) Run(ctx context.Context) (epochs, last int, err error) {
-	began := time.Now()
-	var sum float64
-	var n, samples int
+	rep := sdk.NewReporter(l.Send, l.Offset+l.First-1, l.Total, l.Report, l.LossName)
 	epochs, last = l.Epochs, l.First-1
 	for step := l.First; step <= l.Last; step++ {
 		if err := ctx.Err(); err != nil {
 			return epochs, last, err
 		}
 		if l.Clock != nil && l.Clock.Expired() {
-			if last >= l.First {
-				p := &protocol.Progress{Step: int64(l.Offset + last), TotalSteps: int64(l.Total), Epoch: int64(epochs),
-					Message: fmt.Sprintf("time limit reached after step %d", l.Offset+last)}
-				if n > 0 { // the steps since the last report
-					p.Losses = map[string]float64{l.LossName: sum / float64(n)}
-					p.SamplesPerSecond = float64(samples) / max(time.Since(began).Seconds(), 1e-9)
-				}
-				return epochs, last, l.Send(p)
-			}
-			break
+			return epochs, last, rep.Stopped(l.Offset+last, epochs)
 		}
 		k, err := l.Batch(step)
 		if err != nil {
@@ -76,9 +64,7 @@ func (l *Loop) Run(ctx context.Context) (epochs, last int, err error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return epochs, last, fmt.Errorf("training diverged at step %d (loss %v): lower the learning rate", l.Offset+step, v)
 		}
-		sum += v
-		n++
-		samples += k
+		rep.Add(k, v)
 		last = step
 		var ck string
 		if step%l.Epoch == 0 {
@@ -89,18 +75,8 @@ func (l *Loop) Run(ctx context.Context) (epochs, last int, err error) {
 				}
 			}
 		}
-		if step%l.Report == 0 || ck != "" || step == l.Last {
-			el := time.Since(began)
-			done := step - l.First + 1
-			p := &protocol.Progress{
-				Step: int64(l.Offset + step), TotalSteps: int64(l.Total), Epoch: int64(epochs),
-				Losses:           map[string]float64{l.LossName: sum / float64(n)},
-				SamplesPerSecond: float64(samples) / max(el.Seconds(), 1e-9),
-				ETA:              time.Duration(float64(el) / float64(done) * float64(l.Total-l.Offset-step)),
-				Checkpoint:       ck,
-			}
-			sum, n = 0, 0
-			if err := l.Send(p); err != nil {
+		if rep.Due(step) || ck != "" || step == l.Last {
+			if err := rep.Report(l.Offset+step, epochs, ck); err != nil {
 				return epochs, last, err
 			}
 		}
