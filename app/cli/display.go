@@ -38,17 +38,14 @@ func (d *display) event(e hostrun.Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e.Progress == nil {
-		if d.bar != nil {
-			_ = d.bar.Clear()
-		}
-		fmt.Fprintf(d.w, "%s  %-8s %s\n", e.Time.Format("15:04:05"), e.Phase, e.Message)
-		if d.bar != nil {
-			_ = d.bar.RenderBlank()
-		}
+		d.line(e, e.Message)
 		return
 	}
 	p := e.Progress
 	key := fmt.Sprintf("%s fold %d", e.Lane, e.Fold)
+	if p.Message != "" { // a plugin's message: a line of its own, never throttled
+		d.line(e, key+": "+p.Message)
+	}
 	loss := ""
 	for k, v := range p.Losses {
 		loss = fmt.Sprintf(", %s %.4f", k, v)
@@ -74,6 +71,17 @@ func (d *display) event(e hostrun.Event) {
 	}
 	d.bar.Describe(key + loss)
 	_ = d.bar.Set64(p.Step)
+}
+
+// line writes one log line of e's time and phase, above the progress bar if one is shown.
+func (d *display) line(e hostrun.Event, text string) {
+	if d.bar != nil {
+		_ = d.bar.Clear()
+	}
+	fmt.Fprintf(d.w, "%s  %-8s %s\n", e.Time.Format("15:04:05"), e.Phase, text)
+	if d.bar != nil {
+		_ = d.bar.RenderBlank()
+	}
 }
 
 func (d *display) close() {

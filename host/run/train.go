@@ -177,7 +177,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 			q.ETA = left
 			p = &q
 		}
-		r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Progress: p})
+		r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Progress: p, Message: p.Message})
 	}}
 	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: r.st.ID, ID: laneID, Entry: entry, Request: protocol.TrainRequest{
 		Task: pt, Config: l.Config, Train: protoCases(train, r.labels), Validation: protoCases(val, r.labels),
