@@ -411,12 +411,26 @@ func (m *monitorScreen) finished(gen int, err error, stopped bool) {
 
 // flush shows the state (UI goroutine). While the app shuts down fyne.Do runs its function
 // at once, on the caller's goroutine, which may be markLocked's, holding m.mu: flush then
-// asks again from another goroutine instead of waiting for a lock that will not come free.
+// takes the state from another goroutine, once the lock is free, and asks to show that,
+// instead of waiting here for a lock its own caller holds. (Asking again at once would
+// spin, starting goroutines for as long as the holder keeps the lock.)
 func (m *monitorScreen) flush() {
 	if !m.mu.TryLock() {
-		go m.a.do(m.flush)
+		go func() {
+			m.mu.Lock() // wait for the holder to let go
+			v, series := m.snapshotLocked()
+			m.mu.Unlock()
+			m.a.do(func() { m.display(v, series) })
+		}()
 		return
 	}
+	v, series := m.snapshotLocked()
+	m.mu.Unlock()
+	m.display(v, series)
+}
+
+// snapshotLocked copies the state to show, and its loss series.
+func (m *monitorScreen) snapshotLocked() (monitorState, [][]float64) {
 	m.dirty = false
 	v := m.st
 	v.Rows = append([]laneRow(nil), m.st.Rows...)
@@ -426,7 +440,11 @@ func (m *monitorScreen) flush() {
 		s := m.st.Series[k]
 		series = append(series, s[:len(s):len(s)])
 	}
-	m.mu.Unlock()
+	return v, series
+}
+
+// display puts a snapshot of the state on the screen (UI goroutine).
+func (m *monitorScreen) display(v monitorState, series [][]float64) {
 	m.view = v
 	if v.Dir == "" {
 		return

@@ -140,20 +140,14 @@ func TestMonitorRealRun(t *testing.T) {
 	}
 
 	// Resume: the same run folder continues to its end. The paused session's ETAs are
-	// cleared when the resumed one starts, until it reports its own.
-	m.mu.Lock()
-	etaBefore := m.st.LaneETA
-	m.mu.Unlock()
+	// cleared when the resumed one starts, until it reports its own. The test reads what
+	// the screen shows (m.view, written on this goroutine), never m.mu: a run goroutine
+	// holds m.mu while it hands this goroutine the screen's flush.
+	etaBefore := m.view.LaneETA
 	test.Tap(m.resumeB)
 	q.wait(t, "the resumed session's start", func() bool { return m.view.Running })
-	m.mu.Lock()
-	etaAfter, rowETA, reported := m.st.LaneETA, m.st.Rows[0].ETA, 0
-	for _, s := range m.st.Series {
-		reported += len(s)
-	}
-	m.mu.Unlock()
-	if etaBefore <= 0 || (reported == points && (etaAfter != 0 || rowETA != 0)) {
-		t.Errorf("lane ETA %v before the pause, %v (row %v) when resumed; want one, then none until the resumed session reports", etaBefore, etaAfter, rowETA)
+	if etaBefore <= 0 || (plotted(m) == points && (m.view.LaneETA != 0 || m.view.Rows[0].ETA != 0)) {
+		t.Errorf("lane ETA %v before the pause, %v (row %v) when resumed; want one, then none until the resumed session reports", etaBefore, m.view.LaneETA, m.view.Rows[0].ETA)
 	}
 	q.waitUpTo(t, "the run's end", realRunEnd, func() bool { return !m.view.Running && !strings.HasPrefix(m.status.Text, "Paused") })
 	t.Logf("the run ended %v after the start", time.Since(began).Round(100*time.Millisecond))
@@ -335,7 +329,13 @@ func TestFlushWhileShuttingDown(t *testing.T) {
 	a, _ := newApp(t)
 	m := a.monitor
 	ran := make(chan struct{}, 8)
-	a.do = func(f func()) { f(); ran <- struct{}{} } // as fyne.Do once the app is draining
+	a.do = func(f func()) { // as fyne.Do once the app is draining
+		f()
+		select { // never blocks: the caller may hold the Monitor's lock
+		case ran <- struct{}{}:
+		default:
+		}
+	}
 	m.mu.Lock()
 	m.gen++
 	gen := m.gen
@@ -361,5 +361,37 @@ func TestFlushWhileShuttingDown(t *testing.T) {
 	}
 	if !strings.HasPrefix(m.status.Text, "Paused") {
 		t.Errorf("status %q, want Paused", m.status.Text)
+	}
+}
+
+// A flush refused because another goroutine holds the Monitor's lock waits for the lock and
+// then asks once more: asking again at once, with fyne.Do running functions at once, would
+// spin, starting goroutines for as long as the lock is held.
+func TestRefusedFlushWaits(t *testing.T) {
+	a, _ := newApp(t)
+	m := a.monitor
+	var calls atomic.Int64
+	shown := make(chan struct{})
+	a.do = func(f func()) { // as fyne.Do once the app is draining
+		if calls.Add(1) == 1 {
+			defer close(shown)
+		}
+		f()
+	}
+	m.mu.Lock()
+	m.st.Dir = filepath.Join(t.TempDir(), "r")
+	m.flush()                          // refused: this goroutine holds the lock
+	time.Sleep(200 * time.Millisecond) // a holder slow to let go (the old code spun meanwhile)
+	m.mu.Unlock()
+	select {
+	case <-shown:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the refused flush never asked again")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d flushes asked for while the lock was held, want 1 once it was free", n)
+	}
+	if m.view.Dir != m.st.Dir {
+		t.Errorf("the screen shows run %q, want %q", m.view.Dir, m.st.Dir)
 	}
 }
