@@ -411,16 +411,17 @@ func (m *monitorScreen) finished(gen int, err error, stopped bool) {
 
 // flush shows the state (UI goroutine). While the app shuts down fyne.Do runs its function
 // at once, on the caller's goroutine, which may be markLocked's, holding m.mu: flush then
-// takes the state from another goroutine, once the lock is free, and asks to show that,
-// instead of waiting here for a lock its own caller holds. (Asking again at once would
-// spin, starting goroutines for as long as the holder keeps the lock.)
+// asks again from another goroutine once the lock is free, instead of waiting here for a
+// lock its own caller holds. (Asking again at once would spin, starting goroutines for as
+// long as the holder keeps the lock; showing a state taken there could overtake, out of
+// order, a newer flush.)
 func (m *monitorScreen) flush() {
 	if !m.mu.TryLock() {
 		go func() {
-			m.mu.Lock() // wait for the holder to let go
-			v, series := m.snapshotLocked()
+			m.mu.Lock()
+			//lint:ignore SA2001 the critical section is empty on purpose: it waits for the holder to let go
 			m.mu.Unlock()
-			m.a.do(func() { m.display(v, series) })
+			m.a.do(m.flush)
 		}()
 		return
 	}
