@@ -22,6 +22,7 @@ import (
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/synth"
+	"amid/plugins/plugintest"
 )
 
 // pluginDir holds the segmentation plugin, built once for the package's tests.
@@ -31,22 +32,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AMID_RUN_CHILD") != "" {
 		os.Exit(child())
 	}
-	dir, err := os.MkdirTemp("", "amid-run-plugins-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// Built as make builds it (with cgo, so SGEMM runs on OpenBLAS), not with
-	// plugintest.BuildPlugin's pure-Go fallback: the run test trains for real.
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "amid-plugin-segmentation"), "../../plugins/segmentation")
-	if b, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the segmentation plugin: %v\n%s", err, b)
-		os.Exit(1)
-	}
-	pluginDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	plugintest.MainWith(m, func(dir string) error {
+		// Built as make builds it (with cgo, so SGEMM runs on OpenBLAS), not with
+		// plugintest.BuildPlugin's pure-Go fallback: the run test trains for real.
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "amid-plugin-segmentation"), "../../plugins/segmentation")
+		if b, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the segmentation plugin: %w\n%s", err, b)
+		}
+		pluginDir = dir
+		return nil
+	})
 }
 
 // env opens a store in home, trusts the built plugin and returns the run environment.

@@ -27,23 +27,13 @@ func TestMain(m *testing.M) {
 		childHost()
 		return
 	}
-	dir, err := os.MkdirTemp("", "amid-supervisor-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	echoBin, err = plugintest.BuildPlugin("../../plugins/examples/echo", "echo", dir)
-	if err == nil {
+	plugintest.MainWith(m, func(dir string) (err error) {
+		if echoBin, err = plugintest.BuildPlugin("../../plugins/examples/echo", "echo", dir); err != nil {
+			return err
+		}
 		faultyBin, err = plugintest.BuildPlugin("../../plugins/internal/faulty", "faulty", dir)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+		return err
+	})
 }
 
 // env is one test's host: a store, a user plugin folder and a catalog.

@@ -13,13 +13,22 @@ import (
 // m's tests and exits with their status, removing the folder. A failed build exits with
 // status 1.
 func Main(m *testing.M, name string, binary *string) {
-	dir, err := os.MkdirTemp("", "amid-"+name+"-")
+	MainWith(m, func(dir string) (err error) {
+		*binary, err = BuildPlugin(".", name, dir)
+		return err
+	})
+}
+
+// MainWith is a TestMain for tests that need binaries built first: build writes them into
+// a temporary folder, then m's tests run and the process exits with their status, removing
+// the folder. A failed build exits with status 1.
+func MainWith(m *testing.M, build func(dir string) error) {
+	dir, err := os.MkdirTemp("", "amid-test-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	*binary, err = BuildPlugin(".", name, dir)
-	if err != nil {
+	if err := build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
