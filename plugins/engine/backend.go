@@ -3,6 +3,8 @@ package engine
 import (
 	"runtime"
 	"sync"
+
+	"amid/plugins/compute"
 )
 
 // Backend runs the engine's matrix products and parallel elementwise loops. Layers reach
@@ -21,6 +23,9 @@ type Backend interface {
 	Parallel(n int, fn func(part, lo, hi int))
 	// Workers is the number of ranges Parallel uses at most.
 	Workers() int
+	// Identity is what the backend computes with: equal identities give bit-identical
+	// results (see amid/plugins/compute).
+	Identity() compute.Identity
 }
 
 // CPU is the CPU backend: SGEMM from OpenBLAS (or pure Go without cgo) and a fixed pool of
@@ -38,6 +43,16 @@ func NewCPU(workers int) *CPU {
 	}
 	SetBLASThreads(1)
 	return &CPU{pool: newPool(workers)}
+}
+
+// Identity is what this backend computes with: the engine version, the CPU, the SGEMM
+// library and kernels, and the worker count, which fixes the order of partial sums.
+func (c *CPU) Identity() compute.Identity { return CPUIdentity(c.pool.n) }
+
+// CPUIdentity is the identity of a CPU backend with the given number of workers in this
+// process (a plugin's Describe reports it before it builds a backend).
+func CPUIdentity(workers int) compute.Identity {
+	return compute.Identity{Engine: Version, Device: "cpu", BLAS: blasName(), Core: CoreName(), Workers: workers}
 }
 
 // Name implements Backend.

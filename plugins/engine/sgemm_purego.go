@@ -82,6 +82,10 @@ func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // CoreName is the CPU core type OpenBLAS chose; empty without OpenBLAS.
 func CoreName() string { return "" }
 
+// blasName names the pure-Go SGEMM; its gonum kernels use SSE on every x86-64 CPU, so it
+// sums the same way everywhere.
+func blasName() string { return "pure Go" }
+
 // SetBLASThreads does nothing without OpenBLAS.
 func SetBLASThreads(int) {}
 
