@@ -33,7 +33,8 @@ type Backend interface {
 // thread: on few cores this beats threaded SGEMMs, whose idle threads spin while Go code
 // runs between them.
 type CPU struct {
-	pool *pool
+	pool     *pool
+	portable bool // SGEMM in pure Go whatever the build
 }
 
 // NewCPU returns a CPU backend with the given number of loop workers (0: GOMAXPROCS).
@@ -45,9 +46,26 @@ func NewCPU(workers int) *CPU {
 	return &CPU{pool: newPool(workers)}
 }
 
+// NewPortableCPU returns a CPU backend whose SGEMM is the pure-Go one even in a build with
+// OpenBLAS. It is several times slower, but its results are the same bits on every x86-64
+// CPU, whatever kernels OpenBLAS would pick: goldens made by training use it.
+func NewPortableCPU(workers int) *CPU {
+	c := NewCPU(workers)
+	c.portable = true
+	return c
+}
+
+// portableBLAS is the BLAS name of the pure-Go SGEMM in an identity.
+const portableBLAS = "pure Go"
+
 // Identity is what this backend computes with: the engine version, the CPU, the SGEMM
 // library and kernels, and the worker count, which fixes the order of partial sums.
-func (c *CPU) Identity() compute.Identity { return CPUIdentity(c.pool.n) }
+func (c *CPU) Identity() compute.Identity {
+	if c.portable {
+		return compute.Identity{Engine: Version, Device: "cpu", BLAS: portableBLAS, Workers: c.pool.n}
+	}
+	return CPUIdentity(c.pool.n)
+}
 
 // CPUIdentity is the identity of a CPU backend with the given number of workers in this
 // process (a plugin's Describe reports it before it builds a backend).
@@ -56,7 +74,12 @@ func CPUIdentity(workers int) compute.Identity {
 }
 
 // Name implements Backend.
-func (c *CPU) Name() string { return gemmName() }
+func (c *CPU) Name() string {
+	if c.portable {
+		return "pure Go (portable)"
+	}
+	return gemmName()
+}
 
 // Workers implements Backend.
 func (c *CPU) Workers() int { return c.pool.n }
@@ -71,6 +94,10 @@ func (c *CPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32
 		return
 	}
 	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, cm, ldc)
+	if c.portable {
+		goSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
+		return
+	}
 	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
 }
 

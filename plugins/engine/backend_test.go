@@ -45,7 +45,11 @@ func randSlice(r *rand.Rand, n int) []float32 {
 }
 
 func TestSgemm(t *testing.T) {
-	be := NewCPU(2)
+	t.Run("default", func(t *testing.T) { testSgemm(t, NewCPU(2)) })
+	t.Run("portable", func(t *testing.T) { testSgemm(t, NewPortableCPU(2)) })
+}
+
+func testSgemm(t *testing.T, be *CPU) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ m, n, k int }{{1, 1, 1}, {7, 5, 3}, {33, 65, 17}, {64, 300, 129}} {
 		for _, tA := range []bool{false, true} {
@@ -263,4 +267,19 @@ func BenchmarkSgemm(b *testing.B) {
 		}
 	}
 	SetBLASThreads(2)
+}
+
+// TestIdentity: the identity names the kernels that run; the portable backend's names none,
+// since its sums do not depend on the CPU.
+func TestIdentity(t *testing.T) {
+	id := NewCPU(3).Identity()
+	if id.Engine != Version || id.Device != "cpu" || id.Workers != 3 {
+		t.Errorf("identity %+v", id)
+	}
+	if HaveOpenBLAS && (id.Core != CoreName() || !strings.HasPrefix(id.BLAS, "openblas 0.")) {
+		t.Errorf("identity %+v; want OpenBLAS with core %q", id, CoreName())
+	}
+	if p := NewPortableCPU(3).Identity(); p.BLAS != "pure Go" || p.Core != "" || p.Workers != 3 {
+		t.Errorf("portable identity %+v", p)
+	}
 }
