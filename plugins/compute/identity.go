@@ -41,6 +41,25 @@ import (
 	"strings"
 )
 
+// EnvPreferCore names the BLAS core type a plugin should use when its user set none and
+// its CPU can run it. [Env] sets it when a host re-runs a model package, so that a CPU
+// able to run the package's kernels reproduces its predictions byte for byte.
+const EnvPreferCore = "AMID_OPENBLAS_PREFER"
+
+// Env is the environment that asks a plugin process for id's kernels and worker split:
+// GOMAXPROCS (plugins split their work over that many workers) and EnvPreferCore. A CPU
+// that cannot run the kernels keeps its own, and the identity the plugin reports says so.
+func Env(id Identity) []string {
+	var env []string
+	if id.Workers > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(id.Workers))
+	}
+	if id.Core != "" {
+		env = append(env, EnvPreferCore+"="+id.Core)
+	}
+	return env
+}
+
 // Identity is what computed a result. Two results of the same inputs are byte-identical
 // when their identities are equal.
 type Identity struct {

@@ -211,6 +211,35 @@ func TestEnsureCoreTypeCorrects(t *testing.T) {
 	}
 }
 
+// TestEnsureCoreTypePrefers: the core a package was made with is taken when this CPU can
+// run it, and ignored when it cannot; an explicit choice still wins.
+func TestEnsureCoreTypePrefers(t *testing.T) {
+	if !HaveOpenBLAS {
+		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
+	}
+	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
+	unsetCoreType(t)
+	t.Setenv(EnvPreferCore, "Haswell")
+	env := fakeCore(t, "SkylakeX", avx512)
+	if err := EnsureCoreType(); err != nil || !slices.Contains(*env, EnvCoreType+"=Haswell") {
+		t.Fatalf("prefer Haswell on AVX-512: err %v, restart %v", err, *env)
+	}
+	env = fakeCore(t, "Haswell", avx512)
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("already Haswell: err %v, restart %v", err, *env)
+	}
+	t.Setenv(EnvPreferCore, "SkylakeX")
+	env = fakeCore(t, "Haswell", cpuFlags{avx2: true, avx: true})
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("SkylakeX preferred on an AVX2 CPU: err %v, restart %v; want the detected core kept", err, *env)
+	}
+	t.Setenv(EnvCoreType, "Sandybridge")
+	env = fakeCore(t, "Sandybridge", avx512)
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("explicit Sandybridge with a preference: err %v, restart %v", err, *env)
+	}
+}
+
 // TestEnsureCoreTypeRestarts starts this test binary with nothing set and OpenBLAS's
 // detection faked as the weakest core (the misdetection seen on an AVX-512 Xeon), and
 // checks that the real restart gives OpenBLAS the CPU's best core.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/cpu"
+
+	"amid/plugins/compute"
 )
 
 // Vector levels of OpenBLAS kernels, ordered.
@@ -78,6 +80,10 @@ const reexecGuard = "AMID_OPENBLAS_REEXEC"
 // and leaves it alone.
 const EnvCoreType = "OPENBLAS_CORETYPE"
 
+// EnvPreferCore names a core type to use when the user set none and this CPU can run it
+// (see compute.Env).
+const EnvPreferCore = compute.EnvPreferCore
+
 // Seams for tests: the core OpenBLAS chose, the CPU's flags, and the restart.
 var (
 	detectedCore = CoreName
@@ -96,7 +102,10 @@ var ErrCoreType = errors.New("OpenBLAS core type")
 // uses, and returns an error wrapping ErrCoreType when it does not (OpenBLAS would die on
 // an illegal instruction at the first SGEMM).
 //
-// When nothing is set, OpenBLAS detected the core itself, and OpenBLAS 0.3.21 misdetects
+// When AMID_OPENBLAS_PREFER names a core this CPU can run ([EnvPreferCore]), that core is
+// used.
+//
+// Otherwise, when nothing is set, OpenBLAS detected the core itself, and OpenBLAS 0.3.21 misdetects
 // some CPUs (an AVX-512 Xeon as "Prescott", a 5× loss). OpenBLAS reads OPENBLAS_CORETYPE
 // once, when the library loads, before any Go code runs: setting it with os.Setenv is too
 // late. So when OpenBLAS chose a core weaker than the CPU's feature flags allow (or one
@@ -118,7 +127,11 @@ func EnsureCoreType() error {
 		}
 		return nil
 	}
-	want, fix := coreFix(detectedCore(), flags)
+	cur := detectedCore()
+	want, fix := coreFix(cur, flags)
+	if pref := os.Getenv(EnvPreferCore); pref != "" && coreLevel(pref) <= cpuLevel(flags) {
+		want, fix = pref, !strings.EqualFold(pref, cur)
+	}
 	if !fix {
 		return nil
 	}
