@@ -161,9 +161,12 @@ func TestBeyondTolerance(t *testing.T) {
 // TestUnknownIdentity: a package that records no identity (a plugin that does not report
 // one) passes only byte for byte.
 func TestUnknownIdentity(t *testing.T) {
+	if got := identities(haswell, compute.Identity{Engine: "0.2.0", Device: "cpu", BLAS: "openblas 0.3.21", Core: "Haswell", Workers: 16}); got != "under a different compute identity (2 vs 16 workers)" {
+		t.Errorf("workers only: %q", got)
+	}
 	pkg := segPackage(t, compute.Identity{})
 	v := verify(t, pkg, VerifyOptions{Reproduce: rerunWith(skylakeX, map[string]*volume.Volume{"case_001.nii.gz": flip(organ(), 1)})})
-	if v.Reproduced || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "no tolerance applies: the compute identity is unknown (package unknown, re-run engine 0.2.0") {
+	if v.Reproduced || len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "the re-run wrote different bytes with an unknown compute identity (package: unknown, re-run: engine 0.2.0, cpu, openblas 0.3.21 SkylakeX, 2 workers), so no tolerance applies") {
 		t.Fatalf("problems %q", v.Problems)
 	}
 }

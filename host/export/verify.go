@@ -411,9 +411,9 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 	// another, the files whose bytes differ are judged within tolerance below.
 	same := v.Compute == v.Rerun && !v.Compute.IsZero()
 	tolerant := !same && !v.Compute.IsZero() && !v.Rerun.IsZero()
-	why := "under the same compute identity (" + v.Compute.String() + ")"
+	why := identities(v.Compute, v.Rerun)
 	if !same {
-		why = fmt.Sprintf("and no tolerance applies: the compute identity is unknown (package %s, re-run %s)", v.Compute, v.Rerun)
+		why += ", so no tolerance applies"
 	}
 	var differ []string // present in both, other bytes, to judge within tolerance
 	for _, p := range sortedKeys(want) {
@@ -437,21 +437,17 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 			v.Differ = append(v.Differ, p)
 		}
 	}
-	v.judge(fsys, pkgDir, filepath.Join(out, DirPredictions), same, differ)
+	v.judge(fsys, pkgDir, filepath.Join(out, DirPredictions), differ)
 }
 
 // judge decides whether the re-run reproduced the package: byte for byte, or, when it ran
 // under another compute identity than the package records, within compute.Table for the
 // files whose bytes differ (differ).
-func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, same bool, differ []string) {
-	diff := compute.Diff(v.Compute, v.Rerun)
+func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, differ []string) {
+	where := identities(v.Compute, v.Rerun)
 	if len(v.Differ) == 0 {
 		v.Reproduced, v.Exact = true, true
-		if same {
-			v.ReproduceNote = "reproduced byte for byte under the same compute identity"
-		} else {
-			v.ReproduceNote = fmt.Sprintf("reproduced byte for byte on different hardware (%s)", diff)
-		}
+		v.ReproduceNote = "reproduced byte for byte " + where
 		return
 	}
 	if len(differ) == 0 {
@@ -459,7 +455,7 @@ func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, same bool, dif
 	}
 	spec, err := packageSpec(fsys)
 	if err != nil {
-		v.fail("the re-run differs from the package on different hardware (%s), and its predictions cannot be compared within tolerance: %v", diff, err)
+		v.fail("the re-run differs from the package %s, and its predictions cannot be compared within tolerance: %v", where, err)
 		return
 	}
 	ag := compute.NewAgreement(compute.Table)
@@ -472,14 +468,30 @@ func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, same bool, dif
 	v.Agreement = ag
 	if !ag.OK() {
 		for _, p := range ag.Problems {
-			v.fail("the re-run on different hardware (%s) is beyond tolerance: %s", diff, p)
+			v.fail("the re-run %s is beyond tolerance: %s", where, p)
 		}
 		return
 	}
 	v.Compared += len(differ)
 	v.Reproduced = v.OK() // missing or extra files have failed already
-	v.ReproduceNote = fmt.Sprintf("reproduced within tolerance on different hardware (%s): %s; %d of %d files byte for byte",
-		diff, ag.Summary(), v.Compared-len(differ), v.Compared)
+	v.ReproduceNote = fmt.Sprintf("reproduced within tolerance %s: %s; %d of %d files byte for byte",
+		where, ag.Summary(), v.Compared-len(differ), v.Compared)
+}
+
+// identities says how a re-run's compute identity relates to the package's: "under the
+// same compute identity", "on different hardware (SkylakeX vs Haswell)" when the device or
+// kernels differ, "under a different compute identity (2 vs 16 workers)" otherwise, or that
+// one of them is unknown.
+func identities(pkg, rerun compute.Identity) string {
+	switch {
+	case pkg == rerun && !pkg.IsZero():
+		return "under the same compute identity"
+	case pkg.IsZero() || rerun.IsZero():
+		return fmt.Sprintf("with an unknown compute identity (package: %s, re-run: %s)", pkg, rerun)
+	case pkg.Device != rerun.Device || pkg.BLAS != rerun.BLAS || pkg.Core != rerun.Core:
+		return "on different hardware (" + compute.Diff(pkg, rerun) + ")"
+	}
+	return "under a different compute identity (" + compute.Diff(pkg, rerun) + ")"
 }
 
 // extract writes the manifest's files from fsys under dir, executables with mode 0755.
