@@ -40,12 +40,8 @@ var (
 	ErrUnsupported = jpegstream.ErrUnsupported
 )
 
-// Config is what the frame header says about an image.
-type Config struct {
-	Width, Height int
-	Components    int
-	Precision     int // bits per sample, 8 or 12
-}
+// Config is what the frame header says about an image (Precision: 8 or 12 bits).
+type Config = jpegstream.Config
 
 // DecodeConfig reads the frame header of a sequential DCT JPEG stream without decoding it.
 func DecodeConfig(data []byte) (Config, error) {
@@ -123,9 +119,6 @@ func (d *decoder) marker(m byte, seg []byte) error {
 			return fmt.Errorf("%w: %d components in a DCT frame", ErrFormat, len(f.Components))
 		}
 		for _, c := range f.Components {
-			if c.H != f.Components[0].H || c.V != f.Components[0].V {
-				return fmt.Errorf("%w: DCT JPEG with subsampled components", ErrUnsupported)
-			}
 			if c.Tq > 3 {
 				return fmt.Errorf("%w: quantisation table %d", ErrFormat, c.Tq)
 			}
@@ -239,6 +232,11 @@ func (d *decoder) setup() error {
 	f := d.frame
 	if _, err := jpegstream.Samples(f.Width, f.Height, len(f.Components)); err != nil {
 		return err
+	}
+	for _, c := range f.Components {
+		if c.H != f.Components[0].H || c.V != f.Components[0].V {
+			return fmt.Errorf("%w: DCT JPEG with subsampled components", ErrUnsupported)
+		}
 	}
 	d.planes = make([]plane, len(f.Components))
 	// Every component has the same sampling factors; an MCU of an interleaved scan is

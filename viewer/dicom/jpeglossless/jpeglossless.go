@@ -39,12 +39,8 @@ var (
 	ErrUnsupported = jpegstream.ErrUnsupported
 )
 
-// Config is what the frame header says about an image.
-type Config struct {
-	Width, Height int
-	Components    int
-	Precision     int // bits per sample, 2…16
-}
+// Config is what the frame header says about an image (Precision: 2…16 bits).
+type Config = jpegstream.Config
 
 // DecodeConfig reads the frame header of a lossless JPEG stream without decoding it.
 func DecodeConfig(data []byte) (Config, error) {

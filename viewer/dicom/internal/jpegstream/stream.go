@@ -53,6 +53,13 @@ type Image struct {
 	Pix           []uint16
 }
 
+// Config is what a frame header says about an image.
+type Config struct {
+	Width, Height int
+	Components    int
+	Precision     int // bits per sample
+}
+
 // Samples returns the number of samples of an image of the given size, or an error when
 // it is empty or would overflow.
 func Samples(width, height, components int) (int, error) {
