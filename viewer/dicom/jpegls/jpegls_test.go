@@ -103,7 +103,7 @@ func TestRestarts(t *testing.T) {
 		return raw
 	}
 	ct := load(realdata.Octave + "/dicom-0.5.1/imdata/CT-MONO2-16-ankle.dcm") // 512², 16 bits
-	us := load(realdata.AMI + "/dicom/US-RGB-8-esopecho.dcm")                  // 256×120 RGB
+	us := load(realdata.AMI + "/dicom/US-RGB-8-esopecho.dcm")                 // 256×120 RGB
 	for _, c := range []struct {
 		name          string
 		raw           []byte
