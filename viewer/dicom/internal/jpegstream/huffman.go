@@ -57,6 +57,9 @@ func (h *Huffman) build(counts *[17]int) error {
 	code, k := int32(0), int32(0)
 	for l := 1; l <= 16; l++ {
 		n := int32(counts[l])
+		if code+n > 1<<l {
+			return fmt.Errorf("%w: Huffman table has more codes of length %d than fit", ErrFormat, l)
+		}
 		if n == 0 {
 			h.maxcode[l] = -1
 		} else {
@@ -74,9 +77,6 @@ func (h *Huffman) build(counts *[17]int) error {
 			code += n
 			k += n
 			h.maxcode[l] = code - 1
-		}
-		if code > 1<<l {
-			return fmt.Errorf("%w: Huffman table has more codes of length %d than fit", ErrFormat, l)
 		}
 		code <<= 1
 	}
