@@ -354,3 +354,14 @@ func addRealSeeds(f *testing.F) {
 		}
 	}
 }
+
+// BenchmarkDecode decodes a real 512×512 16-bit CT slice coded by GDCM (predictor 1).
+func BenchmarkDecode(b *testing.B) {
+	data := codectest.BenchStream(b, "gdcmconv", "--jpeg")
+	b.SetBytes(512 * 512 * 2)
+	for b.Loop() {
+		if _, err := jpeglossless.Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -280,3 +280,14 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecode decodes a real 512×512 16-bit CT slice coded by GDCM (CharLS).
+func BenchmarkDecode(b *testing.B) {
+	data := codectest.BenchStream(b, "gdcmconv", "--jpegls")
+	b.SetBytes(512 * 512 * 2)
+	for b.Loop() {
+		if _, err := jpegls.Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

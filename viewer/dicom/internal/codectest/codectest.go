@@ -177,3 +177,15 @@ func Equal(tb testing.TB, name string, got []uint16, precision int, want []byte,
 		tb.Errorf("%s: %d of %d samples differ from GDCM's by more than %d (at most %d)", name, bad, len(got), tol, worst)
 	}
 }
+
+// BenchStream returns the codestream of the real 512×512 CT slice of Inputs transcoded
+// with the tool and arguments given (for benchmarks), and its samples.
+func BenchStream(b *testing.B, tool string, args ...string) []byte {
+	b.Helper()
+	Need(b, tool, "gdcmraw")
+	dir := b.TempDir()
+	src := Copy(b, dir, Inputs[0].Path)
+	out := filepath.Join(dir, "bench.dcm")
+	Run(b, tool, append(args, src, out)...)
+	return Codestream(b, out)
+}
