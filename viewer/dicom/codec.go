@@ -23,7 +23,8 @@ type codec struct {
 	// pixel together, masked to Bits Stored or sign-extended from it (see storeU16).
 	decode func(h *header, frame []byte, dst []int32) error
 	// minBits is the fewest bits a valid frame of the header's size takes, so that a
-	// frame too short for its image is refused before the image is allocated.
+	// frame too short for its image is refused before the image is allocated (nil: no
+	// bound).
 	minBits func(h *header) int64
 	// sparse marks codings whose frames can be far smaller than their image (JPEG-LS
 	// runs, JPEG 2000): their decoded size is bounded by maxSparseSamples.

@@ -2,6 +2,7 @@ package dicom
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 
 	"amid/assets/realdata"
 	"amid/viewer/dicom/internal/codectest"
+	"amid/viewer/dicom/internal/jpegstream"
 	"amid/viewer/volume"
 )
 
@@ -385,5 +387,100 @@ func TestStoredValues(t *testing.T) {
 				t.Errorf("stored(%d) = %d, want %d", v, got, c.want[i])
 			}
 		}
+	}
+}
+
+// TestPlanarCodec plugs a decoder of planes into the package the way JPEG 2000's will be
+// (planarCodec, codec.go): a toy coding whose frames hold their width, height, component
+// count, precision and signedness, then each plane's samples as int32. A two-frame signed
+// 12-bit image and an RGB one (YBR_RCT, which JPEG 2000 decoders deliver as RGB) must read
+// back as written, and a frame of the wrong size must be refused.
+func TestPlanarCodec(t *testing.T) {
+	const uid = "1.2.840.10008.1.2.4.90"
+	toy := func(b []byte) (planes, error) {
+		if len(b) < 5 {
+			return planes{}, errors.New("short toy frame")
+		}
+		p := planes{width: int(b[0]), height: int(b[1]), precision: int(b[3]), signed: b[4] == 1}
+		n := p.width * p.height
+		if len(b) != 5+4*n*int(b[2]) {
+			return planes{}, errors.New("toy frame of the wrong length")
+		}
+		for c := 0; c < int(b[2]); c++ {
+			pl := make([]int32, n)
+			for i := range pl {
+				pl[i] = int32(binary.LittleEndian.Uint32(b[5+4*(c*n+i):]))
+			}
+			p.data = append(p.data, pl)
+		}
+		return p, nil
+	}
+	toyConfig := func(b []byte) (jpegstream.Config, error) {
+		if len(b) < 5 {
+			return jpegstream.Config{}, errors.New("short toy frame")
+		}
+		return jpegstream.Config{Width: int(b[0]), Height: int(b[1]), Components: int(b[2]), Precision: int(b[3])}, nil
+	}
+	old, had := syntaxes[uid]
+	syntaxes[uid] = syntax{bo: binary.LittleEndian, codec: planarCodec("toy", toyConfig, toy)}
+	defer func() {
+		if had {
+			syntaxes[uid] = old
+		} else {
+			delete(syntaxes, uid)
+		}
+	}()
+	frame := func(w, h, prec int, signed bool, planes ...[]int32) []byte {
+		b := []byte{byte(w), byte(h), byte(len(planes)), byte(prec), 0}
+		if signed {
+			b[4] = 1
+		}
+		for _, p := range planes {
+			for _, v := range p {
+				b = binary.LittleEndian.AppendUint32(b, uint32(v))
+			}
+		}
+		return b
+	}
+	dir := t.TempDir()
+	// Signed 12-bit, two frames of 4×3: −2048…2047 survive; frame 2 is frame 1 + 1.
+	f1 := []int32{-2048, -1, 0, 1, 2047, 5, 6, 7, 8, 9, 10, 11}
+	f2 := make([]int32, 12)
+	for i, v := range f1 {
+		f2[i] = v + 1
+	}
+	f2[4] = 2047
+	p := write(t, dir, "grey.dcm", gen(spec{ts: uid, frames: 2, bitsStored: 12, signed: true,
+		fragments: [][]byte{frame(4, 3, 12, true, f1), frame(4, 3, 12, true, f2)}}))
+	v, m, err := ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := v.Data.([]int16)
+	if !ok || v.Dims != [4]int{4, 3, 2, 1} || m.TransferSyntaxUID != uid {
+		t.Fatalf("dims %v type %T syntax %s", v.Dims, v.Data, m.TransferSyntaxUID)
+	}
+	for i, want := range append(f1, f2...) {
+		if int32(got[i]) != want {
+			t.Fatalf("voxel %d is %d, want %d", i, got[i], want)
+		}
+	}
+	// Colour: planes come out interleaved.
+	r, g, b := []int32{1, 2, 3, 4}, []int32{10, 20, 30, 40}, []int32{100, 200, 250, 255}
+	p = write(t, dir, "rgb.dcm", gen(spec{ts: uid, rows: 2, cols: 2, spp: 3, bitsAlloc: 8, photometric: "YBR_RCT",
+		fragments: [][]byte{frame(2, 2, 8, false, r, g, b)}}))
+	v, _, err = ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := v.Data.([]uint8); v.Dims != [4]int{2, 2, 1, 3} || d[0] != 1 || d[1] != 10 || d[2] != 100 || d[11] != 255 {
+		t.Errorf("colour: dims %v data %v", v.Dims, d)
+	}
+	// A frame whose size disagrees with the header names the frame.
+	p = write(t, dir, "wrong.dcm", gen(spec{ts: uid, frames: 2, bitsStored: 12, signed: true,
+		fragments: [][]byte{frame(4, 3, 12, true, f1), frame(3, 4, 12, true, f2)}}))
+	if _, _, err := ReadFile(p); !errors.Is(err, volume.ErrFormat) || !strings.Contains(err.Error(), "frame 2 of 2") ||
+		!strings.Contains(err.Error(), "toy frame is 3×4, the header says 4×3") {
+		t.Errorf("wrong frame size: %v", err)
 	}
 }

@@ -129,7 +129,10 @@ func decodePixels(h *header, l *layout, c *codec) (*pixels, error) {
 		if frames, err = l.frameFragments(h.frames, c); err != nil {
 			return nil, err
 		}
-		need := c.minBits(h)
+		var need int64
+		if c.minBits != nil {
+			need = c.minBits(h)
+		}
 		for i, f := range frames {
 			if int64(len(f))*8 < need {
 				return nil, fmt.Errorf("%w: %s frame %d of %d bytes cannot hold %d×%d×%d samples",

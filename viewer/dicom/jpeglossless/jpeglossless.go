@@ -226,11 +226,10 @@ func all(b []bool) bool {
 // checkScan checks a scan header against the frame and the tables defined so far.
 func (d *decoder) checkScan(s *jpegstream.Scan, done []bool) error {
 	f := d.frame
-	switch {
-	case s.Ss < 1 || s.Ss > 7:
+	// T.81 H.2.3 asks for Se and Ah to be 0; like libjpeg, tolerate other values, which
+	// have no use.
+	if s.Ss < 1 || s.Ss > 7 {
 		return fmt.Errorf("%w: predictor selection value %d (1 to 7 allowed outside hierarchical mode)", ErrFormat, s.Ss)
-	case s.Se != 0 || s.Ah != 0:
-		// T.81 H.2.3 asks for 0; like libjpeg, tolerate other values, which have no use.
 	}
 	if s.Al >= f.Precision {
 		return fmt.Errorf("%w: point transform %d for %d-bit samples", ErrFormat, s.Al, f.Precision)
