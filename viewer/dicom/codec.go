@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 
@@ -19,9 +18,9 @@ import (
 // at a time.
 type codec struct {
 	name string
-	// decode decodes one frame into dst: rows × cols × spp stored values, samples of a
-	// pixel together, masked to Bits Stored or sign-extended from it (see storeU16).
-	decode func(h *header, frame []byte, dst []int32) error
+	// decode decodes one frame into dst as native little-endian pixel data: rows × cols
+	// pixels of spp samples of Bits Allocated each, the samples of a pixel together.
+	decode func(h *header, frame []byte, dst []byte) error
 	// minBits is the fewest bits a valid frame of the header's size takes, so that a
 	// frame too short for its image is refused before the image is allocated (nil: no
 	// bound).
@@ -96,17 +95,15 @@ func frameSamples(h *header) int64 { return int64(h.rows) * int64(h.cols) * int6
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// decodeFrames decodes the frames of a file into p, in parallel when there are several.
-// An error names the first frame that failed.
-func (h *header) decodeFrames(p *pixels, frames [][]byte, c *codec) error {
+// decodeFrames decodes the frames of a file into raw, one after the other, in parallel
+// when there are several. An error names the first frame that failed.
+func (h *header) decodeFrames(raw []byte, frames [][]byte, c *codec) error {
+	fb := len(raw) / len(frames)
 	errs := make([]error, len(frames))
 	one := func(i int) {
-		dst := p.frame(i, nil)
-		if err := c.decode(h, frames[i], dst); err != nil {
+		if err := c.decode(h, frames[i], raw[i*fb:(i+1)*fb]); err != nil {
 			errs[i] = fmt.Errorf("frame %d of %d: %w", i+1, len(frames), err)
-			return
 		}
-		p.min[i], p.max[i] = minMax(dst)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(frames))
 	if workers <= 1 {
@@ -142,19 +139,14 @@ func (h *header) decodeFrames(p *pixels, frames [][]byte, c *codec) error {
 }
 
 // decodeRLEFrame decodes an RLE Lossless frame.
-func decodeRLEFrame(h *header, frame []byte, dst []int32) error {
-	buf := make([]byte, len(dst)*h.bitsAlloc/8)
-	if err := decodeRLE(buf, frame, h.rows*h.cols, h.spp, h.bitsAlloc/8); err != nil {
-		return err
-	}
-	_, _, err := h.samples(dst, buf, binary.LittleEndian)
-	return err
+func decodeRLEFrame(h *header, frame []byte, dst []byte) error {
+	return decodeRLE(dst, frame, h.rows*h.cols, h.spp, h.bitsAlloc/8)
 }
 
 // decodeJPEGExtendedFrame decodes a JPEG Extended frame: 12-bit and greyscale 8-bit ones
 // with jpegextended (whose inverse DCT is libjpeg's), 8-bit colour with the standard
 // library, which converts YCbCr to RGB and upsamples subsampled chroma.
-func decodeJPEGExtendedFrame(h *header, frame []byte, dst []int32) error {
+func decodeJPEGExtendedFrame(h *header, frame []byte, dst []byte) error {
 	cfg, err := jpegextended.DecodeConfig(frame)
 	if err != nil {
 		return codecError("JPEG Extended", err)
@@ -170,8 +162,8 @@ func decodeJPEGExtendedFrame(h *header, frame []byte, dst []int32) error {
 
 // jpegDecoder makes the decode function of a codec from a JPEG-family decoder: the frame
 // header is checked against the DICOM header before the decoder allocates the image.
-func jpegDecoder(name string, config func([]byte) (jpegstream.Config, error), decode func([]byte) (*jpegstream.Image, error)) func(*header, []byte, []int32) error {
-	return func(h *header, frame []byte, dst []int32) error {
+func jpegDecoder(name string, config func([]byte) (jpegstream.Config, error), decode func([]byte) (*jpegstream.Image, error)) func(*header, []byte, []byte) error {
+	return func(h *header, frame []byte, dst []byte) error {
 		cfg, err := config(frame)
 		if err != nil {
 			return codecError(name, err)
@@ -183,7 +175,7 @@ func jpegDecoder(name string, config func([]byte) (jpegstream.Config, error), de
 		if err != nil {
 			return codecError(name, err)
 		}
-		h.storeU16(dst, img.Pix)
+		putSamples(dst, img.Pix, h.bitsAlloc/8)
 		return nil
 	}
 }
@@ -201,7 +193,7 @@ type planes struct {
 // the frame's size (width, height, components, precision) without decoding it.
 func planarCodec(name string, config func([]byte) (jpegstream.Config, error), decode func([]byte) (planes, error)) *codec {
 	return &codec{name: name, sparse: true, colour: []string{"YBR_RCT", "YBR_ICT"},
-		decode: func(h *header, frame []byte, dst []int32) error {
+		decode: func(h *header, frame []byte, dst []byte) error {
 			cfg, err := config(frame)
 			if err != nil {
 				return codecError(name, err)
@@ -220,8 +212,17 @@ func planarCodec(name string, config func([]byte) (jpegstream.Config, error), de
 				if len(pl) != p.width*p.height {
 					return fmt.Errorf("%w: %s component %d has %d samples for %d×%d pixels", volume.ErrFormat, name, c+1, len(pl), p.width, p.height)
 				}
+				size := h.bitsAlloc / 8
 				for i, v := range pl {
-					dst[i*h.spp+c] = h.stored(v)
+					o := (i*h.spp + c) * size
+					switch size {
+					case 1:
+						dst[o] = byte(v)
+					case 2:
+						binary.LittleEndian.PutUint16(dst[o:], uint16(v))
+					default:
+						binary.LittleEndian.PutUint32(dst[o:], uint32(v))
+					}
 				}
 			}
 			return nil
@@ -241,33 +242,23 @@ func (h *header) checkDecoded(name string, width, height, components, precision 
 	return nil
 }
 
-// stored maps a decoded sample to a stored value: masked to Bits Stored, or sign-extended
-// from it, as native data is.
-func (h *header) stored(v int32) int32 {
-	shift := uint(32 - h.bitsStored)
-	if h.signed {
-		return int32(uint32(v)<<shift) >> shift
-	}
-	return int32(uint32(v) << shift >> shift)
-}
-
-// storeU16 maps decoded samples to stored values (see stored).
-func (h *header) storeU16(dst []int32, src []uint16) {
-	dst = dst[:len(src)]
-	shift := uint(32 - h.bitsStored)
-	switch {
-	case h.bitsStored >= 16 && !h.signed:
+// putSamples writes decoded samples as little-endian values of size bytes.
+func putSamples(dst []byte, src []uint16, size int) {
+	switch size {
+	case 1:
+		dst = dst[:len(src)]
 		for i, v := range src {
-			dst[i] = int32(v)
+			dst[i] = byte(v)
 		}
-	case h.signed:
+	case 2:
+		dst = dst[:2*len(src)]
 		for i, v := range src {
-			dst[i] = int32(uint32(v)<<shift) >> shift
+			binary.LittleEndian.PutUint16(dst[2*i:], v)
 		}
 	default:
-		mask := uint16(math.MaxUint16 >> (16 - h.bitsStored))
+		dst = dst[:4*len(src)]
 		for i, v := range src {
-			dst[i] = int32(v & mask)
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(v))
 		}
 	}
 }

@@ -362,34 +362,6 @@ func TestSupportedTransferSyntaxes(t *testing.T) {
 	}
 }
 
-// TestStoredValues checks the mapping of decoded samples to stored values: masked to
-// Bits Stored, or sign-extended from it.
-func TestStoredValues(t *testing.T) {
-	dst := make([]int32, 3)
-	for _, c := range []struct {
-		bits   int
-		signed bool
-		in     []uint16
-		want   []int32
-	}{
-		{16, false, []uint16{0, 40000, 65535}, []int32{0, 40000, 65535}},
-		{16, true, []uint16{0, 40000, 65535}, []int32{0, 40000 - 65536, -1}},
-		{12, false, []uint16{0x0FFF, 0xF123, 0x0800}, []int32{4095, 0x123, 2048}},
-		{12, true, []uint16{0x0FFF, 0xF123, 0x0800}, []int32{-1, 0x123, -2048}},
-	} {
-		h := &header{bitsStored: c.bits, signed: c.signed}
-		h.storeU16(dst, c.in)
-		if !reflect.DeepEqual(dst, c.want) {
-			t.Errorf("%d bits signed %v: %v → %v, want %v", c.bits, c.signed, c.in, dst, c.want)
-		}
-		for i, v := range c.in {
-			if got := h.stored(int32(v)); got != c.want[i] {
-				t.Errorf("stored(%d) = %d, want %d", v, got, c.want[i])
-			}
-		}
-	}
-}
-
 // TestPlanarCodec plugs a decoder of planes into the package the way JPEG 2000's will be
 // (planarCodec, codec.go): a toy coding whose frames hold their width, height, component
 // count, precision and signedness, then each plane's samples as int32. A two-frame signed

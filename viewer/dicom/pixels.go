@@ -144,24 +144,29 @@ func decodePixels(h *header, l *layout, c *codec) (*pixels, error) {
 		}
 	}
 	p := &pixels{h: h, bo: l.bo, frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
+	raw, planar := l.pixels, h.planar
+	if l.encapsulated {
+		// Compressed frames decode to native little-endian pixel data with the samples of
+		// a pixel together; from there on they take the native path.
+		raw, planar, p.bo = make([]byte, n*h.frames*size), 0, binary.LittleEndian
+		if err := h.decodeFrames(raw, frames, c); err != nil {
+			return nil, err
+		}
+	}
 	var err error
-	switch {
-	case l.encapsulated:
-		p.samples = make([]int32, n*h.frames)
-		err = h.decodeFrames(p, frames, c)
-	case h.spp == 1:
+	if h.spp == 1 {
 		// Measure each frame now (which also checks every value); convert again when
 		// the volume is filled. Signed 16-bit little-endian data is measured only if
 		// the volume needs its range (see fill).
-		p.raw = l.pixels[:n*h.frames*size]
+		p.raw = raw[:n*h.frames*size]
 		if p.lazy = p.signed16(); !p.lazy {
 			for i := 0; i < h.frames && err == nil; i++ {
 				p.min[i], p.max[i], err = p.measure(i)
 			}
 		}
-	default:
+	} else {
 		p.samples = make([]int32, n*h.frames)
-		err = h.decodeNative(p, l.pixels, l.bo)
+		err = h.decodeNative(p, raw, p.bo, planar)
 	}
 	if err != nil {
 		return nil, err
@@ -169,7 +174,9 @@ func decodePixels(h *header, l *layout, c *codec) (*pixels, error) {
 	return p, nil
 }
 
-func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error {
+// decodeNative converts native colour data to samples, pixel-interleaving planar data
+// (planar = 1).
+func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder, planar int) error {
 	size := h.bitsAlloc / 8
 	for i := 0; i < h.frames; i++ {
 		f := p.frame(i, nil)
@@ -178,7 +185,7 @@ func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error 
 			return err
 		}
 	}
-	if h.spp == 3 && h.planar == 1 {
+	if h.spp == 3 && planar == 1 {
 		tmp := make([]int32, p.frameLen)
 		for i := 0; i < h.frames; i++ {
 			f := p.frame(i, nil)
@@ -335,9 +342,9 @@ func (l *layout) frameFragments(frames int, c *codec) ([][]byte, error) {
 	return nil, fmt.Errorf("%w: %d fragments cannot be split into %d frames", volume.ErrFormat, len(fr), frames)
 }
 
-// decodeJPEGFrame decodes one 8-bit DCT JPEG frame with the standard library. Colour
-// frames (YCbCr or RGB coded) come out as RGB.
-func decodeJPEGFrame(h *header, data []byte, dst []int32) error {
+// decodeJPEGFrame decodes one 8-bit DCT JPEG frame with the standard library into dst, one
+// byte per sample. Colour frames (YCbCr or RGB coded) come out as RGB.
+func decodeJPEGFrame(h *header, data []byte, dst []byte) error {
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("%w: JPEG: %v", volume.ErrFormat, err)
@@ -358,7 +365,7 @@ func decodeJPEGFrame(h *header, data []byte, dst []int32) error {
 		for y := 0; y < h.rows; y++ {
 			row := m.Pix[y*m.Stride : y*m.Stride+w]
 			for x, v := range row {
-				dst[y*w+x] = int32(v)
+				dst[y*w+x] = v
 			}
 		}
 	case *image.YCbCr:
@@ -370,7 +377,7 @@ func decodeJPEGFrame(h *header, data []byte, dst []int32) error {
 				yi, ci := m.YOffset(x, y), m.COffset(x, y)
 				r, g, b := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
 				o := 3 * (y*w + x)
-				dst[o], dst[o+1], dst[o+2] = int32(r), int32(g), int32(b)
+				dst[o], dst[o+1], dst[o+2] = r, g, b
 			}
 		}
 	case *image.RGBA:
@@ -381,7 +388,7 @@ func decodeJPEGFrame(h *header, data []byte, dst []int32) error {
 			for x := 0; x < w; x++ {
 				s := m.Pix[y*m.Stride+4*x:]
 				o := 3 * (y*w + x)
-				dst[o], dst[o+1], dst[o+2] = int32(s[0]), int32(s[1]), int32(s[2])
+				dst[o], dst[o+1], dst[o+2] = s[0], s[1], s[2]
 			}
 		}
 	default:

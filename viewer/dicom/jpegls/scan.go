@@ -2,6 +2,7 @@ package jpegls
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 )
 
@@ -22,6 +23,7 @@ const maxContextSum = 1 << 24
 // scanState is the coding state of one scan.
 type scanState struct {
 	maxval, near, rng, qbpp, limit, reset int
+	esc                                   int    // limit − qbpp − 1: the unary length of an escaped code
 	quant                                 []int8 // quantised gradient of d at index d + maxval
 	ctx                                   [365]context
 	run                                   [2]runContext
@@ -79,6 +81,7 @@ func (s *scanState) init(precision, near int, p preset) error {
 	s.qbpp = ceilLog2(s.rng)
 	bpp := max(2, ceilLog2(maxval+1))
 	s.limit = 2 * (bpp + max(8, bpp))
+	s.esc = s.limit - s.qbpp - 1
 	if q, ok := quantCache.Load(th); ok {
 		s.quant = q.([]int8)
 	} else {
@@ -229,10 +232,8 @@ func (s *scanState) linePixels(b *bitReader, prev, cur []int32, w, per int) {
 // regular decodes one sample in regular mode (T.87 A.4–A.6) with context q (−364…364,
 // signed) and prediction px.
 func (s *scanState) regular(b *bitReader, q int, px int32) int32 {
-	sign := int32(0)
-	if q < 0 {
-		q, sign = -q, -1
-	}
+	sign := int32(q >> 63)
+	q = (q ^ int(sign)) - int(sign)
 	c := &s.ctx[q]
 	// Prediction correction (A.4.2).
 	px += (c.c ^ sign) - sign
@@ -241,39 +242,36 @@ func (s *scanState) regular(b *bitReader, q int, px int32) int32 {
 	} else if px > int32(s.maxval) {
 		px = int32(s.maxval)
 	}
-	// Golomb parameter (A.5.1).
-	k := 0
-	for c.n<<uint(k) < c.a {
+	// Golomb parameter (A.5.1): the least k with N·2^k ≥ A, from the difference of the
+	// leading zeros, which is k or one less (A < 2²⁴ and N ≥ 1 bound it by 24).
+	k := max(0, bits.LeadingZeros32(uint32(c.n))-bits.LeadingZeros32(uint32(c.a)))
+	if c.n<<uint(k) < c.a {
 		k++
+	}
+	// The mapped error (A.5.3): unary high bits and k low bits, read from the buffered
+	// bits when they hold the whole code, else by golomb.
+	if b.n < 48 {
+		b.fill()
+	}
+	var m int
+	if z := bits.LeadingZeros64(b.acc); z < s.esc && z+1+k <= b.n && k <= 16 {
+		acc := b.acc << uint(z+1)
+		m = z<<uint(k) | int(acc>>uint(64-k))
+		b.acc = acc << uint(k)
+		b.n -= z + 1 + k
+	} else {
 		if k > 16 {
 			b.setErr(fmt.Errorf("%w: Golomb parameter above 16", ErrFormat))
 			return 0
 		}
+		m = s.golomb(b, k, s.limit)
 	}
-	m := s.golomb(b, k, s.limit)
 	e := int32(m>>1) ^ -int32(m&1)
 	if k == 0 && s.near == 0 && 2*c.b+c.n-1 < 0 {
 		// Error mapping of A.5.2 when the bias is negative.
 		e = ^e
 	}
-	s.update(b, c, e)
-	e = (e ^ sign) - sign
-	return s.fix(px + e*int32(2*s.near+1))
-}
-
-// golomb reads a limited-length Golomb code of parameter k (T.87 A.5.3): unary high bits,
-// then k low bits; or, after limit − qbpp − 1 zeros, the value minus one in qbpp bits.
-func (s *scanState) golomb(b *bitReader, k, limit int) int {
-	esc := limit - s.qbpp - 1
-	u := b.unary(esc)
-	if u < esc {
-		return u<<uint(k) | b.read(k)
-	}
-	return b.read(s.qbpp) + 1
-}
-
-// update updates a regular-mode context after error e (T.87 A.6.1, A.6.2).
-func (s *scanState) update(b *bitReader, c *context, e int32) {
+	// Context update (A.6.1, A.6.2).
 	if e < 0 {
 		c.a -= e
 	} else {
@@ -283,7 +281,7 @@ func (s *scanState) update(b *bitReader, c *context, e int32) {
 	if c.a >= maxContextSum || c.b >= maxContextSum || c.b <= -maxContextSum {
 		b.setErr(fmt.Errorf("%w: context statistics out of range", ErrFormat))
 		*c = context{a: 2, n: 1}
-		return
+		return 0
 	}
 	if c.n == int32(s.reset) {
 		c.a >>= 1
@@ -308,6 +306,19 @@ func (s *scanState) update(b *bitReader, c *context, e int32) {
 			c.c++
 		}
 	}
+	e = (e ^ sign) - sign
+	return s.fix(px + e*int32(2*s.near+1))
+}
+
+// golomb reads a limited-length Golomb code of parameter k (T.87 A.5.3): unary high bits,
+// then k low bits; or, after limit − qbpp − 1 zeros, the value minus one in qbpp bits.
+func (s *scanState) golomb(b *bitReader, k, limit int) int {
+	esc := limit - s.qbpp - 1
+	u := b.unary(esc)
+	if u < esc {
+		return u<<uint(k) | b.read(k)
+	}
+	return b.read(s.qbpp) + 1
 }
 
 // fix reduces a reconstructed value modulo the range and clamps it (T.87 A.4.5, A.6.3).
