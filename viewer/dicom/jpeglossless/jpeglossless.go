@@ -293,22 +293,6 @@ func (d *decoder) scan(img *Image, s *jpegstream.Scan) error {
 	return nil
 }
 
-// diff reads one difference (T.81 H.1.2.2, Table H.2): a Huffman-coded category SSSS and
-// SSSS extra bits, except category 16, which is 32768 with no extra bits.
-func diff(b *jpegstream.Bits, t *jpegstream.Huffman) int32 {
-	s := b.Decode(t)
-	switch {
-	case s == 0:
-		return 0
-	case s < 16:
-		return b.ReceiveExtend(s)
-	case s == 16:
-		return 32768
-	}
-	b.Fail(fmt.Errorf("%w: difference category %d (at most 16)", ErrFormat, s))
-	return 0
-}
-
 // predict returns the prediction of selection value sv (T.81 Table H.1) from the samples
 // to the left (a), above (b) and above-left (c).
 func predict(sv int, a, b, c int32) int32 {
@@ -337,19 +321,19 @@ func decodeLine1(b *jpegstream.Bits, t *jpegstream.Huffman, row, up []uint16, ci
 		// First line: the initial prediction, then the sample to the left (H.1.2.1).
 		prev := initial
 		for x := 0; x < w; x++ {
-			v := uint16(prev + diff(b, t))
+			v := uint16(prev + b.Difference(t))
 			row[x*nc+ci] = v
 			prev = int32(v)
 		}
 		return
 	}
 	// Other lines: the sample above at the start, then the selected predictor.
-	v := uint16(int32(up[ci]) + diff(b, t))
+	v := uint16(int32(up[ci]) + b.Difference(t))
 	row[ci] = v
 	if nc == 1 && sv == 1 {
 		// The common case (transfer syntax .70, one component).
 		for x := 1; x < w; x++ {
-			v = uint16(int32(v) + diff(b, t))
+			v = uint16(int32(v) + b.Difference(t))
 			row[x] = v
 		}
 		return
@@ -357,7 +341,7 @@ func decodeLine1(b *jpegstream.Bits, t *jpegstream.Huffman, row, up []uint16, ci
 	for x := 1; x < w; x++ {
 		i := x*nc + ci
 		p := predict(sv, int32(row[i-nc]), int32(up[i]), int32(up[i-nc]))
-		row[i] = uint16(p + diff(b, t))
+		row[i] = uint16(p + b.Difference(t))
 	}
 }
 
@@ -379,7 +363,7 @@ func decodeLineN(b *jpegstream.Bits, tabs []*jpegstream.Huffman, row, up []uint1
 			default:
 				p = predict(sv, int32(row[i-nc]), int32(up[i]), int32(up[i-nc]))
 			}
-			row[i] = uint16(p + diff(b, tabs[k]))
+			row[i] = uint16(p + b.Difference(tabs[k]))
 		}
 	}
 }

@@ -202,6 +202,40 @@ func (b *Bits) ReceiveExtend(s int) int32 {
 	return v
 }
 
+// Difference reads one lossless JPEG difference (T.81 H.1.2.2, Table H.2): a Huffman-coded
+// category SSSS and SSSS extra bits, except category 16, which is 32768 with no extra
+// bits. It is Decode and ReceiveExtend in one, with one check of the buffered bits.
+func (b *Bits) Difference(h *Huffman) int32 {
+	if b.n < 32 {
+		b.fill()
+	}
+	var s int
+	if v := h.lut[b.acc>>(64-lutBits)]; v != 0 {
+		l := int(v >> 8)
+		b.acc <<= uint(l)
+		b.n -= l
+		s = int(v & 0xFF)
+	} else {
+		s = b.decodeSlow(h)
+	}
+	switch {
+	case s == 0:
+		return 0
+	case s < 16:
+		d := int32(b.acc >> uint(64-s))
+		b.acc <<= uint(s)
+		b.n -= s
+		if d < 1<<uint(s-1) {
+			d += -1<<uint(s) + 1
+		}
+		return d
+	case s == 16:
+		return 32768
+	}
+	b.Fail(fmt.Errorf("%w: difference category %d (at most 16)", ErrFormat, s))
+	return 0
+}
+
 // Err reports an invalid Huffman code or the use of more bits than the data holds.
 func (b *Bits) Err() error {
 	switch {
