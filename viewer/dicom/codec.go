@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"amid/viewer/dicom/internal/jpegstream"
 	"amid/viewer/dicom/jpegextended"
@@ -60,13 +58,15 @@ var jpegStart = []byte{0xFF, 0xD8}
 
 // The codecs of the compressed transfer syntaxes this package reads.
 //
-// JPEG 2000 (.90 and .91) plugs in here with planarCodec: given its decoder's frame
-// header reader and decoder, wrapped to return planes (a few lines), add
+// JPEG 2000 (.90 and .91) plugs in with planarCodec: wrap its decoder's header reader to
+// return a jpegstream.Config and its decoder to return planes (a few lines), make
 //
-//	JPEG2000Lossless: planarCodec("JPEG 2000", j2kConfig, j2kDecode),
-//	JPEG2000:         planarCodec("JPEG 2000", j2kConfig, j2kDecode),
+//	jpeg2000Codec = planarCodec("JPEG 2000", j2kConfig, j2kDecode)
 //
-// to syntaxes (in syntax.go) and drop the JPEG 2000 refusal from the tests.
+// here, add the two UIDs to syntaxes (syntax.go) with {bo: binary.LittleEndian, codec:
+// jpeg2000Codec}, teach codecError the decoder's unsupported and truncated errors (others
+// are reported as volume.ErrFormat), and drop the JPEG 2000 refusals from the tests
+// (TestBadInput, TestUnsupportedRealSyntax, TestSupportedTransferSyntaxes).
 var (
 	rleCodec = &codec{name: "RLE Lossless", decode: decodeRLEFrame,
 		// PackBits expands 2 bytes to at most 128.
@@ -105,31 +105,11 @@ func (h *header) decodeFrames(raw []byte, frames [][]byte, c *codec) error {
 			errs[i] = fmt.Errorf("frame %d of %d: %w", i+1, len(frames), err)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(frames))
-	if workers <= 1 {
-		for i := range frames {
-			if one(i); errs[i] != nil {
-				return errs[i]
-			}
-		}
-		return nil
+	if len(frames) == 1 {
+		one(0) // inside ReadSeries's workers, without a goroutine of its own
+	} else {
+		parallel(len(frames), one)
 	}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				one(i)
-			}
-		}()
-	}
-	for i := range frames {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -192,7 +172,8 @@ type planes struct {
 // planarCodec makes the codec of a decoder that returns planes (JPEG 2000); config reads
 // the frame's size (width, height, components, precision) without decoding it.
 func planarCodec(name string, config func([]byte) (jpegstream.Config, error), decode func([]byte) (planes, error)) *codec {
-	return &codec{name: name, sparse: true, colour: []string{"YBR_RCT", "YBR_ICT"},
+	// A JPEG 2000 codestream starts with SOC and SIZ (FF4F FF51).
+	return &codec{name: name, sparse: true, colour: []string{"YBR_RCT", "YBR_ICT"}, start: []byte{0xFF, 0x4F},
 		decode: func(h *header, frame []byte, dst []byte) error {
 			cfg, err := config(frame)
 			if err != nil {
