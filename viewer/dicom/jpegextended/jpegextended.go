@@ -45,37 +45,20 @@ type Config = jpegstream.Config
 
 // DecodeConfig reads the frame header of a sequential DCT JPEG stream without decoding it.
 func DecodeConfig(data []byte) (Config, error) {
-	d, err := newDecoder(data)
-	if err != nil {
-		return Config{}, err
-	}
-	for d.frame == nil {
-		m, seg, err := d.r.Next()
-		if err != nil {
-			return Config{}, err
-		}
-		if m == jpegstream.EOI || m == jpegstream.SOS {
-			return Config{}, fmt.Errorf("%w: no frame header before marker FF%02X", ErrFormat, m)
-		}
-		if err := d.marker(m, seg); err != nil {
-			return Config{}, err
-		}
-	}
-	f := d.frame
-	return Config{Width: f.Width, Height: f.Height, Components: len(f.Components), Precision: f.Precision}, nil
+	return jpegstream.ReadConfig(data, &decoder{})
 }
 
 // Decode decodes a sequential DCT JPEG stream.
 func Decode(data []byte) (*Image, error) {
-	d, err := newDecoder(data)
-	if err != nil {
+	d := &decoder{}
+	if err := jpegstream.Walk(data, jpegstream.T81, d); err != nil {
 		return nil, err
 	}
-	return d.decode()
+	return d.image(), nil
 }
 
+// decoder is a jpegstream.Handler.
 type decoder struct {
-	r       *jpegstream.Reader
 	tables  jpegstream.Tables
 	quant   [4]*[64]int32 // dequantisation tables in zig-zag order
 	restart int
@@ -90,19 +73,12 @@ type plane struct {
 	pix    []uint16
 	bw, bh int // blocks across and down, padded to whole MCUs
 	q      *[64]int32
-	done   bool
 }
 
-func newDecoder(data []byte) (*decoder, error) {
-	r, err := jpegstream.NewReader(data)
-	if err != nil {
-		return nil, err
-	}
-	return &decoder{r: r}, nil
-}
+func (d *decoder) Frame() *jpegstream.Frame { return d.frame }
 
-// marker handles one marker segment outside scans.
-func (d *decoder) marker(m byte, seg []byte) error {
+// Marker handles one marker segment outside scans.
+func (d *decoder) Marker(m byte, seg []byte) error {
 	switch {
 	case m == jpegstream.SOF0 || m == jpegstream.SOF1:
 		if d.frame != nil {
@@ -144,8 +120,6 @@ func (d *decoder) marker(m byte, seg []byte) error {
 		return fmt.Errorf("%w: a second start-of-image marker", ErrFormat)
 	case m >= jpegstream.RST0 && m <= jpegstream.RST7:
 		return fmt.Errorf("%w: restart marker RST%d outside a scan", ErrFormat, m-jpegstream.RST0)
-	case m == jpegstream.SOS && d.frame == nil:
-		return fmt.Errorf("%w: scan before the frame header", ErrFormat)
 	}
 	return nil
 }
@@ -175,53 +149,16 @@ func (d *decoder) parseDQT(seg []byte) error {
 	return nil
 }
 
-func (d *decoder) decode() (*Image, error) {
-	for {
-		m, seg, err := d.r.Next()
-		if err != nil {
-			if d.planes != nil && d.allDone() {
-				// Every component is decoded; a missing end-of-image marker loses nothing.
-				break
-			}
-			return nil, err
-		}
-		if m == jpegstream.EOI {
-			break
-		}
-		if err := d.marker(m, seg); err != nil {
-			return nil, err
-		}
-		if m != jpegstream.SOS {
-			continue
-		}
-		if err := d.setup(); err != nil {
-			return nil, err
-		}
-		s, err := jpegstream.ParseScan(seg, d.frame)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.scan(s); err != nil {
-			return nil, err
-		}
-		d.r.SkipEntropy(d.bits.Consumed())
+// Scan decodes one scan.
+func (d *decoder) Scan(s *jpegstream.Scan, data []byte) (int, error) {
+	if err := d.setup(); err != nil {
+		return 0, err
 	}
-	if d.planes == nil {
-		return nil, fmt.Errorf("%w: no scan", ErrFormat)
+	d.bits.Reset(data)
+	if err := d.scan(s); err != nil {
+		return 0, err
 	}
-	if !d.allDone() {
-		return nil, fmt.Errorf("%w: a component has no scan", ErrTruncated)
-	}
-	return d.image(), nil
-}
-
-func (d *decoder) allDone() bool {
-	for _, p := range d.planes {
-		if !p.done {
-			return false
-		}
-	}
-	return true
+	return d.bits.Consumed(), nil
 }
 
 // setup allocates the component planes at the first scan.
@@ -300,9 +237,6 @@ func (d *decoder) scan(s *jpegstream.Scan) error {
 	comps := make([]comp, len(s.Components))
 	for i, sc := range s.Components {
 		p := &d.planes[sc.Index]
-		if p.done {
-			return fmt.Errorf("%w: component %d is coded in two scans", ErrFormat, f.Components[sc.Index].ID)
-		}
 		fc := f.Components[sc.Index]
 		if sc.Td > 3 || sc.Ta > 3 || d.tables[0][sc.Td] == nil || d.tables[1][sc.Ta] == nil {
 			return fmt.Errorf("%w: scan uses Huffman tables %d and %d, which are not both defined", ErrFormat, sc.Td, sc.Ta)
@@ -325,7 +259,6 @@ func (d *decoder) scan(s *jpegstream.Scan) error {
 		unitsX, unitsY = ceilDiv(f.Width, 8*f.HMax), ceilDiv(f.Height, 8*f.VMax)
 	}
 	b := &d.bits
-	b.Reset(d.r.Rest())
 	level := int32(1) << uint(f.Precision-1)
 	maxv := int32(1)<<uint(f.Precision) - 1
 	pass1 := 2 // extra bits kept between the passes of the inverse DCT (libjpeg's PASS1_BITS)
@@ -392,9 +325,6 @@ func (d *decoder) scan(s *jpegstream.Scan) error {
 		if err := b.Err(); err != nil {
 			return fmt.Errorf("block row %d: %w", my+1, err)
 		}
-	}
-	for _, c := range comps {
-		c.p.done = true
 	}
 	return nil
 }

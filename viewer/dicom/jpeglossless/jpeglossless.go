@@ -44,64 +44,40 @@ type Config = jpegstream.Config
 
 // DecodeConfig reads the frame header of a lossless JPEG stream without decoding it.
 func DecodeConfig(data []byte) (Config, error) {
-	d, err := newDecoder(data)
-	if err != nil {
-		return Config{}, err
-	}
-	if err := d.readUntil(jpegstream.SOF3); err != nil {
-		return Config{}, err
-	}
-	f := d.frame
-	return Config{Width: f.Width, Height: f.Height, Components: len(f.Components), Precision: f.Precision}, nil
+	return jpegstream.ReadConfig(data, &decoder{})
 }
 
 // Decode decodes a lossless JPEG stream.
 func Decode(data []byte) (*Image, error) {
-	d, err := newDecoder(data)
-	if err != nil {
+	d := &decoder{}
+	if err := jpegstream.Walk(data, jpegstream.T81, d); err != nil {
 		return nil, err
 	}
-	return d.decode()
+	img, nc := d.img, d.img.Components
+	for c := 0; c < nc; c++ {
+		if sh := d.shift[c]; sh > 0 {
+			for i := c; i < len(img.Pix); i += nc {
+				img.Pix[i] <<= uint(sh)
+			}
+		}
+	}
+	return img, nil
 }
 
+// decoder is a jpegstream.Handler.
 type decoder struct {
-	r       *jpegstream.Reader
 	tables  jpegstream.Tables
 	restart int // restart interval in MCUs, 0 for none
 	frame   *jpegstream.Frame
 	bits    jpegstream.Bits
+	img     *Image
+	shift   [4]int // point transform of each component
 }
 
-func newDecoder(data []byte) (*decoder, error) {
-	r, err := jpegstream.NewReader(data)
-	if err != nil {
-		return nil, err
-	}
-	return &decoder{r: r}, nil
-}
+func (d *decoder) Frame() *jpegstream.Frame { return d.frame }
 
-// readUntil reads markers up to and including the first of stop (SOF3 or SOS), handling
-// tables on the way.
-func (d *decoder) readUntil(stop byte) error {
-	for {
-		m, seg, err := d.r.Next()
-		if err != nil {
-			return err
-		}
-		if err := d.marker(m, seg); err != nil {
-			return err
-		}
-		if m == stop {
-			return nil
-		}
-		if m == jpegstream.EOI {
-			return fmt.Errorf("%w: end of image before a frame header", ErrFormat)
-		}
-	}
-}
-
-// marker handles one marker segment outside scans.
-func (d *decoder) marker(m byte, seg []byte) error {
+// Marker handles one marker segment outside scans.
+func (d *decoder) Marker(m byte, seg []byte) error {
 	switch {
 	case m == jpegstream.SOF3:
 		if d.frame != nil {
@@ -113,6 +89,9 @@ func (d *decoder) marker(m byte, seg []byte) error {
 		}
 		if f.Precision < 2 || f.Precision > 16 {
 			return fmt.Errorf("%w: lossless JPEG with %d-bit samples (2 to 16 allowed)", ErrFormat, f.Precision)
+		}
+		if len(f.Components) > 4 {
+			return fmt.Errorf("%w: lossless JPEG with %d components", ErrUnsupported, len(f.Components))
 		}
 		if len(f.Components) > 1 {
 			for _, c := range f.Components {
@@ -140,91 +119,36 @@ func (d *decoder) marker(m byte, seg []byte) error {
 		return fmt.Errorf("%w: a second start-of-image marker", ErrFormat)
 	case m >= jpegstream.RST0 && m <= jpegstream.RST7:
 		return fmt.Errorf("%w: restart marker RST%d outside a scan", ErrFormat, m-jpegstream.RST0)
-	case m == jpegstream.SOS && d.frame == nil:
-		return fmt.Errorf("%w: scan before the frame header", ErrFormat)
 	}
 	// Other segments (APPn, COM, DQT, …) carry nothing a lossless decoder needs.
 	return nil
 }
 
-func (d *decoder) decode() (*Image, error) {
-	var img *Image
-	nc := 0
-	var done [4]bool
-	var shift [4]int // point transform of each component
-	for {
-		m, seg, err := d.r.Next()
+// Scan decodes one scan.
+func (d *decoder) Scan(s *jpegstream.Scan, data []byte) (int, error) {
+	f := d.frame
+	if d.img == nil {
+		n, err := jpegstream.Samples(f.Width, f.Height, len(f.Components))
 		if err != nil {
-			if img != nil && all(done[:nc]) {
-				// Every component is decoded; a missing end-of-image marker loses nothing.
-				break
-			}
-			return nil, err
+			return 0, err
 		}
-		if m == jpegstream.EOI {
-			break
-		}
-		if err := d.marker(m, seg); err != nil {
-			return nil, err
-		}
-		if m != jpegstream.SOS {
-			continue
-		}
-		f := d.frame
-		if img == nil {
-			nc = len(f.Components)
-			n, err := jpegstream.Samples(f.Width, f.Height, nc)
-			if err != nil {
-				return nil, err
-			}
-			img = &Image{Width: f.Width, Height: f.Height, Components: nc, Precision: f.Precision, Pix: make([]uint16, n)}
-		}
-		s, err := jpegstream.ParseScan(seg, f)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.checkScan(s, done[:nc]); err != nil {
-			return nil, err
-		}
-		d.bits.Reset(d.r.Rest())
-		if err := d.scan(img, s); err != nil {
-			return nil, err
-		}
-		d.r.SkipEntropy(d.bits.Consumed())
-		for _, c := range s.Components {
-			done[c.Index] = true
-			shift[c.Index] = s.Al
-		}
+		d.img = &Image{Width: f.Width, Height: f.Height, Components: len(f.Components), Precision: f.Precision, Pix: make([]uint16, n)}
 	}
-	if img == nil {
-		return nil, fmt.Errorf("%w: no scan", ErrFormat)
+	if err := d.checkScan(s); err != nil {
+		return 0, err
 	}
-	for c := 0; c < nc; c++ {
-		if !done[c] {
-			return nil, fmt.Errorf("%w: component %d has no scan", ErrTruncated, c+1)
-		}
+	d.bits.Reset(data)
+	if err := d.scan(d.img, s); err != nil {
+		return 0, err
 	}
-	for c := 0; c < nc; c++ {
-		if sh := shift[c]; sh > 0 {
-			for i := c; i < len(img.Pix); i += nc {
-				img.Pix[i] <<= uint(sh)
-			}
-		}
+	for _, c := range s.Components {
+		d.shift[c.Index] = s.Al
 	}
-	return img, nil
-}
-
-func all(b []bool) bool {
-	for _, x := range b {
-		if !x {
-			return false
-		}
-	}
-	return true
+	return d.bits.Consumed(), nil
 }
 
 // checkScan checks a scan header against the frame and the tables defined so far.
-func (d *decoder) checkScan(s *jpegstream.Scan, done []bool) error {
+func (d *decoder) checkScan(s *jpegstream.Scan) error {
 	f := d.frame
 	// T.81 H.2.3 asks for Se and Ah to be 0; like libjpeg, tolerate other values, which
 	// have no use.
@@ -235,9 +159,6 @@ func (d *decoder) checkScan(s *jpegstream.Scan, done []bool) error {
 		return fmt.Errorf("%w: point transform %d for %d-bit samples", ErrFormat, s.Al, f.Precision)
 	}
 	for _, c := range s.Components {
-		if done[c.Index] {
-			return fmt.Errorf("%w: component %d is coded in two scans", ErrFormat, f.Components[c.Index].ID)
-		}
 		if c.Td > 3 || d.tables[0][c.Td] == nil {
 			return fmt.Errorf("%w: scan uses Huffman table %d, which is not defined", ErrFormat, c.Td)
 		}

@@ -45,33 +45,16 @@ type Config = jpegstream.Config
 
 // DecodeConfig reads the frame header of a JPEG-LS stream without decoding it.
 func DecodeConfig(data []byte) (Config, error) {
-	d, err := newDecoder(data)
-	if err != nil {
-		return Config{}, err
-	}
-	for d.frame == nil {
-		m, seg, err := d.r.Next()
-		if err != nil {
-			return Config{}, err
-		}
-		if m == jpegstream.EOI || m == jpegstream.SOS {
-			return Config{}, fmt.Errorf("%w: no frame header before marker FF%02X", ErrFormat, m)
-		}
-		if err := d.marker(m, seg); err != nil {
-			return Config{}, err
-		}
-	}
-	f := d.frame
-	return Config{Width: f.Width, Height: f.Height, Components: len(f.Components), Precision: f.Precision}, nil
+	return jpegstream.ReadConfig(data, &decoder{})
 }
 
 // Decode decodes a JPEG-LS stream.
 func Decode(data []byte) (*Image, error) {
-	d, err := newDecoder(data)
-	if err != nil {
+	d := &decoder{}
+	if err := jpegstream.Walk(data, jpegstream.T87, d); err != nil {
 		return nil, err
 	}
-	return d.decode()
+	return d.img, nil
 }
 
 // preset holds the preset coding parameters of an LSE segment (T.87 C.2.4.1.1); zero
@@ -80,25 +63,20 @@ type preset struct {
 	maxval, t1, t2, t3, reset int
 }
 
+// decoder is a jpegstream.Handler.
 type decoder struct {
-	r       *jpegstream.Reader
 	frame   *jpegstream.Frame
 	preset  preset
 	restart int // lines per restart interval, 0 for none
 	br      bitReader
 	s       scanState
+	img     *Image
 }
 
-func newDecoder(data []byte) (*decoder, error) {
-	r, err := jpegstream.NewReader(data)
-	if err != nil {
-		return nil, err
-	}
-	return &decoder{r: r}, nil
-}
+func (d *decoder) Frame() *jpegstream.Frame { return d.frame }
 
-// marker handles one marker segment outside scans.
-func (d *decoder) marker(m byte, seg []byte) error {
+// Marker handles one marker segment outside scans.
+func (d *decoder) Marker(m byte, seg []byte) error {
 	switch {
 	case m == jpegstream.SOF55:
 		if d.frame != nil {
@@ -139,8 +117,6 @@ func (d *decoder) marker(m byte, seg []byte) error {
 		return fmt.Errorf("%w: a second start-of-image marker", ErrFormat)
 	case m >= jpegstream.RST0 && m <= jpegstream.RST7:
 		return fmt.Errorf("%w: restart marker RST%d outside a scan", ErrFormat, m-jpegstream.RST0)
-	case m == jpegstream.SOS && d.frame == nil:
-		return fmt.Errorf("%w: scan before the frame header", ErrFormat)
 	}
 	// Other segments (APPn, COM) carry nothing the decoder needs.
 	return nil
@@ -190,93 +166,43 @@ func (d *decoder) lse(seg []byte) error {
 	return nil
 }
 
-func (d *decoder) decode() (*Image, error) {
-	var img *Image
-	var done [4]bool
-	nc := 0
-	for {
-		m, seg, err := d.r.Next()
+// Scan decodes one scan.
+func (d *decoder) Scan(sc *jpegstream.Scan, data []byte) (int, error) {
+	f := d.frame
+	if d.img == nil {
+		n, err := jpegstream.Samples(f.Width, f.Height, len(f.Components))
 		if err != nil {
-			if img != nil && allTrue(done[:nc]) {
-				// Every component is decoded; a missing end-of-image marker loses nothing.
-				break
-			}
-			return nil, err
+			return 0, err
 		}
-		if m == jpegstream.EOI {
-			break
-		}
-		if err := d.marker(m, seg); err != nil {
-			return nil, err
-		}
-		if m != jpegstream.SOS {
-			continue
-		}
-		f := d.frame
-		if img == nil {
-			nc = len(f.Components)
-			n, err := jpegstream.Samples(f.Width, f.Height, nc)
-			if err != nil {
-				return nil, err
-			}
-			img = &Image{Width: f.Width, Height: f.Height, Components: nc, Precision: f.Precision, Pix: make([]uint16, n)}
-		}
-		sc, err := jpegstream.ParseScan(seg, f)
-		if err != nil {
-			return nil, err
-		}
-		comps := make([]int, len(sc.Components))
-		for i, c := range sc.Components {
-			if done[c.Index] {
-				return nil, fmt.Errorf("%w: component %d is coded in two scans", ErrFormat, f.Components[c.Index].ID)
-			}
-			if c.Td<<4|c.Ta != 0 {
-				return nil, fmt.Errorf("%w: mapping table %d (palettised JPEG-LS)", ErrUnsupported, c.Td<<4|c.Ta)
-			}
-			comps[i] = c.Index
-		}
-		if sc.Al != 0 {
-			return nil, fmt.Errorf("%w: JPEG-LS point transform %d", ErrUnsupported, sc.Al)
-		}
-		ilv := sc.Se
-		switch {
-		case ilv > 2:
-			return nil, fmt.Errorf("%w: interleave mode %d", ErrFormat, ilv)
-		case ilv == 0 && len(comps) > 1:
-			return nil, fmt.Errorf("%w: a non-interleaved scan of %d components", ErrFormat, len(comps))
-		case len(comps) == 1:
-			ilv = 0
-		}
-		if err := d.s.init(f.Precision, sc.Ss, d.preset); err != nil {
-			return nil, err
-		}
-		d.br.reset(d.r.Rest())
-		if err := d.scan(img, comps, ilv); err != nil {
-			return nil, err
-		}
-		d.r.SkipEntropyLS(d.br.pos)
-		for _, c := range comps {
-			done[c] = true
-		}
+		d.img = &Image{Width: f.Width, Height: f.Height, Components: len(f.Components), Precision: f.Precision, Pix: make([]uint16, n)}
 	}
-	if img == nil {
-		return nil, fmt.Errorf("%w: no scan", ErrFormat)
-	}
-	for c := 0; c < nc; c++ {
-		if !done[c] {
-			return nil, fmt.Errorf("%w: component %d has no scan", ErrTruncated, c+1)
+	comps := make([]int, len(sc.Components))
+	for i, c := range sc.Components {
+		if c.Td<<4|c.Ta != 0 {
+			return 0, fmt.Errorf("%w: mapping table %d (palettised JPEG-LS)", ErrUnsupported, c.Td<<4|c.Ta)
 		}
+		comps[i] = c.Index
 	}
-	return img, nil
-}
-
-func allTrue(b []bool) bool {
-	for _, x := range b {
-		if !x {
-			return false
-		}
+	if sc.Al != 0 {
+		return 0, fmt.Errorf("%w: JPEG-LS point transform %d", ErrUnsupported, sc.Al)
 	}
-	return true
+	ilv := sc.Se
+	switch {
+	case ilv > 2:
+		return 0, fmt.Errorf("%w: interleave mode %d", ErrFormat, ilv)
+	case ilv == 0 && len(comps) > 1:
+		return 0, fmt.Errorf("%w: a non-interleaved scan of %d components", ErrFormat, len(comps))
+	case len(comps) == 1:
+		ilv = 0
+	}
+	if err := d.s.init(f.Precision, sc.Ss, d.preset); err != nil {
+		return 0, err
+	}
+	d.br.reset(data)
+	if err := d.scan(d.img, comps, ilv); err != nil {
+		return 0, err
+	}
+	return d.br.pos, nil
 }
 
 // scan decodes one scan of the components comps (indices into the frame) with interleave
