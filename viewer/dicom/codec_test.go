@@ -221,6 +221,44 @@ func TestRoundTripFiles(t *testing.T) {
 	}
 }
 
+// TestFragmentedFrames transcodes the 16-frame MR with each frame split into fragments of
+// 4 KiB (dcmtk's +fs 4), with and without an offset table: frames are found by the offset
+// table, or by the start-of-image marker that begins each.
+func TestFragmentedFrames(t *testing.T) {
+	codectest.Need(t, "dcmcjpeg", "dcmcjpls")
+	src := realdata.Path(t, realdata.AMI+"/dicom/MR-MONO2-8-16x-heart.dcm")
+	want, _, err := ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		cmd  []string
+	}{
+		{"jpegls-table", []string{"dcmcjpls", "+fs", "4", "+ot"}},
+		{"jpegls-no-table", []string{"dcmcjpls", "+fs", "4", "-ot"}},
+		{"jpeg-no-table", []string{"dcmcjpeg", "+el", "+sv", "1", "+fs", "4", "-ot"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, c.name+".dcm")
+			codectest.Run(t, c.cmd[0], append(c.cmd[1:], src, out)...)
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l, err := scan(b); err != nil || len(l.fragments) <= 16 {
+				t.Fatalf("%d fragments (%v), want more than the 16 frames", len(l.fragments), err)
+			}
+			v, _, err := ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameVolume(t, v, want, 0)
+		})
+	}
+}
+
 // TestLossyMatchesGDCM transcodes real images near-lossless (JPEG-LS, NEAR 2) and with
 // 12-bit JPEG Extended and compares our volumes with GDCM's decode of the same files.
 func TestLossyMatchesGDCM(t *testing.T) {
