@@ -356,7 +356,9 @@ func FuzzReadFile(f *testing.F) {
 		for _, rel := range []string{realdata.Pydicom + "/MR_small.dcm", realdata.Pydicom + "/MR_small_RLE.dcm",
 			realdata.Pydicom + "/MR_small_bigendian.dcm", realdata.Pydicom + "/rtdose.dcm", realdata.Pydicom + "/image_dfl.dcm",
 			realdata.Pydicom + "/SC_rgb_rle_2frame.dcm", realdata.Pydicom + "/SC_rgb_small_odd_jpeg.dcm",
-			realdata.Pydicom + "/liver_1frame.dcm", realdata.DicomTCIA + "/1.dcm"} {
+			realdata.Pydicom + "/liver_1frame.dcm", realdata.DicomTCIA + "/1.dcm",
+			realdata.Pydicom + "/MR_small_jpeg_ls_lossless.dcm", realdata.Pydicom + "/JPGExtended.dcm",
+			realdata.Pydicom + "/SC_rgb_jpeg_gdcm.dcm"} {
 			seedFiles = append(seedFiles, filepath.Join(d, rel))
 		}
 	}
@@ -367,8 +369,11 @@ func FuzzReadFile(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	// A deflate stream inflates at most 1032-fold; keep fuzz inputs' data sets small.
+	// A deflate stream inflates at most 1032-fold, and a JPEG-LS frame can code a line in
+	// one bit; keep what fuzz inputs decode to small.
+	defer func(a, b int64) { maxInflated, maxSparseSamples = a, b }(maxInflated, maxSparseSamples)
 	maxInflated = 16 << 20
+	maxSparseSamples = 1 << 22
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
