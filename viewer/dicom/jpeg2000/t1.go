@@ -1,0 +1,394 @@
+package jpeg2000
+
+// Tier-1: the EBCOT code-block decoder (T.800 Annex D).
+
+// Per-sample state flags, each kept with a one-sample border around the code-block.
+const (
+	fN = 1 << iota // the neighbour above is significant
+	fS             // below
+	fW             // left
+	fE             // right
+	fNW
+	fNE
+	fSW
+	fSE
+	fNneg // the neighbour above is negative
+	fSneg
+	fWneg
+	fEneg
+	fSig     // the sample is significant
+	fVisit   // coded in this bit-plane's significance propagation pass
+	fRefined // refined at least once
+
+	fNeighbours = fN | fS | fW | fE | fNW | fNE | fSW | fSE
+)
+
+// Context indices (T.800 Tables D.1 to D.4).
+const (
+	ctxZC  = 0  // 9 zero-coding contexts
+	ctxSC  = 9  // 5 sign contexts
+	ctxMR  = 14 // 3 magnitude refinement contexts
+	ctxRL  = 17 // run-length
+	ctxUNI = 18 // uniform
+	nCtx   = 19
+)
+
+// zcLUT gives the zero-coding context per sub-band orientation and neighbourhood (T.800
+// Table D.1).
+var zcLUT = func() (t [4][256]uint8) {
+	for o := range 4 {
+		for f := range 256 {
+			h := f&fW/fW + f&fE/fE
+			v := f&fN/fN + f&fS/fS
+			d := f&fNW/fNW + f&fNE/fNE + f&fSW/fSW + f&fSE/fSE
+			if o == bandHL {
+				h, v = v, h
+			}
+			var n int
+			if o == bandHH {
+				switch hv := h + v; {
+				case d >= 3:
+					n = 8
+				case d == 2:
+					n = 6 + min(hv, 1)
+				case d == 1:
+					n = 3 + min(hv, 2)
+				default:
+					n = min(hv, 2)
+				}
+			} else {
+				switch {
+				case h == 2:
+					n = 8
+				case h == 1:
+					switch {
+					case v >= 1:
+						n = 7
+					case d >= 1:
+						n = 6
+					default:
+						n = 5
+					}
+				case v == 2:
+					n = 4
+				case v == 1:
+					n = 3
+				default:
+					n = min(d, 2)
+				}
+			}
+			t[o][f] = uint8(ctxZC + n)
+		}
+	}
+	return t
+}()
+
+// scLUT gives the sign context times two plus the XOR bit (T.800 Table D.3), indexed by
+// the significance of the N, S, W, E neighbours (bits 0-3) and their signs (bits 4-7).
+var scLUT = func() (t [256]uint8) {
+	for i := range 256 {
+		contrib := func(sig, neg int) int {
+			if i&sig == 0 {
+				return 0
+			}
+			if i&neg != 0 {
+				return -1
+			}
+			return 1
+		}
+		clamp := func(v int) int { return max(-1, min(1, v)) }
+		v := clamp(contrib(1, 16) + contrib(2, 32))
+		h := clamp(contrib(4, 64) + contrib(8, 128))
+		var ctx, xor int
+		switch {
+		case h == 0 && v == 0:
+			ctx = 9
+		case h == 0:
+			ctx, xor = 10, b2i(v < 0)
+		default:
+			ctx, xor = 12+v*h, b2i(h < 0)
+		}
+		t[i] = uint8(ctx<<1 | xor)
+	}
+	return t
+}()
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// t1 decodes code-blocks; each worker has its own.
+type t1 struct {
+	w, h, fs int
+	flags    []uint16
+	data     []int32 // coefficients in half units: magnitude·2 plus the midpoint bit
+	ctx      [nCtx]uint8
+	mq       mqDecoder
+	raw      rawDecoder
+	buf      []byte
+}
+
+func (t *t1) resetContexts() {
+	t.ctx = [nCtx]uint8{}
+	t.ctx[ctxZC] = 4 << 1
+	t.ctx[ctxRL] = 3 << 1
+	t.ctx[ctxUNI] = 46 << 1
+}
+
+// decode decodes cb's passes into t.data (w×h, row-major).
+func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
+	w, h := cb.x1-cb.x0, cb.y1-cb.y0
+	t.w, t.h, t.fs = w, h, w+2
+	t.flags = resize(t.flags, (w+2)*(h+2))
+	t.data = resize(t.data, w*h)
+	t.resetContexts()
+	zc := &zcLUT[orient]
+	causal := style&cbCausal != 0
+	top := cb.numbps + roi - 1
+	k := 0
+	for si := range cb.segs {
+		s := &cb.segs[si]
+		t.buf = t.buf[:0]
+		for _, c := range s.chunks {
+			t.buf = append(t.buf, tdata[c.off:c.off+c.n]...)
+		}
+		t.buf = append(t.buf, 0xFF, 0xFF)
+		raw := style&cbBypass != 0 && k >= 10 && k%3 != 0
+		if raw {
+			t.raw.init(t.buf)
+		} else {
+			t.mq.init(t.buf)
+		}
+		for range s.passes {
+			p := top - (k+2)/3
+			if p < 0 {
+				return
+			}
+			switch k % 3 {
+			case 0:
+				t.cleanup(p, zc, causal)
+				if style&cbSegSym != 0 {
+					for range 4 {
+						t.mq.decode(&t.ctx[ctxUNI])
+					}
+				}
+			case 1:
+				if raw {
+					t.sigPropRaw(p, causal)
+				} else {
+					t.sigProp(p, zc, causal)
+				}
+			case 2:
+				if raw {
+					t.refineRaw(p)
+				} else {
+					t.refine(p)
+				}
+			}
+			if style&cbReset != 0 {
+				t.resetContexts()
+			}
+			k++
+		}
+	}
+	if roi > 0 {
+		thr := int32(1) << (roi + 1)
+		for i, v := range t.data {
+			if v >= thr {
+				t.data[i] = v>>roi | 1
+			} else if -v >= thr {
+				t.data[i] = -(-v>>roi | 1)
+			}
+		}
+	}
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// setSig makes the sample at flag index i significant and tells its neighbours. In the
+// vertically causal mode the first row of a stripe does not tell the row above (the last
+// row of the previous stripe, whose context ignores the stripe below).
+func (t *t1) setSig(i int, neg, skipAbove bool) {
+	f, fs := t.flags, t.fs
+	if !skipAbove {
+		f[i-fs-1] |= fSE
+		f[i-fs+1] |= fSW
+		if neg {
+			f[i-fs] |= fS | fSneg
+		} else {
+			f[i-fs] |= fS
+		}
+	}
+	f[i+fs-1] |= fNE
+	f[i+fs+1] |= fNW
+	f[i] |= fSig
+	if neg {
+		f[i-1] |= fE | fEneg
+		f[i+1] |= fW | fWneg
+		f[i+fs] |= fN | fNneg
+	} else {
+		f[i-1] |= fE
+		f[i+1] |= fW
+		f[i+fs] |= fN
+	}
+}
+
+// sign decodes a newly significant sample's sign (T.800 D.3.2): true for negative.
+func (t *t1) sign(f uint16) bool {
+	e := scLUT[f&0xF|f>>4&0xF0]
+	return t.mq.decode(&t.ctx[e>>1])^uint32(e&1) != 0
+}
+
+func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
+	w, h, fs := t.w, t.h, t.fs
+	v := int32(3) << p // the bit and the midpoint below it, in half units
+	for y0 := 0; y0 < h; y0 += 4 {
+		ye := min(y0+4, h)
+		for x := range w {
+			i, di := (y0+1)*fs+x+1, y0*w+x
+			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
+				f := t.flags[i]
+				if f&fSig != 0 || f&fNeighbours == 0 {
+					continue
+				}
+				if t.mq.decode(&t.ctx[zc[f&0xFF]]) != 0 {
+					neg := t.sign(f)
+					t.data[di] = signed(v, neg)
+					t.setSig(i, neg, causal && y == y0)
+				}
+				t.flags[i] |= fVisit
+			}
+		}
+	}
+}
+
+func (t *t1) sigPropRaw(p int, causal bool) {
+	w, h, fs := t.w, t.h, t.fs
+	v := int32(3) << p
+	for y0 := 0; y0 < h; y0 += 4 {
+		ye := min(y0+4, h)
+		for x := range w {
+			i, di := (y0+1)*fs+x+1, y0*w+x
+			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
+				f := t.flags[i]
+				if f&fSig != 0 || f&fNeighbours == 0 {
+					continue
+				}
+				if t.raw.bit() != 0 {
+					neg := t.raw.bit() != 0
+					t.data[di] = signed(v, neg)
+					t.setSig(i, neg, causal && y == y0)
+				}
+				t.flags[i] |= fVisit
+			}
+		}
+	}
+}
+
+func (t *t1) refine(p int) {
+	w, h, fs := t.w, t.h, t.fs
+	half := int32(1) << p
+	for y0 := 0; y0 < h; y0 += 4 {
+		ye := min(y0+4, h)
+		for x := range w {
+			i, di := (y0+1)*fs+x+1, y0*w+x
+			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
+				f := t.flags[i]
+				if f&(fSig|fVisit) != fSig {
+					continue
+				}
+				cx := ctxMR
+				switch {
+				case f&fRefined != 0:
+					cx += 2
+				case f&fNeighbours != 0:
+					cx++
+				}
+				t.data[di] = refined(t.data[di], half, t.mq.decode(&t.ctx[cx]))
+				t.flags[i] = f | fRefined
+			}
+		}
+	}
+}
+
+func (t *t1) refineRaw(p int) {
+	w, h, fs := t.w, t.h, t.fs
+	half := int32(1) << p
+	for y0 := 0; y0 < h; y0 += 4 {
+		ye := min(y0+4, h)
+		for x := range w {
+			i, di := (y0+1)*fs+x+1, y0*w+x
+			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
+				f := t.flags[i]
+				if f&(fSig|fVisit) != fSig {
+					continue
+				}
+				t.data[di] = refined(t.data[di], half, t.raw.bit())
+				t.flags[i] = f | fRefined
+			}
+		}
+	}
+}
+
+func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
+	w, h, fs := t.w, t.h, t.fs
+	v := int32(3) << p
+	for y0 := 0; y0 < h; y0 += 4 {
+		ye := min(y0+4, h)
+		for x := range w {
+			i, di := (y0+1)*fs+x+1, y0*w+x
+			y := y0
+			if ye-y0 == 4 && (t.flags[i]|t.flags[i+fs]|t.flags[i+2*fs]|t.flags[i+3*fs])&(fSig|fVisit|fNeighbours) == 0 {
+				// Run-length mode (T.800 D.3.4).
+				if t.mq.decode(&t.ctx[ctxRL]) == 0 {
+					continue
+				}
+				r := int(t.mq.decode(&t.ctx[ctxUNI]))<<1 | int(t.mq.decode(&t.ctx[ctxUNI]))
+				i, di, y = i+r*fs, di+r*w, y+r
+				neg := t.sign(t.flags[i])
+				t.data[di] = signed(v, neg)
+				t.setSig(i, neg, causal && y == y0)
+				i, di, y = i+fs, di+w, y+1
+			}
+			for ; y < ye; y, i, di = y+1, i+fs, di+w {
+				f := t.flags[i]
+				if f&(fSig|fVisit) == 0 && t.mq.decode(&t.ctx[zc[f&0xFF]]) != 0 {
+					neg := t.sign(f)
+					t.data[di] = signed(v, neg)
+					t.setSig(i, neg, causal && y == y0)
+				}
+				t.flags[i] &^= fVisit
+			}
+		}
+	}
+}
+
+func signed(v int32, neg bool) int32 {
+	if neg {
+		return -v
+	}
+	return v
+}
+
+// refined applies a refinement bit to a half-unit coefficient: the previous midpoint bit
+// becomes the decoded bit and a new midpoint is set half a step below.
+func refined(c, half int32, bit uint32) int32 {
+	d := half
+	if bit == 0 {
+		d = -half
+	}
+	if c < 0 {
+		return c - d
+	}
+	return c + d
+}
