@@ -1,15 +1,13 @@
 package jpeg2000
 
+import "math/bits"
+
 // The MQ arithmetic decoder (T.800 Annex C). A context is one byte: its state index
 // times two plus its more probable symbol.
 
-type mqState struct {
-	qe         uint32
-	nmps, nlps uint8 // next context byte after an MPS or an LPS
-}
-
-// mqTable is T.800 Table C.2 expanded to both values of the MPS.
-var mqTable = func() (t [94]mqState) {
+// mqQe, mqNMPS and mqNLPS are T.800 Table C.2 expanded to both values of the MPS: the
+// LPS probability estimate and the next context byte after an MPS or an LPS.
+var mqQe, mqNMPS, mqNLPS = func() (qe [94]uint32, nmps, nlps [94]uint8) {
 	rows := [47][4]uint32{
 		{0x5601, 1, 1, 1}, {0x3401, 2, 6, 0}, {0x1801, 3, 9, 0}, {0x0AC1, 4, 12, 0},
 		{0x0521, 5, 29, 0}, {0x0221, 38, 33, 0}, {0x5601, 7, 6, 1}, {0x5401, 8, 14, 0},
@@ -26,10 +24,11 @@ var mqTable = func() (t [94]mqState) {
 	}
 	for s, r := range rows {
 		for mps := range uint32(2) {
-			t[2*s+int(mps)] = mqState{qe: r[0], nmps: uint8(2*r[1] + mps), nlps: uint8(2*r[2] + (mps ^ r[3]))}
+			i := 2*s + int(mps)
+			qe[i], nmps[i], nlps[i] = r[0], uint8(2*r[1]+mps), uint8(2*r[2]+(mps^r[3]))
 		}
 	}
-	return t
+	return
 }()
 
 // mqDecoder decodes one codeword segment. Its data ends with two 0xFF bytes, which the
@@ -67,55 +66,63 @@ func (m *mqDecoder) bytein() {
 	m.ct = 8
 }
 
-// decode decodes one symbol in context cx (T.800 C.3.2).
+// decode decodes one symbol in context cx (T.800 C.3.2). The common case, an MPS that
+// needs no renormalization, is small enough to be inlined into the coding passes.
 func (m *mqDecoder) decode(cx *uint8) uint32 {
-	s := &mqTable[*cx]
-	qe := s.qe
-	m.a -= qe
-	if m.c>>16 >= qe {
+	st := *cx
+	qe := mqQe[st]
+	a := m.a - qe
+	if a&0x8000 != 0 && m.c>>16 >= qe {
+		m.a = a
 		m.c -= qe << 16
-		if m.a&0x8000 != 0 {
-			return uint32(*cx & 1)
+		return uint32(st & 1)
+	}
+	return m.decodeSlow(cx, a)
+}
+
+// decodeSlow finishes decode when an exchange or renormalization is needed; a is the
+// interval already reduced by Qe.
+func (m *mqDecoder) decodeSlow(cx *uint8, a uint32) uint32 {
+	st := *cx
+	qe := mqQe[st]
+	d := uint32(st & 1)
+	if m.c>>16 >= qe {
+		// MPS path with renormalization: an exchange when A fell below Qe.
+		m.c -= qe << 16
+		if a < qe {
+			d ^= 1
+			*cx = mqNLPS[st]
+		} else {
+			*cx = mqNMPS[st]
 		}
-		return m.mpsExchange(cx, s)
-	}
-	return m.lpsExchange(cx, s)
-}
-
-func (m *mqDecoder) mpsExchange(cx *uint8, s *mqState) uint32 {
-	d := uint32(*cx & 1)
-	if m.a < s.qe {
-		d ^= 1
-		*cx = s.nlps
+		m.a = a
 	} else {
-		*cx = s.nmps
+		// LPS path (T.800 Figure C.17).
+		if a < qe {
+			*cx = mqNMPS[st]
+		} else {
+			d ^= 1
+			*cx = mqNLPS[st]
+		}
+		m.a = qe
 	}
-	m.renorm()
-	return d
-}
-
-func (m *mqDecoder) lpsExchange(cx *uint8, s *mqState) uint32 {
-	d := uint32(*cx & 1)
-	if m.a < s.qe {
-		*cx = s.nmps
-	} else {
-		d ^= 1
-		*cx = s.nlps
-	}
-	m.a = s.qe
 	m.renorm()
 	return d
 }
 
 func (m *mqDecoder) renorm() {
+	// Shift A left until its bit 15 is set, C with it, reading a byte whenever CT runs
+	// out: the loop of T.800 Figure C.18, several bits at a time.
+	n := bits.LeadingZeros16(uint16(m.a))
 	for {
 		if m.ct == 0 {
 			m.bytein()
 		}
-		m.a <<= 1
-		m.c <<= 1
-		m.ct--
-		if m.a&0x8000 != 0 {
+		s := min(n, m.ct)
+		m.a <<= s
+		m.c <<= s
+		m.ct -= s
+		if n -= s; n == 0 {
 			return
 		}
 	}

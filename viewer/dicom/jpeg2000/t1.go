@@ -249,24 +249,42 @@ func (t *t1) sign(f uint16) bool {
 	return t.mq.decode(&t.ctx[e>>1])^uint32(e&1) != 0
 }
 
+// The coding passes below write decode's fast path out where it matters most (zero
+// coding and refinement): Go does not inline decode, and a call per symbol costs a fifth
+// of the decoding time.
+
 func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
+	flags, data, ctx := t.flags, t.data, &t.ctx
+	mq := &t.mq
 	v := int32(3) << p // the bit and the midpoint below it, in half units
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
+			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&fNeighbours == 0 {
+				continue
+			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := t.flags[i]
+				f := flags[i]
 				if f&fSig != 0 || f&fNeighbours == 0 {
 					continue
 				}
-				if t.mq.decode(&t.ctx[zc[f&0xFF]]) != 0 {
+				cx := &ctx[zc[f&0xFF]]
+				st := *cx
+				qe := mqQe[st]
+				var bit uint32
+				if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
+					mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+				} else {
+					bit = mq.decodeSlow(cx, a)
+				}
+				if bit != 0 {
 					neg := t.sign(f)
-					t.data[di] = signed(v, neg)
+					data[di] = signed(v, neg)
 					t.setSig(i, neg, causal && y == y0)
 				}
-				t.flags[i] |= fVisit
+				flags[i] |= fVisit
 			}
 		}
 	}
@@ -274,22 +292,23 @@ func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 
 func (t *t1) sigPropRaw(p int, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
+	flags, data := t.flags, t.data
 	v := int32(3) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := t.flags[i]
+				f := flags[i]
 				if f&fSig != 0 || f&fNeighbours == 0 {
 					continue
 				}
 				if t.raw.bit() != 0 {
 					neg := t.raw.bit() != 0
-					t.data[di] = signed(v, neg)
+					data[di] = signed(v, neg)
 					t.setSig(i, neg, causal && y == y0)
 				}
-				t.flags[i] |= fVisit
+				flags[i] |= fVisit
 			}
 		}
 	}
@@ -297,25 +316,39 @@ func (t *t1) sigPropRaw(p int, causal bool) {
 
 func (t *t1) refine(p int) {
 	w, h, fs := t.w, t.h, t.fs
+	flags, data, ctx := t.flags, t.data, &t.ctx
+	mq := &t.mq
 	half := int32(1) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
+			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&fSig == 0 {
+				continue
+			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := t.flags[i]
+				f := flags[i]
 				if f&(fSig|fVisit) != fSig {
 					continue
 				}
-				cx := ctxMR
+				c := ctxMR
 				switch {
 				case f&fRefined != 0:
-					cx += 2
+					c += 2
 				case f&fNeighbours != 0:
-					cx++
+					c++
 				}
-				t.data[di] = refined(t.data[di], half, t.mq.decode(&t.ctx[cx]))
-				t.flags[i] = f | fRefined
+				cx := &ctx[c]
+				st := *cx
+				qe := mqQe[st]
+				var bit uint32
+				if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
+					mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+				} else {
+					bit = mq.decodeSlow(cx, a)
+				}
+				data[di] = refined(data[di], half, bit)
+				flags[i] = f | fRefined
 			}
 		}
 	}
@@ -323,18 +356,19 @@ func (t *t1) refine(p int) {
 
 func (t *t1) refineRaw(p int) {
 	w, h, fs := t.w, t.h, t.fs
+	flags, data := t.flags, t.data
 	half := int32(1) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := t.flags[i]
+				f := flags[i]
 				if f&(fSig|fVisit) != fSig {
 					continue
 				}
-				t.data[di] = refined(t.data[di], half, t.raw.bit())
-				t.flags[i] = f | fRefined
+				data[di] = refined(data[di], half, t.raw.bit())
+				flags[i] = f | fRefined
 			}
 		}
 	}
@@ -342,32 +376,45 @@ func (t *t1) refineRaw(p int) {
 
 func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
+	flags, data, ctx := t.flags, t.data, &t.ctx
+	mq := &t.mq
 	v := int32(3) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
 			y := y0
-			if ye-y0 == 4 && (t.flags[i]|t.flags[i+fs]|t.flags[i+2*fs]|t.flags[i+3*fs])&(fSig|fVisit|fNeighbours) == 0 {
+			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&(fSig|fVisit|fNeighbours) == 0 {
 				// Run-length mode (T.800 D.3.4).
-				if t.mq.decode(&t.ctx[ctxRL]) == 0 {
+				if t.mq.decode(&ctx[ctxRL]) == 0 {
 					continue
 				}
-				r := int(t.mq.decode(&t.ctx[ctxUNI]))<<1 | int(t.mq.decode(&t.ctx[ctxUNI]))
+				r := int(t.mq.decode(&ctx[ctxUNI]))<<1 | int(t.mq.decode(&ctx[ctxUNI]))
 				i, di, y = i+r*fs, di+r*w, y+r
-				neg := t.sign(t.flags[i])
-				t.data[di] = signed(v, neg)
+				neg := t.sign(flags[i])
+				data[di] = signed(v, neg)
 				t.setSig(i, neg, causal && y == y0)
 				i, di, y = i+fs, di+w, y+1
 			}
 			for ; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := t.flags[i]
-				if f&(fSig|fVisit) == 0 && t.mq.decode(&t.ctx[zc[f&0xFF]]) != 0 {
-					neg := t.sign(f)
-					t.data[di] = signed(v, neg)
-					t.setSig(i, neg, causal && y == y0)
+				f := flags[i]
+				if f&(fSig|fVisit) == 0 {
+					cx := &ctx[zc[f&0xFF]]
+					st := *cx
+					qe := mqQe[st]
+					var bit uint32
+					if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
+						mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+					} else {
+						bit = mq.decodeSlow(cx, a)
+					}
+					if bit != 0 {
+						neg := t.sign(f)
+						data[di] = signed(v, neg)
+						t.setSig(i, neg, causal && y == y0)
+					}
 				}
-				t.flags[i] &^= fVisit
+				flags[i] &^= fVisit
 			}
 		}
 	}
