@@ -126,7 +126,14 @@ type t2 struct {
 	packets int
 	// trunc, when set, says where the data ran out.
 	trunc string
+	// trace, when set, is told where each packet lies in data (tests use it to move
+	// packet headers into PPM and PPT markers and to cut codestreams between layers).
+	trace func(packetSpan)
 }
+
+// packetSpan locates a packet in a tile's data: [start, hdr) is its SOP marker, [hdr,
+// body) its header when the header is in the data, [body, end) its body.
+type packetSpan struct{ start, hdr, body, end int }
 
 // decodePackets reads all packets of the tile in its progression order.
 func (d *t2) decodePackets() error {
@@ -277,9 +284,11 @@ func (d *t2) packet(c, r, p, l int) error {
 	res := &tc.res[r]
 	pr := res.precinct(p, r)
 	params := d.t.p
+	span := packetSpan{start: d.pos}
 	if params.sop && d.pos+6 <= len(d.data) && d.data[d.pos] == 0xFF && d.data[d.pos+1] == 0x91 {
 		d.pos += 6
 	}
+	span.hdr = d.pos
 	br := bitReader{b: d.data, pos: d.pos}
 	if d.packed {
 		br = bitReader{b: d.hdr, pos: d.hpos}
@@ -384,6 +393,7 @@ func (d *t2) packet(c, r, p, l int) error {
 	} else {
 		d.pos = br.pos
 	}
+	span.body = d.pos
 	// The body: each contribution's bytes, in header order. A contribution cut by the end
 	// of the data is dropped, with what follows it.
 	for _, ct := range d.contrib {
@@ -405,6 +415,10 @@ func (d *t2) packet(c, r, p, l int) error {
 			s.chunks = append(s.chunks, chunk{int32(d.pos), int32(ct.length)})
 		}
 		d.pos += ct.length
+	}
+	if d.trace != nil {
+		span.end = d.pos
+		d.trace(span)
 	}
 	return nil
 }
