@@ -3,12 +3,16 @@ package jpeg2000
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // MaxSamples bounds the samples of all components together that Decode accepts (2^28, a
 // gibibyte of int32 samples): every allocation of the decoder is proportional to the
 // samples its header declares, so this bounds its memory.
 const MaxSamples = 1 << 28
+
+// maxSamples is MaxSamples, lowered by the fuzz and corruption tests.
+var maxSamples = MaxSamples
 
 // codestream is a parsed codestream: the main header and the tile-parts of each tile.
 type codestream struct {
@@ -52,13 +56,18 @@ func parseMain(b []byte) (*codestream, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var total int
+	total := 0
 	for _, c := range siz.comps {
-		total += (ceilDiv(siz.x1, c.dx) - ceilDiv(siz.x0, c.dx)) * (ceilDiv(siz.y1, c.dy) - ceilDiv(siz.y0, c.dy))
+		w, h := ceilDiv(siz.x1, c.dx)-ceilDiv(siz.x0, c.dx), ceilDiv(siz.y1, c.dy)-ceilDiv(siz.y0, c.dy)
+		if h > maxSamples/max(w, 1) { // w·h would overflow
+			total = maxSamples + 1
+			break
+		}
+		total += w * h
 	}
-	if total > MaxSamples {
+	if total > maxSamples {
 		return nil, 0, fmt.Errorf("%w: SIZ declares %d×%d with %d components, %d samples (at most %d)", ErrTooLarge,
-			siz.x1-siz.x0, siz.y1-siz.y0, len(siz.comps), total, MaxSamples)
+			siz.x1-siz.x0, siz.y1-siz.y0, len(siz.comps), total, maxSamples)
 	}
 	cs := &codestream{siz: siz, main: &params{comps: make([]compParams, len(siz.comps))}}
 	for i := range cs.main.comps {
@@ -68,12 +77,12 @@ func parseMain(b []byte) (*codestream, int, error) {
 	seenCOD, seenQCD := false, false
 	pos := s.off + 2 + len(s.data) + 2
 	for {
-		if pos+2 <= len(b) && binary.BigEndian.Uint16(b[pos:]) == mSOT {
-			break
+		if pos+2 <= len(b) && (binary.BigEndian.Uint16(b[pos:]) == mSOT || binary.BigEndian.Uint16(b[pos:]) == mEOC) {
+			break // an EOC here ends a codestream without tiles, reported as truncated
 		}
 		s, err := readSegment(b, pos)
 		if err != nil {
-			return nil, 0, fmt.Errorf("main header: %w", err)
+			return nil, 0, err
 		}
 		pos = s.off + 2 + len(s.data) + 2
 		switch s.marker {
@@ -100,7 +109,7 @@ func parseMain(b []byte) (*codestream, int, error) {
 			// TLM, PLM, CRG, COM, CAP, CPF and unknown segments carry nothing we need.
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("main header: %w", err)
+			return nil, 0, err
 		}
 	}
 	if !seenCOD || !seenQCD {
@@ -139,7 +148,7 @@ func (cs *codestream) parseTileParts(b []byte, pos int) error {
 		}
 		s, err := readSegment(b, pos)
 		if err != nil {
-			cs.trunc = err.Error()
+			cs.trunc = strings.TrimPrefix(err.Error(), ErrTruncated.Error()+": ")
 			return nil
 		}
 		if len(s.data) != 8 {
@@ -184,8 +193,9 @@ func (cs *codestream) parseTileParts(b []byte, pos int) error {
 				if cs.trunc != "" {
 					return nil
 				}
-				return fmt.Errorf("tile %d tile-part %d: %w", isot, tpsot, err)
+				return err
 			}
+			h.ctx = fmt.Sprintf("tile %d tile-part %d: ", isot, tpsot)
 			hp = h.off + 2 + len(h.data) + 2
 			switch h.marker {
 			case mCOD:
@@ -215,7 +225,7 @@ func (cs *codestream) parseTileParts(b []byte, pos int) error {
 				err = h.errorf("inside a tile-part header")
 			}
 			if err != nil {
-				return fmt.Errorf("tile %d tile-part %d: %w", isot, tpsot, err)
+				return err
 			}
 		}
 		body := b[hp:end]

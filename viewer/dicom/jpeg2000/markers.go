@@ -197,6 +197,7 @@ type segment struct {
 	marker int
 	off    int
 	data   []byte
+	ctx    string // where, for errors: "" in the main header, "tile 3 tile-part 0: " in a tile's
 }
 
 // readSegment reads the marker segment at b[off:].
@@ -219,7 +220,11 @@ func readSegment(b []byte, off int) (segment, error) {
 }
 
 func (s segment) errorf(format string, a ...any) error {
-	return formatErr("%s marker at byte %d: %s", markerName(s.marker), s.off, fmt.Sprintf(format, a...))
+	return formatErr("%s%s marker at byte %d: %s", s.ctx, markerName(s.marker), s.off, fmt.Sprintf(format, a...))
+}
+
+func (s segment) unsupported(format string, a ...any) error {
+	return fmt.Errorf("%w: %s%s marker at byte %d: %s", ErrUnsupported, s.ctx, markerName(s.marker), s.off, fmt.Sprintf(format, a...))
 }
 
 // reader reads big-endian fields from a marker segment's payload.
@@ -314,7 +319,7 @@ func parseSIZ(s segment) (*sizInfo, error) {
 			return nil, s.errorf("component %d: precision %d, subsampling %d×%d", i, c.prec, dx, dy)
 		}
 		if c.prec > 31 {
-			return nil, fmt.Errorf("%w: SIZ at byte %d: component %d has %d-bit samples (at most 31)", ErrUnsupported, s.off, i, c.prec)
+			return nil, s.unsupported("component %d has %d-bit samples (at most 31)", i, c.prec)
 		}
 		z.comps[i] = c
 	}
@@ -339,7 +344,7 @@ func parseCodingStyle(r *reader, cs *codingStyle, precincts bool) error {
 		return r.s.errorf("wavelet transform %d (0: 9-7, 1: 5-3)", t)
 	}
 	if cs.cbStyle&cbHT != 0 {
-		return fmt.Errorf("%w: %s at byte %d: High-Throughput code-blocks", ErrUnsupported, markerName(r.s.marker), r.s.off)
+		return r.s.unsupported("High-Throughput code-blocks (Part 15)")
 	}
 	if cs.cbStyle&^0x3F != 0 {
 		return r.s.errorf("code-block style 0x%02X", cs.cbStyle)
@@ -381,7 +386,7 @@ func (p *params) parseCOD(s segment, level int) error {
 	case p.layers == 0:
 		return s.errorf("no quality layers")
 	case mct > 1:
-		return fmt.Errorf("%w: COD at byte %d: multiple component transform %d (Part 2)", ErrUnsupported, s.off, mct)
+		return s.unsupported("multiple component transform %d (Part 2)", mct)
 	}
 	p.sop, p.eph, p.mct = scod&2 != 0, scod&4 != 0, mct == 1
 	for i := range p.comps {
@@ -482,7 +487,7 @@ func (p *params) parseRGN(s segment) error {
 	case c >= len(p.comps):
 		return s.errorf("component %d of %d", c, len(p.comps))
 	case style != 0:
-		return fmt.Errorf("%w: RGN at byte %d: ROI style %d (Part 2)", ErrUnsupported, s.off, style)
+		return s.unsupported("ROI style %d (Part 2)", style)
 	case shift > 29:
 		return s.errorf("ROI shift %d (at most 29 here)", shift)
 	}
