@@ -19,9 +19,9 @@ import (
 // The reference tools the tests compare against, with the Debian package of each (the
 // Makefile's APT_PKGS installs them). Under CI a missing tool fails the test.
 var tools = map[string]string{
-	"opj_decompress":  "libopenjp2-tools",
-	"opj_compress":    "libopenjp2-tools",
-	"gdcmconv":        "libgdcm-tools",
+	"opj_decompress":   "libopenjp2-tools",
+	"opj_compress":     "libopenjp2-tools",
+	"gdcmconv":         "libgdcm-tools",
 	"/usr/bin/python3": "python3-gdcm",
 }
 
