@@ -14,6 +14,16 @@ const MaxSamples = 1 << 28
 // maxSamples is MaxSamples, lowered by the fuzz and corruption tests.
 var maxSamples = MaxSamples
 
+// Limits on the resolution levels a codestream may declare, counted over components and
+// tiles: the decoder keeps a few hundred bytes for each, so a small image declaring
+// thousands of components in thousands of tiles must not cost gigabytes. Real images
+// declare a few dozen (one tile of three components at six levels: 18).
+const (
+	maxTileResolutions  = 1 << 17 // in one tile
+	maxTotalResolutions = 1 << 21 // in all tiles
+	maxTileComps        = 1 << 18 // tiles × components
+)
+
 // codestream is a parsed codestream: the main header and the tile-parts of each tile.
 type codestream struct {
 	siz   *sizInfo
@@ -119,6 +129,17 @@ func parseMain(b []byte) (*codestream, int, error) {
 		if c.csLevel < 0 || c.qLevel < 0 {
 			return nil, 0, formatErr("main header: component %d has no coding style or quantization", i)
 		}
+	}
+	if n := siz.ntx * siz.nty * len(siz.comps); n > maxTileComps {
+		return nil, 0, fmt.Errorf("%w: %d tiles of %d components (at most %d tile-components)", ErrTooLarge, siz.ntx*siz.nty, len(siz.comps), maxTileComps)
+	}
+	var res int
+	for _, c := range cs.main.comps {
+		res += c.cs.levels + 1
+	}
+	if n := res * siz.ntx * siz.nty; n > maxTotalResolutions {
+		return nil, 0, fmt.Errorf("%w: %d tiles of %d components declare %d resolution levels (at most %d)", ErrTooLarge,
+			siz.ntx*siz.nty, len(siz.comps), n, maxTotalResolutions)
 	}
 	cs.tiles = make([]*tile, siz.ntx*siz.nty)
 	for i := range cs.tiles {

@@ -141,7 +141,28 @@ func (cs *codestream) decode(img *Image, info *jp2Info) (string, error) {
 	if len(missing) > 0 {
 		truncs = append(truncs, fmt.Sprintf("no data for %d of %d tiles (the first: tile %d)", len(missing), len(cs.tiles), missing[0]))
 	}
-	// Tier 2, tile by tile in parallel.
+	// Tiles are decoded a few at a time, so that only their structures are held.
+	workers := make([]t1, maxWorkers())
+	for len(jobs) > 0 {
+		n := min(len(jobs), 2*len(workers))
+		chunk := jobs[:n]
+		jobs = jobs[n:]
+		t, err := cs.decodeTiles(chunk, img, info, workers)
+		if err != nil {
+			return "", err
+		}
+		truncs = append(truncs, t...)
+	}
+	if len(missing) > 0 {
+		cs.fillMissing(img, missing)
+	}
+	return strings.Join(truncs, "; "), nil
+}
+
+// decodeTiles decodes tiles into img: tier 2 tile by tile in parallel, then tier 1 over
+// all their code-blocks in parallel, then the wavelet and component transforms. It
+// returns where data ran out, if it did.
+func (cs *codestream) decodeTiles(jobs []*tileJob, img *Image, info *jp2Info, workers []t1) ([]string, error) {
 	parallel(len(jobs), func(_, i int) {
 		j := jobs[i]
 		j.tcs, j.err = buildComps(cs.siz, j.t)
@@ -158,10 +179,11 @@ func (cs *codestream) decode(img *Image, info *jp2Info) (string, error) {
 		j.err = d.decodePackets()
 		j.trunc = d.trunc
 	})
+	var truncs []string
 	var blocks []blockJob
 	for _, j := range jobs {
 		if j.err != nil {
-			return "", j.err
+			return nil, j.err
 		}
 		if j.trunc != "" {
 			truncs = append(truncs, j.trunc)
@@ -191,27 +213,23 @@ func (cs *codestream) decode(img *Image, info *jp2Info) (string, error) {
 			}
 		}
 	}
-	// Tier 1, code-blocks in parallel: each writes its own part of the coefficients.
-	workers := make([]t1, maxWorkers())
+	// Tier 1: each code-block writes its own part of the coefficients.
 	parallel(len(blocks), func(w, i int) {
 		bj := blocks[i]
 		t := &workers[w]
 		t.decode(bj.cb, bj.tile.t.data, bj.b.orient, bj.tc.cp.cs.cbStyle, bj.tc.cp.roi)
 		t.store(bj.tc, bj.b, bj.cb)
 	})
-	// Wavelet, then components: tile by tile.
 	for _, j := range jobs {
 		for c := range j.tcs {
 			j.tcs[c].idwt()
 		}
 		if err := cs.finish(j, img, info); err != nil {
-			return "", err
+			return nil, err
 		}
+		j.tcs = nil
 	}
-	if len(missing) > 0 {
-		cs.fillMissing(img, missing)
-	}
-	return strings.Join(truncs, "; "), nil
+	return truncs, nil
 }
 
 // store dequantizes the decoded code-block into the tile-component's coefficients.

@@ -176,10 +176,13 @@ type params struct {
 	pocSet bool // the tile's own POC replaces the main header's
 }
 
+// compParams are a component's coding parameters. Coding styles and quantizations are
+// shared by the components a COD or QCD marker sets, so that a tile's copy of the
+// parameters costs little however many components there are.
 type compParams struct {
-	cs      codingStyle
+	cs      *codingStyle
 	csLevel int
-	q       quantization
+	q       *quantization
 	qLevel  int
 	roi     int // ROI upshift (RGN), 0 if none
 }
@@ -374,8 +377,8 @@ func (p *params) parseCOD(s segment, level int) error {
 	p.order = r.u8()
 	p.layers = r.u16()
 	mct := r.u8()
-	var cs codingStyle
-	if err := parseCodingStyle(&r, &cs, scod&1 != 0); err != nil {
+	cs := &codingStyle{}
+	if err := parseCodingStyle(&r, cs, scod&1 != 0); err != nil {
 		return err
 	}
 	switch {
@@ -408,8 +411,8 @@ func (p *params) parseCOC(s segment, level int) error {
 	if c >= len(p.comps) {
 		return s.errorf("component %d of %d", c, len(p.comps))
 	}
-	var cs codingStyle
-	if err := parseCodingStyle(&r, &cs, scoc&1 != 0); err != nil {
+	cs := &codingStyle{}
+	if err := parseCodingStyle(&r, cs, scoc&1 != 0); err != nil {
 		return err
 	}
 	if cc := &p.comps[c]; cc.csLevel <= level {
@@ -418,15 +421,18 @@ func (p *params) parseCOC(s segment, level int) error {
 	return nil
 }
 
-func parseQuant(r *reader) (quantization, error) {
+func parseQuant(r *reader) (*quantization, error) {
 	sq := r.u8()
-	q := quantization{style: sq & 31, guard: sq >> 5}
+	q := &quantization{style: sq & 31, guard: sq >> 5}
 	switch q.style {
 	case 0:
 		for r.left() > 0 {
 			q.steps = append(q.steps, step{exp: r.u8() >> 3})
 		}
 	case 1, 2:
+		if r.left()%2 != 0 {
+			return q, r.s.errorf("%d bytes of step sizes, not a whole number of 2-byte steps", r.left())
+		}
 		for r.left() > 0 {
 			v := r.u16()
 			q.steps = append(q.steps, step{exp: v >> 11, mant: v & 0x7FF})

@@ -79,6 +79,13 @@ type chunk struct{ off, n int32 }
 
 // buildComps computes the resolution levels and sub-bands of each component of t.
 func buildComps(siz *sizInfo, t *tile) ([]tileComp, error) {
+	var nres int
+	for _, cp := range t.p.comps {
+		nres += cp.cs.levels + 1
+	}
+	if nres > maxTileResolutions {
+		return nil, fmt.Errorf("%w: tile %d: %d components declare %d resolution levels (at most %d)", ErrTooLarge, t.index, len(siz.comps), nres, maxTileResolutions)
+	}
 	tcs := make([]tileComp, len(siz.comps))
 	for c := range tcs {
 		ci, cp := siz.comps[c], &t.p.comps[c]
@@ -86,7 +93,7 @@ func buildComps(siz *sizInfo, t *tile) ([]tileComp, error) {
 		tc.cp, tc.prec = cp, ci.prec
 		tc.x0, tc.y0 = ceilDiv(t.x0, ci.dx), ceilDiv(t.y0, ci.dy)
 		tc.x1, tc.y1 = ceilDiv(t.x1, ci.dx), ceilDiv(t.y1, ci.dy)
-		cs, q := &cp.cs, &cp.q
+		cs, q := cp.cs, cp.q
 		nl := cs.levels
 		if q.style != 1 && len(q.steps) < 3*nl+1 {
 			return nil, formatErr("tile %d component %d: %d quantization step sizes for %d sub-bands", t.index, c, len(q.steps), 3*nl+1)
