@@ -2,10 +2,13 @@ package jpeg2000
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"testing"
+	"time"
 
 	"amid/assets/realdata"
 )
@@ -43,6 +46,13 @@ func FuzzDecode(f *testing.F) {
 	// execution short.
 	maxSamples = 1 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// A decode that has not returned after 30 s (0.1 s is typical) hangs: crash the
+		// worker with every goroutine's stack, so that the fuzzer keeps the input.
+		watchdog := time.AfterFunc(30*time.Second, func() {
+			debug.SetTraceback("all")
+			panic(fmt.Sprintf("Decode of %d bytes still running after 30 s", len(b)))
+		})
+		defer watchdog.Stop()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		img, err := Decode(b)

@@ -123,13 +123,24 @@ func b2i(b bool) int {
 // t1 decodes code-blocks; each worker has its own.
 type t1 struct {
 	w, h, fs int
-	flags    []uint16
-	data     []int32 // coefficients in half units: magnitude·2 plus the midpoint bit
-	ctx      [nCtx]uint8
-	mq       mqDecoder
-	raw      rawDecoder
-	buf      []byte
+	// flags has a border of one sample around the code-block, (w+2)×(h+2) entries; data
+	// holds its w×h coefficients in half units (magnitude·2 plus the midpoint bit). A
+	// code-block has at most 4096 samples and sides of at most 1024 (T.800 A.6.1), so
+	// both fit fixed arrays, indexed with a mask that spares the bounds checks.
+	flags [flagsLen]uint16
+	data  [dataLen]int32
+	ctx   [nCtx]uint8
+	mq    mqDecoder
+	raw   rawDecoder
+	buf   []byte
 }
+
+const (
+	flagsLen  = 8192 // ≥ (1024+2)·(4+2) and (64+2)·(64+2)
+	flagsMask = flagsLen - 1
+	dataLen   = 4096
+	dataMask  = dataLen - 1
+)
 
 func (t *t1) resetContexts() {
 	t.ctx = [nCtx]uint8{}
@@ -142,13 +153,14 @@ func (t *t1) resetContexts() {
 func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
 	w, h := cb.x1-cb.x0, cb.y1-cb.y0
 	t.w, t.h, t.fs = w, h, w+2
-	t.flags = resize(t.flags, (w+2)*(h+2))
-	t.data = resize(t.data, w*h)
+	clear(t.flags[:(w+2)*(h+2)])
+	clear(t.data[:w*h])
 	t.resetContexts()
 	zc := &zcLUT[orient]
 	causal := style&cbCausal != 0
 	top := cb.numbps + roi - 1
 	k := 0
+passes:
 	for si := range cb.segs {
 		s := &cb.segs[si]
 		t.buf = t.buf[:0]
@@ -165,7 +177,7 @@ func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
 		for range s.passes {
 			p := top - (k+2)/3
 			if p < 0 {
-				return
+				break passes // passes beyond the last bit-plane are ignored
 			}
 			switch k % 3 {
 			case 0:
@@ -196,7 +208,7 @@ func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
 	}
 	if roi > 0 {
 		thr := int32(1) << (roi + 1)
-		for i, v := range t.data {
+		for i, v := range t.data[:w*h] {
 			if v >= thr {
 				t.data[i] = v>>roi | 1
 			} else if -v >= thr {
@@ -206,20 +218,11 @@ func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
 	}
 }
 
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
-}
-
 // setSig makes the sample at flag index i significant and tells its neighbours. In the
 // vertically causal mode the first row of a stripe does not tell the row above (the last
 // row of the previous stripe, whose context ignores the stripe below).
 func (t *t1) setSig(i int, neg, skipAbove bool) {
-	f, fs := t.flags, t.fs
+	f, fs := t.flags[:], t.fs
 	if !skipAbove {
 		f[i-fs-1] |= fSE
 		f[i-fs+1] |= fSW
@@ -249,24 +252,25 @@ func (t *t1) sign(f uint16) bool {
 	return t.mq.decode(&t.ctx[e>>1])^uint32(e&1) != 0
 }
 
-// The coding passes below write decode's fast path out where it matters most (zero
-// coding and refinement): Go does not inline decode, and a call per symbol costs a fifth
-// of the decoding time.
+// The coding passes below keep the MQ decoder's A and C registers in locals and write
+// decode's fast path out where it matters most (zero coding and refinement): Go does not
+// inline decode, and a call per symbol costs a fifth of the decoding time. Around every
+// other use of the decoder (slow path, sign, run-length) the registers go back to t.mq.
 
 func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
-	flags, data, ctx := t.flags, t.data, &t.ctx
-	mq := &t.mq
+	flags, data, ctx, mq := &t.flags, &t.data, &t.ctx, &t.mq
+	a, c := mq.a, mq.c
 	v := int32(3) << p // the bit and the midpoint below it, in half units
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
-			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&fNeighbours == 0 {
+			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&fNeighbours == 0 {
 				continue
 			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := flags[i]
+				f := flags[i&flagsMask]
 				if f&fSig != 0 || f&fNeighbours == 0 {
 					continue
 				}
@@ -274,25 +278,30 @@ func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 				st := *cx
 				qe := mqQe[st]
 				var bit uint32
-				if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
-					mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+				if a2 := a - qe; a2&0x8000 != 0 && c>>16 >= qe {
+					a, c, bit = a2, c-qe<<16, uint32(st&1)
 				} else {
-					bit = mq.decodeSlow(cx, a)
+					mq.a, mq.c = a, c
+					bit = mq.decodeSlow(cx, a2)
+					a, c = mq.a, mq.c
 				}
 				if bit != 0 {
+					mq.a, mq.c = a, c
 					neg := t.sign(f)
-					data[di] = signed(v, neg)
+					a, c = mq.a, mq.c
+					data[di&dataMask] = signed(v, neg)
 					t.setSig(i, neg, causal && y == y0)
 				}
-				flags[i] |= fVisit
+				flags[i&flagsMask] |= fVisit
 			}
 		}
 	}
+	mq.a, mq.c = a, c
 }
 
 func (t *t1) sigPropRaw(p int, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
-	flags, data := t.flags, t.data
+	flags, data := t.flags[:], t.data[:]
 	v := int32(3) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
@@ -316,47 +325,50 @@ func (t *t1) sigPropRaw(p int, causal bool) {
 
 func (t *t1) refine(p int) {
 	w, h, fs := t.w, t.h, t.fs
-	flags, data, ctx := t.flags, t.data, &t.ctx
-	mq := &t.mq
+	flags, data, ctx, mq := &t.flags, &t.data, &t.ctx, &t.mq
+	a, c := mq.a, mq.c
 	half := int32(1) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
-			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&fSig == 0 {
+			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&fSig == 0 {
 				continue
 			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := flags[i]
+				f := flags[i&flagsMask]
 				if f&(fSig|fVisit) != fSig {
 					continue
 				}
-				c := ctxMR
+				k := ctxMR
 				switch {
 				case f&fRefined != 0:
-					c += 2
+					k += 2
 				case f&fNeighbours != 0:
-					c++
+					k++
 				}
-				cx := &ctx[c]
+				cx := &ctx[k]
 				st := *cx
 				qe := mqQe[st]
 				var bit uint32
-				if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
-					mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+				if a2 := a - qe; a2&0x8000 != 0 && c>>16 >= qe {
+					a, c, bit = a2, c-qe<<16, uint32(st&1)
 				} else {
-					bit = mq.decodeSlow(cx, a)
+					mq.a, mq.c = a, c
+					bit = mq.decodeSlow(cx, a2)
+					a, c = mq.a, mq.c
 				}
-				data[di] = refined(data[di], half, bit)
-				flags[i] = f | fRefined
+				data[di&dataMask] = refined(data[di&dataMask], half, bit)
+				flags[i&flagsMask] = f | fRefined
 			}
 		}
 	}
+	mq.a, mq.c = a, c
 }
 
 func (t *t1) refineRaw(p int) {
 	w, h, fs := t.w, t.h, t.fs
-	flags, data := t.flags, t.data
+	flags, data := t.flags[:], t.data[:]
 	half := int32(1) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
@@ -376,48 +388,56 @@ func (t *t1) refineRaw(p int) {
 
 func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
 	w, h, fs := t.w, t.h, t.fs
-	flags, data, ctx := t.flags, t.data, &t.ctx
-	mq := &t.mq
+	flags, data, ctx, mq := &t.flags, &t.data, &t.ctx, &t.mq
+	a, c := mq.a, mq.c
 	v := int32(3) << p
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
 			i, di := (y0+1)*fs+x+1, y0*w+x
 			y := y0
-			if ye-y0 == 4 && (flags[i]|flags[i+fs]|flags[i+2*fs]|flags[i+3*fs])&(fSig|fVisit|fNeighbours) == 0 {
+			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&(fSig|fVisit|fNeighbours) == 0 {
 				// Run-length mode (T.800 D.3.4).
-				if t.mq.decode(&ctx[ctxRL]) == 0 {
+				mq.a, mq.c = a, c
+				if mq.decode(&ctx[ctxRL]) == 0 {
+					a, c = mq.a, mq.c
 					continue
 				}
-				r := int(t.mq.decode(&ctx[ctxUNI]))<<1 | int(t.mq.decode(&ctx[ctxUNI]))
+				r := int(mq.decode(&ctx[ctxUNI]))<<1 | int(mq.decode(&ctx[ctxUNI]))
 				i, di, y = i+r*fs, di+r*w, y+r
-				neg := t.sign(flags[i])
-				data[di] = signed(v, neg)
+				neg := t.sign(flags[i&flagsMask])
+				a, c = mq.a, mq.c
+				data[di&dataMask] = signed(v, neg)
 				t.setSig(i, neg, causal && y == y0)
 				i, di, y = i+fs, di+w, y+1
 			}
 			for ; y < ye; y, i, di = y+1, i+fs, di+w {
-				f := flags[i]
+				f := flags[i&flagsMask]
 				if f&(fSig|fVisit) == 0 {
 					cx := &ctx[zc[f&0xFF]]
 					st := *cx
 					qe := mqQe[st]
 					var bit uint32
-					if a := mq.a - qe; a&0x8000 != 0 && mq.c>>16 >= qe {
-						mq.a, mq.c, bit = a, mq.c-qe<<16, uint32(st&1)
+					if a2 := a - qe; a2&0x8000 != 0 && c>>16 >= qe {
+						a, c, bit = a2, c-qe<<16, uint32(st&1)
 					} else {
-						bit = mq.decodeSlow(cx, a)
+						mq.a, mq.c = a, c
+						bit = mq.decodeSlow(cx, a2)
+						a, c = mq.a, mq.c
 					}
 					if bit != 0 {
+						mq.a, mq.c = a, c
 						neg := t.sign(f)
-						data[di] = signed(v, neg)
+						a, c = mq.a, mq.c
+						data[di&dataMask] = signed(v, neg)
 						t.setSig(i, neg, causal && y == y0)
 					}
 				}
-				flags[i] &^= fVisit
+				flags[i&flagsMask] &^= fVisit
 			}
 		}
 	}
+	mq.a, mq.c = a, c
 }
 
 func signed(v int32, neg bool) int32 {
