@@ -45,7 +45,6 @@ type tile struct {
 	data           []byte // the bodies of its tile-parts, concatenated
 	ppt            []zchunk
 	ppm            []byte // packet headers from PPM, concatenated over its tile-parts
-	headers        []byte // packed packet headers (PPM or PPT), nil when in the bodies
 	offset         int    // codestream offset of the first tile-part's body, for errors
 }
 
