@@ -44,7 +44,7 @@ func TestMarkerPrecedence(t *testing.T) {
 	badCOD := bytes.Clone(cod)
 	badCOD[5]-- // decomposition levels
 	badQCD := bytes.Clone(qcd)
-	badQCD[0] += 1 << 5 // guard bits
+	badQCD[0] += 1 << 5                                                                 // guard bits
 	coc := func(cod []byte) []byte { return append([]byte{0, cod[0] & 1}, cod[5:]...) } // component 0
 	qcc := func(qcd []byte) []byte { return append([]byte{0}, qcd...) }
 	// build replaces the main header's COD and QCD and adds markers to the main header and
