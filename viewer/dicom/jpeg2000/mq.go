@@ -86,16 +86,17 @@ func (m *mqDecoder) decodeSlow(cx *uint8, a uint32) uint32 {
 	st := *cx
 	qe := mqQe[st]
 	d := uint32(st & 1)
-	if m.c>>16 >= qe {
-		// MPS path with renormalization: an exchange when A fell below Qe.
-		m.c -= qe << 16
+	c := m.c
+	if c>>16 >= qe {
+		// MPS path with renormalization (A fell below 0x8000): an exchange when A also
+		// fell below Qe (T.800 Figure C.16).
+		c -= qe << 16
 		if a < qe {
 			d ^= 1
 			*cx = mqNLPS[st]
 		} else {
 			*cx = mqNMPS[st]
 		}
-		m.a = a
 	} else {
 		// LPS path (T.800 Figure C.17).
 		if a < qe {
@@ -104,8 +105,14 @@ func (m *mqDecoder) decodeSlow(cx *uint8, a uint32) uint32 {
 			d ^= 1
 			*cx = mqNLPS[st]
 		}
-		m.a = qe
+		a = qe
 	}
+	// Renormalize: A < 0x8000 here. Usually C holds enough bits for the whole shift.
+	if n := bits.LeadingZeros16(uint16(a)); n <= m.ct {
+		m.a, m.c, m.ct = a<<n, c<<n, m.ct-n
+		return d
+	}
+	m.a, m.c = a, c
 	m.renorm()
 	return d
 }
