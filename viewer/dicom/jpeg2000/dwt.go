@@ -20,6 +20,16 @@ const stripWidth = 32
 
 // idwt inverts the wavelet transform of a tile-component.
 func (tc *tileComp) idwt() {
+	if tc.icoef != nil {
+		idwt(tc, tc.icoef, lift53, vlift53)
+	} else {
+		idwt(tc, tc.fcoef, lift97, vlift97)
+	}
+}
+
+// idwt applies the inverse transform given by lift (one line) and vlift (the columns of a
+// strip) to coef, resolution by resolution: rows in parallel, then column strips.
+func idwt[T int32 | float32](tc *tileComp, coef []T, lift func([]T, int), vlift func([]T, int, int, int)) {
 	stride := tc.w()
 	for r := 1; r < len(tc.res); r++ {
 		res, lo := &tc.res[r], &tc.res[r-1]
@@ -30,48 +40,25 @@ func (tc *tileComp) idwt() {
 		wl, hl := lo.x1-lo.x0, lo.y1-lo.y0
 		casx, casy := res.x0&1, res.y0&1
 		rows := rowChunks(h)
-		strips := ceilDiv(w, stripWidth)
-		if tc.icoef != nil {
-			parallel(rows, func(_, k int) {
-				line := make([]int32, w)
-				for y := k * h / rows; y < (k+1)*h/rows; y++ {
-					row := tc.icoef[y*stride : y*stride+w]
-					interleave(line, row, wl, casx)
-					lift53(line, casx)
-					copy(row, line)
-				}
-			})
-			parallel(strips, func(_, k int) {
-				x0 := k * stripWidth
-				cw := min(stripWidth, w-x0)
-				buf := make([]int32, cw*h)
-				gatherRows(buf, tc.icoef[x0:], stride, cw, h, hl, casy)
-				vlift53(buf, cw, h, casy)
-				for y := range h {
-					copy(tc.icoef[y*stride+x0:y*stride+x0+cw], buf[y*cw:(y+1)*cw])
-				}
-			})
-		} else {
-			parallel(rows, func(_, k int) {
-				line := make([]float32, w)
-				for y := k * h / rows; y < (k+1)*h/rows; y++ {
-					row := tc.fcoef[y*stride : y*stride+w]
-					interleave(line, row, wl, casx)
-					lift97(line, casx)
-					copy(row, line)
-				}
-			})
-			parallel(strips, func(_, k int) {
-				x0 := k * stripWidth
-				cw := min(stripWidth, w-x0)
-				buf := make([]float32, cw*h)
-				gatherRows(buf, tc.fcoef[x0:], stride, cw, h, hl, casy)
-				vlift97(buf, cw, h, casy)
-				for y := range h {
-					copy(tc.fcoef[y*stride+x0:y*stride+x0+cw], buf[y*cw:(y+1)*cw])
-				}
-			})
-		}
+		parallel(rows, func(_, k int) {
+			line := make([]T, w)
+			for y := k * h / rows; y < (k+1)*h/rows; y++ {
+				row := coef[y*stride : y*stride+w]
+				interleave(line, row, wl, casx)
+				lift(line, casx)
+				copy(row, line)
+			}
+		})
+		parallel(ceilDiv(w, stripWidth), func(_, k int) {
+			x0 := k * stripWidth
+			cw := min(stripWidth, w-x0)
+			buf := make([]T, cw*h)
+			gatherRows(buf, coef[x0:], stride, cw, h, hl, casy)
+			vlift(buf, cw, h, casy)
+			for y := range h {
+				copy(coef[y*stride+x0:y*stride+x0+cw], buf[y*cw:(y+1)*cw])
+			}
+		})
 	}
 }
 
