@@ -129,10 +129,15 @@ type t1 struct {
 	// both fit fixed arrays, indexed with a mask that spares the bounds checks.
 	flags [flagsLen]uint16
 	data  [dataLen]int32
-	ctx   [nCtx]uint8
-	mq    mqDecoder
-	raw   rawDecoder
-	buf   []byte
+	// cols summarizes each stripe column (4 rows of one column), cw = w+2 entries a stripe
+	// with a border column each side: whether a sample is significant, has a significant
+	// neighbour, or was visited in this bit-plane (the OR of its samples' fSig, fNeighbours
+	// and fVisit), so that the passes skip empty columns with one load.
+	cols [colsLen]uint8
+	ctx  [nCtx]uint8
+	mq   mqDecoder
+	raw  rawDecoder
+	buf  []byte
 }
 
 const (
@@ -140,6 +145,15 @@ const (
 	flagsMask = flagsLen - 1
 	dataLen   = 4096
 	dataMask  = dataLen - 1
+	colsLen   = 2048 // ≥ (⌈1024/4⌉+1)·(4+2) and (1+1)·(1024+2): a spare stripe below
+	colsMask  = colsLen - 1
+)
+
+// Stripe-column summary bits.
+const (
+	cSig   = 1 // a sample is significant
+	cNB    = 2 // a sample has a significant neighbour
+	cVisit = 4 // a sample was visited by this bit-plane's significance propagation
 )
 
 func (t *t1) resetContexts() {
@@ -155,6 +169,7 @@ func (t *t1) decode(cb *codeBlock, tdata []byte, orient, style, roi int) {
 	t.w, t.h, t.fs = w, h, w+2
 	clear(t.flags[:(w+2)*(h+2)])
 	clear(t.data[:w*h])
+	clear(t.cols[:((h+3)/4+1)*(w+2)])
 	t.resetContexts()
 	zc := &zcLUT[orient]
 	causal := style&cbCausal != 0
@@ -218,18 +233,26 @@ passes:
 	}
 }
 
-// setSig makes the sample at flag index i significant and tells its neighbours. In the
-// vertically causal mode the first row of a stripe does not tell the row above (the last
-// row of the previous stripe, whose context ignores the stripe below).
-func (t *t1) setSig(i int, neg, skipAbove bool) {
+// setSig makes the sample at flag index i, stripe column ci, row y, significant and tells
+// its neighbours (their flags and their stripe columns' summaries). In the vertically
+// causal mode the first row of a stripe does not tell the row above (the last row of the
+// previous stripe, whose context ignores the stripe below).
+func (t *t1) setSig(i, ci, y int, neg, causal bool) {
 	f, fs := t.flags[:], t.fs
-	if !skipAbove {
+	cols, cw := &t.cols, t.fs
+	j := y & 3
+	if !causal || j != 0 {
 		f[i-fs-1] |= fSE
 		f[i-fs+1] |= fSW
 		if neg {
 			f[i-fs] |= fS | fSneg
 		} else {
 			f[i-fs] |= fS
+		}
+		if j == 0 && y > 0 {
+			cols[(ci-cw-1)&colsMask] |= cNB
+			cols[(ci-cw)&colsMask] |= cNB
+			cols[(ci-cw+1)&colsMask] |= cNB
 		}
 	}
 	f[i+fs-1] |= fNE
@@ -243,6 +266,14 @@ func (t *t1) setSig(i int, neg, skipAbove bool) {
 		f[i-1] |= fE
 		f[i+1] |= fW
 		f[i+fs] |= fN
+	}
+	cols[(ci-1)&colsMask] |= cNB
+	cols[ci&colsMask] |= cSig | cNB
+	cols[(ci+1)&colsMask] |= cNB
+	if j == 3 && y+1 < t.h {
+		cols[(ci+cw-1)&colsMask] |= cNB
+		cols[(ci+cw)&colsMask] |= cNB
+		cols[(ci+cw+1)&colsMask] |= cNB
 	}
 }
 
@@ -265,8 +296,8 @@ func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
-			i, di := (y0+1)*fs+x+1, y0*w+x
-			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&fNeighbours == 0 {
+			i, di, ci := (y0+1)*fs+x+1, y0*w+x, y0/4*fs+x+1
+			if t.cols[ci&colsMask]&cNB == 0 {
 				continue
 			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
@@ -286,13 +317,23 @@ func (t *t1) sigProp(p int, zc *[256]uint8, causal bool) {
 					a, c = mq.a, mq.c
 				}
 				if bit != 0 {
-					mq.a, mq.c = a, c
-					neg := t.sign(f)
-					a, c = mq.a, mq.c
+					e := scLUT[f&0xF|f>>4&0xF0]
+					cx := &ctx[e>>1]
+					st := *cx
+					qe := mqQe[st]
+					if a2 := a - qe; a2&0x8000 != 0 && c>>16 >= qe {
+						a, c, bit = a2, c-qe<<16, uint32(st&1)
+					} else {
+						mq.a, mq.c = a, c
+						bit = mq.decodeSlow(cx, a2)
+						a, c = mq.a, mq.c
+					}
+					neg := bit != uint32(e&1)
 					data[di&dataMask] = signed(v, neg)
-					t.setSig(i, neg, causal && y == y0)
+					t.setSig(i, ci, y, neg, causal)
 				}
 				flags[i&flagsMask] |= fVisit
+				t.cols[ci&colsMask] |= cVisit
 			}
 		}
 	}
@@ -306,7 +347,7 @@ func (t *t1) sigPropRaw(p int, causal bool) {
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
-			i, di := (y0+1)*fs+x+1, y0*w+x
+			i, di, ci := (y0+1)*fs+x+1, y0*w+x, y0/4*fs+x+1
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
 				f := flags[i]
 				if f&fSig != 0 || f&fNeighbours == 0 {
@@ -315,9 +356,10 @@ func (t *t1) sigPropRaw(p int, causal bool) {
 				if t.raw.bit() != 0 {
 					neg := t.raw.bit() != 0
 					data[di] = signed(v, neg)
-					t.setSig(i, neg, causal && y == y0)
+					t.setSig(i, ci, y, neg, causal)
 				}
 				flags[i] |= fVisit
+				t.cols[ci&colsMask] |= cVisit
 			}
 		}
 	}
@@ -331,8 +373,8 @@ func (t *t1) refine(p int) {
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
-			i, di := (y0+1)*fs+x+1, y0*w+x
-			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&fSig == 0 {
+			i, di, ci := (y0+1)*fs+x+1, y0*w+x, y0/4*fs+x+1
+			if t.cols[ci&colsMask]&cSig == 0 {
 				continue
 			}
 			for y := y0; y < ye; y, i, di = y+1, i+fs, di+w {
@@ -394,9 +436,9 @@ func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
 	for y0 := 0; y0 < h; y0 += 4 {
 		ye := min(y0+4, h)
 		for x := range w {
-			i, di := (y0+1)*fs+x+1, y0*w+x
+			i, di, ci := (y0+1)*fs+x+1, y0*w+x, y0/4*fs+x+1
 			y := y0
-			if ye-y0 == 4 && (flags[i&flagsMask]|flags[(i+fs)&flagsMask]|flags[(i+2*fs)&flagsMask]|flags[(i+3*fs)&flagsMask])&(fSig|fVisit|fNeighbours) == 0 {
+			if ye-y0 == 4 && t.cols[ci&colsMask] == 0 {
 				// Run-length mode (T.800 D.3.4).
 				mq.a, mq.c = a, c
 				if mq.decode(&ctx[ctxRL]) == 0 {
@@ -408,7 +450,7 @@ func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
 				neg := t.sign(flags[i&flagsMask])
 				a, c = mq.a, mq.c
 				data[di&dataMask] = signed(v, neg)
-				t.setSig(i, neg, causal && y == y0)
+				t.setSig(i, ci, y, neg, causal)
 				i, di, y = i+fs, di+w, y+1
 			}
 			for ; y < ye; y, i, di = y+1, i+fs, di+w {
@@ -426,15 +468,25 @@ func (t *t1) cleanup(p int, zc *[256]uint8, causal bool) {
 						a, c = mq.a, mq.c
 					}
 					if bit != 0 {
-						mq.a, mq.c = a, c
-						neg := t.sign(f)
-						a, c = mq.a, mq.c
+						e := scLUT[f&0xF|f>>4&0xF0]
+						cx := &ctx[e>>1]
+						st := *cx
+						qe := mqQe[st]
+						if a2 := a - qe; a2&0x8000 != 0 && c>>16 >= qe {
+							a, c, bit = a2, c-qe<<16, uint32(st&1)
+						} else {
+							mq.a, mq.c = a, c
+							bit = mq.decodeSlow(cx, a2)
+							a, c = mq.a, mq.c
+						}
+						neg := bit != uint32(e&1)
 						data[di&dataMask] = signed(v, neg)
-						t.setSig(i, neg, causal && y == y0)
+						t.setSig(i, ci, y, neg, causal)
 					}
 				}
 				flags[i&flagsMask] &^= fVisit
 			}
+			t.cols[ci&colsMask] &^= cVisit
 		}
 	}
 	mq.a, mq.c = a, c
