@@ -29,7 +29,8 @@ type Component struct {
 
 // DecodeConfig reads the main header of a codestream or JP2 file: the image's size and
 // its components' sizes, precision and signedness, without their samples.
-func DecodeConfig(b []byte) (*Image, error) {
+func DecodeConfig(b []byte) (img *Image, err error) {
+	defer recoverInternal(&img, &err)
 	cs, info, _, err := parseHeader(b)
 	if err != nil {
 		return nil, err
@@ -43,15 +44,11 @@ func DecodeConfig(b []byte) (*Image, error) {
 // from the packets that are there together with an error wrapping ErrTruncated; other
 // errors return no image.
 func Decode(b []byte) (img *Image, err error) {
+	defer recoverInternal(&img, &err)
 	cs, info, body, err := parseHeader(b)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			img, err = nil, fmt.Errorf("%w: %v", errInternal, r)
-		}
-	}()
 	if err := cs.parseTileParts(body.b, body.pos); err != nil {
 		return nil, err
 	}
@@ -68,6 +65,27 @@ func Decode(b []byte) (img *Image, err error) {
 
 // errInternal reports a bug of this decoder met while decoding; the fuzz test fails on it.
 var errInternal = errors.New("jpeg2000: internal error")
+
+// recoverInternal turns a panic, which would be a bug of this decoder, into errInternal:
+// bad data must not take the program down.
+func recoverInternal(img **Image, err *error) {
+	if r := recover(); r != nil {
+		*img, *err = nil, fmt.Errorf("%w: %v", errInternal, r)
+	}
+}
+
+// outIndex is the output component of codestream component c: a JP2 channel definition
+// may reorder them.
+func outIndex(info *jp2Info, c int) int {
+	if info != nil && info.order != nil {
+		for i, o := range info.order {
+			if o == c {
+				return i
+			}
+		}
+	}
+	return c
+}
 
 type bodyRef struct {
 	b   []byte
@@ -154,7 +172,7 @@ func (cs *codestream) decode(img *Image, info *jp2Info) (string, error) {
 		truncs = append(truncs, t...)
 	}
 	if len(missing) > 0 {
-		cs.fillMissing(img, missing)
+		cs.fillMissing(img, info, missing)
 	}
 	return strings.Join(truncs, "; "), nil
 }
@@ -291,16 +309,8 @@ func (cs *codestream) finish(j *tileJob, img *Image, info *jp2Info) error {
 	}
 	for c := range tcs {
 		tc := &tcs[c]
-		out := c
-		if info != nil && info.order != nil {
-			for i, o := range info.order {
-				if o == c {
-					out = i
-				}
-			}
-		}
 		ci := cs.siz.comps[c]
-		oc := &img.Components[out]
+		oc := &img.Components[outIndex(info, c)]
 		cx0, cy0 := ceilDiv(cs.siz.x0, ci.dx), ceilDiv(cs.siz.y0, ci.dy)
 		w, h := tc.w(), tc.h()
 		var shift, lo, hi int32
@@ -328,14 +338,14 @@ func (cs *codestream) finish(j *tileJob, img *Image, info *jp2Info) error {
 
 // fillMissing sets the samples of tiles without data to the DC level (what all-zero
 // coefficients decode to).
-func (cs *codestream) fillMissing(img *Image, missing []int) {
+func (cs *codestream) fillMissing(img *Image, info *jp2Info, missing []int) {
 	for _, i := range missing {
 		t := cs.tiles[i]
 		for c, ci := range cs.siz.comps {
 			if ci.signed {
 				continue
 			}
-			oc := &img.Components[c]
+			oc := &img.Components[outIndex(info, c)]
 			cx0, cy0 := ceilDiv(cs.siz.x0, ci.dx), ceilDiv(cs.siz.y0, ci.dy)
 			x0, x1 := ceilDiv(t.x0, ci.dx)-cx0, ceilDiv(t.x1, ci.dx)-cx0
 			for y := ceilDiv(t.y0, ci.dy) - cy0; y < ceilDiv(t.y1, ci.dy)-cy0; y++ {
