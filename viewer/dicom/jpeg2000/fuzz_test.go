@@ -44,6 +44,8 @@ func FuzzDecode(f *testing.F) {
 	}
 	// Images the fuzzer declares larger than this are refused (ErrTooLarge) to keep each
 	// execution short.
+	old := maxSamples
+	f.Cleanup(func() { maxSamples = old })
 	maxSamples = 1 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// A decode that has not returned after 30 s (0.1 s is typical) hangs: crash the
