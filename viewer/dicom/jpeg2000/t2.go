@@ -168,8 +168,8 @@ func (d *t2) visit(c, r, p, l int) error {
 	res.next[p]++
 	if err := d.packet(c, r, p, l); err != nil {
 		if errors.Is(err, errShort) {
-			d.trunc = fmt.Sprintf("tile %d: packet %d (layer %d, resolution %d, component %d, precinct %d) at byte %d of the tile's data of %d bytes",
-				d.t.index, d.packets, l, r, c, p, d.pos, len(d.data))
+			d.trunc = fmt.Sprintf("tile %d: packet %d (layer %d, resolution %d, component %d, precinct %d) at byte %d of the tile's %d bytes of data (which start at byte %d)",
+				d.t.index, d.packets, l, r, c, p, d.pos, len(d.data), d.t.offset)
 		}
 		return err
 	}
