@@ -111,3 +111,44 @@ func TestMarkerPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// TestDerivedQuantization rewrites the QCD of a real irreversible codestream from
+// expounded step sizes (what opj_compress writes) to derived ones (T.800 A.6.4: the LL
+// step only, the others following from it), which changes every other sub-band's step
+// size and bit-plane count: the decode must agree with opj_decompress's on the rewritten
+// codestream.
+func TestDerivedQuantization(t *testing.T) {
+	cs := compress(t, srcCT.load(t), "-I -r 10 -n 4")
+	_, first, err := parseMain(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for pos := 2; pos < first; {
+		s, err := readSegment(cs, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.marker == mQCD {
+			if s.data[0]&31 != 2 {
+				t.Fatalf("opj_compress wrote quantization style %d, not 2 (expounded)", s.data[0]&31)
+			}
+			q := append([]byte{s.data[0]&^31 | 1}, s.data[1:3]...) // derived: the LL step only
+			out = append(out, 0xFF, 0x5C, 0, byte(len(q)+2))
+			out = append(out, q...)
+		} else {
+			out = append(out, cs[pos:s.off+4+len(s.data)]...)
+		}
+		pos = s.off + 2 + len(s.data) + 2
+	}
+	out = append(append([]byte{0xFF, 0x4F}, out...), cs[first:]...) // SOC, main header, tile-parts
+	img, err := Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, n := diff(t, img, opjDecode(t, out))
+	t.Logf("QCD %d bytes shorter; against OpenJPEG: max %d (%d samples differ)", len(cs)-len(out), d, n)
+	if d > 1 {
+		t.Errorf("differs from OpenJPEG in %d samples, by up to %d", n, d)
+	}
+}
