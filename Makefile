@@ -8,17 +8,17 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh), GDCM (libgdcm-tools, python3-gdcm) and dcmtk,
-# the references the DICOM decoders are tested and benchmarked against. npm (for fetching
-# real test images) is installed from Debian only when no npm command is on the PATH, since
-# many machines carry their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh), GDCM (libgdcm-tools, python3-gdcm), dcmtk and
+# OpenJPEG's tools, the references the DICOM decoders are tested and benchmarked against.
+# npm (for fetching real test images) is installed from Debian only when no npm command is
+# on the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk
+            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk libopenjp2-tools
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -119,6 +119,11 @@ fuzz:
 
 bench-io: realdata
 	@.ci/bench-io.sh
+
+# bench-jpeg2000: a real 512×512 16-bit lossless CT slice decoded by viewer/dicom/jpeg2000,
+# GDCM and OpenJPEG, side by side (CPU and wall time, ratios to GDCM).
+bench-jpeg2000: realdata
+	$(GO) test -run '^$$' -bench DecodeCT -benchtime 20x ./viewer/dicom/jpeg2000/
 
 bench-metrics: deps
 	@.ci/bench-metrics.sh
