@@ -8,12 +8,15 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh). npm (for fetching real test images) is
+# desktop's smoke test (.ci/screenshots.sh), the Vulkan loader and headers, Mesa's lavapipe
+# (a Vulkan driver on the CPU, on which CI runs every GPU kernel), glslc and spirv-val for
+# the engine's compute shaders, and vulkaninfo. npm (for fetching real test images) is
 # installed from Debian only when no npm command is on the PATH, since many machines carry
 # their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri
+            xvfb xdotool imagemagick libgl1-mesa-dri \
+            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race e2e fuzz-short \
@@ -159,9 +162,10 @@ package: deps
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
-# generate regenerates the plugin protocol's Go code (make test checks it is current).
+# generate regenerates the plugin protocol's Go code and the engine's SPIR-V shaders (make
+# test checks both are current).
 generate: deps
-	$(GO) generate ./plugins/protocol
+	$(GO) generate ./plugins/protocol ./plugins/engine/shaders
 
 clean:
 	rm -rf $(BIN)

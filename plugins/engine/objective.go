@@ -21,6 +21,7 @@ type Objective struct {
 	acc   bool
 	fn    func(part, lo, hi int)
 	value float64
+	dv    *objectiveDev // on a Vulkan device
 }
 
 // Objective adds a loss computed by f on x.
