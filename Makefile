@@ -19,7 +19,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race e2e fuzz-short \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
         fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
@@ -77,7 +77,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race e2e fuzz-short screenshots-check
+test: deps realdata check race floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -95,6 +95,18 @@ staticcheck:
 # the race detector, which the rest of the suite already runs under.
 e2e:
 	$(GO) test -count=1 -timeout 45m -run TestEveryChallenge ./host/bench
+
+# floats-alt runs the float-sensitive packages again, without the race detector, with
+# another OpenBLAS core type forced than the CPU's own (Haswell on an AVX-512 CPU,
+# Sandybridge on an AVX2 one), so that no test depends on the kernels of the CPU that
+# made its goldens. Plugin processes honour the forced core too.
+FLOAT_PKGS := ./plugins/engine/... ./plugins/segmentation/... ./plugins/detection/... ./plugins/classification/... \
+              ./plugins/iqa/... ./plugins/enhancement/... ./host/run/...
+floats-alt:
+	@core=$$(if grep -qw avx512f /proc/cpuinfo; then echo Haswell; elif grep -qw avx2 /proc/cpuinfo; then echo Sandybridge; fi); \
+	if [ -z "$$core" ]; then echo "floats-alt: this CPU has neither AVX-512 nor AVX2: no second core type to force"; exit 1; fi; \
+	echo "OPENBLAS_CORETYPE=$$core $(GO) test -count=1 $(FLOAT_PKGS)"; \
+	OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -timeout 10m $(FLOAT_PKGS)
 
 race:
 	$(GO) test -race -timeout 30m ./...
