@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 // testVulkan is a Vulkan backend on the shared test device with 2 host workers.
 func testVulkan(t testing.TB) *Vulkan {
 	t.Helper()
-	return newVulkanOn(vktest.Device(t), 2)
+	return NewVulkanOn(vktest.Device(t), 2)
 }
 
 // devProbe is grad_test's probe with a device backward pass: it ends a test network with

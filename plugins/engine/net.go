@@ -289,6 +289,9 @@ func (n *Net) onHost(what string) {
 	}
 }
 
+// Backend is the backend the network was built on.
+func (n *Net) Backend() Backend { return n.be }
+
 // Params are the trainable parameters in the order they were created.
 func (n *Net) Params() []*Param { return n.params }
 

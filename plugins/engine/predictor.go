@@ -9,9 +9,25 @@ import (
 // Output is a value a [Predictor] hands back to the host after each run: a *Tensor, the
 // softmax probabilities of a *Loss, or those of a *HeadLoss.
 type Output interface {
+	// Values is the output's host memory: a tensor's values (Data), a loss's
+	// probabilities (Prob).
+	Values() []float32
 	// outBuf is the output's host memory and, on a device, its device buffer.
 	outBuf() (host []float32, dev *vk.Buffer)
 }
+
+// Values implements Output: the tensor's buffer (with its root's when it is part of a
+// concatenation), allocated on a device network where it had none.
+func (t *Tensor) Values() []float32 {
+	h, _ := t.outBuf()
+	return h
+}
+
+// Values implements Output: the probabilities.
+func (l *Loss) Values() []float32 { return l.prob }
+
+// Values implements Output: the probabilities.
+func (l *HeadLoss) Values() []float32 { return l.prob }
 
 func (t *Tensor) outBuf() ([]float32, *vk.Buffer) {
 	r := t.owner()

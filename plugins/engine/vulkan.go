@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"amid/plugins/compute"
 	"amid/plugins/engine/shaders"
 	"amid/plugins/engine/vk"
 )
@@ -47,13 +48,22 @@ func NewVulkan(index, workers int) (*Vulkan, error) {
 	return &Vulkan{CPU: NewCPU(workers), dev: d}, nil
 }
 
-// newVulkanOn wraps an opened device (tests share one).
-func newVulkanOn(d *vk.Device, workers int) *Vulkan { return &Vulkan{CPU: NewCPU(workers), dev: d} }
+// NewVulkanOn is a backend on an opened device (several backends, and the tests, may
+// share one device; Close closes the device for all of them).
+func NewVulkanOn(d *vk.Device, workers int) *Vulkan { return &Vulkan{CPU: NewCPU(workers), dev: d} }
 
 // Name implements Backend.
 func (v *Vulkan) Name() string {
 	i := v.dev.Info()
 	return fmt.Sprintf("vulkan %d: %s", i.Index, i)
+}
+
+// Identity implements Backend: the device and its driver fix every result of a network
+// on it (the order of every sum is set by the shaders and their tile shapes, which depend
+// only on the device's limits), whatever the host's workers.
+func (v *Vulkan) Identity() compute.Identity {
+	i := v.dev.Info()
+	return compute.Identity{Engine: Version, Device: fmt.Sprintf("vulkan %s (%s)", i.Name, strings.TrimSpace(i.Driver+" "+i.DriverInfo)), Workers: 1}
 }
 
 // Info describes the device.
@@ -159,6 +169,7 @@ var (
 	kClip      = kernel{"clip", 2, 4}
 	kAdam      = kernel{"adam", 6, 7}
 	kSGD       = kernel{"sgd", 5, 5}
+	kWindow    = kernel{"window", 7, 15}
 )
 
 // pipeline returns k's pipeline with the given specialization constants.
