@@ -32,11 +32,11 @@ type Windows struct {
 	wt      *vk.Buffer
 	inv     float32
 
-	dims                        [3]int // the image size the buffers below are for
-	img, num, den, jobs         *vk.Buffer
-	imgUp, jobsUp, back         *vk.Buffer
-	prep, batch, fin            *vk.Program
-	training                    bool
+	dims                [3]int // the image size the buffers below are for
+	img, num, den, jobs *vk.Buffer
+	imgUp, jobsUp, back *vk.Buffer
+	prep, batch, fin    *vk.Program
+	training            bool
 }
 
 // NewWindows prepares sliding windows of net (on a Vulkan device) whose input is in (B

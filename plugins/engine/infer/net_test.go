@@ -42,7 +42,7 @@ func TestNetWindowOnDevice(t *testing.T) {
 	d := vktest.Device(t)
 	v := engine.NewVulkanOn(d, 2)
 	cfg := engine.UNetConfig{In: 2, Classes: 3, Widths: []int{4, 8}, Convs: 1, MaxPool: true, Norm: engine.Batch, Slope: 0.01}
-	patch := [3]int{8, 8, 4} // D, H, W = Z, Y, X
+	patch := [3]int{8, 8, 4}  // D, H, W = Z, Y, X
 	dims := [3]int{7, 13, 11} // X < patch X: one centred window
 	r := rand.New(rand.NewPCG(4, 1))
 	img := make([]float32, 2*dims[0]*dims[1]*dims[2])
