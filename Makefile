@@ -20,7 +20,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
+        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-gpu gpu-bundle bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -132,6 +132,19 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-gpu: training samples/s of the same reference U-Nets on the CPU engine and on every
+# Vulkan device found, with the share of each device's measured float32 peak (the whole step
+# and the convolutions); on lavapipe (a CPU) only a smoke test on shrunk networks. TORCH names
+# a Python whose PyTorch has CUDA, to time it beside the engine.
+TORCH ?=
+bench-gpu: deps
+	$(GO) run ./plugins/engine/cmd/benchgpu -steps 3 $(if $(TORCH),-torch $(TORCH))
+
+# gpu-bundle: bin/gpu-check.tar.xz, what .ci/gpu-check.sh needs on a machine with a GPU
+# but no Go, apt or OpenBLAS (prebuilt parity tests, the GPU benchmark, vulkaninfo).
+gpu-bundle: deps
+	@.ci/gpu-bundle.sh
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"amid/plugins/compute"
 	"amid/plugins/engine/shaders"
@@ -179,4 +181,52 @@ func (v *Vulkan) pipeline(k kernel, spec ...uint32) (*vk.Pipeline, error) {
 		return nil, err
 	}
 	return v.dev.Pipeline(k.name, spv, k.binds, k.words, spec...)
+}
+
+// kPeak is the arithmetic-peak kernel.
+var kPeak = kernel{"peak", 1, 3}
+
+// MeasurePeak measures the device's float32 arithmetic peak in GFLOP/s (a multiply-add
+// counted as two), the yardstick of the benchmark's share of peak: Vulkan reports no
+// clock or core count to compute it from. It takes the best of three runs of about
+// a fixed amount of work (a few milliseconds on a GPU).
+func (v *Vulkan) MeasurePeak() (float64, error) {
+	pl, err := v.pipeline(kPeak)
+	if err != nil {
+		return 0, err
+	}
+	groups, iters := 8192, 4096
+	if v.Info().Type == vk.CPU {
+		groups, iters = 64, 1024 // a CPU device: a smoke test, not minutes
+	}
+	out, err := v.dev.Alloc(int64(4 * 256 * groups))
+	if err != nil {
+		return 0, err
+	}
+	defer out.Free()
+	p, err := v.dev.NewProgram()
+	if err != nil {
+		return 0, err
+	}
+	defer p.Free()
+	p.Mark("peak")
+	p.Dispatch(pl, [3]int{groups, 1, 1}, []uint32{uint32(iters), math.Float32bits(0.999), math.Float32bits(1e-3)}, vk.W(out))
+	p.Mark("end")
+	if err := p.End(); err != nil {
+		return 0, err
+	}
+	flops := float64(groups) * 256 * float64(iters) * 16
+	best := 0.0
+	for range 3 {
+		t := time.Now()
+		if err := p.Run(); err != nil {
+			return 0, err
+		}
+		sec := time.Since(t).Seconds()
+		if sp, err := p.Times(); err == nil && len(sp) == 1 && sp[0].Nanos > 0 {
+			sec = sp[0].Nanos / 1e9
+		}
+		best = max(best, flops/sec/1e9)
+	}
+	return best, nil
 }
