@@ -68,6 +68,8 @@ type parityCase struct {
 	// inference runs the forward pass alone in inference mode.
 	inference bool
 	tol       float64
+	// tiles, when set, replaces every GEMM tile shape of the device's convolutions.
+	tiles *gemmCfg
 }
 
 // parityNet is one side of a parity case.
@@ -121,6 +123,15 @@ func buildParity(t *testing.T, be Backend, tc parityCase) *parityNet {
 	}
 	if tc.inference {
 		net.SetTraining(false)
+	}
+	if net.dev != nil && tc.tiles != nil {
+		for _, l := range net.layers {
+			if c, ok := l.(*conv); ok {
+				d := c.dv
+				d.fwd, d.wgr, d.dgr = *tc.tiles, *tc.tiles, *tc.tiles
+				d.parts, d.chunk = splitK(d.cout, d.K, d.n*d.P, d.wgr)
+			}
+		}
 	}
 	if net.dev != nil {
 		if err := net.dev.pushParams(nil, false); err != nil {
@@ -298,6 +309,20 @@ func TestDeviceConvParity(t *testing.T) {
 	}
 }
 
+// Every tile shape, each forced on convolutions whose sizes are not multiples of the tiles
+// (padding rows and columns, a reduction shorter than a tile step).
+func TestDeviceTileShapes(t *testing.T) {
+	for _, cfg := range []gemmCfg{gemmS, gemmM, gemmL, gemmXL, gemm128} {
+		t.Run(fmt.Sprintf("%dx%d", cfg.BM, cfg.BN), func(t *testing.T) {
+			c := cfg
+			runParity(t, parityCase{name: fmt.Sprint(cfg), in: Shape{2, 3, 1, 7, 6}, tiles: &c, build: func(b *Builder, x *Tensor) (*Tensor, layer) {
+				y := b.Conv(x, 19, [3]int{1, 3, 3}, [3]int{1, 1, 1}, [3]int{0, 1, 1}, true)
+				return b.Conv(y, 2, [3]int{1, 1, 1}, [3]int{1, 1, 1}, [3]int{}, false), nil
+			}})
+		})
+	}
+}
+
 func TestDeviceConvTransposeParity(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -429,4 +454,3 @@ func TestDeviceForwardOnlyPanics(t *testing.T) {
 	n.Forward()
 }
 
-var _ = fmt.Sprint

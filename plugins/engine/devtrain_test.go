@@ -207,7 +207,7 @@ func TestDeviceOptimizers(t *testing.T) {
 }
 
 // A head whose loss is an Objective computed on the host (the detection plugin's focal
-// loss) trains on the device as on the CPU.
+// loss), with a hidden layer and a side input, trains on the device as on the CPU.
 func TestDeviceObjective(t *testing.T) {
 	v := testVulkan(t)
 	cfg := UNetConfig{In: 1, Classes: 1, Widths: []int{4, 8}, Convs: 1, Slope: 0.01}
@@ -215,7 +215,7 @@ func TestDeviceObjective(t *testing.T) {
 	tc := trainCase{name: "focal", clip: 12, lr: func(int) float64 { return 1e-2 },
 		build: func(t *testing.T, be Backend) (*Net, Optimizer, func(*rand.Rand) error) {
 			f := func(n int, x, dx []float32) float64 { return FocalLoss(x, heat[n], dx) }
-			u, err := BuildUNetHead(be, cfg, Head{Hidden: 4}, 2, [3]int{1, 16, 16}, 4, f)
+			u, err := BuildUNetHead(be, cfg, Head{Hidden: 4, Side: 2}, 2, [3]int{1, 16, 16}, 4, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,6 +231,9 @@ func TestDeviceObjective(t *testing.T) {
 					c := r.IntN(256)
 					heat[n][c] = 1
 					u.Input.Sample(n)[c] += 3
+					for i := range u.Side.Sample(n) { // coordinates, as the detection plugin's side input
+						u.Side.Sample(n)[i] = float32(i%256) / 256
+					}
 				}
 				return nil
 			}

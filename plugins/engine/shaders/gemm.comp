@@ -55,8 +55,11 @@ layout(push_constant) uniform P {
 } p;
 
 const uint WG = (BM / TM) * (BN / TN);
-shared float As[BK * BM];
-shared float Bs[BK * BN];
+// Rows of the tiles in shared memory are padded by one value, so that invocations storing
+// along the reduction (consecutive k, a row apart) hit different banks.
+const uint AST = BM + 1, BST = BN + 1;
+shared float As[BK * AST];
+shared float Bs[BK * BST];
 
 // Column geometry of one column of a gathered matrix: where the window of column j starts
 // (may be negative) and the tensor base of its sample.
@@ -176,7 +179,7 @@ void main() {
 					v = a[p.aoff + m * p.ars + k * p.acs];
 				}
 			}
-			As[ki * BM + mi] = v;
+			As[ki * AST + mi] = v;
 		}
 		// B tile: BK×BN.
 		if (MODE == FWD || MODE == DGRAD) {
@@ -188,7 +191,7 @@ void main() {
 				if (k < k1 && bcol[l].ok) {
 					v = MODE == FWD ? gatherIm2col(bcol[l], k) : gatherDgrad(bcol[l], k);
 				}
-				Bs[ki * BN + ni] = v;
+				Bs[ki * BST + ni] = v;
 			}
 		} else if (MODE == WGRAD) {
 			// B[r][c] = im2col(x) at reduction index r (a column of the convolution) and
@@ -200,7 +203,7 @@ void main() {
 				if (r < k1 && cidx < p.N) {
 					v = gatherIm2col(column(r), cidx);
 				}
-				Bs[ki * BN + ni] = v;
+				Bs[ki * BST + ni] = v;
 			}
 		} else {
 			for (uint e = tid; e < BK * BN; e += WG) {
@@ -216,17 +219,17 @@ void main() {
 						v = b[p.boff + k * p.brs + j * p.bcs];
 					}
 				}
-				Bs[ki * BN + ni] = v;
+				Bs[ki * BST + ni] = v;
 			}
 		}
 		barrier();
 		for (uint ki = 0; ki < BK; ki++) {
 			float av[TM], bv[TN];
 			for (uint i = 0; i < TM; i++) {
-				av[i] = As[ki * BM + tr + i * (BM / TM)];
+				av[i] = As[ki * AST + tr + i * (BM / TM)];
 			}
 			for (uint j = 0; j < TN; j++) {
-				bv[j] = Bs[ki * BN + tc + j * (BN / TN)];
+				bv[j] = Bs[ki * BST + tc + j * (BN / TN)];
 			}
 			for (uint i = 0; i < TM; i++) {
 				for (uint j = 0; j < TN; j++) {
