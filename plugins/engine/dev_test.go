@@ -453,4 +453,3 @@ func TestDeviceForwardOnlyPanics(t *testing.T) {
 	}()
 	n.Forward()
 }
-
