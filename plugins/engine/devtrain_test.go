@@ -96,14 +96,18 @@ func unetCase(name string, cfg UNetConfig, n int, patch [3]int, lr float64) trai
 
 // The same U-Net trained 50 steps on the CPU and on the device: the losses track each
 // other within 1e-3 relative (the bound). The device sums in other orders than
-// OpenBLAS, and Adam divides by √v, so differences of 1e-7 grow over the steps; the worst
-// relative difference is logged.
+// OpenBLAS, and Adam turns differences of near-zero gradients into whole steps, so
+// differences of 1e-7 grow over the steps: with a learning rate of 1e-2 the 2D case
+// reached 7e-4 by step 42 (2e-5 at step 20), with 3e-3 (used here) it stays below 1e-7;
+// the 3D case (max-pooling, whose argmax flips at near-ties, and batch norm) reached 2e-4
+// with a batch of 2 and stays near 1e-7 with the batch of 1 used here. The worst relative
+// difference is logged.
 func TestDeviceTrainingTracksCPU(t *testing.T) {
 	v := testVulkan(t)
 	cases := []trainCase{
 		unetCase("2d 1×32² widths 4-8-16", UNetConfig{In: 1, Classes: 3, Widths: []int{4, 8, 16}, Convs: 2, Slope: 0.01}, 2, [3]int{1, 32, 32}, 3e-3),
 		unetCase("3d 1×16³ widths 4-8, max-pool, batch norm", UNetConfig{In: 1, Classes: 2, Widths: []int{4, 8}, Convs: 2, MaxPool: true, Norm: Batch, Slope: 0.01},
-			2, [3]int{16, 16, 16}, 3e-3),
+			1, [3]int{16, 16, 16}, 3e-3),
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
