@@ -7,14 +7,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -191,21 +189,9 @@ func printLayers(prof []engine.LayerTime, steps int) {
 
 // run starts a measuring process and decodes the JSON on its last output line.
 func run(cmd *exec.Cmd) (result, error) {
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return result{}, fmt.Errorf("benchengine: %s: %w", strings.Join(cmd.Args, " "), err)
-	}
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" {
-			last = s
-		}
-	}
 	var r result
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		return result{}, fmt.Errorf("benchengine: %s printed %q: %w", cmd.Args[0], last, err)
+	if err := refnets.RunJSON(cmd, &r); err != nil {
+		return result{}, fmt.Errorf("benchengine: %w", err)
 	}
 	return r, nil
 }
@@ -217,11 +203,7 @@ func compare(steps, threads, workers int, python string) error {
 	}
 	script := ""
 	if python != "" {
-		_, file, _, _ := runtime.Caller(0)
-		script = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
-		if _, err := os.Stat(script); err != nil {
-			script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
-		}
+		script = refnets.TorchScript()
 	}
 	fmt.Printf("%-4s %-7s %9s %9s %9s %8s %8s %10s  %s\n", "net", "impl", "step ms", "CPU ms", "samples/s", "GFLOP/s", "of peak", "peak MiB", "notes")
 	for _, m := range refnets.Models {

@@ -17,14 +17,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -236,35 +234,15 @@ func measure(be engine.Backend, m refnets.Model, steps int) (row, error) {
 
 // torchCUDA times PyTorch's step of m on CUDA with testdata/torch_bench.py.
 func torchCUDA(python string, m refnets.Model, steps int) (row, error) {
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
-	if _, err := os.Stat(script); err != nil {
-		script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
-	}
-	if s := os.Getenv("AMID_TORCH_BENCH"); s != "" {
-		script = s
-	}
 	spec, _ := json.Marshal(m)
-	cmd := exec.Command(python, script, "--spec", string(spec), "--steps", strconv.Itoa(steps), "--device", "cuda")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return row{}, fmt.Errorf("no PyTorch with CUDA here (%v)", err)
-	}
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" {
-			last = s
-		}
-	}
 	var t struct {
 		StepMS  float64 `json:"step_ms"`
 		Samples float64 `json:"samples_per_s"`
 		Backend string  `json:"backend"`
 	}
-	if err := json.Unmarshal([]byte(last), &t); err != nil {
-		return row{}, fmt.Errorf("torch_bench.py printed %q: %w", last, err)
+	cmd := exec.Command(python, refnets.TorchScript(), "--spec", string(spec), "--steps", strconv.Itoa(steps), "--device", "cuda")
+	if err := refnets.RunJSON(cmd, &t); err != nil {
+		return row{}, fmt.Errorf("no PyTorch with CUDA here (%v)", err)
 	}
 	return row{impl: "pytorch " + t.Backend, stepMS: t.StepMS, samples: t.Samples, note: "PyTorch with CUDA"}, nil
 }

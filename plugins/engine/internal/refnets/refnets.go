@@ -2,7 +2,19 @@
 // (cmd/benchengine against PyTorch on the CPU, cmd/benchgpu on every Vulkan device).
 package refnets
 
-import "amid/plugins/engine"
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"amid/plugins/engine"
+)
 
 // Model is one reference network; the PyTorch script (testdata/torch_bench.py) builds the
 // same from these fields.
@@ -61,4 +73,40 @@ func (m Model) Smoke() Model {
 		s.Patch = [3]int{16, 16, 16}
 	}
 	return s
+}
+
+// TorchScript is the path of testdata/torch_bench.py, PyTorch's side of the benchmarks:
+// AMID_TORCH_BENCH when set (a bundle that carries the script), else beside this source
+// file, else relative to the repository's root.
+func TorchScript() string {
+	if s := os.Getenv("AMID_TORCH_BENCH"); s != "" {
+		return s
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
+	if _, err := os.Stat(script); err != nil {
+		script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
+	}
+	return script
+}
+
+// RunJSON runs cmd (its standard error passed through) and decodes the JSON of the last
+// non-empty line it prints into v.
+func RunJSON(cmd *exec.Cmd, v any) error {
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	var last string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			last = s
+		}
+	}
+	if err := json.Unmarshal([]byte(last), v); err != nil {
+		return fmt.Errorf("%s printed %q: %w", cmd.Args[0], last, err)
+	}
+	return nil
 }
