@@ -66,16 +66,16 @@ func (l *conv) devForward(r *rec) {
 		a.flags |= gemmBias
 		bias = r.dn.pdata(l.bias)
 	}
-	r.gemm(gemmFwd, d.fwd, a, 1, r.dn.pdata(l.w), rd(l.x.dd), wr(l.y.dd), bias, rd(d.kt))
+	r.gemm(gemmFwd, d.fwd, a, 1, r.dn.pdata(l.w), vk.R(l.x.dd), vk.W(l.y.dd), bias, vk.R(d.kt))
 }
 
 func (l *conv) devBackward(r *rec) {
 	d, g := l.dv, l.g
 	r.weightGrad(d.wgr, d.parts, d.chunk, gemmArgs{M: d.cout, N: d.K, K: d.n * d.P, aoff: l.y.off, ars: l.y.stride,
 		boff: l.x.off, brs: l.x.stride, in: g.in, out: g.out, s: g.s, p: g.p, kk: g.kk()},
-		rd(l.y.dg), rd(l.x.dd), r.dn.pgrad(l.w), rd(d.kt))
+		vk.R(l.y.dg), vk.R(l.x.dd), r.dn.pgrad(l.w), vk.R(d.kt))
 	if l.bias != nil {
-		r.rowSums(rd(l.y.dg), l.y.off, l.y.stride, d.n, d.cout, d.P, r.dn.pgrad(l.bias), 0, 1, 0)
+		r.rowSums(vk.R(l.y.dg), l.y.off, l.y.stride, d.n, d.cout, d.P, r.dn.pgrad(l.bias), 0, 1, 0)
 	}
 	if l.x.needGrad {
 		a := gemmArgs{M: d.cin, N: d.n * d.Q, K: d.cout * g.kk(), boff: l.y.off, brs: l.y.stride, coff: l.x.off, crs: l.x.stride,
@@ -83,7 +83,7 @@ func (l *conv) devBackward(r *rec) {
 		if l.accX {
 			a.flags |= gemmAcc
 		}
-		r.gemm(gemmDgrad, d.dgr, a, 1, r.dn.pdata(l.w), rd(l.y.dg), wr(l.x.dg), vk.Binding{}, rd(d.ktD))
+		r.gemm(gemmDgrad, d.dgr, a, 1, r.dn.pdata(l.w), vk.R(l.y.dg), vk.W(l.x.dg), vk.Binding{}, vk.R(d.ktD))
 	}
 }
 
@@ -161,21 +161,21 @@ func (l *convT) devForward(r *rec) {
 	if d.ups {
 		a := gemmArgs{M: d.cout, N: d.n * d.Px, K: d.cin, flags: flags, boff: l.x.off, brs: l.x.stride, coff: l.y.off, crs: l.y.stride,
 			in: g.in, out: g.out, s: g.s, cspat: d.Py, kk: g.kk()}
-		r.gemm(gemmUps, d.fwd, a, g.kk(), r.dn.pdata(l.w), rd(l.x.dd), wr(l.y.dd), bias, vk.Binding{})
+		r.gemm(gemmUps, d.fwd, a, g.kk(), r.dn.pdata(l.w), vk.R(l.x.dd), vk.W(l.y.dd), bias, vk.Binding{})
 		return
 	}
 	a := gemmArgs{M: d.cout, N: d.n * d.Py, K: d.cin * g.kk(), flags: flags, boff: l.x.off, brs: l.x.stride, coff: l.y.off, crs: l.y.stride,
 		in: g.out, out: g.in, s: g.s, p: g.p, kk: g.kk()}
-	r.gemm(gemmDgrad, d.fwd, a, 1, r.dn.pdata(l.w), rd(l.x.dd), wr(l.y.dd), bias, rd(d.ktF))
+	r.gemm(gemmDgrad, d.fwd, a, 1, r.dn.pdata(l.w), vk.R(l.x.dd), vk.W(l.y.dd), bias, vk.R(d.ktF))
 }
 
 func (l *convT) devBackward(r *rec) {
 	d, g := l.dv, l.g
 	r.weightGrad(d.wgr, d.parts, d.chunk, gemmArgs{M: d.cin, N: d.K, K: d.n * d.Px, aoff: l.x.off, ars: l.x.stride,
 		boff: l.y.off, brs: l.y.stride, in: g.in, out: g.out, s: g.s, p: g.p, kk: g.kk()},
-		rd(l.x.dd), rd(l.y.dg), r.dn.pgrad(l.w), rd(d.kt))
+		vk.R(l.x.dd), vk.R(l.y.dg), r.dn.pgrad(l.w), vk.R(d.kt))
 	if l.bias != nil {
-		r.rowSums(rd(l.y.dg), l.y.off, l.y.stride, d.n, d.cout, d.Py, r.dn.pgrad(l.bias), 0, 1, 0)
+		r.rowSums(vk.R(l.y.dg), l.y.off, l.y.stride, d.n, d.cout, d.Py, r.dn.pgrad(l.bias), 0, 1, 0)
 	}
 	if l.x.needGrad {
 		a := gemmArgs{M: d.cin, N: d.n * d.Px, K: d.K, boff: l.y.off, brs: l.y.stride, coff: l.x.off, crs: l.x.stride,
@@ -183,6 +183,6 @@ func (l *convT) devBackward(r *rec) {
 		if l.accX {
 			a.flags |= gemmAcc
 		}
-		r.gemm(gemmFwd, d.dgr, a, 1, r.dn.pdata(l.w), rd(l.y.dg), wr(l.x.dg), vk.Binding{}, rd(d.kt))
+		r.gemm(gemmFwd, d.dgr, a, 1, r.dn.pdata(l.w), vk.R(l.y.dg), vk.W(l.x.dg), vk.Binding{}, vk.R(d.kt))
 	}
 }

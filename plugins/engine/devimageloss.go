@@ -21,7 +21,7 @@ func (l *ImageLoss) devInit(dn *devNet) error {
 	}
 	maps := s.N * s.C * s.D * P
 	dn.needScratch(scratchBytes(maps, s.Len(), rowSumScratch(1, maps), rowSumScratch(1, s.Len())))
-	dn.addFeed(feed{host: floatBytesOf(l.target), dst: vk.Binding{Buf: d.target, Size: int64(4 * len(l.target)), Write: true}, target: true})
+	dn.addFeed(feed{host: bytesOf(l.target), dst: vk.Binding{Buf: d.target, Size: int64(4 * len(l.target)), Write: true}, target: true})
 	l.dv = d
 	return nil
 }
@@ -34,19 +34,19 @@ func (l *ImageLoss) devPass(r *rec, pass int, smap, amap vk.Binding) {
 	push := []uint32{u32(s.N), u32(s.C * s.D), u32(H), u32(W), u32(k), u32(l.y.off), u32(l.y.stride), u32(d.slot),
 		f32(float32(c1)), f32(float32(c2)), f32(float32(l.cfg.L1)), f32(float32(l.cfg.SSIM)), b32(l.acc)}
 	var groups [3]int
-	dx := wr(r.dn.dummy)
+	dx := vk.W(r.dn.dummy)
 	switch pass {
 	case 0:
 		groups = groups1(s.N*s.C*s.D*P, 256)
 	case 2:
 		groups = [3]int{1, 1, 1}
 	case 3:
-		dx = wr(l.y.dg)
+		dx = vk.W(l.y.dg)
 		fallthrough
 	default:
 		groups = groups1(s.Len(), 256)
 	}
-	r.run(kImageLoss, []uint32{u32(pass)}, groups, push, rd(l.y.dd), rd(d.target), wr(d.coef), smap, amap, wr(r.dn.scal), dx)
+	r.run(kImageLoss, []uint32{u32(pass)}, groups, push, vk.R(l.y.dd), vk.R(d.target), vk.W(d.coef), smap, amap, vk.W(r.dn.scal), dx)
 }
 
 func (l *ImageLoss) devForward(r *rec) {
@@ -56,8 +56,8 @@ func (l *ImageLoss) devForward(r *rec) {
 	smap, amap := r.scratch(maps), r.scratch(s.Len())
 	l.devPass(r, 0, smap, amap)
 	l.devPass(r, 1, smap, amap)
-	r.rowSums(smap, 0, maps, 1, 1, maps, wr(r.dn.scal), l.dv.slot+3, 1, 0)
-	r.rowSums(amap, 0, s.Len(), 1, 1, s.Len(), wr(r.dn.scal), l.dv.slot+4, 1, 0)
+	r.rowSums(smap, 0, maps, 1, 1, maps, vk.W(r.dn.scal), l.dv.slot+3, 1, 0)
+	r.rowSums(amap, 0, s.Len(), 1, 1, s.Len(), vk.W(r.dn.scal), l.dv.slot+4, 1, 0)
 	l.devPass(r, 2, smap, amap)
 }
 

@@ -33,7 +33,7 @@ func (l *Loss) devInit(dn *devNet) error {
 		}
 	}
 	dn.needScratch(scratchBytes(3 * s.N * s.C * d.nch))
-	dn.addFeed(feed{host: int32BytesOf(l.labels), dst: vk.Binding{Buf: d.labels, Size: int64(4 * len(l.labels)), Write: true}, target: true})
+	dn.addFeed(feed{host: bytesOf(l.labels), dst: vk.Binding{Buf: d.labels, Size: int64(4 * len(l.labels)), Write: true}, target: true})
 	l.dv = d
 	return nil
 }
@@ -50,11 +50,11 @@ func (l *Loss) devPass(r *rec, pass int, part vk.Binding) {
 	case 2:
 		groups = [3]int{1, 1, 1}
 	}
-	dx := wr(r.dn.dummy)
+	dx := vk.W(r.dn.dummy)
 	if pass == 3 {
-		dx = wr(l.x.dg)
+		dx = vk.W(l.x.dg)
 	}
-	r.run(kSoftmax, []uint32{u32(pass)}, groups, push, rd(l.x.dd), rd(d.labels), wr(d.prob), wr(d.ce), part, wr(d.coef), wr(r.dn.scal), dx)
+	r.run(kSoftmax, []uint32{u32(pass)}, groups, push, vk.R(l.x.dd), vk.R(d.labels), vk.W(d.prob), vk.W(d.ce), part, vk.W(d.coef), vk.W(r.dn.scal), dx)
 }
 
 func (l *Loss) devForward(r *rec) {
@@ -105,7 +105,7 @@ func (l *HeadLoss) devInit(dn *devNet) error {
 	if d.st, err = dn.alloc(H + 1); err != nil {
 		return err
 	}
-	dn.addFeed(feed{host: int32BytesOf(l.labels), dst: vk.Binding{Buf: d.labels, Size: int64(4 * len(l.labels)), Write: true}, target: true})
+	dn.addFeed(feed{host: bytesOf(l.labels), dst: vk.Binding{Buf: d.labels, Size: int64(4 * len(l.labels)), Write: true}, target: true})
 	l.dv = d
 	return nil
 }
@@ -113,11 +113,11 @@ func (l *HeadLoss) devInit(dn *devNet) error {
 func (l *HeadLoss) devPass(r *rec, pass int) {
 	s, d := l.x.Shape, l.dv
 	push := []uint32{u32(s.N), u32(s.C), u32(len(l.heads)), u32(l.x.off), u32(l.x.stride), u32(d.slot), b32(l.acc)}
-	groups, dx := [3]int{1, 1, 1}, wr(r.dn.dummy)
+	groups, dx := [3]int{1, 1, 1}, vk.W(r.dn.dummy)
 	if pass == 1 {
-		groups, dx = groups1(s.N*s.C, 256), wr(l.x.dg)
+		groups, dx = groups1(s.N*s.C, 256), vk.W(l.x.dg)
 	}
-	r.run(kHeadLoss, []uint32{u32(pass)}, groups, push, rd(l.x.dd), rd(d.labels), rd(d.weights), rd(d.info), wr(d.prob), wr(d.st), wr(r.dn.scal), dx)
+	r.run(kHeadLoss, []uint32{u32(pass)}, groups, push, vk.R(l.x.dd), vk.R(d.labels), vk.R(d.weights), vk.R(d.info), vk.W(d.prob), vk.W(d.st), vk.W(r.dn.scal), dx)
 }
 
 func (l *HeadLoss) devForward(r *rec) { l.devPass(r, 0) }
@@ -147,7 +147,7 @@ func (l *RegressionLoss) devInit(dn *devNet) error {
 	if d.grad, err = dn.alloc(N); err != nil {
 		return err
 	}
-	dn.addFeed(feed{host: floatBytesOf(d.host), dst: vk.Binding{Buf: d.targets, Size: int64(4 * N), Write: true}, target: true})
+	dn.addFeed(feed{host: bytesOf(d.host), dst: vk.Binding{Buf: d.targets, Size: int64(4 * N), Write: true}, target: true})
 	l.dv = d
 	return nil
 }
@@ -156,11 +156,11 @@ func (l *RegressionLoss) devPass(r *rec, pass int) {
 	d := l.dv
 	push := []uint32{u32(l.x.Shape.N), u32(l.x.off), u32(l.x.stride), u32(d.slot), b32(l.acc),
 		f32(float32(l.w.MSE)), f32(float32(l.w.Rank)), f32(float32(l.w.Corr)), f32(float32(l.w.Temp))}
-	groups, dx := [3]int{1, 1, 1}, wr(r.dn.dummy)
+	groups, dx := [3]int{1, 1, 1}, vk.W(r.dn.dummy)
 	if pass == 1 {
-		groups, dx = groups1(l.x.Shape.N, 256), wr(l.x.dg)
+		groups, dx = groups1(l.x.Shape.N, 256), vk.W(l.x.dg)
 	}
-	r.run(kRegLoss, []uint32{u32(pass)}, groups, push, rd(l.x.dd), rd(d.targets), wr(d.grad), wr(r.dn.scal), dx)
+	r.run(kRegLoss, []uint32{u32(pass)}, groups, push, vk.R(l.x.dd), vk.R(d.targets), vk.W(d.grad), vk.W(r.dn.scal), dx)
 }
 
 func (l *RegressionLoss) devForward(r *rec) { l.devPass(r, 0) }

@@ -15,7 +15,8 @@ import (
 // each layer allocates what it keeps between its passes (statistics, indices, loss
 // coefficients). Scratch that only lives within one layer's pass (partial sums of split
 // reductions) is one shared workspace. Host memory is kept only for what the caller fills
-// (inputs, targets) or reads back.
+// (inputs, targets) or reads back. Shaders bind a tensor's whole root buffer and address
+// its values by element offsets (a view's offset and sample stride) in push constants.
 //
 // Each layer records its forward and backward dispatches ([devLayer]); programs (the
 // training step, inference, transfers) are assembled from those recordings once and
@@ -95,7 +96,7 @@ type feed struct {
 	target bool  // a training target, not needed for inference
 }
 
-// align64 rounds n up to a multiple of 256 bytes, the strictest storage-buffer offset
+// align256 rounds n up to a multiple of 256 bytes, the strictest storage-buffer offset
 // alignment devices ask for.
 func align256(n int64) int64 { return (n + 255) &^ 255 }
 
@@ -168,14 +169,11 @@ func newDevNet(v *Vulkan, n *Net) (dn *devNet, err error) {
 		r := t.owner()
 		if r.Data == nil {
 			r.Data = make([]float32, r.Shape.Len())
-			if t != r {
-				t.Data = r.Data
-			}
 		}
 		t.Data = r.Data
 		for s := range t.Shape.N {
 			o := t.off + s*t.stride
-			dn.addFeed(feed{host: floatBytesOf(t.Data[o : o+t.Shape.Sample()]), dst: vk.Binding{Buf: t.dd, Off: int64(4 * o), Size: int64(4 * t.Shape.Sample()), Write: true}})
+			dn.addFeed(feed{host: bytesOf(t.Data[o : o+t.Shape.Sample()]), dst: vk.Binding{Buf: t.dd, Off: int64(4 * o), Size: int64(4 * t.Shape.Sample()), Write: true}})
 		}
 	}
 	dn.needScratch(scratchBytes(rowSumScratch(1, int(dn.arena/4)))) // the gradient norm
@@ -203,18 +201,8 @@ func (dn *devNet) addFeed(f feed) {
 	dn.feeds = append(dn.feeds, f)
 }
 
-// floatBytesOf returns a function giving s's memory as bytes.
-func floatBytesOf(s []float32) func() []byte {
-	return func() []byte {
-		if len(s) == 0 {
-			return nil
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
-	}
-}
-
-// int32BytesOf returns a function giving s's memory as bytes.
-func int32BytesOf(s []int32) func() []byte {
+// bytesOf returns a function giving s's memory as bytes (float32 values or int32 labels).
+func bytesOf[T float32 | int32](s []T) func() []byte {
 	return func() []byte {
 		if len(s) == 0 {
 			return nil
@@ -280,10 +268,6 @@ func (dn *devNet) pgrad(p *Param) vk.Binding {
 	return vk.Binding{Buf: dn.grads, Off: p.aoff, Size: int64(4 * len(p.Data)), Write: true}
 }
 
-// Tensor bindings: the whole root buffer; layers address values by element offsets.
-func rd(b *vk.Buffer) vk.Binding { return vk.R(b) }
-func wr(b *vk.Buffer) vk.Binding { return vk.W(b) }
-
 // rec records a program: the layers' dispatches with their pipelines and scratch.
 type rec struct {
 	dn       *devNet
@@ -292,7 +276,6 @@ type rec struct {
 	scr      int64 // next free workspace byte of the current layer's pass
 	training bool
 	prof     bool
-	labels   []string
 }
 
 func (dn *devNet) newRec(prof bool) (*rec, error) {
@@ -342,7 +325,6 @@ func (r *rec) scratch(n int) vk.Binding {
 func (r *rec) mark(label string) {
 	if r.prof {
 		r.p.Mark(label)
-		r.labels = append(r.labels, label)
 	}
 }
 
@@ -393,7 +375,7 @@ func putF32(b []byte, v float32) {
 // concatenations).
 func (r *rec) zeroGrads() {
 	for _, t := range r.dn.n.zeroT {
-		r.p.Fill(wr(t.dg), 0)
+		r.p.Fill(vk.W(t.dg), 0)
 	}
 }
 
@@ -444,5 +426,5 @@ func (r *rec) eltwise(n, length int, x *vk.Buffer, xoff, xstride int, ax float32
 	}
 	r.run(kEltwise, []uint32{256}, groups1(n*length, 256), []uint32{u32(n), u32(length), u32(xoff), u32(xstride),
 		u32(yoff), u32(ystride), u32(zoff), u32(zstride), f32(ax), f32(ay), b32(useY), b32(acc)},
-		rd(x), rd(y), wr(z))
+		vk.R(x), vk.R(y), vk.W(z))
 }

@@ -71,17 +71,17 @@ func (l *norm) devPass(r *rec, pass int, part vk.Binding, flags int) {
 	}
 	dx, dy := vk.R(r.dn.dummy), vk.R(r.dn.dummy)
 	if pass >= 3 {
-		dy = rd(l.y.dg)
+		dy = vk.R(l.y.dg)
 		if l.x.needGrad {
-			dx = wr(l.x.dg)
+			dx = vk.W(l.x.dg)
 		}
 	}
-	gg, gb := wr(r.dn.dummy), wr(r.dn.dummy)
+	gg, gb := vk.W(r.dn.dummy), vk.W(r.dn.dummy)
 	if pass == 5 {
 		gg, gb = r.dn.pgrad(l.gamma), r.dn.pgrad(l.beta)
 	}
-	r.run(kNorm, []uint32{u32(pass)}, groups, push, rd(l.x.dd), wr(l.y.dd), dy, dx, r.dn.pdata(l.gamma), r.dn.pdata(l.beta),
-		wr(d.stats), part, wr(d.run), wr(d.dgb), gg, gb)
+	r.run(kNorm, []uint32{u32(pass)}, groups, push, vk.R(l.x.dd), vk.W(l.y.dd), dy, dx, r.dn.pdata(l.gamma), r.dn.pdata(l.beta),
+		vk.W(d.stats), part, vk.W(d.run), vk.W(d.dgb), gg, gb)
 }
 
 func (l *norm) devForward(r *rec) {

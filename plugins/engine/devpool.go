@@ -30,7 +30,7 @@ func (l *maxPool) push(acc bool) []uint32 {
 
 func (l *maxPool) devForward(r *rec) {
 	d := r.dn.dummy
-	r.run(kMaxPool, []uint32{0}, groups1(l.y.Shape.Len(), 256), l.push(false), rd(l.x.dd), wr(l.y.dd), wr(l.dv.idx), rd(d), wr(d))
+	r.run(kMaxPool, []uint32{0}, groups1(l.y.Shape.Len(), 256), l.push(false), vk.R(l.x.dd), vk.W(l.y.dd), vk.W(l.dv.idx), vk.R(d), vk.W(d))
 }
 
 func (l *maxPool) devBackward(r *rec) {
@@ -38,7 +38,7 @@ func (l *maxPool) devBackward(r *rec) {
 		return
 	}
 	d := r.dn.dummy
-	r.run(kMaxPool, []uint32{1}, groups1(l.x.Shape.Len(), 256), l.push(l.accX), rd(d), wr(d), wr(l.dv.idx), rd(l.y.dg), wr(l.x.dg))
+	r.run(kMaxPool, []uint32{1}, groups1(l.x.Shape.Len(), 256), l.push(l.accX), vk.R(d), vk.W(d), vk.W(l.dv.idx), vk.R(l.y.dg), vk.W(l.x.dg))
 }
 
 // contiguous checks that a layer's output has no gaps between samples (gap and dense
@@ -57,7 +57,7 @@ func (l *gap) devInit(dn *devNet) error {
 
 func (l *gap) devForward(r *rec) {
 	s := l.x.Shape
-	r.rowSums(rd(l.x.dd), l.x.off, l.x.stride, s.N, s.C, s.Spatial(), wr(l.y.dd), 0, 1/float32(s.Spatial()), rsPerSample)
+	r.rowSums(vk.R(l.x.dd), l.x.off, l.x.stride, s.N, s.C, s.Spatial(), vk.W(l.y.dd), 0, 1/float32(s.Spatial()), rsPerSample)
 }
 
 func (l *gap) devBackward(r *rec) {
@@ -66,7 +66,7 @@ func (l *gap) devBackward(r *rec) {
 	}
 	s := l.x.Shape
 	r.run(kBcast, nil, groups1(s.Len(), 256), []uint32{u32(s.N), u32(s.C), u32(s.Spatial()), u32(l.y.off), u32(l.y.stride),
-		u32(l.x.off), u32(l.x.stride), f32(1 / float32(s.Spatial())), b32(l.accX)}, rd(l.y.dg), wr(l.x.dg))
+		u32(l.x.off), u32(l.x.stride), f32(1 / float32(s.Spatial())), b32(l.accX)}, vk.R(l.y.dg), vk.W(l.x.dg))
 }
 
 // denseDev is a dense layer's device state.
@@ -84,20 +84,20 @@ func (l *dense) devForward(r *rec) {
 	N, in, out := l.x.Shape.N, l.x.Shape.Sample(), l.y.Shape.C
 	a := gemmArgs{M: N, N: out, K: in, flags: gemmBias, aoff: l.x.off, ars: l.x.stride, acs: 1, brs: 1, bcs: in,
 		coff: l.y.off, crs: l.y.stride, ccs: 1}
-	r.gemm(gemmPlain, l.dv.fwd, a, 1, rd(l.x.dd), r.dn.pdata(l.w), wr(l.y.dd), r.dn.pdata(l.bias), vk.Binding{})
+	r.gemm(gemmPlain, l.dv.fwd, a, 1, vk.R(l.x.dd), r.dn.pdata(l.w), vk.W(l.y.dd), r.dn.pdata(l.bias), vk.Binding{})
 }
 
 func (l *dense) devBackward(r *rec) {
 	N, in, out := l.x.Shape.N, l.x.Shape.Sample(), l.y.Shape.C
 	a := gemmArgs{M: out, N: in, K: N, aoff: l.y.off, ars: 1, acs: l.y.stride, boff: l.x.off, brs: l.x.stride, bcs: 1, crs: in, ccs: 1}
-	r.gemm(gemmPlain, l.dv.dw, a, 1, rd(l.y.dg), rd(l.x.dd), r.dn.pgrad(l.w), vk.Binding{}, vk.Binding{})
-	r.rowSums(rd(l.y.dg), l.y.off, l.y.stride, N, out, 1, r.dn.pgrad(l.bias), 0, 1, 0)
+	r.gemm(gemmPlain, l.dv.dw, a, 1, vk.R(l.y.dg), vk.R(l.x.dd), r.dn.pgrad(l.w), vk.Binding{}, vk.Binding{})
+	r.rowSums(vk.R(l.y.dg), l.y.off, l.y.stride, N, out, 1, r.dn.pgrad(l.bias), 0, 1, 0)
 	if l.x.needGrad {
 		a := gemmArgs{M: N, N: in, K: out, aoff: l.y.off, ars: l.y.stride, acs: 1, brs: in, bcs: 1, coff: l.x.off, crs: l.x.stride, ccs: 1}
 		if l.accX {
 			a.flags = gemmAcc
 		}
-		r.gemm(gemmPlain, l.dv.dx, a, 1, rd(l.y.dg), r.dn.pdata(l.w), wr(l.x.dg), vk.Binding{}, vk.Binding{})
+		r.gemm(gemmPlain, l.dv.dx, a, 1, vk.R(l.y.dg), r.dn.pdata(l.w), vk.W(l.x.dg), vk.Binding{}, vk.Binding{})
 	}
 }
 

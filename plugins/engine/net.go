@@ -223,9 +223,6 @@ func (b *Builder) Build() (*Net, error) {
 		}
 	}
 	if onDevice {
-		for _, p := range b.params {
-			n.bytes += int64(8 * len(p.Data))
-		}
 		dn, err := newDevNet(v, n)
 		if err != nil {
 			return nil, err
@@ -295,7 +292,8 @@ func (n *Net) Backend() Backend { return n.be }
 // Params are the trainable parameters in the order they were created.
 func (n *Net) Params() []*Param { return n.params }
 
-// Bytes is the memory held by activations, gradients, parameters and workspace.
+// Bytes is the memory held by activations, gradients, parameters and workspace: on a
+// device, the device memory ([Net.DeviceBytes]).
 func (n *Net) Bytes() int64 { return n.bytes }
 
 // SetTraining switches layers with different inference behaviour (batch norm).

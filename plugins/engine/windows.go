@@ -149,7 +149,7 @@ func (w *Windows) size(dims [3]int, training bool) error {
 	}
 	r.training = training
 	r.p.Copy(vk.W(w.jobs), vk.R(w.jobsUp), int64(16*w.B))
-	r.run(kWindow, []uint32{0}, groups1(w.B*w.C*w.P[0]*w.P[1]*w.P[2], 256), w.push(0), binds(wr(w.in.dd))...)
+	r.run(kWindow, []uint32{0}, groups1(w.B*w.C*w.P[0]*w.P[1]*w.P[2], 256), w.push(0), binds(vk.W(w.in.dd))...)
 	L := len(w.dn.n.layers)
 	if _, ok := w.dn.n.layers[L-1].(*Objective); ok {
 		L--
