@@ -30,10 +30,9 @@ func scratchBytes(n ...int) int64 {
 }
 
 func (l *conv) devInit(dn *devNet) error {
-	inv := dn.d.Info().MaxInvocations
 	d := &convDev{n: l.x.Shape.N, cin: l.g.c, cout: l.y.Shape.C, P: l.g.outS(), Q: l.g.inS(), K: l.g.rows()}
-	d.fwd = chooseGemm(d.cout, d.n*d.P, inv)
-	d.wgr = chooseGemm(d.cout, d.K, inv)
+	d.fwd = chooseGemm(d.cout, d.n*d.P)
+	d.wgr = chooseGemm(d.cout, d.K)
 	d.parts, d.chunk = splitK(d.cout, d.K, d.n*d.P, d.wgr)
 	var err error
 	if d.kt, err = dn.table(ktabIm2col(&l.g)); err != nil {
@@ -47,7 +46,7 @@ func (l *conv) devInit(dn *devNet) error {
 		scr = append(scr, rowSumScratch(d.cout, d.n*d.P))
 	}
 	if l.x.needGrad {
-		d.dgr = chooseGemm(d.cin, d.n*d.Q, inv)
+		d.dgr = chooseGemm(d.cin, d.n*d.Q)
 		if d.ktD, err = dn.table(ktabDgrad(d.cout, d.cin, l.g.k, d.P)); err != nil {
 			return err
 		}
@@ -117,27 +116,26 @@ type convTDev struct {
 }
 
 func (l *convT) devInit(dn *devNet) error {
-	inv := dn.d.Info().MaxInvocations
 	g := &l.g
 	d := &convTDev{n: l.x.Shape.N, cin: l.x.Shape.C, cout: g.c, Px: g.outS(), Py: g.inS(), K: g.rows()}
 	d.ups = g.k == g.s && g.p == [3]int{}
 	if d.ups {
-		d.fwd = chooseGemm(d.cout, d.n*d.Px, inv)
+		d.fwd = chooseGemm(d.cout, d.n*d.Px)
 	} else {
-		d.fwd = chooseGemm(d.cout, d.n*d.Py, inv)
+		d.fwd = chooseGemm(d.cout, d.n*d.Py)
 		var err error
 		if d.ktF, err = dn.table(ktabDgrad(d.cin, d.cout, g.k, d.Px)); err != nil {
 			return err
 		}
 	}
-	d.wgr = chooseGemm(d.cin, d.K, inv)
+	d.wgr = chooseGemm(d.cin, d.K)
 	d.parts, d.chunk = splitK(d.cin, d.K, d.n*d.Px, d.wgr)
 	var err error
 	if d.kt, err = dn.table(ktabIm2col(g)); err != nil {
 		return err
 	}
 	if l.x.needGrad {
-		d.dgr = chooseGemm(d.cin, d.n*d.Px, inv)
+		d.dgr = chooseGemm(d.cin, d.n*d.Px)
 	}
 	var scr []int
 	if d.parts > 1 {

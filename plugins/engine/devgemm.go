@@ -28,23 +28,19 @@ type gemmCfg struct{ BM, BN, BK, TM, TN int }
 
 func (c gemmCfg) wg() int { return (c.BM / c.TM) * (c.BN / c.TN) }
 
-// Tile shapes, each of 256 invocations but the last (128, for devices that allow no
-// more): few output rows (the full-resolution convolutions of a U-Net have 16–32 output
-// channels) get wide tiles, many rows and columns large ones.
+// Tile shapes, each of 256 invocations: few output rows (the full-resolution
+// convolutions of a U-Net have 16–32 output channels) get wide tiles, many rows and
+// columns large ones.
 var (
-	gemmS   = gemmCfg{16, 128, 16, 2, 4}
-	gemmM   = gemmCfg{32, 64, 16, 2, 4}
-	gemmL   = gemmCfg{64, 64, 16, 4, 4}
-	gemmXL  = gemmCfg{128, 128, 8, 8, 8}
-	gemm128 = gemmCfg{32, 32, 16, 2, 4}
+	gemmS  = gemmCfg{16, 128, 16, 2, 4}
+	gemmM  = gemmCfg{32, 64, 16, 2, 4}
+	gemmL  = gemmCfg{64, 64, 16, 4, 4}
+	gemmXL = gemmCfg{128, 128, 8, 8, 8}
 )
 
-// chooseGemm picks the tile shape for an M×N product on a device allowing maxInv
-// invocations per workgroup.
-func chooseGemm(M, N, maxInv int) gemmCfg {
+// chooseGemm picks the tile shape for an M×N product.
+func chooseGemm(M, N int) gemmCfg {
 	switch {
-	case maxInv < 256:
-		return gemm128
 	case M <= 16:
 		return gemmS
 	case M <= 32:

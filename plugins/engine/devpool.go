@@ -74,8 +74,7 @@ type denseDev struct{ fwd, dw, dx gemmCfg }
 
 func (l *dense) devInit(dn *devNet) error {
 	N, in, out := l.x.Shape.N, l.x.Shape.Sample(), l.y.Shape.C
-	inv := dn.d.Info().MaxInvocations
-	l.dv = &denseDev{fwd: chooseGemm(N, out, inv), dw: chooseGemm(out, in, inv), dx: chooseGemm(N, in, inv)}
+	l.dv = &denseDev{fwd: chooseGemm(N, out), dw: chooseGemm(out, in), dx: chooseGemm(N, in)}
 	dn.needScratch(scratchBytes(rowSumScratch(out, N)))
 	return contiguous(l.y, "dense")
 }

@@ -31,6 +31,14 @@ var (
 // maintenance3's allocation limit, 16-bit storage).
 const MinAPI = 1<<22 | 1<<12
 
+// The least a device must offer per workgroup: the engine's kernels run 256 invocations
+// and keep up to 16 KiB in shared memory (Vulkan guarantees 128 and 16 KiB; desktop GPUs
+// offer 1024 and 32–64 KiB).
+const (
+	MinInvocations  = 256
+	MinSharedMemory = 16 << 10
+)
+
 // DeviceType is the kind of a physical device, as Vulkan reports it.
 type DeviceType int
 
@@ -122,6 +130,9 @@ func (i Info) Usable() error {
 		return fmt.Errorf("vk: device %d (%s) supports Vulkan %s, 1.1 is needed: %w", i.Index, i.Name, i.API(), ErrDriverTooOld)
 	case !i.ComputeQueue:
 		return fmt.Errorf("vk: device %d (%s) has no compute queue: %w", i.Index, i.Name, ErrNoDevice)
+	case i.MaxInvocations < MinInvocations || i.MaxSharedMemory < MinSharedMemory:
+		return fmt.Errorf("vk: device %d (%s) runs workgroups of %d invocations and %d bytes of shared memory, the engine's kernels need %d and %d: %w",
+			i.Index, i.Name, i.MaxInvocations, i.MaxSharedMemory, MinInvocations, MinSharedMemory, ErrNoDevice)
 	}
 	return nil
 }

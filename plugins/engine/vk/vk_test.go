@@ -289,8 +289,16 @@ func TestUsable(t *testing.T) {
 	if err := old.Usable(); !errors.Is(err, vk.ErrDriverTooOld) {
 		t.Errorf("Vulkan 1.0: %v", err)
 	}
-	noq := vk.Info{Name: "noq", APIVersion: vk.MinAPI}
+	noq := vk.Info{Name: "noq", APIVersion: vk.MinAPI, MaxInvocations: 1024, MaxSharedMemory: 32768}
 	if err := noq.Usable(); !errors.Is(err, vk.ErrNoDevice) {
 		t.Errorf("no compute queue: %v", err)
+	}
+	small := vk.Info{Name: "small", APIVersion: vk.MinAPI, ComputeQueue: true, MaxInvocations: 128, MaxSharedMemory: 32768}
+	if err := small.Usable(); !errors.Is(err, vk.ErrNoDevice) {
+		t.Errorf("128 invocations: %v", err)
+	}
+	ok := vk.Info{Name: "ok", APIVersion: vk.MinAPI, ComputeQueue: true, MaxInvocations: 256, MaxSharedMemory: 16384}
+	if err := ok.Usable(); err != nil {
+		t.Errorf("a usable device: %v", err)
 	}
 }
