@@ -414,6 +414,27 @@ func TestDeviceLossParity(t *testing.T) {
 		}, targets: func(r *rand.Rand, l layer) error {
 			return l.(*RegressionLoss).SetTargets([]float32{0.3, -1.2, 0.8, 0.8, 2.1, -0.4})
 		}},
+		{name: "focal loss, 2 heatmaps", in: Shape{3, 2, 1, 9, 10}, build: func(b *Builder, x *Tensor) (*Tensor, layer) {
+			return nil, b.Focal(x)
+		}, targets: func(r *rand.Rand, l layer) error {
+			// Gaussian bumps around a few centres (exactly 1), zero elsewhere; one sample
+			// without a centre (its loss is divided by 1).
+			f := l.(*Focal)
+			t := make([]float32, len(f.target))
+			for s := range 2 {
+				for c := range 3 {
+					cy, cx := r.IntN(9), r.IntN(10)
+					plane := t[(s*2+c%2)*90 : (s*2+c%2+1)*90]
+					for y := range 9 {
+						for x := range 10 {
+							d := float64((y-cy)*(y-cy) + (x-cx)*(x-cx))
+							plane[y*10+x] = max(plane[y*10+x], float32(math.Exp(-d/4)))
+						}
+					}
+				}
+			}
+			return f.SetTarget(t)
+		}},
 		{name: "image loss 2d", in: Shape{2, 2, 1, 9, 10}, build: func(b *Builder, x *Tensor) (*Tensor, layer) {
 			return nil, b.ImageLoss(x, ImageLossConfig{L1: 0.16, SSIM: 0.84, Window: 3, Range: 4})
 		}, targets: imageTargets},

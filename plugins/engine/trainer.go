@@ -242,6 +242,8 @@ func (n *Net) lossValue() float64 {
 			v += l.Value()
 		case *Objective:
 			v += l.Value()
+		case *Focal:
+			v += l.Value()
 		}
 	}
 	return v

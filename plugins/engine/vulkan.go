@@ -172,6 +172,7 @@ var (
 	kAdam      = kernel{"adam", 6, 7}
 	kSGD       = kernel{"sgd", 5, 5}
 	kWindow    = kernel{"window", 7, 15}
+	kFocal     = kernel{"focal", 8, 6}
 )
 
 // pipeline returns k's pipeline with the given specialization constants.
