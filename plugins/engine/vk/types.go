@@ -157,9 +157,11 @@ type Options struct {
 const FaultEnv = "AMID_VK_FAULT"
 
 // FaultsFromEnv returns the Options that AMID_VK_FAULT asks for (zero when unset).
-func FaultsFromEnv() (Options, error) {
+func FaultsFromEnv() (Options, error) { return ParseFaults(os.Getenv(FaultEnv)) }
+
+// ParseFaults reads faults written as AMID_VK_FAULT takes them ("" for none).
+func ParseFaults(s string) (Options, error) {
 	var o Options
-	s := os.Getenv(FaultEnv)
 	if s == "" {
 		return o, nil
 	}
