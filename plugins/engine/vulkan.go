@@ -61,8 +61,9 @@ func (v *Vulkan) Name() string {
 }
 
 // Identity implements Backend: the device and its driver fix every result of a network
-// on it (the order of every sum is set by the shaders and their tile shapes, which depend
-// only on the device's limits), whatever the host's workers.
+// on it (the order of every sum is set by the shaders and by tile shapes chosen from the
+// layers' shapes alone), whatever the host's workers: an Objective's function runs per
+// sample, its values added in sample order.
 func (v *Vulkan) Identity() compute.Identity {
 	i := v.dev.Info()
 	return compute.Identity{Engine: Version, Device: fmt.Sprintf("vulkan %s (%s)", i.Name, strings.TrimSpace(i.Driver+" "+i.DriverInfo)), Workers: 1}
