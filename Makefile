@@ -8,17 +8,22 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh), GDCM (libgdcm-tools, python3-gdcm), dcmtk and
-# OpenJPEG's tools, the references the DICOM decoders are tested and benchmarked against.
-# npm (for fetching real test images) is installed from Debian only when no npm command is
-# on the PATH, since many machines carry their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh); GDCM (libgdcm-tools, python3-gdcm), dcmtk and
+# OpenJPEG's tools, the references the DICOM decoders are tested and benchmarked against;
+# the Vulkan loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI
+# runs every GPU kernel), glslc and spirv-val for the engine's compute shaders, and
+# vulkaninfo. npm (for fetching real test images) is installed from Debian only when no npm
+# command is on the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk libopenjp2-tools
+            xvfb xdotool imagemagick libgl1-mesa-dri \
+            libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
+            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gpu gpu-bundle \
+        bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -136,6 +141,19 @@ bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
 
+# bench-gpu: training samples/s of the same reference U-Nets on the CPU engine and on every
+# Vulkan device found, with the share of each device's measured float32 peak (the whole step
+# and the convolutions); on lavapipe (a CPU) only a smoke test on shrunk networks. TORCH names
+# a Python whose PyTorch has CUDA, to time it beside the engine.
+TORCH ?=
+bench-gpu: deps
+	$(GO) run ./plugins/engine/cmd/benchgpu -steps 3 $(if $(TORCH),-torch $(TORCH))
+
+# gpu-bundle: bin/gpu-check.tar.xz, what .ci/gpu-check.sh needs on a machine with a GPU
+# but no Go, apt or OpenBLAS (prebuilt parity tests, the GPU benchmark, vulkaninfo).
+gpu-bundle: deps
+	@.ci/gpu-bundle.sh
+
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.
 bench-plugins-models: deps
@@ -177,9 +195,10 @@ package: deps
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
-# generate regenerates the plugin protocol's Go code (make test checks it is current).
+# generate regenerates the plugin protocol's Go code and the engine's SPIR-V shaders (make
+# test checks both are current).
 generate: deps
-	$(GO) generate ./plugins/protocol
+	$(GO) generate ./plugins/protocol ./plugins/engine/shaders
 
 clean:
 	rm -rf $(BIN)
