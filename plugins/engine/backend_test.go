@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"amid/internal/ci"
 )
 
 // refGemm is C = alpha·op(A)·op(B) + beta·C in float64.
@@ -122,7 +124,7 @@ func TestCoreFix(t *testing.T) {
 // OPENBLAS_CORETYPE before any Go code runs.
 func TestSetenvTooLate(t *testing.T) {
 	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS")
+		ci.Missing(t, "built without OpenBLAS (Debian: libopenblas-dev, and cgo)")
 	}
 	before := CoreName()
 	t.Setenv("OPENBLAS_CORETYPE", "Prescott")
@@ -143,7 +145,7 @@ func TestEnsureCoreTypeRestarts(t *testing.T) {
 		os.Exit(0)
 	}
 	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS")
+		ci.Missing(t, "built without OpenBLAS (Debian: libopenblas-dev, and cgo)")
 	}
 	want, _ := bestCore(hostFlags())
 	if want == "" {
