@@ -397,7 +397,7 @@ func loadCase(c *reviewCase, spec *taskspec.Spec) (*caseView, error) {
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return nil, vwidget.MarksOf(a, spec, nil, truth), annotationText(a, spec), nil
+		return nil, marksOf(a, spec, truth), annotationText(a, spec), nil
 	}
 	var pt, tt string
 	if cv.Pred, cv.PredMarks, pt, err = read(c.Pred, false); err != nil {

@@ -105,7 +105,7 @@ func (c *CompareView) SetVolume(vol *volume.Volume) error {
 	return nil
 }
 
-// SetPrediction sets the predicted labels (nil: none) and marks (see MarksOf).
+// SetPrediction sets the predicted labels (nil: none) and marks (see Marks).
 func (c *CompareView) SetPrediction(labels *volume.Volume, marks []Mark) error {
 	if err := c.Left.SetLabels(labels, nil); err != nil { // checks the grid
 		return err

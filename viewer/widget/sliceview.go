@@ -147,7 +147,7 @@ func (v *SliceView) SetLabels(labels, truth *volume.Volume) error {
 	return nil
 }
 
-// SetMarks draws marks (boxes, points; see MarksOf) over the slices they cross; nil
+// SetMarks draws marks (boxes, points; see Marks) over the slices they cross; nil
 // removes them. The view keeps ms: do not change it afterwards.
 func (v *SliceView) SetMarks(ms []Mark) { v.update(func() { v.marks = ms }) }
 
