@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"amid/host"
 	hostrun "amid/host/run"
 )
 
@@ -19,7 +20,7 @@ their bytes against the recorded sha256s, and writes predictions into OUT/predic
 amid verify compares them byte for byte with the package's predictions.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hostrun.Reproduce(cmd.Context(), args[0], args[1], data, pluginOptions(cmd.ErrOrStderr()))
+			return hostrun.Reproduce(cmd.Context(), args[0], args[1], data, host.SupervisorOptions(cmd.ErrOrStderr()))
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the data folder (default: the one the package records)")
@@ -28,7 +29,7 @@ amid verify compares them byte for byte with the package's predictions.`,
 
 // reproduceHook re-runs a package for amid verify.
 func reproduceHook(ctx context.Context, pkg, out string) error {
-	return hostrun.Reproduce(ctx, pkg, out, "", pluginOptions(nil))
+	return hostrun.Reproduce(ctx, pkg, out, "", host.SupervisorOptions(nil))
 }
 
 func init() { reproduce = reproduceHook }

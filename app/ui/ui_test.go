@@ -146,7 +146,7 @@ func writeState(t *testing.T, dir string, st *run.State) {
 
 func TestHomeListsRuns(t *testing.T) {
 	a, q := newApp(t)
-	runs, _ := runsDir()
+	runs, _ := a.runsDir()
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	writeState(t, filepath.Join(runs, "old"), &run.State{ID: "old", Phase: run.PhaseExplore, Created: t0})
 	writeState(t, filepath.Join(runs, "new"), &run.State{ID: "new", Phase: run.PhaseDone, Created: t0.Add(time.Hour),
