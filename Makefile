@@ -36,16 +36,22 @@ deps:
 	fi
 	@$(GO) mod download
 
-build: amid desktop plugins
+build: plugins amid desktop
 
-amid: deps
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/amid ./app/cmd/amid
+# The programs are linked after the plugins with the plugins' sha256 (BUILTIN_LDFLAGS, from
+# .ci/builtin-sums.sh; expanded when a recipe runs, after the plugins are built): the host
+# trusts exactly those binaries in bin/plugins. A plain `go build` embeds no sums, and then
+# every plugin needs `amid plugins trust NAME`.
+BUILTIN_LDFLAGS = $(shell .ci/builtin-sums.sh $(BIN)/plugins $(PLUGINS))
 
-desktop: deps
-	$(GO) build -o $(BIN)/amid-desktop .
+amid: deps plugins
+	CGO_ENABLED=0 $(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid ./app/cmd/amid
 
-# plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
-# folder; each must still be trusted with `amid plugins trust NAME`).
+desktop: deps plugins
+	$(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid-desktop .
+
+# plugins builds the built-in task plugins into bin/plugins/, the host's built-in plugin
+# folder.
 PLUGINS := segmentation detection classification iqa enhancement
 plugins: deps
 	@mkdir -p $(BIN)/plugins
@@ -58,15 +64,12 @@ plugins: deps
 
 # The main job: the demo task (generated head CTs, in bin/demo) end to end with the rules
 # planner, no network: profile, plan, train within 3 minutes, verify, export; then the
-# package is verified again from scratch. `make run` trusts the plugins it has just built.
+# package is verified again from scratch. The plugins just built are trusted as built-in.
 DEMO   := $(BIN)/demo
 BUDGET ?= 3m
 run: build
 	rm -rf $(DEMO)
 	$(BIN)/amid demo $(DEMO)/data
-	@for p in $(PLUGINS); do \
-	  if [ -x $(BIN)/plugins/amid-plugin-$$p ]; then AMID_HOME=$(BIN)/home $(BIN)/amid plugins trust $$p >/dev/null || exit 1; fi; \
-	done
 	AMID_HOME=$(BIN)/home $(BIN)/amid run $(DEMO)/data/task.yaml --out $(DEMO)/run --budget $(BUDGET) --answers $(DEMO)/data/answers
 	AMID_HOME=$(BIN)/home $(BIN)/amid verify $(DEMO)/run/package
 	@echo "package: $(DEMO)/run/package (zip: $(DEMO)/run/package.zip)"
