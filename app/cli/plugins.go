@@ -75,10 +75,9 @@ func pluginsListCmd() *cobra.Command {
 					r.Version, r.Kinds = e.Record.Version, append(r.Kinds, e.Record.Kinds...)
 				}
 				switch {
-				case !r.Trusted:
-				case e.BuiltSHA256 == e.SHA256:
+				case e.AsBuilt():
 					r.TrustedBy = "build"
-				default:
+				case r.Trusted:
 					r.TrustedBy = "user"
 				}
 				rows = append(rows, r)

@@ -108,6 +108,9 @@ func (s *pluginsScreen) showDetails() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name: %s\nPath: %s\nBuilt in: %v\nState: %s\nsha256: %s\n", e.Name, e.Path, e.Builtin, e.State, e.SHA256)
+	if e.AsBuilt() {
+		b.WriteString("Trusted as built: this AMID was built with this binary.\n")
+	}
 	if e.Problem != "" {
 		fmt.Fprintf(&b, "Problem: %s\n", e.Problem)
 	}

@@ -86,6 +86,12 @@ func (e *Entry) Usable() error {
 	}
 }
 
+// AsBuilt reports whether e is trusted as a built-in plugin this build of AMID was made
+// with (Catalog.BuiltinSums) rather than by the user.
+func (e *Entry) AsBuilt() bool {
+	return e.State == Trusted && e.BuiltSHA256 != "" && e.BuiltSHA256 == e.SHA256
+}
+
 // Catalog scans plugin folders against the trust recorded in a store.
 type Catalog struct {
 	Builtin string // the built-in folder, may be empty

@@ -198,7 +198,7 @@ func TestBuiltinSums(t *testing.T) {
 	c.BuiltinSums = map[string]string{"seg": sum(seg), "det": sum(det)}
 
 	e, err := c.Find("seg")
-	if err != nil || e.State != Trusted || e.Usable() != nil || e.Record == nil || e.Record.TrustedSHA256 != sum(seg) {
+	if err != nil || e.State != Trusted || !e.AsBuilt() || e.Usable() != nil || e.Record == nil || e.Record.TrustedSHA256 != sum(seg) {
 		t.Fatalf("a built-in plugin as built: %+v, %v", e, err)
 	}
 	if e, _ := c.Find("extra"); e.State != Untrusted {
@@ -220,8 +220,8 @@ func TestBuiltinSums(t *testing.T) {
 	if err := c.Trust(e); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := c.Find("det"); e.State != Trusted {
-		t.Errorf("a changed built-in plugin the user trusted: state %s", e.State)
+	if e, _ := c.Find("det"); e.State != Trusted || e.AsBuilt() {
+		t.Errorf("a changed built-in plugin the user trusted: state %s, as built %v", e.State, e.AsBuilt())
 	}
 
 	// The same binary in the user's folder is the user's plugin, trusted only by the user.
