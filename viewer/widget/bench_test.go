@@ -73,7 +73,6 @@ func BenchmarkStudyMemory(b *testing.B) {
 		}
 	}
 	test.NewTempApp(b)
-	defer RunFramesWith(func(f func()) { f() })()
 	var held, data float64
 	for b.Loop() {
 		base := heap()

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 	fwidget "fyne.io/fyne/v2/widget"
 
+	"amid/viewer/bridge"
 	"amid/viewer/volume"
 )
 
@@ -59,6 +60,15 @@ type CompareView struct {
 	mode                  CompareMode
 	pred, truth           *volume.Volume
 	predMarks, truthMarks []Mark
+
+	shown CompareMode // the mode on screen (UI goroutine)
+}
+
+// UseBridge makes both views, and the view itself, reach the UI goroutine through b (see
+// SliceView.UseBridge). Call it before the view is used.
+func (c *CompareView) UseBridge(b *bridge.Bridge) {
+	c.Left.UseBridge(b)
+	c.Right.UseBridge(b)
 }
 
 // NewCompareView returns an empty compare view of plane p.
@@ -130,21 +140,28 @@ func (c *CompareView) SetTruth(labels *volume.Volume, marks []Mark) error {
 // SetMode switches the mode.
 func (c *CompareView) SetMode(m CompareMode) {
 	c.mu.Lock()
-	changed := c.mode != m
 	c.mode = m
 	c.mu.Unlock()
 	_ = c.apply() // the grids were checked when the volumes were set
-	fyne.Do(func() {
-		if m == SideBySide {
-			c.Right.Show()
-		} else {
-			c.Right.Hide()
-		}
-		c.Refresh()
-		if changed && c.OnMode != nil {
+	c.Left.bridge().Post(postKey{c, "mode"}, c.showMode)
+}
+
+// showMode shows the newest mode (UI goroutine): the right view side by side only, and
+// OnMode when the mode on screen changes.
+func (c *CompareView) showMode() {
+	m := c.Mode()
+	if m == SideBySide {
+		c.Right.Show()
+	} else {
+		c.Right.Hide()
+	}
+	c.Refresh()
+	if m != c.shown {
+		c.shown = m
+		if c.OnMode != nil {
 			c.OnMode(m)
 		}
-	})
+	}
 }
 
 // Mode returns the mode.

@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/layout"
 	fwidget "fyne.io/fyne/v2/widget"
 
+	"amid/viewer/bridge"
 	"amid/viewer/volume"
 )
 
@@ -48,6 +49,14 @@ func NewOrthoView() *OrthoView {
 	}
 	o.ExtendBaseWidget(o)
 	return o
+}
+
+// UseBridge makes the three views reach the UI goroutine through b (see
+// SliceView.UseBridge). Call it before the view is used.
+func (o *OrthoView) UseBridge(b *bridge.Bridge) {
+	for _, v := range o.Views {
+		v.UseBridge(b)
+	}
 }
 
 // SetVolume shows vol in all three views with the crosshair at its centre.

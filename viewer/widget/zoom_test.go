@@ -263,11 +263,9 @@ func visibleTexts(v *SliceView) int {
 func newCompare(t *testing.T) (*CompareView, fyne.Window) {
 	test.NewTempApp(t)
 	c := NewCompareView(Axial)
-	for _, v := range []*SliceView{c.Left, c.Right} {
-		q := make(uiQueue)
-		v.ui = q.run
-		queues[v] = q
-	}
+	b, q := testBridge()
+	c.UseBridge(b)
+	queues[c.Left], queues[c.Right] = q, q
 	vol, truth := ctVolume(t)
 	// The prediction: class 1 one voxel wider (false positives at x = 6), class 2 missing
 	// its top row (false negatives at y = 5).
