@@ -478,6 +478,7 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 		plane = vwidget.Axial
 	}
 	v := vwidget.NewCompareView(plane)
+	v.UseBridge(s.a.ui)
 	if err := v.SetVolume(cv.Image); err != nil {
 		return err
 	}

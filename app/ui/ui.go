@@ -9,8 +9,10 @@
 // comment), Export (the package, refused until review is complete unless a reason is
 // recorded), Plugins (list, trust, details), Settings and a standalone Viewer.
 //
-// Host work runs in goroutines; widgets change only on the UI goroutine, through App.do
-// (fyne.Do). The theme is Fyne's, which follows the system's light or dark setting.
+// Host work runs in goroutines; widgets change only on the UI goroutine, through the App's
+// bridge (viewer/bridge), which the screens' viewers share: a background result is posted
+// to it (App.do), a stream of state (the Monitor's) coalesces into its newest. The theme
+// is Fyne's, which follows the system's light or dark setting.
 package ui
 
 import (
@@ -28,6 +30,7 @@ import (
 	"amid/host"
 	"amid/host/config"
 	"amid/host/run"
+	"amid/viewer/bridge"
 )
 
 // Options configure the main window.
@@ -35,8 +38,9 @@ type Options struct {
 	// Image and Labels, when set, open in the Viewer screen, which is then shown first;
 	// otherwise the Viewer shows the bundled sample study and Home is shown first.
 	Image, Labels string
-	// do runs a function on the UI goroutine (tests: a queue the test drains); nil: fyne.Do.
-	do func(func())
+	// bridge reaches the UI goroutine (tests: one whose flushes a test runs); nil:
+	// bridge.Default().
+	bridge *bridge.Bridge
 }
 
 // App is the desktop application: one window with a tab per screen.
@@ -44,7 +48,7 @@ type App struct {
 	A fyne.App
 	W fyne.Window
 
-	do func(func())
+	ui *bridge.Bridge // the way to the UI goroutine
 
 	// folders are the settings this window opens AMID with: the Settings screen's saved
 	// folders, or the environment's where it names them (config.Settings.WithEnv). Saved
@@ -78,9 +82,9 @@ func NewMainWindow(a fyne.App) (fyne.Window, error) {
 
 // New builds the application's window.
 func New(a fyne.App, o Options) (*App, error) {
-	app := &App{A: a, do: o.do}
-	if app.do == nil {
-		app.do = fyne.Do
+	app := &App{A: a, ui: o.bridge}
+	if app.ui == nil {
+		app.ui = bridge.Default()
 	}
 	app.folders = savedSettings(a.Preferences()).WithEnv()
 	w := a.NewWindow("AMID")
@@ -133,6 +137,10 @@ const (
 	tabSettings
 	tabViewer
 )
+
+// do runs f on the UI goroutine with the bridge's next flush, after what was posted before
+// it: the result of a piece of background work. It never runs f on the caller's goroutine.
+func (a *App) do(f func()) { a.ui.Post(nil, f) }
 
 // shown refreshes a screen when its tab is selected.
 func (a *App) shown(name string) {

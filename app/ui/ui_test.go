@@ -22,22 +22,18 @@ import (
 	"amid/host/run"
 	"amid/host/synth"
 	"amid/plugins/protocol"
+	"amid/viewer/bridge"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"
 )
 
-// loop stands in for the UI goroutine: Fyne's test driver has none, so the screens' UI
-// functions and the viewers' frames are queued and run on the test goroutine by wait.
+// loop stands in for the UI goroutine: Fyne's test driver has none (it runs fyne.Do on
+// the caller's goroutine), so the app's bridge queues its flushes, which carry the screens'
+// changes and the viewers' frames, and wait runs them on the test goroutine.
 type loop chan func()
 
 func (q loop) do(f func()) { q <- f }
-
-func (q loop) frames(f func()) {
-	done := make(chan struct{})
-	q <- func() { f(); close(done) }
-	<-done
-}
 
 // wait runs queued UI functions until cond holds, failing after 30 s.
 func (q loop) wait(t *testing.T, what string, cond func() bool) {
@@ -75,23 +71,29 @@ func (q loop) drain() {
 // newApp builds the window in a fresh data folder (AMID_HOME) with an empty plugin folder.
 func newApp(t *testing.T) (*App, loop) {
 	t.Helper()
+	q := make(loop, 4096)
+	return newAppWith(t, bridge.New(q.do), q.drain), q
+}
+
+// newAppWith is newApp with the bridge b; settle runs what b has handed over, if anything
+// has to (after the window is built, and when the test ends).
+func newAppWith(t *testing.T, b *bridge.Bridge, settle func()) *App {
+	t.Helper()
 	home := t.TempDir()
 	t.Setenv(config.EnvHome, home)
 	t.Setenv(config.EnvPluginDir, filepath.Join(home, "plugins"))
-	q := make(loop, 4096)
-	t.Cleanup(vwidget.RunFramesWith(q.frames))
 	fa := test.NewTempApp(t)
-	a, err := New(fa, Options{do: q.do})
+	a, err := New(fa, Options{bridge: b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		a.W.Close()
-		q.drain()
+		settle()
 	})
 	a.W.Resize(fyne.NewSize(1100, 760))
-	q.drain()
-	return a, q
+	settle()
+	return a
 }
 
 // texts returns every label and text shown in o.
