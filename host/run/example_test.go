@@ -19,8 +19,8 @@ import (
 	"amid/host/synth"
 )
 
-// A whole run of the demo task (six generated head CTs with six labels and their test
-// cases) with the segmentation plugin and the rules planner kept to one lane, within a
+// A whole run of the demo task (synth.Demo: six generated head CTs with six labels to
+// train on, one to test) with the segmentation plugin and the rules planner kept to one lane, within a
 // 12 s budget: profile, plan, train on two folds, choose, predict the test set, verify
 // (a byte-for-byte re-run included) and export a package whose audit log verifies. The
 // run folder's run.json is the durable state a resumed run continues from.
