@@ -560,3 +560,45 @@ func labelVol(t *testing.T, vals []uint8) *volume.Volume {
 	copy(v.Data.([]uint8), vals)
 	return v
 }
+
+// The folders saved in the Settings screen reach the host as values: the window opens the
+// store in the saved data folder and scans the saved plugin folder, and the process's
+// environment stays as it was; where the environment names a folder, it wins.
+func TestSavedFolders(t *testing.T) {
+	t.Setenv(config.EnvHome, "")
+	t.Setenv(config.EnvPluginDir, "")
+	saved := t.TempDir()
+	fa := test.NewTempApp(t)
+	fa.Preferences().SetString(prefHome, saved)
+	fa.Preferences().SetString(prefPluginDir, filepath.Join(saved, "mine"))
+	q := make(loop, 4096)
+	a, err := New(fa, Options{bridge: bridge.New(q.do)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.W.Close()
+		q.drain()
+	})
+	env, err := a.env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := a.host.Paths; p.Store != filepath.Join(saved, "amid.db") || env.Catalog.User != filepath.Join(saved, "mine") {
+		t.Errorf("opened %+v, want the saved folders under %s", p, saved)
+	}
+	if h, d := os.Getenv(config.EnvHome), os.Getenv(config.EnvPluginDir); h != "" || d != "" {
+		t.Errorf("the window set $%s=%q, $%s=%q", config.EnvHome, h, config.EnvPluginDir, d)
+	}
+
+	other := t.TempDir()
+	t.Setenv(config.EnvHome, other)
+	b, err := New(fa, Options{bridge: bridge.New(q.do)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.W.Close() })
+	if runs, _ := b.runsDir(); runs != filepath.Join(other, "runs") {
+		t.Errorf("with $%s set, runs go to %s, want %s", config.EnvHome, runs, filepath.Join(other, "runs"))
+	}
+}
