@@ -150,15 +150,19 @@ screenshots-check: desktop
 # amid (the CLI's): fyne package names it after its executable and has no option for the
 # name, so fyne build (which embeds FyneApp.toml's metadata) writes it as amid-desktop and
 # fyne package -executable bundles that file. The fyne CLI bumps the build number in
-# FyneApp.toml, which is put back afterwards.
+# FyneApp.toml, which is put back afterwards. As make build does, the plugins are built
+# first and their sha256 linked into the program (fyne build takes -ldflags from GOFLAGS);
+# .ci/package-plugins.sh then puts them in the bundle beside it, in bin/plugins, and has
+# the bundle's Makefile install them.
 FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
-package: deps
+package: deps plugins
 	@mkdir -p $(BIN)/package
 	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
-	@$(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
+	@GOFLAGS="$$($(GO) env GOFLAGS) -ldflags=$(BUILTIN_LDFLAGS)" $(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
 	  $(GO) run $(FYNE_CLI) package -os linux -executable $(BIN)/package/amid-desktop; \
 	  s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -rf $(BIN)/.FyneApp.toml.orig $(BIN)/package; exit $$s
 	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
+	@.ci/package-plugins.sh $(BIN)/AMID.tar.xz $(BIN)/plugins $(PLUGINS)
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
