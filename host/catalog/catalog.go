@@ -77,8 +77,8 @@ func (e *Entry) Usable() error {
 		return fmt.Errorf("%w: %s (%s); run: amid plugins trust %s", ErrUntrusted, e.Name, e.Path, e.Name)
 	case Changed:
 		if e.BuiltSHA256 != "" {
-			return fmt.Errorf("%w: built-in plugin %s (%s) is not the binary this AMID was built with (sha256 %s, built with %s); rebuild AMID (make build), or run: amid plugins trust %s",
-				ErrChanged, e.Name, e.Path, e.SHA256, e.BuiltSHA256, e.Name)
+			return notAsBuilt(fmt.Sprintf("built-in plugin %s (%s) is not the binary this AMID was built with (sha256 %s, built with %s); rebuild AMID (make build), or run: amid plugins trust %s",
+				e.Name, e.Path, e.SHA256, e.BuiltSHA256, e.Name))
 		}
 		return fmt.Errorf("%w: %s (%s) now has sha256 %s; run: amid plugins trust %s", ErrChanged, e.Name, e.Path, e.SHA256, e.Name)
 	default:
@@ -91,6 +91,13 @@ func (e *Entry) Usable() error {
 func (e *Entry) AsBuilt() bool {
 	return e.State == Trusted && e.BuiltSHA256 != "" && e.BuiltSHA256 == e.SHA256
 }
+
+// notAsBuilt is the refusal of a changed built-in plugin: one sentence, matching
+// ErrChanged.
+type notAsBuilt string
+
+func (e notAsBuilt) Error() string        { return string(e) }
+func (e notAsBuilt) Is(target error) bool { return target == ErrChanged }
 
 // Catalog scans plugin folders against the trust recorded in a store.
 type Catalog struct {
