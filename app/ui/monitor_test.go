@@ -143,8 +143,7 @@ func TestMonitorRealRun(t *testing.T) {
 
 	// Resume: the same run folder continues to its end. The paused session's ETAs are
 	// cleared when the resumed one starts, until it reports its own. The test reads what
-	// the screen shows (m.view, written on this goroutine), never m.mu: a run goroutine
-	// holds m.mu while it hands this goroutine the screen's flush.
+	// the screen shows (m.view, written on this goroutine by the bridge's flushes).
 	etaBefore := m.view.LaneETA
 	test.Tap(m.resumeB)
 	q.wait(t, "the resumed session's start", func() bool { return m.view.Running })
@@ -327,13 +326,14 @@ func TestCloseWaitsForTheRun(t *testing.T) {
 // drainingApp builds the window with the bridge's flushes queued for the test goroutine
 // and runs them; from then on it hands flushes over as Fyne does while the app shuts down,
 // running each at once on the goroutine that hands it over (a timer's of the bridge), and
-// calls after it. Flushes never overlap, and after is held to its flush.
-func drainingApp(t *testing.T, after func()) *App {
+// calls after it. Flushes never overlap; hold runs a function of the test's between them,
+// for the bookkeeping after keeps.
+func drainingApp(t *testing.T, after func(*App)) (a *App, hold func(func())) {
 	t.Helper()
 	q := make(loop, 4096)
 	var draining atomic.Bool
 	var mu sync.Mutex
-	a := newAppWith(t, bridge.New(func(f func()) {
+	a = newAppWith(t, bridge.New(func(f func()) {
 		if !draining.Load() {
 			q.do(f)
 			return
@@ -341,18 +341,22 @@ func drainingApp(t *testing.T, after func()) *App {
 		mu.Lock()
 		defer mu.Unlock()
 		f()
-		after()
+		after(a)
 	}), q.drain)
-	draining.Store(true)
-	q.drain() // a flush handed over before the switch
-	return a
+	draining.Store(true) // after a is set: the flushes that read it come after this
+	q.drain()            // a flush handed over before the switch
+	return a, func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		f()
+	}
 }
 
 // TestFlushWhileShuttingDown: while the app shuts down fyne.Do runs its function at once on
 // the caller's goroutine. A session that ends then (finished holds the Monitor's lock when
 // it posts the state) must neither deadlock nor lose the final status.
 func TestFlushWhileShuttingDown(t *testing.T) {
-	a := drainingApp(t, func() {})
+	a, _ := drainingApp(t, func(*App) {})
 	m := a.monitor
 	m.mu.Lock()
 	m.gen++
@@ -384,7 +388,6 @@ func TestFlushWhileShuttingDown(t *testing.T) {
 // redrawn at most once per bridge.Interval. (The workaround the bridge replaced once spun
 // goroutines, 34755 flushes in 200 ms, and once let a stale state overtake a newer one.)
 func TestMonitorNewestWins(t *testing.T) {
-	var m *monitorScreen
 	var flushes int
 	var shown []int64 // the sum of the lane rows' steps on screen after each flush
 	sum := func(rows []laneRow) (n int64) {
@@ -397,17 +400,17 @@ func TestMonitorNewestWins(t *testing.T) {
 	// flush that ran settle's post, after which every earlier post is shown or replaced.
 	var settled chan struct{}
 	var closing bool
-	a := drainingApp(t, func() {
+	a, hold := drainingApp(t, func(a *App) {
 		flushes++
-		shown = append(shown, sum(m.view.Rows))
+		shown = append(shown, sum(a.monitor.view.Rows))
 		if closing {
 			closing = false
 			close(settled)
 		}
 	})
-	m = a.monitor
+	m := a.monitor
 	settle := func() {
-		settled = make(chan struct{}) // no flush is running: nothing is posted
+		hold(func() { settled = make(chan struct{}) })
 		a.ui.Post(nil, func() { closing = true })
 		select {
 		case <-settled:
@@ -421,7 +424,7 @@ func TestMonitorNewestWins(t *testing.T) {
 	m.st.Dir, m.st.Running, m.st.Series = t.TempDir(), true, map[string][]float64{}
 	m.mu.Unlock()
 	settle() // the window's own posts
-	flushes, shown = 0, nil
+	hold(func() { flushes, shown = 0, nil })
 	began := time.Now()
 	var wg sync.WaitGroup
 	var step atomic.Int64
@@ -438,20 +441,23 @@ func TestMonitorNewestWins(t *testing.T) {
 	wg.Wait()
 	settle()
 	elapsed := time.Since(began)
-	for i := 1; i < len(shown); i++ {
-		if shown[i] < shown[i-1] {
-			t.Fatalf("flush %d showed steps summing to %d after %d: an older state overtook a newer one", i, shown[i], shown[i-1])
+	var seen []int64
+	var n int
+	hold(func() { seen, n = slices.Clone(shown), flushes })
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("flush %d showed steps summing to %d after %d: an older state overtook a newer one", i, seen[i], seen[i-1])
 		}
 	}
 	m.mu.Lock()
 	want := sum(m.st.Rows)
 	m.mu.Unlock()
-	if len(shown) == 0 || shown[len(shown)-1] != want {
-		t.Errorf("the screen ends on steps summing to %v, want the newest state's %d", shown, want)
+	if len(seen) == 0 || seen[len(seen)-1] != want {
+		t.Errorf("the screen ends on steps summing to %v, want the newest state's %d", seen[max(0, len(seen)-3):], want)
 	}
 	// Flush k starts at least (k-1)·Interval after the first, and all started by now.
-	if limit := int(elapsed/bridge.Interval) + 1; flushes > limit {
-		t.Errorf("%d flushes for %d events in %v, want at most %d", flushes, step.Load(), elapsed, limit)
+	if limit := int(elapsed/bridge.Interval) + 1; n > limit {
+		t.Errorf("%d flushes for %d events in %v, want at most %d", n, step.Load(), elapsed, limit)
 	}
-	t.Logf("%d events: %d flushes in %v", step.Load(), flushes, elapsed.Round(time.Millisecond))
+	t.Logf("%d events: %d flushes in %v", step.Load(), n, elapsed.Round(time.Millisecond))
 }
