@@ -75,9 +75,11 @@ func (c *CompareView) UseBridge(b *bridge.Bridge) {
 func NewCompareView(p Plane) *CompareView {
 	c := &CompareView{Left: NewSliceView(p), Right: NewSliceView(p)}
 	c.Right.Hide()
+	// b follows a without reporting back to it: an echo carrying an older slice or view
+	// could undo a newer change of a.
 	link := func(a, b *SliceView) {
-		a.OnSlice = b.SetSlice
-		a.OnView = b.SetView
+		a.OnSlice = func(s int) { b.setSlice(s) }
+		a.OnView = func(v View) { b.setView(v) }
 		a.OnWindow = b.SetWindow
 		a.OnRune = c.key
 	}

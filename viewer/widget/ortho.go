@@ -95,9 +95,11 @@ func (o *OrthoView) SetCrosshair(idx [3]int) {
 	o.setCross(idx)
 }
 
+// setCross moves every view's crosshair to idx. The views follow without reporting their
+// own slice changes back: an echo carrying an older crosshair could undo a newer one.
 func (o *OrthoView) setCross(idx [3]int) {
 	for _, v := range o.Views {
-		v.SetCrosshair(idx)
+		v.setCrosshair(idx)
 	}
 }
 

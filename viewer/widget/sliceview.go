@@ -184,17 +184,23 @@ func (v *SliceView) ScoreThreshold() float64 {
 
 // SetView sets the zoom and pan (View{} fits the slice).
 func (v *SliceView) SetView(view View) {
+	if view, changed := v.setView(view); changed && v.OnView != nil {
+		v.post("view", func() { v.OnView(view) })
+	}
+}
+
+// setView is SetView without OnView: for a view that follows a linked one, whose change
+// must not be reported back (an echo carrying an older state could undo a newer one).
+func (v *SliceView) setView(view View) (View, bool) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.vol != nil {
 		view = clampView(&v.layout, view)
 	}
 	changed := view != v.view
 	v.view = view
 	v.requestLocked()
-	v.mu.Unlock()
-	if changed && v.OnView != nil {
-		v.post("view", func() { v.OnView(view) })
-	}
+	return view, changed
 }
 
 // View returns the zoom and pan.
@@ -271,12 +277,17 @@ func (v *SliceView) LabelsVisible() bool {
 
 // SetSlice shows slice s, clamped to the volume.
 func (v *SliceView) SetSlice(s int) {
-	v.mu.Lock()
-	changed := v.setSliceLocked(s)
-	v.mu.Unlock()
-	if changed && v.OnSlice != nil {
+	if v.setSlice(s) && v.OnSlice != nil {
+		s := v.Slice()
 		v.post("slice", func() { v.OnSlice(s) })
 	}
+}
+
+// setSlice is SetSlice without OnSlice, for a view that follows a linked one (see setView).
+func (v *SliceView) setSlice(s int) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.setSliceLocked(s)
 }
 
 func (v *SliceView) setSliceLocked(s int) bool {
@@ -347,15 +358,20 @@ func (v *SliceView) Layout() Layout {
 
 // SetCrosshair marks voxel idx with a crosshair and shows the slice through it.
 func (v *SliceView) SetCrosshair(idx [3]int) {
-	v.mu.Lock()
-	v.cross, v.crossOn = idx, true
-	changed := v.setSliceLocked(idx[v.layout.Through])
-	s := v.p.Slice
-	v.requestLocked()
-	v.mu.Unlock()
-	if changed && v.OnSlice != nil {
+	if s, changed := v.setCrosshair(idx); changed && v.OnSlice != nil {
 		v.post("slice", func() { v.OnSlice(s) })
 	}
+}
+
+// setCrosshair is SetCrosshair without OnSlice, for a view that follows a linked one (see
+// setView). It returns the slice shown and whether it changed.
+func (v *SliceView) setCrosshair(idx [3]int) (int, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.cross, v.crossOn = idx, true
+	changed := v.setSliceLocked(idx[v.layout.Through])
+	v.requestLocked()
+	return v.p.Slice, changed
 }
 
 // Err returns the last render error, nil when the last frame rendered.

@@ -4,6 +4,7 @@ import (
 	"image/color"
 	"math"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
@@ -366,5 +367,80 @@ func TestComposeAllocs(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(20, run); n != 0 {
 		t.Errorf("%v allocations per render and compose, want 0", n)
+	}
+}
+
+// quiet runs the flushes q hands over until none comes for 200 ms (twelve bridge
+// intervals) and returns how many ran; it fails after 200, a view that never settles.
+func quiet(t *testing.T, q uiQueue) int {
+	t.Helper()
+	for n := 0; ; n++ {
+		select {
+		case f := <-q:
+			f()
+		case <-time.After(200 * time.Millisecond):
+			return n
+		}
+		if n > 200 {
+			t.Fatalf("still flushing after %d flushes: linked views echo each other", n)
+		}
+	}
+}
+
+// Linked views follow each other without echoing back: a second change of the left view
+// made before the bridge has shown the right view following the first is kept, and the
+// two settle on it (an echo of the older slice would undo it, and the two would trade
+// old and new slices at every flush).
+func TestCompareLinkedNoEcho(t *testing.T) {
+	c, _ := newCompare(t)
+	c.SetMode(SideBySide)
+	q := queues[c.Left]
+	quiet(t, q)
+	c.Left.SetSlice(1)
+	(<-q)() // the flush that has the right view follow to slice 1
+	c.Left.SetSlice(3)
+	quiet(t, q)
+	if l, r := c.Left.Slice(), c.Right.Slice(); l != 3 || r != 3 {
+		t.Errorf("slices %d and %d, want both on the newest, 3", l, r)
+	}
+	// The same for zoom and pan.
+	c.Right.SetView(View{Zoom: 2, Center: [2]float64{4, 4}})
+	(<-q)()
+	c.Right.SetView(View{Zoom: 3, Center: [2]float64{5, 5}})
+	quiet(t, q)
+	if l, r := c.Left.View(), c.Right.View(); l != r || r.Zoom != 3 {
+		t.Errorf("views %+v and %+v, want both on the newest, zoom 3", l, r)
+	}
+}
+
+// In three linked planes, scrolling one view twice across a flush ends with every
+// crosshair on the newest slice.
+func TestOrthoLinkedNoEcho(t *testing.T) {
+	test.NewTempApp(t)
+	o := NewOrthoView()
+	b, q := testBridge()
+	o.UseBridge(b)
+	vol, _ := ctVolume(t)
+	if err := o.SetVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	w := test.NewTempWindow(t, o)
+	w.Resize(fyne.NewSize(320, 320))
+	quiet(t, q)
+	ax := o.Views[0]
+	ax.SetSlice(3)
+	(<-q)()
+	ax.SetSlice(4)
+	quiet(t, q)
+	if c := o.Crosshair(); c[2] != 4 || ax.Slice() != 4 {
+		t.Errorf("crosshair %v, axial slice %d; want z = 4 for both", c, ax.Slice())
+	}
+	for _, v := range o.Views[1:] {
+		v.mu.Lock()
+		cross := v.cross
+		v.mu.Unlock()
+		if cross[2] != 4 {
+			t.Errorf("%v view's crosshair %v, want z = 4", v.p.Plane, cross)
+		}
 	}
 }
