@@ -5,8 +5,8 @@
 # install and uninstall them with it. The program in the bundle was linked with these
 # plugins' sha256 (make package), so it trusts exactly them.
 set -euo pipefail
-tarball=${1:?usage: package-plugins.sh TARBALL DIR NAME...}
-dir=${2:?usage: package-plugins.sh TARBALL DIR NAME...}
+tarball=$(readlink -f "${1:?usage: package-plugins.sh TARBALL DIR NAME...}")
+dir=$(readlink -f "${2:?usage: package-plugins.sh TARBALL DIR NAME...}")
 shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
