@@ -42,16 +42,22 @@ deps:
 	fi
 	@$(GO) mod download
 
-build: amid desktop plugins
+build: plugins amid desktop
 
-amid: deps
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/amid ./app/cmd/amid
+# The programs are linked after the plugins with the plugins' sha256 (BUILTIN_LDFLAGS, from
+# .ci/builtin-sums.sh; expanded when a recipe runs, after the plugins are built): the host
+# trusts exactly those binaries in bin/plugins. A plain `go build` embeds no sums, and then
+# every plugin needs `amid plugins trust NAME`.
+BUILTIN_LDFLAGS = $(shell .ci/builtin-sums.sh $(BIN)/plugins $(PLUGINS))
 
-desktop: deps
-	$(GO) build -o $(BIN)/amid-desktop .
+amid: deps plugins
+	CGO_ENABLED=0 $(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid ./app/cmd/amid
 
-# plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
-# folder; each must still be trusted with `amid plugins trust NAME`).
+desktop: deps plugins
+	$(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid-desktop .
+
+# plugins builds the built-in task plugins into bin/plugins/, the host's built-in plugin
+# folder.
 PLUGINS := segmentation detection classification iqa enhancement
 plugins: deps
 	@mkdir -p $(BIN)/plugins
@@ -64,15 +70,12 @@ plugins: deps
 
 # The main job: the demo task (generated head CTs, in bin/demo) end to end with the rules
 # planner, no network: profile, plan, train within 3 minutes, verify, export; then the
-# package is verified again from scratch. `make run` trusts the plugins it has just built.
+# package is verified again from scratch. The plugins just built are trusted as built-in.
 DEMO   := $(BIN)/demo
 BUDGET ?= 3m
 run: build
 	rm -rf $(DEMO)
 	$(BIN)/amid demo $(DEMO)/data
-	@for p in $(PLUGINS); do \
-	  if [ -x $(BIN)/plugins/amid-plugin-$$p ]; then AMID_HOME=$(BIN)/home $(BIN)/amid plugins trust $$p >/dev/null || exit 1; fi; \
-	done
 	AMID_HOME=$(BIN)/home $(BIN)/amid run $(DEMO)/data/task.yaml --out $(DEMO)/run --budget $(BUDGET) --answers $(DEMO)/data/answers
 	AMID_HOME=$(BIN)/home $(BIN)/amid verify $(DEMO)/run/package
 	@echo "package: $(DEMO)/run/package (zip: $(DEMO)/run/package.zip)"
@@ -167,14 +170,14 @@ bench-viewer: deps
 	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
 
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots;
-# screenshots-check (part of make test) does the same into a temporary folder, and skips
+# screenshots-check (part of make test) does the same into a temporary folder, and fails
 # when Xvfb, xdotool or ImageMagick are missing and cannot be installed.
 screenshots: desktop
 	@.ci/screenshots.sh assets/screenshots
 
 .PHONY: screenshots-check package
 screenshots-check: desktop
-	@out=$$(mktemp -d); SCREENSHOTS_OPTIONAL=1 .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
+	@out=$$(mktemp -d); .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
 
 # package builds the Linux desktop bundle bin/AMID.tar.xz from FyneApp.toml (icon
 # assets/icon.png) with the fyne CLI. The CLI (fyne.io/tools) needs a newer Fyne than the
@@ -183,15 +186,19 @@ screenshots-check: desktop
 # amid (the CLI's): fyne package names it after its executable and has no option for the
 # name, so fyne build (which embeds FyneApp.toml's metadata) writes it as amid-desktop and
 # fyne package -executable bundles that file. The fyne CLI bumps the build number in
-# FyneApp.toml, which is put back afterwards.
+# FyneApp.toml, which is put back afterwards. As make build does, the plugins are built
+# first and their sha256 linked into the program (fyne build takes -ldflags from GOFLAGS);
+# .ci/package-plugins.sh then puts them in the bundle beside it, in bin/plugins, and has
+# the bundle's Makefile install them.
 FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
-package: deps
+package: deps plugins
 	@mkdir -p $(BIN)/package
 	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
-	@$(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
+	@GOFLAGS="$$($(GO) env GOFLAGS) -ldflags=$(BUILTIN_LDFLAGS)" $(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
 	  $(GO) run $(FYNE_CLI) package -os linux -executable $(BIN)/package/amid-desktop; \
 	  s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -rf $(BIN)/.FyneApp.toml.orig $(BIN)/package; exit $$s
 	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
+	@.ci/package-plugins.sh $(BIN)/AMID.tar.xz $(BIN)/plugins $(PLUGINS)
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 

@@ -135,11 +135,11 @@ func reportCmd() *cobra.Command {
 
 // runEnv opens the plugin catalog for a run; call done when the run ends.
 func runEnv(stderr io.Writer) (hostrun.Env, func(), error) {
-	c, err := openCatalog()
+	h, err := openHost(stderr)
 	if err != nil {
 		return hostrun.Env{}, nil, err
 	}
-	return hostrun.Env{Catalog: c, Supervisor: pluginOptions(stderr)}, func() { c.Store.Close() }, nil
+	return h.Env(), func() { h.Close() }, nil
 }
 
 // chosenPlanner builds the planner --planner names and the specification the run records.

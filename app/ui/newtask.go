@@ -331,7 +331,7 @@ func (s *newTaskScreen) startRun() {
 // create makes the run folder with its task and returns its runner.
 func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget time.Duration, pl planner.Planner, spec run.PlannerSpec) (*run.Runner, error) {
 	if out == "" {
-		runs, err := runsDir()
+		runs, err := s.a.runsDir()
 		if err != nil {
 			return nil, err
 		}

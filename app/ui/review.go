@@ -397,7 +397,7 @@ func loadCase(c *reviewCase, spec *taskspec.Spec) (*caseView, error) {
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return nil, vwidget.MarksOf(a, spec, nil, truth), annotationText(a, spec), nil
+		return nil, marksOf(a, spec, truth), annotationText(a, spec), nil
 	}
 	var pt, tt string
 	if cv.Pred, cv.PredMarks, pt, err = read(c.Pred, false); err != nil {
@@ -478,6 +478,7 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 		plane = vwidget.Axial
 	}
 	v := vwidget.NewCompareView(plane)
+	v.UseBridge(s.a.ui)
 	if err := v.SetVolume(cv.Image); err != nil {
 		return err
 	}

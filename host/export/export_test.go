@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/internal/ci"
 	"amid/plugins/compute"
 )
 
@@ -461,7 +462,7 @@ func TestLaterAppendsStayOutOfThePackage(t *testing.T) {
 func TestReproduceScript(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		ci.Missing(t, "no sh on the PATH")
 	}
 	f := newFixture(t)
 	pkg := f.write(t)

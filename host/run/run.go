@@ -16,10 +16,11 @@
 //	package/          the exported model package, and package.zip
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
-// run.json, so [Resume] after a crash or a SIGKILL continues at the phase and the fold that
-// were in flight, from the lane's last checkpoint. run.json records the planner
-// ([PlannerSpec]: rules, or the LLM endpoint without its key); [Reopen] rebuilds it, so
-// that the refinement after exploration asks the same planner.
+// run.json, so a run reopened after a crash or a SIGKILL ([Reopen], then [Runner.Run];
+// `amid resume`) continues at the phase and the fold that were in flight, from the lane's
+// last checkpoint. run.json records the planner ([PlannerSpec]: rules, or the LLM endpoint
+// without its key); Reopen rebuilds it, so that the refinement after exploration asks the
+// same planner.
 //
 // Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
 // trains every planned lane on the first fold with an equal share of half the time left;
@@ -108,9 +109,6 @@ type Runner struct {
 	// the one recorded; Run logs and audits it.
 	resumeNote string
 }
-
-// ErrBudget means the budget ran out before a model could be trained.
-var ErrBudget = errors.New("the budget ran out")
 
 // New creates a run folder and returns its runner; Run executes it.
 func New(opts Options, env Env) (*Runner, error) {
