@@ -5,9 +5,9 @@
 //
 // A checkpoint is one file: the magic "AMIDCKPT", the format version and the manifest
 // length as little-endian uint32, the manifest JSON, then the payload: every tensor the
-// manifest lists, in order, as little-endian float32. Files are written to a temporary
-// file in the same folder, synced and renamed, so a crash leaves the old checkpoint or the
-// new one, never half of one.
+// manifest lists, in order, as little-endian float32. Files are written atomically and
+// durably (amid/viewer/fileio), so a crash leaves the old checkpoint or the new one, never
+// half of one.
 package ckpt
 
 import (
@@ -21,10 +21,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/viewer/fileio"
 )
 
 // Format is the version of the file layout this package writes and reads.
@@ -104,7 +104,7 @@ func slots(s engine.OptimState) []string {
 	return names
 }
 
-// Save writes c to path atomically (temporary file in the same folder, fsync, rename).
+// Save writes c to path atomically and durably (amid/viewer/fileio).
 func Save(path string, c Checkpoint) error {
 	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step}
 	if c.Train != nil {
@@ -161,38 +161,7 @@ func Save(path string, c Checkpoint) error {
 	copy(head[:], magic)
 	binary.LittleEndian.PutUint32(head[len(magic):], Format)
 	binary.LittleEndian.PutUint32(head[len(magic)+4:], uint32(len(man)))
-	return writeAtomic(path, head[:], man, payload)
-}
-
-func writeAtomic(path string, parts ...[]byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; a checkpoint is an ordinary file.
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	for _, p := range parts {
-		if _, err := f.Write(p); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := fileio.Write(path, head[:], man, payload); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return nil
