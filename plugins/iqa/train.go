@@ -13,7 +13,7 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
 	"amid/plugins/internal/imageplugin"
-	"amid/plugins/internal/stats"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -278,7 +278,7 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 		truth, raw = scores, oof
 	}
 	if K > 1 && complete {
-		val["oof/score"], _, _, _ = stats.IQA(oof, scores)
+		val["oof/score"], _, _, _ = score(oof, scores)
 	}
 	rec.Snap = c.Snap == "on"
 	if truth != nil {
@@ -287,8 +287,8 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 			raw[i] = rec.clamp(v)
 			snapped[i] = rec.Range.Snap(v)
 		}
-		sr, _, _, _ := stats.IQA(raw, truth)
-		ss, _, _, _ := stats.IQA(snapped, truth)
+		sr, _, _, _ := score(raw, truth)
+		ss, _, _, _ := score(snapped, truth)
 		val["score_raw"], val["score_snapped"] = sr, ss
 		if c.Snap == "auto" {
 			rec.Snap = rec.Range.Step > 0 && ss > sr
@@ -297,7 +297,7 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 		if rec.Snap {
 			use = snapped
 		}
-		val["score"], val["plcc"], val["srocc"], val["krocc"] = stats.IQA(use, truth)
+		val["score"], val["plcc"], val["srocc"], val["krocc"] = score(use, truth)
 		if _, ok := val[req.Task.Metric]; !ok && req.Task.Metric != "" {
 			val[req.Task.Metric] = val["score"]
 		}
@@ -326,4 +326,19 @@ func (r *saved) output(v float64) float64 {
 		return r.Range.Snap(v)
 	}
 	return r.clamp(v)
+}
+
+// score is the LDCT-IQA score |PLCC| + |SROCC| + |KROCC| of pred against truth with its
+// three terms (metrics.LDCTScore), except that a NaN term (a constant prediction, which
+// the grader refuses) counts 0, so that a validation figure is always a number.
+func score(pred, truth []float64) (total, plcc, srocc, krocc float64) {
+	_, plcc, srocc, krocc = metrics.LDCTScore(pred, truth)
+	z := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	}
+	plcc, srocc, krocc = z(plcc), z(srocc), z(krocc)
+	return plcc + srocc + krocc, plcc, srocc, krocc
 }
