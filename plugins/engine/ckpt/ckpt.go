@@ -76,11 +76,15 @@ type Manifest struct {
 	Step  int             `json:"step"`
 	// Optimizer is the optimizer kind ("adam", "sgd") and its own step count; empty
 	// without optimizer state.
-	Optimizer     string   `json:"optimizer,omitempty"`
-	OptimizerStep int      `json:"optimizer_step,omitempty"`
-	Tensors       []Tensor `json:"tensors"`
-	PayloadBytes  int64    `json:"payload_bytes"`
-	SHA256        string   `json:"sha256"`
+	Optimizer     string `json:"optimizer,omitempty"`
+	OptimizerStep int    `json:"optimizer_step,omitempty"`
+	// DataState is the state of the training data's order where it is not a function of
+	// the step alone (a random generator's, for one), so that a resumed run draws what an
+	// uninterrupted one would; empty when there is none.
+	DataState    []byte   `json:"data_state,omitempty"`
+	Tensors      []Tensor `json:"tensors"`
+	PayloadBytes int64    `json:"payload_bytes"`
+	SHA256       string   `json:"sha256"`
 }
 
 // Checkpoint is what Save writes.
@@ -92,6 +96,8 @@ type Checkpoint struct {
 	Model       Model
 	// Opt may be nil: weights only.
 	Opt Optimizer
+	// DataState, when not empty, is recorded as the manifest's DataState.
+	DataState []byte
 }
 
 // slots lists an optimizer state's slot names in a fixed order.
@@ -106,7 +112,7 @@ func slots(s engine.OptimState) []string {
 
 // Save writes c to path atomically and durably (amid/viewer/fileio).
 func Save(path string, c Checkpoint) error {
-	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step}
+	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step, DataState: c.DataState}
 	if c.Train != nil {
 		raw, err := json.Marshal(c.Train)
 		if err != nil {
