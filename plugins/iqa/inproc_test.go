@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
@@ -103,6 +104,13 @@ func TestResumeFolds(t *testing.T) {
 			t.Errorf("case %s: score %v is not on the 0–4 grid of 0.2", p.CaseID, v)
 		}
 	}
+}
+
+// TestResumeSameBatches trains 2 folds of 4 steps in one run, and again resumed from the
+// step-2 checkpoint of the first fold: steps 3 to 8 report bit-identical losses.
+func TestResumeSameBatches(t *testing.T) {
+	req := &protocol.TrainRequest{Task: task(t), Config: tiny(4, 2, 1, `,"folds":2`), Train: sliceCases(t, 4, 6), WorkDir: t.TempDir(), Seed: 9}
+	plugintest.CheckResume(t, iqa{}.Train, req)
 }
 
 // TestBadInput: each broken input is refused with an error naming the case and the

@@ -40,21 +40,7 @@ func losses(t *testing.T, req *protocol.TrainRequest) (map[int64]float64, []stri
 func TestResumeSameBatches(t *testing.T) {
 	cases := discCases(t, 3, 11)
 	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(6, 3, 1), Train: cases, WorkDir: t.TempDir(), Seed: 9}
-	whole, cks, _ := losses(t, req)
-	if len(whole) != 6 || len(cks) != 1 {
-		t.Fatalf("losses %v, checkpoints %v", whole, cks)
-	}
-	again := *req
-	again.ResumeFrom, again.WorkDir = cks[0], t.TempDir()
-	resumed, _, _ := losses(t, &again)
-	for step := int64(4); step <= 6; step++ {
-		if resumed[step] != whole[step] {
-			t.Errorf("step %d: loss %v after resuming, %v uninterrupted", step, resumed[step], whole[step])
-		}
-	}
-	if len(resumed) != 3 {
-		t.Errorf("resumed run reported steps %v, want 4 to 6", resumed)
-	}
+	plugintest.CheckResume(t, seg{}.Train, req)
 }
 
 // volumeCases writes n 24×24×8 volumes (1 mm) of noise with a bright ball of radius 3–4.5
