@@ -15,25 +15,6 @@ import (
 	"amid/viewer/volume"
 )
 
-// losses trains req and returns the loss reported at each step (report_every 1) and the
-// epoch checkpoints.
-func losses(t *testing.T, req *protocol.TrainRequest) (map[int64]float64, []string, *protocol.TrainResult) {
-	t.Helper()
-	out := map[int64]float64{}
-	var cks []string
-	res, err := seg{}.Train(context.Background(), req, func(p *protocol.Progress) error {
-		out[p.Step] = p.Losses["dice_ce"]
-		if p.Checkpoint != "" {
-			cks = append(cks, p.Checkpoint)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, cks, res
-}
-
 // TestResumeSameBatches trains 6 steps in one run, and again resumed from the first run's
 // step-3 checkpoint: steps 4 to 6 have bit-identical losses, so the resumed run saw the
 // same batches with the same weights and optimizer state.
