@@ -16,7 +16,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             xvfb xdotool imagemagick libgl1-mesa-dri
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race e2e fuzz-short \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn e2e fuzz-short \
         fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
@@ -74,7 +74,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race e2e fuzz-short screenshots-check
+test: deps realdata check race learn e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -96,6 +96,12 @@ e2e:
 race:
 	$(GO) test -race -timeout 30m ./...
 	cd plugins/examples/echo && $(GO) test -race ./...
+
+# learn runs the learning tests that the race pass skips, without the race detector (it
+# slows training about tenfold; these tests check what a model learns, not concurrency):
+# the detection plugin's TestLearnsBoxes, TestLearnsPoints and TestLearnsBox3D.
+learn:
+	$(GO) test -count=1 -timeout 20m -run '^TestLearns' ./plugins/detection
 
 # fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
 fuzz-short:
