@@ -17,7 +17,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn e2e fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
+        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-gorgonia bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -84,6 +84,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd plugins/engine/cmd/benchgorgonia && $(GO) vet ./...
 
 staticcheck:
 	$(GO) tool staticcheck ./...
@@ -123,6 +124,12 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-gorgonia: the reference 2D U-Net's training step in the engine and in gorgonia,
+# with batch norm and upsampling + convolution on both sides (gorgonia has neither instance
+# norm nor transposed convolutions). Its own module keeps gorgonia out of go.mod.
+bench-gorgonia: deps
+	cd plugins/engine/cmd/benchgorgonia && $(GO) run . -steps 3
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.
