@@ -18,7 +18,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,13 +25,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"sort"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/measure"
 )
 
 // model is the benchmarked network's size.
@@ -73,7 +70,7 @@ func main() {
 	m := model{Batch: *batch, Size: *size, Classes: 2, Widths: []int{32, 64, 128, 256}}
 	var err error
 	if *impl != "" {
-		err = measure(*impl, m, *steps)
+		err = measureImpl(*impl, m, *steps)
 	} else {
 		err = compare(m, *steps)
 	}
@@ -96,7 +93,7 @@ func batchData(m model) ([]float32, []int32) {
 	return x, lab
 }
 
-func measure(impl string, m model, steps int) error {
+func measureImpl(impl string, m model, steps int) error {
 	var (
 		s   stepper
 		err error
@@ -118,7 +115,7 @@ func measure(impl string, m model, steps int) error {
 	var alloc uint64
 	for i := range steps + 1 {
 		runtime.ReadMemStats(&ms)
-		a, t, c := ms.TotalAlloc, time.Now(), cpuSeconds()
+		a, t, c := ms.TotalAlloc, time.Now(), measure.CPUSeconds()
 		loss, err := s.step()
 		if err != nil {
 			return err
@@ -128,14 +125,14 @@ func measure(impl string, m model, steps int) error {
 			continue
 		}
 		times = append(times, time.Since(t).Seconds())
-		cpus = append(cpus, cpuSeconds()-c)
+		cpus = append(cpus, measure.CPUSeconds()-c)
 		runtime.ReadMemStats(&ms)
 		alloc += ms.TotalAlloc - a
 		res.LastLoss = loss
 	}
-	res.StepMS, res.CPUMS = 1000*median(times), 1000*median(cpus)
+	res.StepMS, res.CPUMS = 1000*measure.Median(times), 1000*measure.Median(cpus)
 	res.AllocMiB = float64(alloc) / float64(steps) / (1 << 20)
-	res.PeakMiB = peakMiB()
+	res.PeakMiB = measure.PeakMiB()
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
@@ -167,46 +164,8 @@ func compare(m model, steps int) error {
 	return nil
 }
 
-// run starts a measuring process and decodes the JSON on its last output line.
+// run starts a measuring process and returns its result.
 func run(cmd *exec.Cmd) (result, error) {
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return result{}, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
-	}
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" {
-			last = s
-		}
-	}
 	var r result
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		return result{}, fmt.Errorf("%s printed %q: %w", cmd.Args[0], last, err)
-	}
-	return r, nil
-}
-
-func median(s []float64) float64 {
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
-// cpuSeconds is the process's user and system CPU time.
-func cpuSeconds() float64 {
-	var u syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
-}
-
-// peakMiB is the process's peak resident memory (Linux reports ru_maxrss in KiB).
-func peakMiB() float64 {
-	var u syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &u) != nil {
-		return 0
-	}
-	return float64(u.Maxrss) / 1024
+	return r, measure.Child(cmd, &r)
 }
