@@ -49,12 +49,14 @@ func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	})
 }
 
-// learner is a network being trained: its batch filling and its loss.
+// learner is a network being trained, with its batch filling and its loss.
 type learner struct {
-	net   training.Net
-	model ckpt.Model
-	fill  func(r *rand.Rand) error
-	loss  func() float64
+	net interface {
+		training.Net
+		ckpt.Model
+	}
+	fill func(r *rand.Rand) error
+	loss func() float64
 }
 
 // channelsOf is the number of input channels a mode's network takes.
@@ -91,30 +93,30 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	}
 	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	arch := rec.arch()
-	lr, err := newLearner(be, req, c, s, mode, arch, &rec)
+	ln, err := newLearner(be, req, c, s, mode, arch, &rec)
 	if err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
-	opt := engine.NewAdamW(be, lr.net.Params(), c.LR, c.Decay)
+	opt := engine.NewAdamW(be, ln.net.Params(), c.LR, c.Decay)
 	// The samples come from one generator drawn from step after step; its state travels in
 	// the checkpoints, so a resumed run goes on with the data order.
 	pcg := rand.NewPCG(uint64(c.Seed), 1)
 	rng := rand.New(pcg)
 	l := &training.Loop{
 		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
-		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: lr.model, Opt: opt, Data: pcg,
+		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: ln.net, Opt: opt, Data: pcg,
 		Send: send, Clock: clock,
 	}
 	if _, err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("detection train: resume: %w", err)
 	}
 	loss := make([]float64, 1)
-	l.Step = func(_ int, rate float64) (int, []float64, error) {
-		if err := lr.fill(rng); err != nil {
+	l.Step = func(_ int, lr float64) (int, []float64, error) {
+		if err := ln.fill(rng); err != nil {
 			return 0, nil, err
 		}
-		training.Update(lr.net, opt, rate, clipNorm)
-		loss[0] = lr.loss()
+		training.Update(ln.net, opt, lr, clipNorm)
+		loss[0] = ln.loss()
 		return c.Batch, loss, nil
 	}
 	if err := l.Run(ctx); err != nil {
@@ -220,7 +222,7 @@ func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *task
 	}
 	in := arch.In * S
 	return &learner{
-		net: u, model: u, loss: u.Objective.Value,
+		net: u, loss: u.Objective.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				x := u.Input.Data[n*in : (n+1)*in]
@@ -259,7 +261,7 @@ func newSeg3D(be engine.Backend, req *protocol.TrainRequest, c config, s *tasksp
 	S := grid[0] * grid[1] * grid[2]
 	labels := make([]int32, c.Batch*S)
 	return &learner{
-		net: u, model: u, loss: u.Loss.Value,
+		net: u, loss: u.Loss.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				it := items[r.IntN(len(items))]
