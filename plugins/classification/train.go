@@ -148,7 +148,7 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 		if err := sameHeads(req.ResumeFrom, rec.Heads); err != nil {
 			return "", 0, err
 		}
-		if _, err := l.Resume(req.ResumeFrom); err != nil {
+		if err := l.Resume(req.ResumeFrom); err != nil {
 			return "", 0, fmt.Errorf("resume: %w", err)
 		}
 	}

@@ -107,7 +107,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: ln.net, Opt: opt, Data: pcg,
 		Send: send, Clock: clock,
 	}
-	if _, err := l.Resume(req.ResumeFrom); err != nil {
+	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("detection train: resume: %w", err)
 	}
 	loss := make([]float64, 1)

@@ -124,7 +124,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c}, Model: u, Opt: opt,
 		Send: send, Clock: clock,
 	}
-	if _, err := l.Resume(req.ResumeFrom); err != nil {
+	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("enhancement train: resume: %w", err)
 	}
 	var src []data.Source

@@ -230,7 +230,7 @@ func newEnsemble(req *protocol.TrainRequest, rec *saved, imgs []*cnn.Image, scor
 		Dir: req.WorkDir, Arch: e.arch.UNet(), Record: rec, Model: e.ens, Opt: e.ens,
 		Send: send, Clock: clock,
 	}
-	if _, err := e.loop.Resume(req.ResumeFrom); err != nil {
+	if err := e.loop.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	return e, nil

@@ -106,7 +106,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
 		Send: send, Clock: sdk.NewClock(req),
 	}
-	if _, err := l.Resume(req.ResumeFrom); err != nil {
+	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("segmentation train: resume: %w", err)
 	}
 	aug := &data.Augment{Flip: [3]bool{true, true, c.Lane == plan.Lane3D}}

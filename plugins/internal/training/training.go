@@ -141,23 +141,23 @@ func (l *Loop) until() int {
 }
 
 // Resume loads the checkpoint at path (nothing when path is empty) into Model, Opt and
-// Data and sets At to its step (less Offset) and epoch. It returns the checkpoint's
-// manifest (nil when path is empty).
-func (l *Loop) Resume(path string) (*ckpt.Manifest, error) {
+// Data, and sets At to its step (less Offset) and epoch. A checkpoint without a data
+// state leaves Data as it is.
+func (l *Loop) Resume(path string) error {
 	if path == "" {
-		return nil, nil
+		return nil
 	}
 	m, err := ckpt.Load(path, l.Arch, l.Model, l.Opt)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if l.Data != nil && len(m.DataState) > 0 {
 		if err := l.Data.UnmarshalBinary(m.DataState); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: data order: %w", path, err)
+			return fmt.Errorf("checkpoint %s: data order: %w", path, err)
 		}
 	}
 	l.At = Point{Step: m.Step - l.Offset, Epoch: m.Epoch}
-	return m, nil
+	return nil
 }
 
 // Save writes the checkpoint of At as name in Dir and returns its path.

@@ -143,7 +143,7 @@ func TestResumeBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		again := newRun(t, 6, 0, stream)
-		if _, err := again.Resume(filepath.Join(whole.Dir, "epoch-0001.ckpt")); err != nil {
+		if err := again.Resume(filepath.Join(whole.Dir, "epoch-0001.ckpt")); err != nil {
 			t.Fatal(err)
 		}
 		if again.At != (Point{2, 1}) {
@@ -185,7 +185,7 @@ func TestRounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newRun(t, 6, 6, true)
-	if _, err := second.Resume(p); err != nil {
+	if err := second.Resume(p); err != nil {
 		t.Fatal(err)
 	}
 	if err := second.Run(context.Background()); err != nil {
