@@ -6,6 +6,7 @@
 // its own module so that gorgonia stays out of AMID's go.mod:
 //
 //	cd plugins/engine/cmd/benchgorgonia && go run . [-steps 3] [-batch 8] [-size 128]
+//	go run . -impl gorgonia -cpuprofile FILE    (one library, with a CPU profile)
 //
 // The network is the reference 2D U-Net of cmd/benchengine (batch 8 of 1×128², widths
 // 32/64/128/256, two 3×3 convolutions with normalisation and LeakyReLU 0.01 per level,
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -66,11 +68,12 @@ func main() {
 	steps := flag.Int("steps", 3, "timed steps after one warm-up step (the median is reported)")
 	batch := flag.Int("batch", 8, "samples per batch")
 	size := flag.Int("size", 128, "image side in pixels (a multiple of 8)")
+	profile := flag.String("cpuprofile", "", "with -impl: write a CPU profile of the timed steps to this file")
 	flag.Parse()
 	m := model{Batch: *batch, Size: *size, Classes: 2, Widths: []int{32, 64, 128, 256}}
 	var err error
 	if *impl != "" {
-		err = measureImpl(*impl, m, *steps)
+		err = measureImpl(*impl, m, *steps, *profile)
 	} else {
 		err = compare(m, *steps)
 	}
@@ -93,7 +96,7 @@ func batchData(m model) ([]float32, []int32) {
 	return x, lab
 }
 
-func measureImpl(impl string, m model, steps int) error {
+func measureImpl(impl string, m model, steps int, profile string) error {
 	var (
 		s   stepper
 		err error
@@ -110,6 +113,17 @@ func measureImpl(impl string, m model, steps int) error {
 		return err
 	}
 	res := result{Impl: impl, Params: s.params()}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var times, cpus []float64
 	var ms runtime.MemStats
 	var alloc uint64
