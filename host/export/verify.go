@@ -225,13 +225,7 @@ func (v *Verification) check(fsys fs.FS) {
 		case !d.Type().IsRegular():
 			v.fail("%s is not a plain file (%s)", p, d.Type())
 		default:
-			f, err := fsys.Open(p)
-			if err != nil {
-				v.fail("%s cannot be read: %v", p, err)
-				return nil
-			}
-			sum, n, err := fileio.SHA256Of(f)
-			f.Close()
+			sum, n, err := fileio.SHA256FS(fsys, p)
 			if err != nil {
 				v.fail("%s cannot be read: %v", p, err)
 				return nil

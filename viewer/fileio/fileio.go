@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -100,16 +101,27 @@ func SHA256(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	sum, _, err := SHA256Of(f)
+	sum, _, err := sha256Of(f)
 	if err != nil {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return sum, nil
 }
 
-// SHA256Of reads r to its end and returns the lower-case hex sha256 of what it read and
+// SHA256FS returns the lower-case hex sha256 of the file name in fsys (a folder or a zip)
+// and its size in bytes.
+func SHA256FS(fsys fs.FS, name string) (sum string, size int64, err error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	return sha256Of(f)
+}
+
+// sha256Of reads r to its end and returns the lower-case hex sha256 of what it read and
 // the number of bytes.
-func SHA256Of(r io.Reader) (sum string, n int64, err error) {
+func sha256Of(r io.Reader) (sum string, n int64, err error) {
 	h := sha256.New()
 	// Hidden behind a plain io.Reader, a file cannot take over the copy with its own
 	// 32 KiB blocks (os.File.WriteTo).

@@ -67,8 +67,8 @@ func TestSHA256(t *testing.T) {
 	if got, err := SHA256(p); err != nil || got != want {
 		t.Errorf("SHA256 = %s, %v; want %s", got, err, want)
 	}
-	if sum, n, err := SHA256Of(strings.NewReader("abc")); err != nil || sum != want || n != 3 {
-		t.Errorf("SHA256Of = %s, %d, %v; want %s, 3", sum, n, err, want)
+	if sum, n, err := SHA256FS(os.DirFS(filepath.Dir(p)), "abc"); err != nil || sum != want || n != 3 {
+		t.Errorf("SHA256FS = %s, %d, %v; want %s, 3", sum, n, err, want)
 	}
 	if _, err := SHA256(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("SHA256 of a missing file: %v", err)
