@@ -94,6 +94,10 @@ type Loop struct {
 	// Data, when not nil, is the data order's state, saved with each checkpoint and
 	// restored by Resume.
 	Data State
+	// Fetch, when not nil, is called before every checkpoint: a step that keeps the
+	// weights and the optimizer state on a device copies them into Model's and Opt's host
+	// buffers, which a checkpoint holds (checkpoints are device-independent).
+	Fetch func() error
 
 	// Send takes the progress events.
 	Send func(*protocol.Progress) error
@@ -162,6 +166,11 @@ func (l *Loop) Resume(path string) error {
 
 // Save writes the checkpoint of At as name in Dir and returns its path.
 func (l *Loop) Save(name string) (string, error) {
+	if l.Fetch != nil {
+		if err := l.Fetch(); err != nil {
+			return "", fmt.Errorf("checkpoint %s: %w", name, err)
+		}
+	}
 	c := ckpt.Checkpoint{Arch: l.Arch, Train: l.Record, Epoch: l.At.Epoch, Step: l.Offset + l.At.Step, Model: l.Model, Opt: l.Opt}
 	if l.Data != nil {
 		b, err := l.Data.MarshalBinary()

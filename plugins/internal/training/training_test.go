@@ -92,6 +92,8 @@ func sameWeights(t *testing.T, a, b *engine.UNet) {
 // schedule at each step.
 func TestRun(t *testing.T) {
 	r := newRun(t, 6, 0, false)
+	fetched := 0
+	r.Fetch = func() error { fetched++; return nil }
 	var lrs []float64
 	step := r.Step
 	r.Step = func(s int, lr float64) (int, []float64, error) { lrs = append(lrs, lr); return step(s, lr) }
@@ -110,8 +112,8 @@ func TestRun(t *testing.T) {
 			cks = append(cks, filepath.Base(p.Checkpoint))
 		}
 	}
-	if !slices.Equal(cks, []string{"epoch-0001.ckpt", "epoch-0002.ckpt"}) {
-		t.Errorf("checkpoints %v", cks)
+	if !slices.Equal(cks, []string{"epoch-0001.ckpt", "epoch-0002.ckpt"}) || fetched != 2 {
+		t.Errorf("checkpoints %v, state fetched %d times; want 2 epoch checkpoints, each fetched", cks, fetched)
 	}
 	for i, lr := range lrs {
 		// nnU-Net's poly schedule: 1e-2·(1 − i/6)^0.9.
