@@ -85,6 +85,11 @@ func TestResumeFolds(t *testing.T) {
 	if first != 7 || res2.Steps != 8 {
 		t.Errorf("resumed at step %d, ended at %d; want 7 and 8", first, res2.Steps)
 	}
+	// The first fold, trained before the resume, still predicts its held-out cases: the
+	// out-of-fold score is the uninterrupted run's.
+	if a, b := res.Validation["oof/score"], res2.Validation["oof/score"]; a != b || !(a > 0) {
+		t.Errorf("out-of-fold score %v after resuming, %v uninterrupted", b, a)
+	}
 	out := t.TempDir()
 	pr, err := iqa{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases, OutputDir: out})
 	if err != nil {

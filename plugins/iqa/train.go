@@ -185,7 +185,6 @@ type ensemble struct {
 	c       config
 	rec     *saved
 	imgs    []*cnn.Image
-	scores  []float64
 	targets []float32 // the scores scaled to the network's [0, 1]
 	fold    []int     // each case's fold
 	be      engine.Backend
@@ -204,7 +203,7 @@ type ensemble struct {
 // members before it.
 func newEnsemble(req *protocol.TrainRequest, rec *saved, imgs []*cnn.Image, scores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*ensemble, error) {
 	c := rec.Config
-	e := &ensemble{c: c, rec: rec, imgs: imgs, scores: scores, fold: folds(len(imgs), c.Folds, c.Seed),
+	e := &ensemble{c: c, rec: rec, imgs: imgs, fold: folds(len(imgs), c.Folds, c.Seed),
 		be: engine.NewCPU(runtime.GOMAXPROCS(0)), arch: c.Arch(rec.Channels, 1)}
 	for _, v := range scores {
 		e.targets = append(e.targets, float32(rec.scale(v)))
