@@ -111,6 +111,33 @@ func TestResumeFolds(t *testing.T) {
 	}
 }
 
+// TestSnapOnWithoutValidation trains one fold with "snap":"on" and no validation cases,
+// where nothing chooses: the predictions still lie on the score grid.
+func TestSnapOnWithoutValidation(t *testing.T) {
+	cases := sliceCases(t, 3, 4)
+	res, err := iqa{}.Train(context.Background(), &protocol.TrainRequest{Task: task(t), Config: tiny(2, 2, 1, `,"folds":1,"snap":"on"`), Train: cases, WorkDir: t.TempDir(), Seed: 5},
+		func(*protocol.Progress) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	pr, err := iqa{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: cases, OutputDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := spec(task(t))
+	for _, p := range pr.Predictions {
+		a, err := taskspec.ReadAnnotation(p.Files[0], s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On the 0.2 grid within 1e-9, as in TestResumeFolds.
+		if v := *a.Score; math.Abs(v*5-math.Round(v*5)) > 1e-9 {
+			t.Errorf("case %s: score %v is not on the grid of 0.2", p.CaseID, v)
+		}
+	}
+}
+
 // TestResumeSameBatches trains 2 folds of 4 steps in one run, and again resumed from the
 // step-2 checkpoint of the first fold: steps 3 to 8 report bit-identical losses.
 func TestResumeSameBatches(t *testing.T) {
