@@ -8,16 +8,22 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh). npm (for fetching real test images) is
-# installed from Debian only when no npm command is on the PATH, since many machines carry
-# their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh); GDCM (libgdcm-tools, python3-gdcm), dcmtk and
+# OpenJPEG's tools, the references the DICOM decoders are tested and benchmarked against;
+# the Vulkan loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI
+# runs every GPU kernel), glslc and spirv-val for the engine's compute shaders, and
+# vulkaninfo. npm (for fetching real test images) is installed from Debian only when no npm
+# command is on the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri
+            xvfb xdotool imagemagick libgl1-mesa-dri \
+            libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
+            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn e2e fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-gorgonia bench-plugins-models bench-viewer screenshots generate clean
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn floats-alt e2e fuzz-short \
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
+        bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -74,7 +80,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race learn e2e fuzz-short screenshots-check
+test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -93,6 +99,18 @@ staticcheck:
 # the race detector, which the rest of the suite already runs under.
 e2e:
 	$(GO) test -count=1 -timeout 45m -run TestEveryChallenge ./host/bench
+
+# floats-alt runs the float-sensitive packages again, without the race detector, with
+# another OpenBLAS core type forced than the CPU's own (Haswell on an AVX-512 CPU,
+# Sandybridge on an AVX2 one), so that no test depends on the kernels of the CPU that
+# made its goldens. Plugin processes honour the forced core too.
+FLOAT_PKGS := ./plugins/engine/... ./plugins/segmentation/... ./plugins/detection/... ./plugins/classification/... \
+              ./plugins/iqa/... ./plugins/enhancement/... ./host/run/...
+floats-alt:
+	@core=$$(if grep -qw avx512f /proc/cpuinfo; then echo Haswell; elif grep -qw avx2 /proc/cpuinfo; then echo Sandybridge; fi); \
+	if [ -z "$$core" ]; then echo "floats-alt: this CPU has neither AVX-512 nor AVX2: no second core type to force"; exit 1; fi; \
+	echo "OPENBLAS_CORETYPE=$$core $(GO) test -count=1 $(FLOAT_PKGS)"; \
+	OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -timeout 10m $(FLOAT_PKGS)
 
 race:
 	$(GO) test -race -timeout 30m ./...
@@ -114,6 +132,11 @@ fuzz:
 bench-io: realdata
 	@.ci/bench-io.sh
 
+# bench-jpeg2000: a real 512×512 16-bit lossless CT slice decoded by viewer/dicom/jpeg2000,
+# GDCM and OpenJPEG, side by side (CPU and wall time, ratios to GDCM).
+bench-jpeg2000: realdata
+	$(GO) test -run '^$$' -bench DecodeCT -benchtime 20x ./viewer/dicom/jpeg2000/
+
 bench-metrics: deps
 	@.ci/bench-metrics.sh
 
@@ -130,6 +153,19 @@ bench-engine: deps
 # norm nor transposed convolutions). Its own module keeps gorgonia out of go.mod.
 bench-gorgonia: deps
 	cd plugins/engine/cmd/benchgorgonia && $(GO) run . -steps 3
+
+# bench-gpu: training samples/s of the same reference U-Nets on the CPU engine and on every
+# Vulkan device found, with the share of each device's measured float32 peak (the whole step
+# and the convolutions); on lavapipe (a CPU) only a smoke test on shrunk networks. TORCH names
+# a Python whose PyTorch has CUDA, to time it beside the engine.
+TORCH ?=
+bench-gpu: deps
+	$(GO) run ./plugins/engine/cmd/benchgpu -steps 3 $(if $(TORCH),-torch $(TORCH))
+
+# gpu-bundle: bin/gpu-check.tar.xz, what .ci/gpu-check.sh needs on a machine with a GPU
+# but no Go, apt or OpenBLAS (prebuilt parity tests, the GPU benchmark, vulkaninfo).
+gpu-bundle: deps
+	@.ci/gpu-bundle.sh
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.
@@ -172,9 +208,10 @@ package: deps
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
-# generate regenerates the plugin protocol's Go code (make test checks it is current).
+# generate regenerates the plugin protocol's Go code and the engine's SPIR-V shaders (make
+# test checks both are current).
 generate: deps
-	$(GO) generate ./plugins/protocol
+	$(GO) generate ./plugins/protocol ./plugins/engine/shaders
 
 clean:
 	rm -rf $(BIN)

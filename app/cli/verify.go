@@ -9,13 +9,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"amid/host/export"
+	"amid/plugins/compute"
 )
 
 // reproduce re-runs the prediction of the model package in pkg into the empty folder out,
 // in the layout of the package's predictions/ folder (see export.VerifyOptions). The run
 // orchestration sets it; while it is nil, amid verify checks everything but
 // reproducibility and says so.
-var reproduce func(ctx context.Context, pkg, out string) error
+var reproduce func(ctx context.Context, pkg, out string) (compute.Identity, error)
 
 func verifyCmd() *cobra.Command {
 	var noReproduce, asJSON bool
@@ -26,8 +27,12 @@ func verifyCmd() *cobra.Command {
 with its size and sha256 and none is extra; audit.jsonl is an intact hash chain that ends
 with the hash the manifest records and with the export entry, which records every file;
 the weights are the ones the audit log says the chosen lane trained; and the package,
-re-run in a clean temporary folder, writes byte-identical predictions. Every problem is
-printed on a line of its own naming the file; the exit status is then 1.`,
+re-run in a clean temporary folder, reproduces its predictions. A re-run under the compute
+identity the package records (engine, device, BLAS kernels, worker split) must write the
+same bytes; one under another identity (another CPU's kernels, a GPU) must agree within
+the tolerance table of amid/plugins/compute, and the verdict names both identities and the
+worst agreement. Every problem is printed on a line of its own naming the file; the exit
+status is then 1.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var opt export.VerifyOptions
@@ -69,6 +74,9 @@ func printVerification(w io.Writer, v *export.Verification) {
 		for _, p := range v.Problems {
 			fmt.Fprintf(w, "  - %s\n", p)
 		}
+		if !v.Rerun.IsZero() {
+			fmt.Fprintf(w, "package computed with: %s\nre-run computed with:  %s\n", v.Compute, v.Rerun)
+		}
 		if v.ReproduceNote != "" {
 			fmt.Fprintln(w, v.ReproduceNote)
 		}
@@ -77,7 +85,8 @@ func printVerification(w io.Writer, v *export.Verification) {
 	fmt.Fprintf(w, "package %s verified: %d files match the manifest\n", v.Path, v.Files)
 	fmt.Fprintf(w, "audit log intact: %d entries, last hash %s\n", v.AuditEntries, v.AuditLastHash)
 	if v.Reproduced {
-		fmt.Fprintf(w, "predictions reproduced byte for byte: %d files\n", v.Compared)
+		fmt.Fprintf(w, "predictions %s (%d files)\n", v.ReproduceNote, v.Compared)
+		fmt.Fprintf(w, "  package computed with: %s\n  re-run computed with:  %s\n", v.Compute, v.Rerun)
 	} else {
 		fmt.Fprintln(w, v.ReproduceNote)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"amid/host/audit"
 	"amid/host/export"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
@@ -63,7 +64,8 @@ func newTestPackage(t *testing.T) *testPackage {
 		Plugin: export.Plugin{Name: "segmentation", Version: "1", Binary: bin}, Lane: "unet",
 		Task: []byte("id: demo\n"), Checkpoints: []string{ckpt},
 		Predictions: filepath.Join(dir, "src/pred"), Submission: filepath.Join(dir, "src/sub"),
-		Audit: log,
+		Compute: cliIdentity,
+		Audit:   log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func newTestPackage(t *testing.T) *testPackage {
 }
 
 // withReproduce sets the package's reproduce hook for one test.
-func withReproduce(t *testing.T, fn func(ctx context.Context, pkg, out string) error) {
+func withReproduce(t *testing.T, fn func(ctx context.Context, pkg, out string) (compute.Identity, error)) {
 	t.Helper()
 	old := reproduce
 	reproduce = fn
@@ -81,24 +83,27 @@ func withReproduce(t *testing.T, fn func(ctx context.Context, pkg, out string) e
 }
 
 // rerun copies the package's predictions into out/predictions, then applies change.
-func rerun(change map[string]string) func(ctx context.Context, pkg, out string) error {
-	return func(_ context.Context, pkg, out string) error {
+func rerun(change map[string]string) func(ctx context.Context, pkg, out string) (compute.Identity, error) {
+	return func(_ context.Context, pkg, out string) (compute.Identity, error) {
 		for _, n := range []string{"case_001.nii.gz", "case_002.nii.gz"} {
 			b, err := os.ReadFile(filepath.Join(pkg, "predictions", n))
 			if err != nil {
-				return err
+				return compute.Identity{}, err
 			}
 			os.MkdirAll(filepath.Join(out, "predictions"), 0o755)
 			if err := os.WriteFile(filepath.Join(out, "predictions", n), b, 0o644); err != nil {
-				return err
+				return compute.Identity{}, err
 			}
 		}
 		for n, data := range change {
 			os.WriteFile(filepath.Join(out, "predictions", n), []byte(data), 0o644)
 		}
-		return nil
+		return cliIdentity, nil
 	}
 }
+
+// cliIdentity is what the fixture package records and its re-runs report.
+var cliIdentity = compute.Identity{Engine: "0.2.0", Device: "cpu", BLAS: "openblas 0.3.21", Core: "Haswell", Workers: 2}
 
 func TestVerifyPassesAndSaysWhatItSkipped(t *testing.T) {
 	p := newTestPackage(t)
@@ -123,7 +128,10 @@ func TestVerifyPassesAndSaysWhatItSkipped(t *testing.T) {
 	}
 	for _, target := range []string{p.pkg, zip} {
 		out, errOut, code = run(t, "verify", target)
-		if code != 0 || !strings.Contains(out, "predictions reproduced byte for byte: 2 files") {
+		want := "predictions reproduced byte for byte under the same compute identity (2 files)\n" +
+			"  package computed with: engine 0.2.0, cpu, openblas 0.3.21 Haswell, 2 workers\n" +
+			"  re-run computed with:  engine 0.2.0, cpu, openblas 0.3.21 Haswell, 2 workers\n"
+		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("%s: exit %d: %s%s", target, code, out, errOut)
 		}
 	}

@@ -55,11 +55,13 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
-// Format is the package format version this program writes and reads.
-const Format = 1
+// Format is the package format version this program writes; it reads every version up to
+// it. Format 2 added the compute identities (Manifest.Compute and Manifest.Trained).
+const Format = 2
 
 // Fixed names inside a package.
 const (
@@ -91,6 +93,10 @@ type Contents struct {
 	Created       time.Time // zero: now
 	Plugin        Plugin    // required: name, version and the binary's path
 	EngineVersion string    // optional: the training engine's version
+	// Compute is what computed the predictions; Trained what trained the weights (one
+	// entry per distinct identity). Both are optional: a plugin may not report them.
+	Compute compute.Identity
+	Trained []compute.Identity
 	// Lane is the chosen lane's ID as its lane.trained entries name it in Details "lane".
 	// When set, those entries must record the sha256 of every checkpoint.
 	Lane string
@@ -172,7 +178,13 @@ type Manifest struct {
 	Lane          string       `json:"lane,omitempty"`
 	Plugin        PluginRecord `json:"plugin"`
 	EngineVersion string       `json:"engine_version,omitempty"`
-	Audit         AuditRecord  `json:"audit"`
+	// Compute is what computed predictions/: a re-run under the same identity must give
+	// the same bytes, under another it must agree within compute.Table (format 2; zero
+	// when the plugin did not report it, and then only the same bytes pass).
+	Compute compute.Identity `json:"compute,omitzero"`
+	// Trained is what trained the weights under model/, one entry per distinct identity.
+	Trained []compute.Identity `json:"trained,omitempty"`
+	Audit   AuditRecord        `json:"audit"`
 	// Files lists every file of the package but manifest.json, sorted by path.
 	Files []File `json:"files"`
 }
@@ -294,6 +306,8 @@ func write(root string, c *Contents) (*Manifest, error) {
 		Lane:          c.Lane,
 		Plugin:        PluginRecord{Name: c.Plugin.Name, Version: c.Plugin.Version, Binary: binary},
 		EngineVersion: c.EngineVersion,
+		Compute:       c.Compute,
+		Trained:       c.Trained,
 	}
 	orEmpty := func(v any, empty string) any {
 		if v == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
@@ -90,10 +91,16 @@ func newFixture(t *testing.T) *fixture {
 				{Lane: "unet-b", Plugin: "segmentation", Summary: "3 levels", Why: "Lower Dice on both folds."},
 			},
 		},
-		Audit: log,
+		Compute: testIdentity,
+		Trained: []compute.Identity{testIdentity},
+		Audit:   log,
 	}
 	return f
 }
+
+// testIdentity is the compute identity the fixture's package records and copyPredictions
+// reports, so that its re-runs are judged byte for byte.
+var testIdentity = compute.Identity{Engine: "0.2.0", Device: "cpu", BLAS: "openblas 0.3.21", Core: "Haswell", Workers: 2}
 
 func (f *fixture) write(t *testing.T) string {
 	t.Helper()
@@ -217,13 +224,13 @@ func TestZipIsDeterministicAndVerifies(t *testing.T) {
 // copyPredictions is a reproduce hook that copies the package's predictions into
 // out/predictions, changed by change (path under predictions/ → new content, "" removes)
 // when not nil, and writes a log file beside them that Verify ignores.
-func copyPredictions(change map[string]string) func(ctx context.Context, pkg, out string) error {
-	return func(ctx context.Context, pkg, out string) error {
+func copyPredictions(change map[string]string) func(ctx context.Context, pkg, out string) (compute.Identity, error) {
+	return func(ctx context.Context, pkg, out string) (compute.Identity, error) {
 		if ents, _ := os.ReadDir(out); len(ents) != 0 {
-			return errors.New("out is not empty")
+			return testIdentity, errors.New("out is not empty")
 		}
 		if _, err := os.Stat(filepath.Join(pkg, FileManifest)); err != nil {
-			return err
+			return testIdentity, err
 		}
 		src := filepath.Join(pkg, DirPredictions)
 		err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
@@ -249,7 +256,7 @@ func copyPredictions(change map[string]string) func(ctx context.Context, pkg, ou
 			os.MkdirAll(filepath.Dir(dst), 0o755)
 			os.WriteFile(dst, []byte(data), 0o644)
 		}
-		return err
+		return testIdentity, err
 	}
 }
 
@@ -270,7 +277,9 @@ func TestReproduceDifferencesAreListed(t *testing.T) {
 			t.Errorf("problem %q, want %s and %q", v.Problems[i], want[i], s)
 		}
 	}
-	v = verify(t, pkg, VerifyOptions{Reproduce: func(context.Context, string, string) error { return errors.New("plugin crashed:\nsignal 9") }})
+	v = verify(t, pkg, VerifyOptions{Reproduce: func(context.Context, string, string) (compute.Identity, error) {
+		return compute.Identity{}, errors.New("plugin crashed:\nsignal 9")
+	}})
 	if v.OK() || !strings.Contains(v.Problems[0], "re-running prediction failed: plugin crashed: signal 9") {
 		t.Fatalf("%q", v.Problems)
 	}

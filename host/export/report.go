@@ -97,11 +97,26 @@ func RenderReport(m *Manifest, r Report, s Scores) string {
 	}
 
 	b.WriteString("## Reproducing\n\n")
+	b.WriteString(computeText(m))
 	b.WriteString("`./reproduce.sh OUT_DIR` re-runs prediction with the bundled plugin binary (`" + m.Plugin.Binary +
 		"`) and the weights under `model/` into `OUT_DIR/predictions` (it calls `amid reproduce PACKAGE_DIR OUT_DIR`). " +
 		"`amid verify PACKAGE` checks every file against `manifest.json`, the audit chain in `audit.jsonl`, " +
-		"and that a re-run gives byte-identical files under `predictions/`.\n")
+		"and that a re-run reproduces the files under `predictions/`: byte for byte under the same compute identity, " +
+		"within the tolerance table of `amid/plugins/compute` under another (another CPU's kernels, a GPU), " +
+		"and it says which.\n")
 	return b.String()
+}
+
+// computeText names what computed the predictions and trained the weights.
+func computeText(m *Manifest) string {
+	if m.Compute.IsZero() {
+		return "The plugin did not report what computed the predictions: only a byte-identical re-run verifies them.\n\n"
+	}
+	s := fmt.Sprintf("The predictions were computed with %s (engine version, device, BLAS and its kernels, worker split).", m.Compute)
+	for _, t := range m.Trained {
+		s += fmt.Sprintf(" The weights were trained with %s.", t)
+	}
+	return s + "\n\n"
 }
 
 // candidate is "`lane` (plugin), summary".

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"amid/host/audit"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
@@ -29,9 +30,9 @@ const maxManifest = 16 << 20
 type VerifyOptions struct {
 	// Reproduce re-runs prediction for the package in packageDir into outDir, an empty
 	// folder, writing outDir/predictions laid out as the package's predictions/ folder
-	// (anything else it writes under outDir is ignored). Nil: reproducibility is not
-	// checked (and Verification.ReproduceNote says so).
-	Reproduce func(ctx context.Context, packageDir, outDir string) error
+	// (anything else it writes under outDir is ignored), and returns what computed the
+	// re-run. Nil: reproducibility is not checked (and Verification.ReproduceNote says so).
+	Reproduce func(ctx context.Context, packageDir, outDir string) (compute.Identity, error)
 }
 
 // Verification is what Verify found.
@@ -41,11 +42,20 @@ type Verification struct {
 	Files         int       // files checked against the manifest
 	AuditEntries  int
 	AuditLastHash string
-	// Reproduced is true when a re-run gave byte-identical predictions (Compared files);
-	// ReproduceNote says why reproducibility was not checked, when it was not.
+	// Reproduced is true when a re-run reproduced the predictions (Compared files): byte
+	// for byte (Exact), or, when the re-run's compute identity differs from the package's,
+	// within compute.Table's tolerances. ReproduceNote says how in one sentence, or why
+	// reproducibility was not checked.
 	Reproduced    bool
+	Exact         bool
 	Compared      int
 	ReproduceNote string
+	// Compute is what computed the package's predictions (its manifest's record), Rerun
+	// what computed the re-run's.
+	Compute, Rerun compute.Identity
+	// Agreement is how closely the re-run agreed where its bytes differed, when the
+	// identities differ (nil otherwise).
+	Agreement *compute.Agreement
 	// Differ lists the predictions/ files the re-run did not reproduce byte for byte
 	// (different, missing or extra).
 	Differ []string
@@ -159,7 +169,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	case m.Format == 0:
 		return nil, errors.New("manifest.json has no format version")
 	case m.Format > Format:
-		return nil, fmt.Errorf("manifest.json has format %d, written by a newer AMID (this program reads %d)", m.Format, Format)
+		return nil, fmt.Errorf("manifest.json has format %d, written by a newer AMID (this program reads formats up to %d)", m.Format, Format)
 	case m.Format < 0:
 		return nil, fmt.Errorf("manifest.json has format %d", m.Format)
 	case m.TaskID == "":
@@ -336,7 +346,7 @@ func (v *Verification) checkAudit(fsys fs.FS, m *Manifest, actual, listed map[st
 	}
 }
 
-func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string, run func(ctx context.Context, pkg, out string) error) {
+func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string, run func(ctx context.Context, pkg, out string) (compute.Identity, error)) {
 	tmp, err := os.MkdirTemp("", "amid-reproduce-")
 	if err != nil {
 		v.fail("a temporary folder for the re-run cannot be made: %v", err)
@@ -355,10 +365,13 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 		v.fail("a temporary folder for the re-run cannot be made: %v", err)
 		return
 	}
-	if err := run(ctx, pkgDir, out); err != nil {
+	v.Compute = v.Manifest.Compute
+	rerun, err := run(ctx, pkgDir, out)
+	if err != nil {
 		v.fail("re-running prediction failed: %s", strings.Join(strings.Fields(err.Error()), " "))
 		return
 	}
+	v.Rerun = rerun
 	if err := os.MkdirAll(filepath.Join(out, DirPredictions), 0o755); err != nil {
 		v.fail("the re-run's predictions cannot be read: %v", err)
 		return
@@ -378,13 +391,24 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 			want[f.Path] = f
 		}
 	}
+	// Under the same identity (or an unknown one) any difference of bytes fails; under
+	// another, the files whose bytes differ are judged within tolerance below.
+	same := v.Compute == v.Rerun && !v.Compute.IsZero()
+	tolerant := !same && !v.Compute.IsZero() && !v.Rerun.IsZero()
+	why := identities(v.Compute, v.Rerun)
+	if !same {
+		why += ", so no tolerance applies"
+	}
+	var differ []string // present in both, other bytes, to judge within tolerance
 	for _, p := range sortedKeys(want) {
 		g, ok := byPath[p]
 		switch {
 		case !ok:
 			v.fail("%s was not written by the re-run", p)
+		case g.SHA256 != want[p].SHA256 && tolerant:
+			differ = append(differ, p)
 		case g.SHA256 != want[p].SHA256:
-			v.fail("%s: the re-run wrote different bytes (sha256 %s, the package has %s)", p, g.SHA256, want[p].SHA256)
+			v.fail("%s: the re-run wrote different bytes %s (sha256 %s, the package has %s)", p, why, g.SHA256, want[p].SHA256)
 		default:
 			v.Compared++
 			continue
@@ -397,7 +421,61 @@ func (v *Verification) reproduce(ctx context.Context, fsys fs.FS, pkgDir string,
 			v.Differ = append(v.Differ, p)
 		}
 	}
-	v.Reproduced = len(v.Differ) == 0
+	v.judge(fsys, pkgDir, filepath.Join(out, DirPredictions), differ)
+}
+
+// judge decides whether the re-run reproduced the package: byte for byte, or, when it ran
+// under another compute identity than the package records, within compute.Table for the
+// files whose bytes differ (differ).
+func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, differ []string) {
+	where := identities(v.Compute, v.Rerun)
+	if len(v.Differ) == 0 {
+		v.Reproduced, v.Exact = true, true
+		v.ReproduceNote = "reproduced byte for byte " + where
+		return
+	}
+	if len(differ) == 0 {
+		return // every difference has failed already
+	}
+	spec, err := packageSpec(fsys)
+	if err != nil {
+		v.fail("the re-run differs from the package %s, and its predictions cannot be compared within tolerance: %v", where, err)
+		return
+	}
+	ag := compute.NewAgreement(compute.Table)
+	for _, p := range differ {
+		rel := filepath.FromSlash(strings.TrimPrefix(p, DirPredictions+"/"))
+		if err := compareFile(ag, spec, p, filepath.Join(pkgDir, filepath.FromSlash(p)), filepath.Join(rerunDir, rel)); err != nil {
+			ag.Fail("%s: %v", p, err)
+		}
+	}
+	v.Agreement = ag
+	if !ag.OK() {
+		for _, p := range ag.Problems {
+			v.fail("the re-run %s is beyond tolerance: %s", where, p)
+		}
+		return
+	}
+	v.Compared += len(differ)
+	v.Reproduced = v.OK() // missing or extra files have failed already
+	v.ReproduceNote = fmt.Sprintf("reproduced within tolerance %s: %s; %d of %d files byte for byte",
+		where, ag.Summary(), v.Compared-len(differ), v.Compared)
+}
+
+// identities says how a re-run's compute identity relates to the package's: "under the
+// same compute identity", "on different hardware (SkylakeX vs Haswell)" when the device or
+// kernels differ, "under a different compute identity (2 vs 16 workers)" otherwise, or that
+// one of them is unknown.
+func identities(pkg, rerun compute.Identity) string {
+	switch {
+	case pkg == rerun && !pkg.IsZero():
+		return "under the same compute identity"
+	case pkg.IsZero() || rerun.IsZero():
+		return fmt.Sprintf("with an unknown compute identity (package: %s, re-run: %s)", pkg, rerun)
+	case pkg.Device != rerun.Device || pkg.BLAS != rerun.BLAS || pkg.Core != rerun.Core:
+		return "on different hardware (" + compute.Diff(pkg, rerun) + ")"
+	}
+	return "under a different compute identity (" + compute.Diff(pkg, rerun) + ")"
 }
 
 // extract writes the manifest's files from fsys under dir, executables with mode 0755.

@@ -93,11 +93,13 @@ func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
 }
 
 // predictUnion predicts cases with every member and writes their union into out.
-func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, cases []task.Case, out string) (map[string][]string, error) {
+// The members run in processes of the same plugin on this machine, so the union's compute
+// identity is theirs (the first member's).
+func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, cases []task.Case, out string) (*Predicted, error) {
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}
-	var all []map[string][]string
+	var all []*Predicted
 	for _, m := range members {
 		p, err := Predict(ctx, entry, opts, t, m.PluginConfig, m.Checkpoint, cases, filepath.Join(out+".members", m.Lane))
 		if err != nil {
@@ -112,7 +114,7 @@ func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Opt
 	for _, c := range cases {
 		var files []string
 		for _, p := range all {
-			files = append(files, p[c.ID][0])
+			files = append(files, p.Files[c.ID][0])
 		}
 		f, err := combine(t.Spec(), files, out)
 		if err != nil {
@@ -120,7 +122,7 @@ func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Opt
 		}
 		res[c.ID] = []string{f}
 	}
-	return res, os.RemoveAll(out + ".members")
+	return &Predicted{Files: res, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
 }
 
 // tryUnion compares, on fold 0's validation cases, the chosen lane with the union of it
@@ -163,7 +165,7 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 	}
 	pairs := make([]evaluate.Pair, 0, len(val))
 	for _, c := range val {
-		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: r.labels[c.ID]})
+		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds.Files[c.ID][0], Label: r.labels[c.ID]})
 	}
 	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 	if err != nil {

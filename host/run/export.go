@@ -15,6 +15,7 @@ import (
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
@@ -122,11 +123,29 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	if len(r.data.Test) > 0 {
 		c.Predictions, c.Submission = r.path("final", "predictions"), r.path("submission")
 	}
+	c.Compute, c.Trained = r.st.Compute, r.trainedOn()
 	if err := r.reviewDecisions(&c); err != nil {
 		return err
 	}
 	_, err = export.Write(dir, c)
 	return err
+}
+
+// trainedOn lists what trained the chosen model's checkpoints, each identity once.
+func (r *Runner) trainedOn() []compute.Identity {
+	var ids []compute.Identity
+	for _, m := range r.members() {
+		l := r.st.lane(m.Lane)
+		if l == nil {
+			continue
+		}
+		for _, f := range l.Folds {
+			if f.SHA256 == m.SHA256 && !f.Compute.IsZero() && !slices.Contains(ids, f.Compute) {
+				ids = append(ids, f.Compute)
+			}
+		}
+	}
+	return ids
 }
 
 // reviewDecisions adds the run's review decisions.
@@ -201,29 +220,32 @@ func firstNonEmpty(s ...string) string {
 // own plugin binary (trusted by the sha256 the manifest records, which the caller has
 // verified), reads the test cases from the data folder the package names (or data, when
 // not empty), checks their bytes against the recorded sha256s, and predicts with the
-// package's weights.
-func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Options) error {
+// package's weights. It asks the plugin for the compute identity the manifest records
+// (the worker split, and the kernels when this CPU can run them: compute.Env) and returns
+// the identity the re-run had.
+func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Options) (compute.Identity, error) {
+	var none compute.Identity
 	var man export.Manifest
 	if err := readJSON(filepath.Join(pkg, "manifest.json"), &man); err != nil {
-		return err
+		return none, err
 	}
 	var mc ModelConfig
 	if err := readJSON(filepath.Join(pkg, "model", "config.json"), &mc); err != nil {
-		return err
+		return none, err
 	}
 	t, err := task.Load(filepath.Join(pkg, "task.yaml"))
 	if err != nil {
-		return err
+		return none, err
 	}
 	if data == "" {
 		data = mc.Data
 	}
 	d, err := t.Resolve(data)
 	if err != nil {
-		return err
+		return none, err
 	}
 	if _, err := align(ctx, d, filepath.Join(out, "channels")); err != nil {
-		return err
+		return none, err
 	}
 	byID := map[string]task.Case{}
 	for _, c := range d.Test {
@@ -233,15 +255,15 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	for _, tc := range mc.Test {
 		c, ok := byID[tc.ID]
 		if !ok {
-			return fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
+			return none, fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
 		}
 		for i, p := range c.Images {
 			s, err := fileio.SHA256(p)
 			if err != nil {
-				return err
+				return none, err
 			}
 			if i < len(tc.SHA256) && s != tc.SHA256[i] {
-				return fmt.Errorf("test image %s changed since the package was made (sha256 %s, recorded %s)", p, s, tc.SHA256[i])
+				return none, fmt.Errorf("test image %s changed since the package was made (sha256 %s, recorded %s)", p, s, tc.SHA256[i])
 			}
 		}
 		cases = append(cases, c)
@@ -249,14 +271,15 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	bin := filepath.Join(pkg, filepath.FromSlash(man.Plugin.Binary))
 	sum, err := fileio.SHA256(bin)
 	if err != nil {
-		return err
+		return none, err
 	}
 	if sum != man.Plugin.SHA256 {
-		return fmt.Errorf("plugin %s has sha256 %s, the manifest records %s", bin, sum, man.Plugin.SHA256)
+		return none, fmt.Errorf("plugin %s has sha256 %s, the manifest records %s", bin, sum, man.Plugin.SHA256)
 	}
 	if err := os.Chmod(bin, 0o755); err != nil && !os.IsPermission(err) {
-		return err
+		return none, err
 	}
+	opts.Env = append(slices.Clip(opts.Env), compute.Env(man.Compute)...)
 	// The package's own plugin is trusted by the checksum its verified manifest records.
 	entry := &catalog.Entry{Name: man.Plugin.Name, Path: bin, SHA256: sum, State: catalog.Trusted,
 		Record: &store.Plugin{Name: man.Plugin.Name, Path: bin, TrustedSHA256: sum}}
@@ -266,12 +289,18 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			members[i] = m
 			members[i].Checkpoint = filepath.Join(pkg, "model", m.Checkpoint)
 		}
-		_, err = predictUnion(ctx, entry, opts, t, members, cases, filepath.Join(out, "predictions"))
-		return err
+		p, err := predictUnion(ctx, entry, opts, t, members, cases, filepath.Join(out, "predictions"))
+		if err != nil {
+			return none, err
+		}
+		return p.Compute, nil
 	}
 	ckpt := filepath.Join(pkg, "model", mc.Checkpoint)
-	_, err = Predict(ctx, entry, opts, t, mc.PluginConfig, ckpt, cases, filepath.Join(out, "predictions"))
-	return err
+	p, err := Predict(ctx, entry, opts, t, mc.PluginConfig, ckpt, cases, filepath.Join(out, "predictions"))
+	if err != nil {
+		return none, err
+	}
+	return p.Compute, nil
 }
 
 // copyFile copies src to dst, creating dst's folder.

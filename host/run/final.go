@@ -21,6 +21,7 @@ import (
 	"amid/host/submit"
 	"amid/host/supervisor"
 	"amid/host/task"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 	"amid/viewer/fileio"
 )
@@ -28,7 +29,13 @@ import (
 // Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
 // out (emptied first) and returns the files per case id. It checks that every case has a
 // file inside out.
-func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, cfg []byte, ckpt string, cases []task.Case, out string) (map[string][]string, error) {
+// Predicted is what a prediction wrote: the files per case, and what computed them.
+type Predicted struct {
+	Files   map[string][]string
+	Compute compute.Identity
+}
+
+func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}
@@ -66,7 +73,7 @@ func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options,
 			return nil, fmt.Errorf("plugin %s wrote no prediction for case %s", entry.Name, c.ID)
 		}
 	}
-	return files, nil
+	return &Predicted{Files: files, Compute: resp.Compute}, nil
 }
 
 // choose picks the lane with the best mean validation score, and the fold model of that
@@ -147,10 +154,12 @@ func (r *Runner) final(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := writeJSON(r.path("final", "predictions.json"), preds); err != nil {
+	r.st.Compute = preds.Compute
+	r.logf("the test predictions were computed with %s", preds.Compute)
+	if _, err := writeJSON(r.path("final", "predictions.json"), preds.Files); err != nil {
 		return err
 	}
-	if err := r.writeSubmission(ctx, preds, r.path("submission")); err != nil {
+	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
 	subSum, err := treeHash(r.path("submission"))
@@ -158,7 +167,7 @@ func (r *Runner) final(ctx context.Context) error {
 		return err
 	}
 	return r.record(audit.RoleHost, "submission.written", map[string]string{"checkpoint": ck.SHA256}, map[string]string{"submission": subSum},
-		map[string]any{"lane": best.ID, "fold": fold, "cases": len(r.data.Test), "why": r.st.Why})
+		map[string]any{"lane": best.ID, "fold": fold, "cases": len(r.data.Test), "why": r.st.Why, "compute": preds.Compute})
 }
 
 func (r *Runner) writeSubmission(ctx context.Context, preds map[string][]string, dir string) error {
@@ -204,8 +213,12 @@ func (r *Runner) verify(ctx context.Context) error {
 			}
 		}
 		again := r.path("final", "reproduce")
-		if _, err := r.predictChosen(ctx, r.data.Test, again); err != nil {
+		re, err := r.predictChosen(ctx, r.data.Test, again)
+		if err != nil {
 			return fmt.Errorf("reproduction: %w", err)
+		}
+		if re.Compute != r.st.Compute {
+			return fmt.Errorf("predicting again ran with %s, the test predictions with %s", re.Compute, r.st.Compute)
 		}
 		diff, err := sameTree(r.path("final", "predictions"), again)
 		if err != nil {
@@ -325,7 +338,7 @@ func (r *Runner) members() []Member {
 }
 
 // predictChosen predicts cases into out with the chosen model.
-func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out string) (map[string][]string, error) {
+func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out string) (*Predicted, error) {
 	best := r.st.lane(r.st.Chosen)
 	if r.st.Union == nil {
 		m := r.members()[0]

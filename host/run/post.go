@@ -87,7 +87,7 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 		}
 		pairs := make([]evaluate.Pair, 0, len(val))
 		for _, c := range val {
-			pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: r.labels[c.ID]})
+			pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds.Files[c.ID][0], Label: r.labels[c.ID]})
 		}
 		s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 		if err != nil {

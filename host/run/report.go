@@ -54,6 +54,9 @@ func Report(st *State) string {
 		}
 		b.WriteString("\n")
 	}
+	if !st.Compute.IsZero() {
+		fmt.Fprintf(&b, "Test predictions computed with %s.\n\n", st.Compute)
+	}
 	if g := st.TestScore; g != nil {
 		b.WriteString("## Test set (the challenge's grader)\n\n")
 		if g.Valid {

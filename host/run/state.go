@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"amid/host/planner"
+	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
 
@@ -56,6 +57,7 @@ type FoldState struct {
 	Plugin     map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
 	Error      string             `json:"error,omitempty"`
 	Took       time.Duration      `json:"took"`
+	Compute    compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
 }
 
 // LaneState is one lane of the run.
@@ -114,6 +116,8 @@ type State struct {
 	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
 	// models of the chosen lane and the next best, their predictions combined.
 	Union []Member `json:"union,omitempty"`
+	// Compute is what computed the test predictions.
+	Compute compute.Identity `json:"compute,omitzero"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.

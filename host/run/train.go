@@ -195,7 +195,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 		}
 		return r.save()
 	}
-	fs := FoldState{Status: FoldDone, Checkpoint: rec.Checkpoint, SHA256: rec.CheckpointSHA256, Steps: rec.Step, Took: took}
+	fs := FoldState{Status: FoldDone, Checkpoint: rec.Checkpoint, SHA256: rec.CheckpointSHA256, Steps: rec.Step, Took: took, Compute: rec.Compute}
 	score, perr := r.validate(ctx, l, k, entry.Name, rec.Checkpoint, val)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -219,7 +219,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 	if err := r.record(audit.PluginRole(l.Plugin), audit.ActionLaneTrained,
 		map[string]string{"plugin": entry.SHA256, "train_ids": idsHash(ids), "validation_ids": idsHash(vids)},
 		map[string]string{"checkpoint": rec.CheckpointSHA256},
-		map[string]any{"lane": laneID, "fold": k, "steps": rec.Step, "score": fs.Score, "status": fs.Status, "test_cases_used": 0}); err != nil {
+		map[string]any{"lane": laneID, "fold": k, "steps": rec.Step, "score": fs.Score, "status": fs.Status, "test_cases_used": 0, "compute": rec.Compute}); err != nil {
 		return err
 	}
 	return r.save()
@@ -239,7 +239,7 @@ func (r *Runner) validate(ctx context.Context, l *LaneState, k int, plugin, ckpt
 	}
 	pairs := make([]evaluate.Pair, 0, len(val))
 	for _, c := range val {
-		files := preds[c.ID]
+		files := preds.Files[c.ID]
 		if len(files) == 0 {
 			return nil, fmt.Errorf("plugin %s wrote no prediction for validation case %s", plugin, c.ID)
 		}
@@ -250,7 +250,7 @@ func (r *Runner) validate(ctx context.Context, l *LaneState, k int, plugin, ckpt
 
 // predict runs the plugin's Predict on cases into a fresh folder out and returns the files
 // per case.
-func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt string, cases []task.Case, out string) (map[string][]string, error) {
+func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
 	entry, err := r.env.Catalog.Find(plugin)
 	if err != nil {
 		return nil, err

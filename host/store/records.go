@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"amid/plugins/compute"
 )
 
 // Plugin is what the store knows of a plugin binary: its trust and its last description.
@@ -39,20 +41,21 @@ const (
 
 // Lane is one plugin configuration trained within a run.
 type Lane struct {
-	RunID            string          `json:"run_id"`
-	ID               string          `json:"id"`
-	Plugin           string          `json:"plugin"`
-	PluginSHA256     string          `json:"plugin_sha256"`
-	Config           json.RawMessage `json:"config,omitempty"`
-	State            string          `json:"state"`
-	Step             int64           `json:"step"`
-	LastCheckpoint   string          `json:"last_checkpoint,omitempty"` // newest reported, not verified
-	Checkpoint       string          `json:"checkpoint,omitempty"`      // final, verified
-	CheckpointSHA256 string          `json:"checkpoint_sha256,omitempty"`
-	Attempts         int             `json:"attempts"`
-	Error            string          `json:"error,omitempty"` // one sentence when failed
-	Started          time.Time       `json:"started,omitzero"`
-	Ended            time.Time       `json:"ended,omitzero"`
+	RunID            string           `json:"run_id"`
+	ID               string           `json:"id"`
+	Plugin           string           `json:"plugin"`
+	PluginSHA256     string           `json:"plugin_sha256"`
+	Config           json.RawMessage  `json:"config,omitempty"`
+	State            string           `json:"state"`
+	Step             int64            `json:"step"`
+	LastCheckpoint   string           `json:"last_checkpoint,omitempty"` // newest reported, not verified
+	Checkpoint       string           `json:"checkpoint,omitempty"`      // final, verified
+	CheckpointSHA256 string           `json:"checkpoint_sha256,omitempty"`
+	Compute          compute.Identity `json:"compute,omitzero"` // what trained the final checkpoint
+	Attempts         int              `json:"attempts"`
+	Error            string           `json:"error,omitempty"` // one sentence when failed
+	Started          time.Time        `json:"started,omitzero"`
+	Ended            time.Time        `json:"ended,omitzero"`
 }
 
 // Event is one entry of the append-only event log.

@@ -72,6 +72,7 @@ func (s *Supervisor) RunLane(ctx context.Context, l *Lane) (*store.Lane, error) 
 		}
 		if err == nil {
 			rec.State, rec.Checkpoint, rec.CheckpointSHA256, rec.Ended = store.LaneFinished, res.Checkpoint, res.SHA256, time.Now().UTC()
+			rec.Compute = res.Compute
 			if res.Steps > rec.Step {
 				rec.Step = res.Steps
 			}

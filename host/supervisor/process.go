@@ -49,6 +49,9 @@ type Options struct {
 	CancelGrace     time.Duration // time a cancelled Train has to stop, default 2 s
 	Restarts        int           // restarts of a crashed lane, default 3; negative: none
 	Backoff         time.Duration // first restart delay, doubled each time up to 30 s; default 500 ms
+	// Env is added to the plugin's environment after the host's own, e.g. GOMAXPROCS to
+	// fix a re-run's worker split.
+	Env []string
 }
 
 func (o Options) withDefaults() Options {
@@ -116,7 +119,7 @@ func Start(_ context.Context, e *catalog.Entry, opts Options) (*Process, error) 
 	}
 	cmd := exec.Command(e.Path)
 	// The credentials come after the host's environment: the last value of a variable wins.
-	cmd.Env = append(append(os.Environ(), creds.Env...), plugin.EnvUnixSocketDir+"="+sockDir)
+	cmd.Env = append(append(append(os.Environ(), opts.Env...), creds.Env...), plugin.EnvUnixSocketDir+"="+sockDir)
 	isolate(cmd)
 	log := opts.Logger.Named(e.Name)
 	p := &Process{Name: e.Name, SHA256: e.Record.TrustedSHA256, opts: opts, cmd: cmd, sockDir: sockDir}

@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
@@ -67,6 +68,7 @@ func (det) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Metrics:         []string{"ap_mean", "f1", "iou"},
 		ConfigSchema:    []byte(configSchema),
 		Hardware:        []string{"cpu"},
+		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
 	}, nil
 }
 

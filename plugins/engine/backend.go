@@ -3,6 +3,8 @@ package engine
 import (
 	"runtime"
 	"sync"
+
+	"amid/plugins/compute"
 )
 
 // Backend runs the engine's matrix products and parallel elementwise loops. Layers reach
@@ -21,6 +23,9 @@ type Backend interface {
 	Parallel(n int, fn func(part, lo, hi int))
 	// Workers is the number of ranges Parallel uses at most.
 	Workers() int
+	// Identity is what the backend computes with: equal identities give bit-identical
+	// results (see amid/plugins/compute).
+	Identity() compute.Identity
 }
 
 // CPU is the CPU backend: SGEMM from OpenBLAS (or pure Go without cgo) and a fixed pool of
@@ -28,7 +33,8 @@ type Backend interface {
 // thread: on few cores this beats threaded SGEMMs, whose idle threads spin while Go code
 // runs between them.
 type CPU struct {
-	pool *pool
+	pool     *pool
+	portable bool // SGEMM in pure Go whatever the build
 }
 
 // NewCPU returns a CPU backend with the given number of loop workers (0: GOMAXPROCS).
@@ -40,8 +46,40 @@ func NewCPU(workers int) *CPU {
 	return &CPU{pool: newPool(workers)}
 }
 
+// NewPortableCPU returns a CPU backend whose SGEMM is the pure-Go one even in a build with
+// OpenBLAS. It is several times slower, but its results are the same bits on every x86-64
+// CPU, whatever kernels OpenBLAS would pick: goldens made by training use it.
+func NewPortableCPU(workers int) *CPU {
+	c := NewCPU(workers)
+	c.portable = true
+	return c
+}
+
+// portableBLAS is the BLAS name of the pure-Go SGEMM in an identity.
+const portableBLAS = "pure Go"
+
+// Identity is what this backend computes with: the engine version, the CPU, the SGEMM
+// library and kernels, and the worker count, which fixes the order of partial sums.
+func (c *CPU) Identity() compute.Identity {
+	if c.portable {
+		return compute.Identity{Engine: Version, Device: "cpu", BLAS: portableBLAS, Workers: c.pool.n}
+	}
+	return CPUIdentity(c.pool.n)
+}
+
+// CPUIdentity is the identity of a CPU backend with the given number of workers in this
+// process (a plugin's Describe reports it before it builds a backend).
+func CPUIdentity(workers int) compute.Identity {
+	return compute.Identity{Engine: Version, Device: "cpu", BLAS: blasName(), Core: CoreName(), Workers: workers}
+}
+
 // Name implements Backend.
-func (c *CPU) Name() string { return gemmName() }
+func (c *CPU) Name() string {
+	if c.portable {
+		return "pure Go (portable)"
+	}
+	return gemmName()
+}
 
 // Workers implements Backend.
 func (c *CPU) Workers() int { return c.pool.n }
@@ -56,6 +94,10 @@ func (c *CPU) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32
 		return
 	}
 	checkGemm(transA, transB, m, n, k, a, lda, b, ldb, cm, ldc)
+	if c.portable {
+		goSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
+		return
+	}
 	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, cm, ldc)
 }
 

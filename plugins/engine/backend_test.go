@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,7 +45,11 @@ func randSlice(r *rand.Rand, n int) []float32 {
 }
 
 func TestSgemm(t *testing.T) {
-	be := NewCPU(2)
+	t.Run("default", func(t *testing.T) { testSgemm(t, NewCPU(2)) })
+	t.Run("portable", func(t *testing.T) { testSgemm(t, NewPortableCPU(2)) })
+}
+
+func testSgemm(t *testing.T, be *CPU) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ m, n, k int }{{1, 1, 1}, {7, 5, 3}, {33, 65, 17}, {64, 300, 129}} {
 		for _, tA := range []bool{false, true} {
@@ -131,10 +137,117 @@ func TestSetenvTooLate(t *testing.T) {
 	}
 }
 
-// TestEnsureCoreTypeRestarts starts this test binary with OpenBLAS forced to the weakest
-// core and checks that EnsureCoreType restarts it with the CPU's best core.
+// fakeCore replaces EnsureCoreType's seams for one test: the core OpenBLAS "detected",
+// the CPU's flags, and a restart that records its environment instead of executing.
+func fakeCore(t *testing.T, detected string, f cpuFlags) (restarted *[]string) {
+	t.Helper()
+	oldCore, oldCPU, oldRestart := detectedCore, detectedCPU, restart
+	t.Cleanup(func() { detectedCore, detectedCPU, restart = oldCore, oldCPU, oldRestart })
+	var env []string
+	detectedCore = func() string { return detected }
+	detectedCPU = func() cpuFlags { return f }
+	restart = func(_ string, _, e []string) error { env = e; return nil }
+	return &env
+}
+
+func unsetCoreType(t *testing.T) {
+	t.Helper()
+	t.Setenv(EnvCoreType, "") // restored after the test
+	os.Unsetenv(EnvCoreType)
+}
+
+// TestEnsureCoreTypeHonoursExplicit: a core type the user set is kept, even when OpenBLAS
+// could run a stronger one, and one the CPU cannot run is refused in a sentence.
+func TestEnsureCoreTypeHonoursExplicit(t *testing.T) {
+	if !HaveOpenBLAS {
+		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
+	}
+	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
+	avx2 := cpuFlags{avx2: true, avx: true}
+	for _, tc := range []struct {
+		forced   string
+		detected string // what OpenBLAS reports for the forced name
+		f        cpuFlags
+		wantErr  string
+	}{
+		{"Haswell", "Haswell", avx512, ""},
+		{"Sandybridge", "Sandybridge", avx2, ""},
+		{"Prescott", "Prescott", avx512, ""}, // a user may choose the slow kernels
+		{"SkylakeX", "SkylakeX", avx2, "OPENBLAS_CORETYPE=SkylakeX needs AVX-512, which this CPU lacks"},
+		{"Haswell", "Haswell", cpuFlags{avx: true}, "OPENBLAS_CORETYPE=Haswell needs AVX2 and FMA, which this CPU lacks"},
+	} {
+		env := fakeCore(t, tc.detected, tc.f)
+		t.Setenv(EnvCoreType, tc.forced)
+		err := EnsureCoreType()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s on %+v: %v", tc.forced, tc.f, err)
+		case tc.wantErr != "" && (!errors.Is(err, ErrCoreType) || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s on %+v: error %v, want ErrCoreType saying %q", tc.forced, tc.f, err, tc.wantErr)
+		}
+		if *env != nil {
+			t.Errorf("%s on %+v: restarted with %v; an explicit core type must be kept", tc.forced, tc.f, *env)
+		}
+	}
+}
+
+// TestEnsureCoreTypeCorrects: with nothing set, a misdetected core restarts the process
+// with the CPU's best core, and a correct detection does not.
+func TestEnsureCoreTypeCorrects(t *testing.T) {
+	if !HaveOpenBLAS {
+		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
+	}
+	unsetCoreType(t)
+	env := fakeCore(t, "Prescott", cpuFlags{avx512: true, avx2: true, avx: true})
+	if err := EnsureCoreType(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(*env, EnvCoreType+"=SkylakeX") || !slices.Contains(*env, reexecGuard+"=1") {
+		t.Fatalf("restart environment %v; want %s=SkylakeX and the restart guard", *env, EnvCoreType)
+	}
+	env = fakeCore(t, "Zen", cpuFlags{avx2: true, avx: true})
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("correct detection: err %v, restart %v; want neither", err, *env)
+	}
+}
+
+// TestEnsureCoreTypePrefers: the core a package was made with is taken when this CPU can
+// run it, and ignored when it cannot; an explicit choice still wins.
+func TestEnsureCoreTypePrefers(t *testing.T) {
+	if !HaveOpenBLAS {
+		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
+	}
+	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
+	unsetCoreType(t)
+	t.Setenv(EnvPreferCore, "Haswell")
+	env := fakeCore(t, "SkylakeX", avx512)
+	if err := EnsureCoreType(); err != nil || !slices.Contains(*env, EnvCoreType+"=Haswell") {
+		t.Fatalf("prefer Haswell on AVX-512: err %v, restart %v", err, *env)
+	}
+	env = fakeCore(t, "Haswell", avx512)
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("already Haswell: err %v, restart %v", err, *env)
+	}
+	t.Setenv(EnvPreferCore, "SkylakeX")
+	env = fakeCore(t, "Haswell", cpuFlags{avx2: true, avx: true})
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("SkylakeX preferred on an AVX2 CPU: err %v, restart %v; want the detected core kept", err, *env)
+	}
+	t.Setenv(EnvCoreType, "Sandybridge")
+	env = fakeCore(t, "Sandybridge", avx512)
+	if err := EnsureCoreType(); err != nil || *env != nil {
+		t.Fatalf("explicit Sandybridge with a preference: err %v, restart %v", err, *env)
+	}
+}
+
+// TestEnsureCoreTypeRestarts starts this test binary with nothing set and OpenBLAS's
+// detection faked as the weakest core (the misdetection seen on an AVX-512 Xeon), and
+// checks that the real restart gives OpenBLAS the CPU's best core.
 func TestEnsureCoreTypeRestarts(t *testing.T) {
 	if os.Getenv("AMID_ENGINE_HELPER") == "coretype" {
+		if os.Getenv(reexecGuard) == "" {
+			detectedCore = func() string { return "Prescott" }
+		}
 		if err := EnsureCoreType(); err != nil {
 			fmt.Println("ERROR", err)
 			os.Exit(1)
@@ -150,7 +263,12 @@ func TestEnsureCoreTypeRestarts(t *testing.T) {
 		t.Skip("CPU without AVX2: no core type to force")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEnsureCoreTypeRestarts$")
-	cmd.Env = append(os.Environ(), "AMID_ENGINE_HELPER=coretype", "OPENBLAS_CORETYPE=Prescott")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvCoreType+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "AMID_ENGINE_HELPER=coretype")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
@@ -178,4 +296,19 @@ func BenchmarkSgemm(b *testing.B) {
 		}
 	}
 	SetBLASThreads(2)
+}
+
+// TestIdentity: the identity names the kernels that run; the portable backend's names none,
+// since its sums do not depend on the CPU.
+func TestIdentity(t *testing.T) {
+	id := NewCPU(3).Identity()
+	if id.Engine != Version || id.Device != "cpu" || id.Workers != 3 {
+		t.Errorf("identity %+v", id)
+	}
+	if HaveOpenBLAS && (id.Core != CoreName() || !strings.HasPrefix(id.BLAS, "openblas 0.")) {
+		t.Errorf("identity %+v; want OpenBLAS with core %q", id, CoreName())
+	}
+	if p := NewPortableCPU(3).Identity(); p.BLAS != "pure Go" || p.Core != "" || p.Workers != 3 {
+		t.Errorf("portable identity %+v", p)
+	}
 }

@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"golang.org/x/sys/cpu"
+
+	"amid/plugins/compute"
 )
 
 // Vector levels of OpenBLAS kernels, ordered.
@@ -33,6 +36,7 @@ func coreLevel(name string) int {
 type cpuFlags struct {
 	avx512 bool // AVX512F, VL, BW and DQ, with OS support
 	avx2   bool // AVX2 and FMA
+	avx    bool // AVX, with OS support
 }
 
 func hostFlags() cpuFlags {
@@ -40,6 +44,7 @@ func hostFlags() cpuFlags {
 	return cpuFlags{
 		avx512: x.HasAVX512F && x.HasAVX512VL && x.HasAVX512BW && x.HasAVX512DQ,
 		avx2:   x.HasAVX2 && x.HasFMA,
+		avx:    x.HasAVX,
 	}
 }
 
@@ -70,36 +75,91 @@ func coreFix(current string, f cpuFlags) (string, bool) {
 // reexecGuard marks a process that EnsureCoreType has already re-executed.
 const reexecGuard = "AMID_OPENBLAS_REEXEC"
 
-// EnsureCoreType makes sure OpenBLAS runs the kernels this CPU supports. OpenBLAS reads
-// OPENBLAS_CORETYPE once, when the library loads, before any Go code runs: setting it with
-// os.Setenv is too late. So when OpenBLAS chose a core weaker than the CPU's feature flags
-// allow (or one the CPU lacks), EnsureCoreType re-executes the current binary with the
-// variable set and does not return. Call it first thing in main, before any output,
-// goroutine or open file that must not be duplicated. It returns nil when nothing needs
-// fixing or without OpenBLAS, and an error when the re-executed process still has the
-// wrong core or exec fails.
+// EnvCoreType is the OpenBLAS variable that forces its kernels. A user (or a test run)
+// that sets it chooses the kernels: EnsureCoreType then checks the choice against the CPU
+// and leaves it alone.
+const EnvCoreType = "OPENBLAS_CORETYPE"
+
+// EnvPreferCore names a core type to use when the user set none and this CPU can run it
+// (see compute.Env).
+const EnvPreferCore = compute.EnvPreferCore
+
+// Seams for tests: the core OpenBLAS chose, the CPU's flags, and the restart.
+var (
+	detectedCore = CoreName
+	detectedCPU  = hostFlags
+	restart      = execSelf
+)
+
+// ErrCoreType marks an OPENBLAS_CORETYPE this CPU cannot run, and a restart that did not
+// give OpenBLAS the core it was asked for.
+var ErrCoreType = errors.New("OpenBLAS core type")
+
+// EnsureCoreType makes sure OpenBLAS runs the kernels this CPU supports.
+//
+// When OPENBLAS_CORETYPE is set (by the user, a test run, or an earlier restart), it is
+// honoured: EnsureCoreType only checks that the CPU has the instructions the named core
+// uses, and returns an error wrapping ErrCoreType when it does not (OpenBLAS would die on
+// an illegal instruction at the first SGEMM).
+//
+// When AMID_OPENBLAS_PREFER names a core this CPU can run ([EnvPreferCore]), that core is
+// used.
+//
+// Otherwise, when nothing is set, OpenBLAS detected the core itself, and OpenBLAS 0.3.21 misdetects
+// some CPUs (an AVX-512 Xeon as "Prescott", a 5× loss). OpenBLAS reads OPENBLAS_CORETYPE
+// once, when the library loads, before any Go code runs: setting it with os.Setenv is too
+// late. So when OpenBLAS chose a core weaker than the CPU's feature flags allow (or one
+// the CPU lacks), EnsureCoreType re-executes the current binary with the variable set and
+// does not return. Call it first thing in main, before any output, goroutine or open file
+// that must not be duplicated. It returns nil when nothing needs fixing or without
+// OpenBLAS.
 func EnsureCoreType() error {
 	if !HaveOpenBLAS {
 		return nil
 	}
-	cur := CoreName()
-	want, fix := coreFix(cur, hostFlags())
+	flags := detectedCPU()
+	if forced := os.Getenv(EnvCoreType); forced != "" {
+		if coreLevel(forced) > cpuLevel(flags) {
+			return fmt.Errorf("%w: %s=%s needs %s, which this CPU lacks", ErrCoreType, EnvCoreType, forced, levelName(coreLevel(forced)))
+		}
+		if cur := detectedCore(); os.Getenv(reexecGuard) != "" && coreLevel(cur) != coreLevel(forced) {
+			return fmt.Errorf("%w: OpenBLAS uses core %q after restart with %s=%s", ErrCoreType, cur, EnvCoreType, forced)
+		}
+		return nil
+	}
+	cur := detectedCore()
+	want, fix := coreFix(cur, flags)
+	if pref := os.Getenv(EnvPreferCore); pref != "" && coreLevel(pref) <= cpuLevel(flags) {
+		want, fix = pref, !strings.EqualFold(pref, cur)
+	}
 	if !fix {
 		return nil
 	}
-	if os.Getenv(reexecGuard) != "" {
-		return fmt.Errorf("engine: OpenBLAS uses core %q after restart with OPENBLAS_CORETYPE=%s", cur, want)
-	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("engine: restart with OPENBLAS_CORETYPE=%s: %w", want, err)
+		return fmt.Errorf("engine: restart with %s=%s: %w", EnvCoreType, want, err)
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OPENBLAS_CORETYPE=") {
-			env = append(env, kv)
-		}
+	env := append(os.Environ(), EnvCoreType+"="+want, reexecGuard+"=1")
+	return restart(exe, os.Args, env)
+}
+
+// cpuLevel is the widest kernel level the CPU's flags allow.
+func cpuLevel(f cpuFlags) int {
+	_, level := bestCore(f)
+	if level == levelGeneric && f.avx {
+		return levelAVX
 	}
-	env = append(env, "OPENBLAS_CORETYPE="+want, reexecGuard+"=1")
-	return execSelf(exe, os.Args, env)
+	return level
+}
+
+func levelName(level int) string {
+	switch level {
+	case levelAVX512:
+		return "AVX-512"
+	case levelAVX2:
+		return "AVX2 and FMA"
+	case levelAVX:
+		return "AVX"
+	}
+	return "SSE"
 }

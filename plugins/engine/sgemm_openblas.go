@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -40,6 +41,16 @@ func SetBLASThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
 
 // BLASThreads is the number of threads OpenBLAS uses for one SGEMM.
 func BLASThreads() int { return int(C.openblas_get_num_threads()) }
+
+// blasName is the library and its version, e.g. "openblas 0.3.21", from
+// openblas_get_config ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64").
+func blasName() string {
+	f := strings.Fields(C.GoString(C.openblas_get_config()))
+	if len(f) < 2 {
+		return "openblas"
+	}
+	return "openblas " + f[1]
+}
 
 func gemmName() string {
 	return fmt.Sprintf("openblas %s, %d threads", CoreName(), BLASThreads())

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
@@ -64,6 +65,7 @@ func (enh) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Metrics:         []string{"lncc", "ssim", "psnr"},
 		ConfigSchema:    []byte(configSchema),
 		Hardware:        []string{"cpu"},
+		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
 	}, nil
 }
 

@@ -21,6 +21,8 @@ import (
 	"errors"
 	"time"
 
+	"amid/plugins/compute"
+
 	"github.com/hashicorp/go-plugin"
 )
 
@@ -78,6 +80,8 @@ type DescribeResponse struct {
 	Metrics         []string
 	ConfigSchema    []byte // a JSON Schema of the configuration
 	Hardware        []string
+	// Compute is what this plugin process computes with (zero when it does not say).
+	Compute compute.Identity
 }
 
 // Task is the task a plan or a training run is for.
@@ -150,6 +154,8 @@ type TrainResult struct {
 	SHA256     string // lower-case hex sha256 of the checkpoint file
 	Steps      int64
 	Validation map[string]float64
+	// Compute is what trained the checkpoint (zero when the plugin does not say).
+	Compute compute.Identity
 }
 
 // PredictRequest asks for predictions on cases.
@@ -170,4 +176,6 @@ type Prediction struct {
 // PredictResponse lists the predictions written.
 type PredictResponse struct {
 	Predictions []Prediction
+	// Compute is what computed the predictions (zero when the plugin does not say).
+	Compute compute.Identity
 }

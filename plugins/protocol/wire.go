@@ -3,6 +3,7 @@ package protocol
 import (
 	"time"
 
+	"amid/plugins/compute"
 	"amid/plugins/protocol/internal/pb"
 )
 
@@ -47,6 +48,7 @@ func describeToPB(r *DescribeResponse) *pb.DescribeResponse {
 	return &pb.DescribeResponse{
 		Name: r.Name, Version: r.Version, ProtocolVersion: int32(r.ProtocolVersion),
 		Tasks: tasks, Metrics: r.Metrics, ConfigSchema: r.ConfigSchema, Hardware: r.Hardware,
+		Compute: computeToPB(r.Compute),
 	}
 }
 
@@ -62,7 +64,19 @@ func describeFromPB(r *pb.DescribeResponse) *DescribeResponse {
 	return &DescribeResponse{
 		Name: r.GetName(), Version: r.GetVersion(), ProtocolVersion: int(r.GetProtocolVersion()),
 		Tasks: tasks, Metrics: r.GetMetrics(), ConfigSchema: r.GetConfigSchema(), Hardware: r.GetHardware(),
+		Compute: computeFromPB(r.GetCompute()),
 	}
+}
+
+func computeToPB(c compute.Identity) *pb.Compute {
+	if c.IsZero() {
+		return nil
+	}
+	return &pb.Compute{Engine: c.Engine, Device: c.Device, Blas: c.BLAS, Core: c.Core, Workers: int32(c.Workers)}
+}
+
+func computeFromPB(c *pb.Compute) compute.Identity {
+	return compute.Identity{Engine: c.GetEngine(), Device: c.GetDevice(), BLAS: c.GetBlas(), Core: c.GetCore(), Workers: int(c.GetWorkers())}
 }
 
 func planRequestToPB(r *PlanRequest) *pb.PlanRequest {
@@ -124,11 +138,11 @@ func progressFromPB(p *pb.Progress) *Progress {
 }
 
 func resultToPB(r *TrainResult) *pb.TrainResult {
-	return &pb.TrainResult{Checkpoint: r.Checkpoint, Sha256: r.SHA256, Steps: r.Steps, Validation: r.Validation}
+	return &pb.TrainResult{Checkpoint: r.Checkpoint, Sha256: r.SHA256, Steps: r.Steps, Validation: r.Validation, Compute: computeToPB(r.Compute)}
 }
 
 func resultFromPB(r *pb.TrainResult) *TrainResult {
-	return &TrainResult{Checkpoint: r.GetCheckpoint(), SHA256: r.GetSha256(), Steps: r.GetSteps(), Validation: r.GetValidation()}
+	return &TrainResult{Checkpoint: r.GetCheckpoint(), SHA256: r.GetSha256(), Steps: r.GetSteps(), Validation: r.GetValidation(), Compute: computeFromPB(r.GetCompute())}
 }
 
 func predictRequestToPB(r *PredictRequest) *pb.PredictRequest {
@@ -150,7 +164,7 @@ func predictToPB(r *PredictResponse) *pb.PredictResponse {
 	for i, p := range r.Predictions {
 		ps[i] = &pb.Prediction{CaseId: p.CaseID, Files: p.Files}
 	}
-	return &pb.PredictResponse{Predictions: ps}
+	return &pb.PredictResponse{Predictions: ps, Compute: computeToPB(r.Compute)}
 }
 
 func predictFromPB(r *pb.PredictResponse) *PredictResponse {
@@ -158,5 +172,5 @@ func predictFromPB(r *pb.PredictResponse) *PredictResponse {
 	for i, p := range r.GetPredictions() {
 		ps[i] = Prediction{CaseID: p.GetCaseId(), Files: p.GetFiles()}
 	}
-	return &PredictResponse{Predictions: ps}
+	return &PredictResponse{Predictions: ps, Compute: computeFromPB(r.GetCompute())}
 }

@@ -11,6 +11,7 @@
 package sdk
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 	"amid/viewer/fileio"
 )
@@ -31,11 +33,15 @@ import (
 // The connection is mutual TLS with credentials the host makes for this start and passes
 // in the environment (see protocol.ServerTLS); a host that offers only go-plugin's
 // automatic mutual TLS gets that instead.
+//
+// A Train result or a Predict response that names no compute identity gets the one the
+// plugin's Describe reports: a process computes with one engine, device, kernel set and
+// worker split (a plugin that chooses per call sets its own).
 func Serve(impl protocol.Plugin) {
 	var tlsErr error
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: protocol.Handshake,
-		Plugins:         protocol.PluginSet(impl),
+		Plugins:         protocol.PluginSet(identified{impl}),
 		GRPCServer:      plugin.DefaultGRPCServer,
 		// The host's per-start credentials: the plugin's certificate, and the host's as
 		// the only client accepted. Without them Serve refuses to serve in plain text.
@@ -101,3 +107,31 @@ func (c *Clock) Expired() bool { return c.limit > 0 && time.Since(c.start) >= c.
 
 // Elapsed is the time since the request arrived.
 func (c *Clock) Elapsed() time.Duration { return time.Since(c.start) }
+
+// identified fills in a result's compute identity from Describe when the plugin left it
+// out.
+type identified struct{ protocol.Plugin }
+
+func (p identified) identity(ctx context.Context) compute.Identity {
+	d, err := p.Describe(ctx, &protocol.DescribeRequest{})
+	if err != nil || d == nil {
+		return compute.Identity{}
+	}
+	return d.Compute
+}
+
+func (p identified) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+	r, err := p.Plugin.Train(ctx, req, report)
+	if err == nil && r != nil && r.Compute.IsZero() {
+		r.Compute = p.identity(ctx)
+	}
+	return r, err
+}
+
+func (p identified) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
+	r, err := p.Plugin.Predict(ctx, req)
+	if err == nil && r != nil && r.Compute.IsZero() {
+		r.Compute = p.identity(ctx)
+	}
+	return r, err
+}

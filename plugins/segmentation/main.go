@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -69,6 +70,7 @@ func (seg) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Metrics:         []string{"dice", "mean_dice", "soft_dice"},
 		ConfigSchema:    []byte(configSchema),
 		Hardware:        []string{"cpu"},
+		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
 	}, nil
 }
 

@@ -22,7 +22,8 @@ type spec struct {
 	patientName           string
 	patientID             string
 	birthDate             string
-	pixels                []byte // raw pixel data; a ramp when nil
+	pixels                []byte   // raw pixel data; a ramp when nil
+	fragments             [][]byte // encapsulated pixel data, one fragment each, after an empty offset table
 	noPixels              bool
 }
 
@@ -155,7 +156,20 @@ func gen(s spec) []byte {
 	f.us(0x0028, 0x0103, rep)
 	f.str(0x0028, 0x1052, "DS", s.intercept)
 	f.str(0x0028, 0x1053, "DS", s.slope)
-	if !s.noPixels {
+	if s.fragments != nil {
+		f.b = append(f.b, 0xE0, 0x7F, 0x10, 0x00, 'O', 'B', 0, 0, 0xFF, 0xFF, 0xFF, 0xFF)
+		item := func(g uint16, v []byte) {
+			f.b = binary.LittleEndian.AppendUint16(f.b, 0xFFFE)
+			f.b = binary.LittleEndian.AppendUint16(f.b, g)
+			f.b = binary.LittleEndian.AppendUint32(f.b, uint32(len(v)))
+			f.b = append(f.b, v...)
+		}
+		item(0xE000, nil)
+		for _, fr := range s.fragments {
+			item(0xE000, fr)
+		}
+		item(0xE0DD, nil)
+	} else if !s.noPixels {
 		px := s.pixels
 		if px == nil {
 			px = ramp(s.rows*s.cols*s.spp*s.frames, s.bitsAlloc/8)

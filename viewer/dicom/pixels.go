@@ -51,8 +51,9 @@ func (p *pixels) frame(i int, scratch []int32) []int32 {
 	return scratch[:p.frameLen]
 }
 
-// checkImage validates the image description before anything is allocated from it.
-func (h *header) checkImage(codec codec) error {
+// checkImage validates the image description before anything is allocated from it; c is
+// the codec of compressed pixel data, nil for native data.
+func (h *header) checkImage(c *codec) error {
 	if h.rows <= 0 || h.cols <= 0 {
 		return fmt.Errorf("%w: image has %d rows and %d columns", volume.ErrFormat, h.rows, h.cols)
 	}
@@ -81,10 +82,13 @@ func (h *header) checkImage(codec codec) error {
 		if h.bitsAlloc != 8 {
 			return fmt.Errorf("%w: %w: RGB with %d bits per sample (only 8 is supported)", ErrUnsupported, volume.ErrDType, h.bitsAlloc)
 		}
-	case "YBR_FULL", "YBR_FULL_422":
-		// The JPEG decoder returns these as RGB; uncompressed YBR is not converted.
-		if codec != jpegBaseline || h.spp != 3 {
-			return fmt.Errorf("%w: photometric interpretation %s is only supported in JPEG Baseline files", ErrUnsupported, h.photometric)
+	case "YBR_FULL", "YBR_FULL_422", "YBR_RCT", "YBR_ICT":
+		// Codecs that convert these to RGB say so; uncompressed YBR is not converted.
+		if !c.converts(h.photometric) || h.spp != 3 {
+			return fmt.Errorf("%w: photometric interpretation %s is only supported in compressed files whose decoder converts it to RGB", ErrUnsupported, h.photometric)
+		}
+		if h.bitsAlloc != 8 {
+			return fmt.Errorf("%w: %w: %s with %d bits per sample (only 8 is supported)", ErrUnsupported, volume.ErrDType, h.photometric, h.bitsAlloc)
 		}
 	case "PALETTE COLOR":
 		return fmt.Errorf("%w: palette colour images are not supported", ErrUnsupported)
@@ -93,14 +97,15 @@ func (h *header) checkImage(codec codec) error {
 	default:
 		return fmt.Errorf("%w: photometric interpretation %s is not supported", ErrUnsupported, h.photometric)
 	}
-	if codec == jpegBaseline && h.bitsAlloc != 8 {
-		return fmt.Errorf("%w: JPEG Baseline with %d bits allocated", volume.ErrFormat, h.bitsAlloc)
+	if c != nil && c.only8 && h.bitsAlloc != 8 {
+		return fmt.Errorf("%w: %s with %d bits allocated", volume.ErrFormat, c.name, h.bitsAlloc)
 	}
 	return volume.CheckSize([4]int{h.cols, h.rows, h.frames, h.spp}, volume.Int32)
 }
 
-// decodePixels decodes every frame of a file.
-func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
+// decodePixels decodes every frame of a file; c is the codec of compressed pixel data,
+// nil for native data.
+func decodePixels(h *header, l *layout, c *codec) (*pixels, error) {
 	if err := h.checkImage(c); err != nil {
 		return nil, err
 	}
@@ -110,9 +115,9 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 	// that a small file cannot make the reader allocate gigabytes.
 	var frames [][]byte
 	switch {
-	case !l.encapsulated && c != native:
+	case !l.encapsulated && c != nil:
 		return nil, fmt.Errorf("%w: transfer syntax %s needs encapsulated pixel data, found native", volume.ErrFormat, l.ts)
-	case l.encapsulated && c == native:
+	case l.encapsulated && c == nil:
 		return nil, fmt.Errorf("%w: encapsulated pixel data in a native transfer syntax", volume.ErrFormat)
 	case !l.encapsulated:
 		if need := int64(n) * int64(h.frames) * int64(size); int64(len(l.pixels)) < need {
@@ -124,38 +129,44 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 		if frames, err = l.frameFragments(h.frames, c); err != nil {
 			return nil, err
 		}
+		var need int64
+		if c.minBits != nil {
+			need = c.minBits(h)
+		}
 		for i, f := range frames {
-			// PackBits expands 2 bytes to at most 128; baseline JPEG spends at least 2 bits
-			// on an 8×8 block, so one byte covers at most 256 pixels (512 allows slack).
-			limit, what := int64(len(f))*64, "RLE"
-			if c == jpegBaseline {
-				limit, what = int64(len(f))*512, "JPEG"
-			}
-			if int64(n)*int64(size) > limit {
+			if int64(len(f))*8 < need {
 				return nil, fmt.Errorf("%w: %s frame %d of %d bytes cannot hold %d×%d×%d samples",
-					volume.ErrFormat, what, i+1, len(f), h.cols, h.rows, h.spp)
+					volume.ErrFormat, c.name, i+1, len(f), h.cols, h.rows, h.spp)
 			}
+		}
+		if c.sparse && int64(n)*int64(h.frames) > maxSparseSamples {
+			return nil, fmt.Errorf("%w: %d frames of %d×%d×%d samples exceed the limit of %d", volume.ErrTooLarge, h.frames, h.cols, h.rows, h.spp, maxSparseSamples)
 		}
 	}
 	p := &pixels{h: h, bo: l.bo, frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}
+	raw, planar := l.pixels, h.planar
+	if l.encapsulated {
+		// Compressed frames decode to native little-endian pixel data with the samples of
+		// a pixel together; from there on they take the native path.
+		raw, planar, p.bo = make([]byte, n*h.frames*size), 0, binary.LittleEndian
+		if err := h.decodeFrames(raw, frames, c); err != nil {
+			return nil, err
+		}
+	}
 	var err error
-	switch {
-	case l.encapsulated:
-		p.samples = make([]int32, n*h.frames)
-		err = h.decodeEncapsulated(p, frames, c)
-	case h.spp == 1:
+	if h.spp == 1 {
 		// Measure each frame now (which also checks every value); convert again when
 		// the volume is filled. Signed 16-bit little-endian data is measured only if
 		// the volume needs its range (see fill).
-		p.raw = l.pixels[:n*h.frames*size]
+		p.raw = raw[:n*h.frames*size]
 		if p.lazy = p.signed16(); !p.lazy {
 			for i := 0; i < h.frames && err == nil; i++ {
 				p.min[i], p.max[i], err = p.measure(i)
 			}
 		}
-	default:
+	} else {
 		p.samples = make([]int32, n*h.frames)
-		err = h.decodeNative(p, l.pixels, l.bo)
+		err = h.decodeNative(p, raw, p.bo, planar)
 	}
 	if err != nil {
 		return nil, err
@@ -163,7 +174,9 @@ func decodePixels(h *header, l *layout, c codec) (*pixels, error) {
 	return p, nil
 }
 
-func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error {
+// decodeNative converts native colour data to samples, pixel-interleaving planar data
+// (planar = 1).
+func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder, planar int) error {
 	size := h.bitsAlloc / 8
 	for i := 0; i < h.frames; i++ {
 		f := p.frame(i, nil)
@@ -172,7 +185,7 @@ func (h *header) decodeNative(p *pixels, raw []byte, bo binary.ByteOrder) error 
 			return err
 		}
 	}
-	if h.spp == 3 && h.planar == 1 {
+	if h.spp == 3 && planar == 1 {
 		tmp := make([]int32, p.frameLen)
 		for i := 0; i < h.frames; i++ {
 			f := p.frame(i, nil)
@@ -273,8 +286,9 @@ func (h *header) samples(dst []int32, raw []byte, bo binary.ByteOrder) (lo, hi i
 
 // frameFragments groups the fragments of encapsulated pixel data into frames (PS3.5 §A.4):
 // one frame takes every fragment; otherwise the Basic Offset Table, one fragment per
-// frame, or (JPEG) a fragment starting with a start-of-image marker starts a frame.
-func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
+// frame, or (JPEG, JPEG-LS) a fragment starting with a start-of-image marker starts a
+// frame.
+func (l *layout) frameFragments(frames int, c *codec) ([][]byte, error) {
 	fr := l.fragments
 	if len(fr) == 0 {
 		return nil, fmt.Errorf("%w: encapsulated pixel data has no fragments", volume.ErrTruncated)
@@ -312,11 +326,11 @@ func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
 			}
 			return out, nil
 		}
-	case c == jpegBaseline:
+	case c.start != nil:
 		var out [][]byte
 		start := 0
 		for i := 1; i <= len(fr); i++ {
-			if i == len(fr) || bytes.HasPrefix(fr[i], []byte{0xFF, 0xD8}) {
+			if i == len(fr) || bytes.HasPrefix(fr[i], c.start) {
 				out = append(out, join(fr[start:i]))
 				start = i
 			}
@@ -328,35 +342,9 @@ func (l *layout) frameFragments(frames int, c codec) ([][]byte, error) {
 	return nil, fmt.Errorf("%w: %d fragments cannot be split into %d frames", volume.ErrFormat, len(fr), frames)
 }
 
-func (h *header) decodeEncapsulated(p *pixels, frames [][]byte, c codec) error {
-	var buf []byte
-	var err error
-	for i, f := range frames {
-		dst := p.frame(i, nil)
-		switch c {
-		case rle:
-			if buf == nil {
-				buf = make([]byte, len(dst)*h.bitsAlloc/8)
-			}
-			if err := decodeRLE(buf, f, h.rows*h.cols, h.spp, h.bitsAlloc/8); err != nil {
-				return fmt.Errorf("frame %d: %w", i+1, err)
-			}
-			if p.min[i], p.max[i], err = h.samples(dst, buf, binary.LittleEndian); err != nil {
-				return err
-			}
-		case jpegBaseline:
-			if err := h.decodeJPEG(dst, f); err != nil {
-				return fmt.Errorf("frame %d: %w", i+1, err)
-			}
-			p.min[i], p.max[i] = minMax(dst)
-		}
-	}
-	return nil
-}
-
-// decodeJPEG decodes one baseline JPEG frame with the standard library. Colour frames
-// (YCbCr or RGB coded) come out as RGB.
-func (h *header) decodeJPEG(dst []int32, data []byte) error {
+// decodeJPEGFrame decodes one 8-bit DCT JPEG frame with the standard library into dst, one
+// byte per sample. Colour frames (YCbCr or RGB coded) come out as RGB.
+func decodeJPEGFrame(h *header, data []byte, dst []byte) error {
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("%w: JPEG: %v", volume.ErrFormat, err)
@@ -377,7 +365,7 @@ func (h *header) decodeJPEG(dst []int32, data []byte) error {
 		for y := 0; y < h.rows; y++ {
 			row := m.Pix[y*m.Stride : y*m.Stride+w]
 			for x, v := range row {
-				dst[y*w+x] = int32(v)
+				dst[y*w+x] = v
 			}
 		}
 	case *image.YCbCr:
@@ -389,7 +377,7 @@ func (h *header) decodeJPEG(dst []int32, data []byte) error {
 				yi, ci := m.YOffset(x, y), m.COffset(x, y)
 				r, g, b := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
 				o := 3 * (y*w + x)
-				dst[o], dst[o+1], dst[o+2] = int32(r), int32(g), int32(b)
+				dst[o], dst[o+1], dst[o+2] = r, g, b
 			}
 		}
 	case *image.RGBA:
@@ -400,7 +388,7 @@ func (h *header) decodeJPEG(dst []int32, data []byte) error {
 			for x := 0; x < w; x++ {
 				s := m.Pix[y*m.Stride+4*x:]
 				o := 3 * (y*w + x)
-				dst[o], dst[o+1], dst[o+2] = int32(s[0]), int32(s[1]), int32(s[2])
+				dst[o], dst[o+1], dst[o+2] = s[0], s[1], s[2]
 			}
 		}
 	default:

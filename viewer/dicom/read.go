@@ -194,22 +194,7 @@ func readGroups(dir string) ([]group, error) {
 	}
 	files := make([]*file, len(paths))
 	errs := make([]error, len(paths))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(paths)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				files[i], errs[i] = readFile(paths[i])
-			}
-		}()
-	}
-	for i := range paths {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel(len(paths), func(i int) { files[i], errs[i] = readFile(paths[i]) })
 	var bad []error
 	for _, err := range errs {
 		if err != nil {
@@ -233,4 +218,25 @@ func readGroups(dir string) ([]group, error) {
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].uid < groups[j].uid })
 	return groups, nil
+}
+
+// parallel calls f(0), …, f(n−1) on up to GOMAXPROCS goroutines, each taking the next
+// index as it finishes the last, and returns when all calls have returned.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 
 	"amid/viewer/volume"
 
@@ -11,24 +12,16 @@ import (
 )
 
 // ErrUnsupported is wrapped by errors about valid DICOM content this package does not
-// decode: compressed transfer syntaxes other than RLE Lossless and JPEG Baseline, palette
-// colour and other photometric interpretations, 1-bit pixels.
+// decode: transfer syntaxes without a codec here (JPEG 2000, …), palette colour and other
+// photometric interpretations, 1-bit pixels, and the rare codings the JPEG decoders
+// refuse (see their packages).
 var ErrUnsupported = errors.New("unsupported DICOM encoding")
-
-// codec is how the pixel data of a transfer syntax is decoded.
-type codec uint8
-
-const (
-	native codec = iota
-	rle
-	jpegBaseline
-)
 
 type syntax struct {
 	bo       binary.ByteOrder
 	implicit bool
 	deflate  bool
-	codec    codec
+	codec    *codec // nil for native pixel data
 }
 
 // Transfer syntax UIDs this package reads (PS3.6 Annex A).
@@ -38,6 +31,13 @@ const (
 	DeflatedExplicitVRLE   = "1.2.840.10008.1.2.1.99"
 	ExplicitVRBigEndian    = "1.2.840.10008.1.2.2"
 	JPEGBaseline           = "1.2.840.10008.1.2.4.50"
+	JPEGExtended           = "1.2.840.10008.1.2.4.51" // processes 2 and 4: 8- and 12-bit DCT
+	JPEGLossless           = "1.2.840.10008.1.2.4.57" // process 14, any predictor
+	JPEGLosslessSV1        = "1.2.840.10008.1.2.4.70" // process 14, predictor 1
+	JPEGLSLossless         = "1.2.840.10008.1.2.4.80"
+	JPEGLSNearLossless     = "1.2.840.10008.1.2.4.81"
+	JPEG2000Lossless       = "1.2.840.10008.1.2.4.90"
+	JPEG2000               = "1.2.840.10008.1.2.4.91" // lossless or lossy
 	RLELossless            = "1.2.840.10008.1.2.5"
 )
 
@@ -46,15 +46,26 @@ var syntaxes = map[string]syntax{
 	ExplicitVRLittleEndian: {bo: binary.LittleEndian},
 	DeflatedExplicitVRLE:   {bo: binary.LittleEndian, deflate: true},
 	ExplicitVRBigEndian:    {bo: binary.BigEndian},
-	JPEGBaseline:           {bo: binary.LittleEndian, codec: jpegBaseline},
-	RLELossless:            {bo: binary.LittleEndian, codec: rle},
+	JPEGBaseline:           {bo: binary.LittleEndian, codec: jpegBaselineCodec},
+	JPEGExtended:           {bo: binary.LittleEndian, codec: jpegExtendedCodec},
+	JPEGLossless:           {bo: binary.LittleEndian, codec: jpegLosslessCodec},
+	JPEGLosslessSV1:        {bo: binary.LittleEndian, codec: jpegLosslessCodec},
+	JPEGLSLossless:         {bo: binary.LittleEndian, codec: jpegLSCodec},
+	JPEGLSNearLossless:     {bo: binary.LittleEndian, codec: jpegLSCodec},
+	JPEG2000Lossless:       {bo: binary.LittleEndian, codec: jpeg2000Codec},
+	JPEG2000:               {bo: binary.LittleEndian, codec: jpeg2000Codec},
+	RLELossless:            {bo: binary.LittleEndian, codec: rleCodec},
 }
 
 // SupportedTransferSyntaxes lists the transfer syntax UIDs whose pixel data this package
-// decodes.
+// decodes, sorted.
 func SupportedTransferSyntaxes() []string {
-	return []string{ImplicitVRLittleEndian, ExplicitVRLittleEndian, DeflatedExplicitVRLE,
-		ExplicitVRBigEndian, JPEGBaseline, RLELossless}
+	out := make([]string, 0, len(syntaxes))
+	for ts := range syntaxes {
+		out = append(out, ts)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // SyntaxName returns the name of a transfer syntax UID from the DICOM dictionary, or
@@ -72,7 +83,7 @@ func lookupSyntax(ts string) (syntax, error) {
 	if s, ok := syntaxes[ts]; ok {
 		return s, nil
 	}
-	return syntax{}, fmt.Errorf("%w: %w: transfer syntax %s (%s) is not supported; supported are native (implicit/explicit little, explicit big endian, deflated), RLE Lossless and JPEG Baseline", ErrUnsupported, volume.ErrFormat, SyntaxName(ts), ts)
+	return syntax{}, fmt.Errorf("%w: %w: transfer syntax %s (%s) is not supported; supported are native (implicit/explicit little, explicit big endian, deflated), RLE Lossless, JPEG Baseline and Extended, JPEG Lossless and JPEG-LS", ErrUnsupported, volume.ErrFormat, SyntaxName(ts), ts)
 }
 
 // syntaxFor names the native transfer syntax of a data set read without meta information.

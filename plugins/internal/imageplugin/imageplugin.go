@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
@@ -44,6 +45,7 @@ func Describe(name, version, kind string, metrics []string, schema string) *prot
 		Metrics:         metrics,
 		ConfigSchema:    []byte(schema),
 		Hardware:        []string{"cpu"},
+		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
 	}
 }
 

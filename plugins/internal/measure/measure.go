@@ -1,16 +1,9 @@
 // Package measure is what the engine's and the plugins' benchmarks measure with: the
-// process's CPU time and memory, the median of repeated timings, and the result a
-// measuring child process prints (each library or model measured in its own process, so
-// that its peak memory is its own).
+// process's CPU time and memory, and the median of repeated timings.
 package measure
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,25 +35,4 @@ func status(key string) float64 {
 		}
 	}
 	return 0
-}
-
-// Child runs a measuring process (its standard error goes to this one's) and decodes the
-// JSON on the last non-empty line it prints into v.
-func Child(cmd *exec.Cmd, v any) error {
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
-	}
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if s := bytes.TrimSpace(sc.Bytes()); len(s) > 0 {
-			last = append(last[:0], s...)
-		}
-	}
-	if err := json.Unmarshal(last, v); err != nil {
-		return fmt.Errorf("%s printed %q: %w", cmd.Args[0], last, err)
-	}
-	return nil
 }

@@ -2,7 +2,6 @@ package measure
 
 import (
 	"os"
-	"os/exec"
 	"runtime"
 	"testing"
 )
@@ -13,23 +12,6 @@ func TestMedian(t *testing.T) {
 	}
 	if m := Median([]float64{4, 1, 3, 2}); m != 3 {
 		t.Errorf("median of 4, 1, 3, 2 is %v, want 3 (the upper one)", m)
-	}
-}
-
-// A child's last line is its result; a child that fails or prints no JSON is an error.
-func TestChild(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
-	var v struct{ StepMS float64 }
-	if err := Child(exec.Command("sh", "-c", `echo warming up; echo '{"StepMS": 12.5}'; echo`), &v); err != nil || v.StepMS != 12.5 {
-		t.Errorf("result %+v, %v; want StepMS 12.5", v, err)
-	}
-	if err := Child(exec.Command("sh", "-c", "echo no json"), &v); err == nil {
-		t.Error("a child without JSON gave no error")
-	}
-	if err := Child(exec.Command("sh", "-c", "exit 3"), &v); err == nil {
-		t.Error("a failing child gave no error")
 	}
 }
 

@@ -3,8 +3,9 @@
 //
 //	benchio gen DIR          write the generated 256³ int16 and float32 .nii.gz files
 //	benchio load N PATH      load PATH N times; print one JSON line: median and min
-//	                         milliseconds, decoded bytes, and the process's peak resident
-//	                         memory above its baseline (from /proc/self/status)
+//	                         milliseconds, the median CPU milliseconds (all threads),
+//	                         decoded bytes, and the process's peak resident memory above
+//	                         its baseline (from /proc/self/status)
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"amid/viewer/imageio"
@@ -82,15 +84,16 @@ func gen(dir string) error {
 func load(n int, path string) error {
 	debug.SetGCPercent(50)
 	base := procKB("VmRSS")
-	var times []float64
+	var times, cpus []float64
 	var decoded int64
 	for i := 0; i < n; i++ {
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuMS()
 		v, err := imageio.Read(path)
 		if err != nil {
 			return err
 		}
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+		cpus = append(cpus, cpuMS()-c0)
 		decoded = int64(v.Len() * v.DType().Size())
 		runtime.KeepAlive(v)
 		if i == 0 {
@@ -102,9 +105,20 @@ func load(n int, path string) error {
 		runtime.GC()
 	}
 	slices.Sort(times)
-	b, _ := json.Marshal(map[string]any{"tool": "amid", "path": path, "median_ms": times[len(times)/2], "min_ms": times[0], "decoded_mb": float64(decoded) / (1 << 20)})
+	slices.Sort(cpus)
+	b, _ := json.Marshal(map[string]any{"tool": "amid", "path": path, "median_ms": times[len(times)/2], "min_ms": times[0],
+		"cpu_ms": cpus[len(cpus)/2], "threads": runtime.GOMAXPROCS(0), "decoded_mb": float64(decoded) / (1 << 20)})
 	fmt.Print(strings.TrimSuffix(string(b), "}"))
 	return nil
+}
+
+// cpuMS returns the CPU time the process has used, user and system, in milliseconds.
+func cpuMS() float64 {
+	var r syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+		return 0
+	}
+	return float64(r.Utime.Nano()+r.Stime.Nano()) / 1e6
 }
 
 func procKB(key string) int64 {

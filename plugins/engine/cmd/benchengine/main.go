@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -21,29 +20,9 @@ import (
 	"time"
 
 	"amid/plugins/engine"
+	"amid/plugins/engine/internal/refnets"
 	"amid/plugins/internal/measure"
 )
-
-// model is one benchmark network; the PyTorch script builds the same from these fields.
-type model struct {
-	Name    string   `json:"name"`
-	Batch   int      `json:"batch"`
-	Patch   [3]int   `json:"patch"`
-	Widths  []int    `json:"widths"`
-	Kernels [][3]int `json:"kernels"`
-	Pools   [][3]int `json:"pools"`
-	MaxPool bool     `json:"maxpool"`
-	Classes int      `json:"classes"`
-}
-
-var models = []model{
-	{Name: "2d", Batch: 8, Patch: [3]int{1, 128, 128}, Widths: []int{32, 64, 128, 256},
-		Kernels: [][3]int{{1, 3, 3}, {1, 3, 3}, {1, 3, 3}, {1, 3, 3}},
-		Pools:   [][3]int{{1, 2, 2}, {1, 2, 2}, {1, 2, 2}}, MaxPool: true, Classes: 2},
-	{Name: "3d", Batch: 2, Patch: [3]int{64, 64, 64}, Widths: []int{16, 32, 64, 128},
-		Kernels: [][3]int{{3, 3, 3}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}},
-		Pools:   [][3]int{{2, 2, 2}, {2, 2, 2}, {2, 2, 2}}, MaxPool: true, Classes: 2},
-}
 
 // result is what one measuring process prints as its last line.
 type result struct {
@@ -84,13 +63,11 @@ func main() {
 	}
 }
 
-func find(name string) (model, error) {
-	for _, m := range models {
-		if m.Name == name {
-			return m, nil
-		}
+func find(name string) (refnets.Model, error) {
+	if m, ok := refnets.Find(name); ok {
+		return m, nil
 	}
-	return model{}, fmt.Errorf("benchengine: no model %q", name)
+	return refnets.Model{}, fmt.Errorf("benchengine: no model %q", name)
 }
 
 // sgemmPeak measures SGEMM of 2048² matrices on the given number of OpenBLAS threads.
@@ -121,9 +98,7 @@ func measureModel(name string, steps, threads, workers int, layers bool) error {
 	peak := sgemmPeak(threads)
 	base := measure.RSSMiB()
 	be := engine.NewCPU(workers)
-	cfg := engine.UNetConfig{In: 1, Classes: m.Classes, Widths: m.Widths, Kernels: m.Kernels,
-		Pools: m.Pools, Convs: 2, MaxPool: m.MaxPool, Norm: engine.Instance, Slope: 0.01}
-	u, err := engine.BuildUNet(be, cfg, m.Batch, m.Patch, 1)
+	u, err := engine.BuildUNet(be, m.Config(), m.Batch, m.Patch, 1)
 	if err != nil {
 		return err
 	}
@@ -192,8 +167,8 @@ func printLayers(prof []engine.LayerTime, steps int) {
 // run starts a measuring process and returns its result.
 func run(cmd *exec.Cmd) (result, error) {
 	var r result
-	if err := measure.Child(cmd, &r); err != nil {
-		return r, fmt.Errorf("benchengine: %w", err)
+	if err := refnets.RunJSON(cmd, &r); err != nil {
+		return result{}, fmt.Errorf("benchengine: %w", err)
 	}
 	return r, nil
 }
@@ -205,14 +180,10 @@ func compare(steps, threads, workers int, python string) error {
 	}
 	script := ""
 	if python != "" {
-		_, file, _, _ := runtime.Caller(0)
-		script = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
-		if _, err := os.Stat(script); err != nil {
-			script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
-		}
+		script = refnets.TorchScript()
 	}
 	fmt.Printf("%-4s %-7s %9s %9s %9s %8s %8s %10s  %s\n", "net", "impl", "step ms", "CPU ms", "samples/s", "GFLOP/s", "of peak", "peak MiB", "notes")
-	for _, m := range models {
+	for _, m := range refnets.Models {
 		e, err := run(exec.Command(exe, "-model", m.Name, "-steps", strconv.Itoa(steps),
 			"-threads", strconv.Itoa(threads), "-workers", strconv.Itoa(workers)))
 		if err != nil {

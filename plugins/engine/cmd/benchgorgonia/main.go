@@ -8,12 +8,12 @@
 //	cd plugins/engine/cmd/benchgorgonia && go run . [-steps 3] [-batch 8] [-size 128]
 //	go run . -impl gorgonia -cpuprofile FILE    (one library, with a CPU profile)
 //
-// The network is the reference 2D U-Net of cmd/benchengine (batch 8 of 1×128², widths
-// 32/64/128/256, two 3×3 convolutions with normalisation and LeakyReLU 0.01 per level,
-// 2×2 max-pooling down) with two substitutions on both sides, because gorgonia has
-// neither instance norm nor transposed convolution: batch norm in place of instance norm,
-// and nearest-neighbour upsampling by 2 followed by a 3×3 convolution in place of the
-// transposed convolution. The head is a 1×1 convolution to 2 classes, the loss softmax
+// The network is the reference 2D U-Net of cmd/benchengine (internal/refnets: batch 8 of
+// 1×128², widths 32/64/128/256, two 3×3 convolutions with normalisation and LeakyReLU
+// 0.01 per level, 2×2 max-pooling down) with two substitutions on both sides, because
+// gorgonia has neither instance norm nor transposed convolution: batch norm in place of
+// instance norm, and nearest-neighbour upsampling by 2 followed by a 3×3 convolution in
+// place of the transposed convolution. The head is a 1×1 convolution to 2 classes, the loss softmax
 // cross-entropy, the update Adam. Both sides multiply matrices with the same OpenBLAS
 // (gorgonia's Sgemm is routed to the engine's cblas_sgemm), single-threaded.
 package main
@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"amid/plugins/engine"
+	"amid/plugins/engine/internal/refnets"
 	"amid/plugins/internal/measure"
 )
 
@@ -64,13 +65,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	ref, _ := refnets.Find("2d")
 	impl := flag.String("impl", "", "measure one library in this process (engine or gorgonia)")
 	steps := flag.Int("steps", 3, "timed steps after one warm-up step (the median is reported)")
-	batch := flag.Int("batch", 8, "samples per batch")
-	size := flag.Int("size", 128, "image side in pixels (a multiple of 8)")
+	batch := flag.Int("batch", ref.Batch, "samples per batch")
+	size := flag.Int("size", ref.Patch[2], "image side in pixels (a multiple of 8)")
 	profile := flag.String("cpuprofile", "", "with -impl: write a CPU profile of the timed steps to this file")
 	flag.Parse()
-	m := model{Batch: *batch, Size: *size, Classes: 2, Widths: []int{32, 64, 128, 256}}
+	m := model{Batch: *batch, Size: *size, Classes: ref.Classes, Widths: ref.Widths}
 	var err error
 	if *impl != "" {
 		err = measureImpl(*impl, m, *steps, *profile)
@@ -181,5 +183,5 @@ func compare(m model, steps int) error {
 // run starts a measuring process and returns its result.
 func run(cmd *exec.Cmd) (result, error) {
 	var r result
-	return r, measure.Child(cmd, &r)
+	return r, refnets.RunJSON(cmd, &r)
 }

@@ -128,6 +128,7 @@ type DescribeResponse struct {
 	Metrics         []string               `protobuf:"bytes,5,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	ConfigSchema    []byte                 `protobuf:"bytes,6,opt,name=config_schema,json=configSchema,proto3" json:"config_schema,omitempty"` // JSON Schema of the configuration
 	Hardware        []string               `protobuf:"bytes,7,rep,name=hardware,proto3" json:"hardware,omitempty"`                             // cpu, cuda, ...
+	Compute         *Compute               `protobuf:"bytes,8,opt,name=compute,proto3" json:"compute,omitempty"`                               // what this process computes with
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -211,6 +212,90 @@ func (x *DescribeResponse) GetHardware() []string {
 	return nil
 }
 
+func (x *DescribeResponse) GetCompute() *Compute {
+	if x != nil {
+		return x.Compute
+	}
+	return nil
+}
+
+// What computed a result: equal identities give byte-identical results.
+type Compute struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Engine        string                 `protobuf:"bytes,1,opt,name=engine,proto3" json:"engine,omitempty"`    // the training engine's version
+	Device        string                 `protobuf:"bytes,2,opt,name=device,proto3" json:"device,omitempty"`    // cpu, or a GPU named with its driver
+	Blas          string                 `protobuf:"bytes,3,opt,name=blas,proto3" json:"blas,omitempty"`        // e.g. openblas 0.3.21; empty on a GPU
+	Core          string                 `protobuf:"bytes,4,opt,name=core,proto3" json:"core,omitempty"`        // the BLAS's kernel family, e.g. SkylakeX
+	Workers       int32                  `protobuf:"varint,5,opt,name=workers,proto3" json:"workers,omitempty"` // parts the work is split into (fixes the reduction order)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compute) Reset() {
+	*x = Compute{}
+	mi := &file_plugin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compute) ProtoMessage() {}
+
+func (x *Compute) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compute.ProtoReflect.Descriptor instead.
+func (*Compute) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Compute) GetEngine() string {
+	if x != nil {
+		return x.Engine
+	}
+	return ""
+}
+
+func (x *Compute) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *Compute) GetBlas() string {
+	if x != nil {
+		return x.Blas
+	}
+	return ""
+}
+
+func (x *Compute) GetCore() string {
+	if x != nil {
+		return x.Core
+	}
+	return ""
+}
+
+func (x *Compute) GetWorkers() int32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
 type Task struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -223,7 +308,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -235,7 +320,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[3]
+	mi := &file_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -248,7 +333,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{3}
+	return file_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Task) GetKind() string {
@@ -290,7 +375,7 @@ type Case struct {
 
 func (x *Case) Reset() {
 	*x = Case{}
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +387,7 @@ func (x *Case) String() string {
 func (*Case) ProtoMessage() {}
 
 func (x *Case) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[4]
+	mi := &file_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +400,7 @@ func (x *Case) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Case.ProtoReflect.Descriptor instead.
 func (*Case) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{4}
+	return file_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Case) GetId() string {
@@ -349,7 +434,7 @@ type PlanRequest struct {
 
 func (x *PlanRequest) Reset() {
 	*x = PlanRequest{}
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -361,7 +446,7 @@ func (x *PlanRequest) String() string {
 func (*PlanRequest) ProtoMessage() {}
 
 func (x *PlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[5]
+	mi := &file_plugin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -374,7 +459,7 @@ func (x *PlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanRequest.ProtoReflect.Descriptor instead.
 func (*PlanRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{5}
+	return file_plugin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlanRequest) GetFingerprint() []byte {
@@ -402,7 +487,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +499,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[6]
+	mi := &file_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +512,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{6}
+	return file_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Candidate) GetName() string {
@@ -460,7 +545,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +557,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[7]
+	mi := &file_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +570,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{7}
+	return file_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlanResponse) GetCandidates() []*Candidate {
@@ -512,7 +597,7 @@ type TrainRequest struct {
 
 func (x *TrainRequest) Reset() {
 	*x = TrainRequest{}
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +609,7 @@ func (x *TrainRequest) String() string {
 func (*TrainRequest) ProtoMessage() {}
 
 func (x *TrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[8]
+	mi := &file_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +622,7 @@ func (x *TrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainRequest.ProtoReflect.Descriptor instead.
 func (*TrainRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TrainRequest) GetLaneId() string {
@@ -620,7 +705,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +717,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[9]
+	mi := &file_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +730,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Progress) GetStep() int64 {
@@ -717,13 +802,14 @@ type TrainResult struct {
 	Sha256        string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"` // hex of the checkpoint file
 	Steps         int64                  `protobuf:"varint,3,opt,name=steps,proto3" json:"steps,omitempty"`
 	Validation    map[string]float64     `protobuf:"bytes,4,rep,name=validation,proto3" json:"validation,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	Compute       *Compute               `protobuf:"bytes,5,opt,name=compute,proto3" json:"compute,omitempty"` // what trained it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TrainResult) Reset() {
 	*x = TrainResult{}
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +821,7 @@ func (x *TrainResult) String() string {
 func (*TrainResult) ProtoMessage() {}
 
 func (x *TrainResult) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[10]
+	mi := &file_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +834,7 @@ func (x *TrainResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainResult.ProtoReflect.Descriptor instead.
 func (*TrainResult) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TrainResult) GetCheckpoint() string {
@@ -779,6 +865,13 @@ func (x *TrainResult) GetValidation() map[string]float64 {
 	return nil
 }
 
+func (x *TrainResult) GetCompute() *Compute {
+	if x != nil {
+		return x.Compute
+	}
+	return nil
+}
+
 // A Train stream is progress events followed by exactly one result. A stream that ends
 // without a result is a failed run.
 type TrainEvent struct {
@@ -794,7 +887,7 @@ type TrainEvent struct {
 
 func (x *TrainEvent) Reset() {
 	*x = TrainEvent{}
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +899,7 @@ func (x *TrainEvent) String() string {
 func (*TrainEvent) ProtoMessage() {}
 
 func (x *TrainEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[11]
+	mi := &file_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +912,7 @@ func (x *TrainEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainEvent.ProtoReflect.Descriptor instead.
 func (*TrainEvent) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TrainEvent) GetEvent() isTrainEvent_Event {
@@ -876,7 +969,7 @@ type PredictRequest struct {
 
 func (x *PredictRequest) Reset() {
 	*x = PredictRequest{}
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +981,7 @@ func (x *PredictRequest) String() string {
 func (*PredictRequest) ProtoMessage() {}
 
 func (x *PredictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[12]
+	mi := &file_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +994,7 @@ func (x *PredictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PredictRequest.ProtoReflect.Descriptor instead.
 func (*PredictRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PredictRequest) GetTask() *Task {
@@ -949,7 +1042,7 @@ type Prediction struct {
 
 func (x *Prediction) Reset() {
 	*x = Prediction{}
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1054,7 @@ func (x *Prediction) String() string {
 func (*Prediction) ProtoMessage() {}
 
 func (x *Prediction) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[13]
+	mi := &file_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1067,7 @@ func (x *Prediction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prediction.ProtoReflect.Descriptor instead.
 func (*Prediction) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Prediction) GetCaseId() string {
@@ -994,13 +1087,14 @@ func (x *Prediction) GetFiles() []string {
 type PredictResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Predictions   []*Prediction          `protobuf:"bytes,1,rep,name=predictions,proto3" json:"predictions,omitempty"`
+	Compute       *Compute               `protobuf:"bytes,2,opt,name=compute,proto3" json:"compute,omitempty"` // what computed the predictions
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PredictResponse) Reset() {
 	*x = PredictResponse{}
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1106,7 @@ func (x *PredictResponse) String() string {
 func (*PredictResponse) ProtoMessage() {}
 
 func (x *PredictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[14]
+	mi := &file_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,12 +1119,19 @@ func (x *PredictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PredictResponse.ProtoReflect.Descriptor instead.
 func (*PredictResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PredictResponse) GetPredictions() []*Prediction {
 	if x != nil {
 		return x.Predictions
+	}
+	return nil
+}
+
+func (x *PredictResponse) GetCompute() *Compute {
+	if x != nil {
+		return x.Compute
 	}
 	return nil
 }
@@ -1043,7 +1144,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x0fDescribeRequest\"2\n" +
 	"\bTaskKind\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04dims\x18\x02 \x03(\x05R\x04dims\"\xf6\x01\n" +
+	"\x04dims\x18\x02 \x03(\x05R\x04dims\"\xa9\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12)\n" +
@@ -1051,7 +1152,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05tasks\x18\x04 \x03(\v2\x18.amid.plugin.v1.TaskKindR\x05tasks\x12\x18\n" +
 	"\ametrics\x18\x05 \x03(\tR\ametrics\x12#\n" +
 	"\rconfig_schema\x18\x06 \x01(\fR\fconfigSchema\x12\x1a\n" +
-	"\bhardware\x18\a \x03(\tR\bhardware\"Z\n" +
+	"\bhardware\x18\a \x03(\tR\bhardware\x121\n" +
+	"\acompute\x18\b \x01(\v2\x17.amid.plugin.v1.ComputeR\acompute\"{\n" +
+	"\aCompute\x12\x16\n" +
+	"\x06engine\x18\x01 \x01(\tR\x06engine\x12\x16\n" +
+	"\x06device\x18\x02 \x01(\tR\x06device\x12\x12\n" +
+	"\x04blas\x18\x03 \x01(\tR\x04blas\x12\x12\n" +
+	"\x04core\x18\x04 \x01(\tR\x04core\x12\x18\n" +
+	"\aworkers\x18\x05 \x01(\x05R\aworkers\"Z\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04dims\x18\x02 \x01(\x05R\x04dims\x12\x16\n" +
@@ -1105,7 +1213,7 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a=\n" +
 	"\x0fValidationEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xe7\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x9a\x02\n" +
 	"\vTrainResult\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x01 \x01(\tR\n" +
@@ -1114,7 +1222,8 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05steps\x18\x03 \x01(\x03R\x05steps\x12K\n" +
 	"\n" +
 	"validation\x18\x04 \x03(\v2+.amid.plugin.v1.TrainResult.ValidationEntryR\n" +
-	"validation\x1a=\n" +
+	"validation\x121\n" +
+	"\acompute\x18\x05 \x01(\v2\x17.amid.plugin.v1.ComputeR\acompute\x1a=\n" +
 	"\x0fValidationEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x84\x01\n" +
@@ -1135,9 +1244,10 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"Prediction\x12\x17\n" +
 	"\acase_id\x18\x01 \x01(\tR\x06caseId\x12\x14\n" +
-	"\x05files\x18\x02 \x03(\tR\x05files\"O\n" +
+	"\x05files\x18\x02 \x03(\tR\x05files\"\x82\x01\n" +
 	"\x0fPredictResponse\x12<\n" +
-	"\vpredictions\x18\x01 \x03(\v2\x1a.amid.plugin.v1.PredictionR\vpredictions2\xaf\x02\n" +
+	"\vpredictions\x18\x01 \x03(\v2\x1a.amid.plugin.v1.PredictionR\vpredictions\x121\n" +
+	"\acompute\x18\x02 \x01(\v2\x17.amid.plugin.v1.ComputeR\acompute2\xaf\x02\n" +
 	"\n" +
 	"TaskPlugin\x12M\n" +
 	"\bDescribe\x12\x1f.amid.plugin.v1.DescribeRequest\x1a .amid.plugin.v1.DescribeResponse\x12A\n" +
@@ -1157,55 +1267,59 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_plugin_proto_goTypes = []any{
 	(*DescribeRequest)(nil),  // 0: amid.plugin.v1.DescribeRequest
 	(*TaskKind)(nil),         // 1: amid.plugin.v1.TaskKind
 	(*DescribeResponse)(nil), // 2: amid.plugin.v1.DescribeResponse
-	(*Task)(nil),             // 3: amid.plugin.v1.Task
-	(*Case)(nil),             // 4: amid.plugin.v1.Case
-	(*PlanRequest)(nil),      // 5: amid.plugin.v1.PlanRequest
-	(*Candidate)(nil),        // 6: amid.plugin.v1.Candidate
-	(*PlanResponse)(nil),     // 7: amid.plugin.v1.PlanResponse
-	(*TrainRequest)(nil),     // 8: amid.plugin.v1.TrainRequest
-	(*Progress)(nil),         // 9: amid.plugin.v1.Progress
-	(*TrainResult)(nil),      // 10: amid.plugin.v1.TrainResult
-	(*TrainEvent)(nil),       // 11: amid.plugin.v1.TrainEvent
-	(*PredictRequest)(nil),   // 12: amid.plugin.v1.PredictRequest
-	(*Prediction)(nil),       // 13: amid.plugin.v1.Prediction
-	(*PredictResponse)(nil),  // 14: amid.plugin.v1.PredictResponse
-	nil,                      // 15: amid.plugin.v1.Progress.LossesEntry
-	nil,                      // 16: amid.plugin.v1.Progress.ValidationEntry
-	nil,                      // 17: amid.plugin.v1.TrainResult.ValidationEntry
+	(*Compute)(nil),          // 3: amid.plugin.v1.Compute
+	(*Task)(nil),             // 4: amid.plugin.v1.Task
+	(*Case)(nil),             // 5: amid.plugin.v1.Case
+	(*PlanRequest)(nil),      // 6: amid.plugin.v1.PlanRequest
+	(*Candidate)(nil),        // 7: amid.plugin.v1.Candidate
+	(*PlanResponse)(nil),     // 8: amid.plugin.v1.PlanResponse
+	(*TrainRequest)(nil),     // 9: amid.plugin.v1.TrainRequest
+	(*Progress)(nil),         // 10: amid.plugin.v1.Progress
+	(*TrainResult)(nil),      // 11: amid.plugin.v1.TrainResult
+	(*TrainEvent)(nil),       // 12: amid.plugin.v1.TrainEvent
+	(*PredictRequest)(nil),   // 13: amid.plugin.v1.PredictRequest
+	(*Prediction)(nil),       // 14: amid.plugin.v1.Prediction
+	(*PredictResponse)(nil),  // 15: amid.plugin.v1.PredictResponse
+	nil,                      // 16: amid.plugin.v1.Progress.LossesEntry
+	nil,                      // 17: amid.plugin.v1.Progress.ValidationEntry
+	nil,                      // 18: amid.plugin.v1.TrainResult.ValidationEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	1,  // 0: amid.plugin.v1.DescribeResponse.tasks:type_name -> amid.plugin.v1.TaskKind
-	3,  // 1: amid.plugin.v1.PlanRequest.task:type_name -> amid.plugin.v1.Task
-	6,  // 2: amid.plugin.v1.PlanResponse.candidates:type_name -> amid.plugin.v1.Candidate
-	3,  // 3: amid.plugin.v1.TrainRequest.task:type_name -> amid.plugin.v1.Task
-	4,  // 4: amid.plugin.v1.TrainRequest.train:type_name -> amid.plugin.v1.Case
-	4,  // 5: amid.plugin.v1.TrainRequest.validation:type_name -> amid.plugin.v1.Case
-	15, // 6: amid.plugin.v1.Progress.losses:type_name -> amid.plugin.v1.Progress.LossesEntry
-	16, // 7: amid.plugin.v1.Progress.validation:type_name -> amid.plugin.v1.Progress.ValidationEntry
-	17, // 8: amid.plugin.v1.TrainResult.validation:type_name -> amid.plugin.v1.TrainResult.ValidationEntry
-	9,  // 9: amid.plugin.v1.TrainEvent.progress:type_name -> amid.plugin.v1.Progress
-	10, // 10: amid.plugin.v1.TrainEvent.result:type_name -> amid.plugin.v1.TrainResult
-	3,  // 11: amid.plugin.v1.PredictRequest.task:type_name -> amid.plugin.v1.Task
-	4,  // 12: amid.plugin.v1.PredictRequest.cases:type_name -> amid.plugin.v1.Case
-	13, // 13: amid.plugin.v1.PredictResponse.predictions:type_name -> amid.plugin.v1.Prediction
-	0,  // 14: amid.plugin.v1.TaskPlugin.Describe:input_type -> amid.plugin.v1.DescribeRequest
-	5,  // 15: amid.plugin.v1.TaskPlugin.Plan:input_type -> amid.plugin.v1.PlanRequest
-	8,  // 16: amid.plugin.v1.TaskPlugin.Train:input_type -> amid.plugin.v1.TrainRequest
-	12, // 17: amid.plugin.v1.TaskPlugin.Predict:input_type -> amid.plugin.v1.PredictRequest
-	2,  // 18: amid.plugin.v1.TaskPlugin.Describe:output_type -> amid.plugin.v1.DescribeResponse
-	7,  // 19: amid.plugin.v1.TaskPlugin.Plan:output_type -> amid.plugin.v1.PlanResponse
-	11, // 20: amid.plugin.v1.TaskPlugin.Train:output_type -> amid.plugin.v1.TrainEvent
-	14, // 21: amid.plugin.v1.TaskPlugin.Predict:output_type -> amid.plugin.v1.PredictResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	3,  // 1: amid.plugin.v1.DescribeResponse.compute:type_name -> amid.plugin.v1.Compute
+	4,  // 2: amid.plugin.v1.PlanRequest.task:type_name -> amid.plugin.v1.Task
+	7,  // 3: amid.plugin.v1.PlanResponse.candidates:type_name -> amid.plugin.v1.Candidate
+	4,  // 4: amid.plugin.v1.TrainRequest.task:type_name -> amid.plugin.v1.Task
+	5,  // 5: amid.plugin.v1.TrainRequest.train:type_name -> amid.plugin.v1.Case
+	5,  // 6: amid.plugin.v1.TrainRequest.validation:type_name -> amid.plugin.v1.Case
+	16, // 7: amid.plugin.v1.Progress.losses:type_name -> amid.plugin.v1.Progress.LossesEntry
+	17, // 8: amid.plugin.v1.Progress.validation:type_name -> amid.plugin.v1.Progress.ValidationEntry
+	18, // 9: amid.plugin.v1.TrainResult.validation:type_name -> amid.plugin.v1.TrainResult.ValidationEntry
+	3,  // 10: amid.plugin.v1.TrainResult.compute:type_name -> amid.plugin.v1.Compute
+	10, // 11: amid.plugin.v1.TrainEvent.progress:type_name -> amid.plugin.v1.Progress
+	11, // 12: amid.plugin.v1.TrainEvent.result:type_name -> amid.plugin.v1.TrainResult
+	4,  // 13: amid.plugin.v1.PredictRequest.task:type_name -> amid.plugin.v1.Task
+	5,  // 14: amid.plugin.v1.PredictRequest.cases:type_name -> amid.plugin.v1.Case
+	14, // 15: amid.plugin.v1.PredictResponse.predictions:type_name -> amid.plugin.v1.Prediction
+	3,  // 16: amid.plugin.v1.PredictResponse.compute:type_name -> amid.plugin.v1.Compute
+	0,  // 17: amid.plugin.v1.TaskPlugin.Describe:input_type -> amid.plugin.v1.DescribeRequest
+	6,  // 18: amid.plugin.v1.TaskPlugin.Plan:input_type -> amid.plugin.v1.PlanRequest
+	9,  // 19: amid.plugin.v1.TaskPlugin.Train:input_type -> amid.plugin.v1.TrainRequest
+	13, // 20: amid.plugin.v1.TaskPlugin.Predict:input_type -> amid.plugin.v1.PredictRequest
+	2,  // 21: amid.plugin.v1.TaskPlugin.Describe:output_type -> amid.plugin.v1.DescribeResponse
+	8,  // 22: amid.plugin.v1.TaskPlugin.Plan:output_type -> amid.plugin.v1.PlanResponse
+	12, // 23: amid.plugin.v1.TaskPlugin.Train:output_type -> amid.plugin.v1.TrainEvent
+	15, // 24: amid.plugin.v1.TaskPlugin.Predict:output_type -> amid.plugin.v1.PredictResponse
+	21, // [21:25] is the sub-list for method output_type
+	17, // [17:21] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1213,7 +1327,7 @@ func file_plugin_proto_init() {
 	if File_plugin_proto != nil {
 		return
 	}
-	file_plugin_proto_msgTypes[11].OneofWrappers = []any{
+	file_plugin_proto_msgTypes[12].OneofWrappers = []any{
 		(*TrainEvent_Progress)(nil),
 		(*TrainEvent_Result)(nil),
 	}
@@ -1223,7 +1337,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
