@@ -21,8 +21,8 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gpu gpu-bundle \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn floats-alt e2e fuzz-short \
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
         bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
@@ -83,7 +83,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race floats-alt e2e fuzz-short screenshots-check
+test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -93,6 +93,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd plugins/engine/cmd/benchgorgonia && $(GO) vet ./...
 
 staticcheck:
 	$(GO) tool staticcheck ./...
@@ -117,6 +118,12 @@ floats-alt:
 race:
 	$(GO) test -race -timeout 30m ./...
 	cd plugins/examples/echo && $(GO) test -race ./...
+
+# learn runs the learning tests that the race pass skips, without the race detector (it
+# slows training about tenfold; these tests check what a model learns, not concurrency):
+# the detection plugin's TestLearnsBoxes, TestLearnsPoints and TestLearnsBox3D.
+learn:
+	$(GO) test -count=1 -timeout 20m -run '^TestLearns' ./plugins/detection
 
 # fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
 fuzz-short:
@@ -143,6 +150,12 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-gorgonia: the reference 2D U-Net's training step in the engine and in gorgonia,
+# with batch norm and upsampling + convolution on both sides (gorgonia has neither instance
+# norm nor transposed convolutions). Its own module keeps gorgonia out of go.mod.
+bench-gorgonia: deps
+	cd plugins/engine/cmd/benchgorgonia && $(GO) run . -steps 3
 
 # bench-gpu: training samples/s of the same reference U-Nets on the CPU engine and on every
 # Vulkan device found, with the share of each device's measured float32 peak (the whole step

@@ -28,6 +28,7 @@ import (
 
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Prefix starts every plugin executable's name.
@@ -269,7 +270,7 @@ func (c *Catalog) inspect(path, name string, builtin bool) *Entry {
 		return nil
 	}
 	e.Modified = fi.ModTime()
-	sum, err := protocol.FileSHA256(path)
+	sum, err := fileio.SHA256(path)
 	if err != nil {
 		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s: %v", name, err)
 		return e

@@ -9,6 +9,7 @@ import (
 
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 func setup(t *testing.T) (*Catalog, string, string) {
@@ -189,7 +190,7 @@ func TestBuiltinSums(t *testing.T) {
 	write(t, det, "#!/bin/sh\necho det\n", 0o755)
 	write(t, extra, "#!/bin/sh\necho extra\n", 0o755)
 	sum := func(p string) string {
-		s, err := protocol.FileSHA256(p)
+		s, err := fileio.SHA256(p)
 		if err != nil {
 			t.Fatal(err)
 		}

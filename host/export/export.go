@@ -56,6 +56,7 @@ import (
 
 	"amid/host/audit"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // Format is the package format version this program writes; it reads every version up to
@@ -210,20 +211,6 @@ type File struct {
 	SHA256 string `json:"sha256"`
 }
 
-// SHA256File returns the lower-case hex sha256 of a file's content.
-func SHA256File(name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 func (c *Contents) check() error {
 	switch {
 	case c.TaskID == "":
@@ -292,7 +279,7 @@ func Write(dir string, c Contents) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := fileio.SyncDir(tmp); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	os.Remove(dir) // an empty folder only
@@ -300,7 +287,7 @@ func Write(dir string, c Contents) (*Manifest, error) {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	done = true
-	syncDir(parent)
+	fileio.SyncDir(parent)
 	return m, nil
 }
 
@@ -558,7 +545,7 @@ func listFiles(root string) ([]File, error) {
 		if err != nil {
 			return err
 		}
-		sum, err := SHA256File(p)
+		sum, err := fileio.SHA256(p)
 		if err != nil {
 			return err
 		}
@@ -574,15 +561,6 @@ func listFiles(root string) ([]File, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // reproduceScript is reproduce.sh for the plugin binary at binary (package path).

@@ -4,8 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"amid/host/audit"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // ErrFailed is wrapped by Verify's error when the package fails any check.
@@ -212,21 +211,6 @@ func ParseManifest(b []byte) (*Manifest, error) {
 // required are the files every package holds besides the plugin binary and the weights.
 var required = []string{FileReport, FileReproduce, FileTask, FileFingerprint, FilePlan, FileScores, FileReview, FileAudit, FileModelConfig}
 
-// hashFS hashes one file of fsys.
-func hashFS(fsys fs.FS, name string) (File, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return File{}, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return File{}, err
-	}
-	return File{Path: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
 func (v *Verification) check(fsys fs.FS) {
 	b, err := readLimited(fsys, FileManifest, maxManifest)
 	if err != nil {
@@ -251,12 +235,12 @@ func (v *Verification) check(fsys fs.FS) {
 		case !d.Type().IsRegular():
 			v.fail("%s is not a plain file (%s)", p, d.Type())
 		default:
-			f, err := hashFS(fsys, p)
+			sum, n, err := fileio.SHA256FS(fsys, p)
 			if err != nil {
 				v.fail("%s cannot be read: %v", p, err)
 				return nil
 			}
-			actual[p] = f
+			actual[p] = File{Path: p, Size: n, SHA256: sum}
 		}
 		return nil
 	})

@@ -36,6 +36,7 @@ import (
 
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/metaimage"
 	"amid/viewer/nifti"
@@ -175,18 +176,15 @@ func cached(out, key string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// save writes a converted file with write, then its source hash.
+// save writes a converted file with write, which must write atomically (fileio.Write,
+// imageio.Write), then its source hash: a crash in between leaves a file without its
+// hash, which is converted again.
 func save(out, key string, write func(string) error) error {
 	_ = os.Remove(out + ".source")
-	tmp := filepath.Join(filepath.Dir(out), ".tmp-"+filepath.Base(out))
-	if err := write(tmp); err != nil {
-		_ = os.Remove(tmp)
+	if err := write(out); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	if err := os.WriteFile(out+".source", []byte(key+"\n"), 0o644); err != nil {
+	if err := fileio.Write(out+".source", []byte(key+"\n")); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	return nil
@@ -225,7 +223,7 @@ func (c *converter) json(cs task.Case, format string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ingest: case %s: %w", cs.ID, err)
 	}
-	return out, save(out, key, func(p string) error { return os.WriteFile(p, b, 0o644) })
+	return out, save(out, key, func(p string) error { return fileio.Write(p, b) })
 }
 
 func (c *converter) convert(cs task.Case, format string, raw []byte) (*taskspec.Annotation, error) {

@@ -15,17 +15,14 @@ package profile
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -272,7 +269,7 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				break
 			}
 			if k == 0 {
-				h, err := fileHash(p)
+				h, err := fileio.SHA256(p)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -320,7 +317,7 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 		if k == 0 {
 			first = v
-			h, err := fileHash(p)
+			h, err := fileio.SHA256(p)
 			if err != nil {
 				return nil, err
 			}
@@ -335,19 +332,6 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 	}
 	return first, nil
-}
-
-func fileHash(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // duplicates reports a test case whose first image has the same bytes as a training case's.

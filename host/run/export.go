@@ -16,7 +16,7 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/compute"
-	"amid/plugins/sdk"
+	"amid/viewer/fileio"
 )
 
 // Version is AMID's version, recorded in packages; the CLI sets it from its link-time
@@ -81,7 +81,7 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	for _, c := range r.data.Test {
 		tc := TestCase{ID: c.ID}
 		for _, p := range c.Images {
-			s, err := sdk.FileSHA256(p)
+			s, err := fileio.SHA256(p)
 			if err != nil {
 				return err
 			}
@@ -258,7 +258,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			return none, fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
 		}
 		for i, p := range c.Images {
-			s, err := sdk.FileSHA256(p)
+			s, err := fileio.SHA256(p)
 			if err != nil {
 				return none, err
 			}
@@ -269,7 +269,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 		cases = append(cases, c)
 	}
 	bin := filepath.Join(pkg, filepath.FromSlash(man.Plugin.Binary))
-	sum, err := sdk.FileSHA256(bin)
+	sum, err := fileio.SHA256(bin)
 	if err != nil {
 		return none, err
 	}
@@ -312,5 +312,5 @@ func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o644)
+	return fileio.Write(dst, b)
 }

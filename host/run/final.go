@@ -23,7 +23,7 @@ import (
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
+	"amid/viewer/fileio"
 )
 
 // Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
@@ -142,7 +142,7 @@ func (r *Runner) final(ctx context.Context) error {
 	}
 	ck := best.Folds[r.st.ChosenFold]
 	for _, m := range r.members() {
-		sum, err := sdk.FileSHA256(m.Checkpoint)
+		sum, err := fileio.SHA256(m.Checkpoint)
 		if err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func treeHash(dir string) (string, error) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		s, err := sdk.FileSHA256(p)
+		s, err := fileio.SHA256(p)
 		if err != nil {
 			return err
 		}

@@ -15,19 +15,26 @@ import (
 	"amid/host/folds"
 	"amid/host/ingest"
 	"amid/host/profile"
-	"amid/plugins/sdk"
+	"amid/viewer/fileio"
 )
 
 func (r *Runner) path(name ...string) string {
 	return filepath.Join(append([]string{r.dir}, name...)...)
 }
 
+// writeJSON writes v as indented JSON to path (atomically and durably) and returns the
+// hex sha256 of what it wrote.
 func writeJSON(path string, v any) (string, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	return sdk.WriteFile(path, append(b, '\n'))
+	b = append(b, '\n')
+	if err := fileio.Write(path, b); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func readJSON(path string, v any) error {
@@ -52,7 +59,7 @@ func idsHash(ids []string) string {
 // prepare resolves the data, converts the labels, profiles the data, checks its contract
 // and locks the folds.
 func (r *Runner) prepare(ctx context.Context) error {
-	taskSum, err := sdk.FileSHA256(r.st.Task)
+	taskSum, err := fileio.SHA256(r.st.Task)
 	if err != nil {
 		return err
 	}

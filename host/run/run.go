@@ -47,6 +47,7 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Options configure a new run.
@@ -140,7 +141,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "task.yaml"), raw, 0o644); err != nil {
+	if err := fileio.Write(filepath.Join(dir, "task.yaml"), raw); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	budget := opts.Budget

@@ -10,7 +10,7 @@ import (
 
 	"amid/host/planner"
 	"amid/plugins/compute"
-	"amid/plugins/sdk"
+	"amid/viewer/fileio"
 )
 
 // Phases of a run, in order. A resumed run starts at the first phase not done.
@@ -146,7 +146,7 @@ func (s *State) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sdk.WriteFile(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
+	if err := fileio.Write(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
 		return fmt.Errorf("run state: %w", err)
 	}
 	return nil

@@ -73,7 +73,7 @@ type Spec struct {
 	// Output is the file suffix predictions are written with (".nii.gz", ".mha", ".tif",
 	// ".png", ".seg.nrrd", ".json"); empty means the input's own format.
 	Output string `json:"output,omitempty"`
-	// Metric is the task's metric name (amid/host/metrics), for a plugin's own validation.
+	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
 	// LaneSeconds, set in a Plan request, is about how long the host expects to train one
 	// lane on one fold; a plugin plans smaller models when it is short (0: unknown).

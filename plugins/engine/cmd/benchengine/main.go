@@ -17,11 +17,11 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/internal/refnets"
+	"amid/plugins/internal/measure"
 )
 
 // result is what one measuring process prints as its last line.
@@ -51,7 +51,7 @@ func main() {
 	layers := flag.Bool("layers", false, "with -model: also print the engine's time per layer (to stderr)")
 	flag.Parse()
 	if *one != "" {
-		if err := measure(*one, *steps, *threads, *workers, *layers); err != nil {
+		if err := measureModel(*one, *steps, *threads, *workers, *layers); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -68,29 +68,6 @@ func find(name string) (refnets.Model, error) {
 		return m, nil
 	}
 	return refnets.Model{}, fmt.Errorf("benchengine: no model %q", name)
-}
-
-func peakRSS() float64 { return statusMiB("VmHWM:") }
-func rss() float64     { return statusMiB("VmRSS:") }
-
-// statusMiB reads a memory line of /proc/self/status in MiB (0 where there is none).
-func statusMiB(key string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func median(s []float64) float64 {
-	sort.Float64s(s)
-	return s[len(s)/2]
 }
 
 // sgemmPeak measures SGEMM of 2048² matrices on the given number of OpenBLAS threads.
@@ -113,13 +90,13 @@ func sgemmPeak(threads int) float64 {
 	return best
 }
 
-func measure(name string, steps, threads, workers int, layers bool) error {
+func measureModel(name string, steps, threads, workers int, layers bool) error {
 	m, err := find(name)
 	if err != nil {
 		return err
 	}
 	peak := sgemmPeak(threads)
-	base := rss()
+	base := measure.RSSMiB()
 	be := engine.NewCPU(workers)
 	u, err := engine.BuildUNet(be, m.Config(), m.Batch, m.Patch, 1)
 	if err != nil {
@@ -140,14 +117,14 @@ func measure(name string, steps, threads, workers int, layers bool) error {
 	debug.SetGCPercent(-1) // a step allocates nothing; keep the collector out of the timings
 	var times, cpus []float64
 	for i := range steps + 1 {
-		t, c := time.Now(), cpuTime()
+		t, c := time.Now(), measure.CPUSeconds()
 		u.Forward()
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), 12)
 		opt.Step()
 		if i > 0 {
 			times = append(times, time.Since(t).Seconds())
-			cpus = append(cpus, cpuTime()-c)
+			cpus = append(cpus, measure.CPUSeconds()-c)
 		}
 	}
 	if layers {
@@ -160,10 +137,10 @@ func measure(name string, steps, threads, workers int, layers bool) error {
 		u.Profile(false)
 	}
 	runtime.KeepAlive(u)
-	med := median(times)
+	med := measure.Median(times)
 	return json.NewEncoder(os.Stdout).Encode(result{Impl: "engine", Model: name, StepMS: 1000 * med,
-		CPUMS:   1000 * median(cpus),
-		PeakMiB: peakRSS(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
+		CPUMS:   1000 * measure.Median(cpus),
+		PeakMiB: measure.PeakMiB(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
 		GFlops: u.Flops() / 1e9, PeakGEMM: peak})
 }
 
@@ -187,7 +164,7 @@ func printLayers(prof []engine.LayerTime, steps int) {
 	fmt.Fprintf(os.Stderr, "%9s %9.1f ms per step (forward + backward, without the optimizer)\n", "total", ms(total))
 }
 
-// run starts a measuring process and decodes the JSON on its last output line.
+// run starts a measuring process and returns its result.
 func run(cmd *exec.Cmd) (result, error) {
 	var r result
 	if err := refnets.RunJSON(cmd, &r); err != nil {

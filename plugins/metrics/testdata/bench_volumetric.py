@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Times scipy/skimage on the shapes of the Go benchmarks in package amid/host/metrics.
+"""Times scipy/skimage on the shapes of the Go benchmarks in package amid/plugins/metrics.
 
-    /usr/bin/python3 host/metrics/testdata/bench_volumetric.py
+    /usr/bin/python3 plugins/metrics/testdata/bench_volumetric.py
 
 Prints wall and CPU seconds per operation for each benchmark (CPU time is the fairer
 figure on a shared machine; the Go benchmarks report it as cpu-s/op), to set beside `go test -bench` output:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times the Python computation of the numbers that amid/host/metrics benchmarks (bench_test.go).
+"""Times the Python computation of the numbers that amid/plugins/metrics benchmarks (bench_test.go).
 
 Run with Debian's python3 from this folder:
 
@@ -102,7 +102,7 @@ def lncc(a, b, win=11):
 
 cost = np.random.RandomState(8).rand(500, 500)
 res = {
-    "command": "/usr/bin/python3 bench_2d.py (in amid/host/metrics/testdata)",
+    "command": "/usr/bin/python3 bench_2d.py (in amid/plugins/metrics/testdata)",
     "cellseg_f1_2048_2000cells": timed(lambda: cellseg_image(gt, pred), reps=1),
     "ssim_1024_float32": timed(lambda: structural_similarity(im1, im2, data_range=dr)),
     "lncc_1024_float32": timed(lambda: lncc(im1, im2)),

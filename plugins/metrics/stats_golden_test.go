@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"testing"
@@ -220,15 +221,33 @@ func TestImageEdgeCases(t *testing.T) {
 	if l, _ := LNCC(a, a); !closeRel(l, 1) {
 		t.Errorf("identical LNCC %v", l)
 	}
+	// The negative, min–max normalised, is 1 − the image: correlation −1 in every window.
+	neg := Image{W: 8, H: 8, Pix: make([]float64, 64)}
+	for i, v := range a.Pix {
+		neg.Pix[i] = -v
+	}
+	if l, _ := LNCC(neg, a); !closeRel(l, -1) {
+		t.Errorf("LNCC with the negative %v, want −1", l)
+	}
+	// A constant offset of 2 on a range of 8 (0…6 and 2…8): MSE 4, PSNR 10·log10(8²/4).
+	off := Image{W: 8, H: 8, Pix: make([]float64, 64)}
+	for i, v := range a.Pix {
+		off.Pix[i] = v + 2
+	}
+	if r := DataRange(off, a); r != 8 {
+		t.Errorf("data range %v, want 8", r)
+	} else if p, _ := PSNR(off, a, r); !closeRel(p, 10*math.Log10(64/4.0)) {
+		t.Errorf("PSNR with an offset of 2: %v, want %v", p, 10*math.Log10(64/4.0))
+	}
 	flat := Image{W: 8, H: 8, Pix: make([]float64, 64)}
 	if l, _ := LNCC(flat, flat); l != 1 {
 		t.Errorf("flat identical LNCC %v, want 1 (no variance, allclose)", l)
 	}
 	small := Image{W: 6, H: 6, Pix: make([]float64, 36)}
-	if _, err := SSIM(small, small, 1); err == nil {
+	if _, err := SSIM(small, small, 1); !errors.Is(err, ErrShape) {
 		t.Error("SSIM of a 6×6 image must fail (window 7)")
 	}
-	if _, err := LNCC(a, small); err == nil {
+	if _, err := LNCC(a, small); !errors.Is(err, ErrShape) {
 		t.Error("shape mismatch accepted")
 	}
 	// PIL luma of pure red: (255·19595 + 0x8000) >> 16 = 76.

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Reference values for the volumetric metrics of package amid/host/metrics.
+"""Reference values for the volumetric metrics of package amid/plugins/metrics.
 
 Run from the module root with Debian's python (numpy, scipy, skimage):
 
-    /usr/bin/python3 host/metrics/testdata/golden_volumetric.py [realdata-dir]
+    /usr/bin/python3 plugins/metrics/testdata/golden_volumetric.py [realdata-dir]
 
-It writes host/metrics/testdata/golden_volumetric.json. Generated fixtures are described
+It writes plugins/metrics/testdata/golden_volumetric.json. Generated fixtures are described
 by shape specs that the Go test rebuilds with the same integer formulas; the real fixture
 is the InVesalius Cranium pair of CT masks from the real-data cache (skipped when absent).
 
@@ -461,7 +461,7 @@ def set_iou(a, b):
 
 def main():
     golden = {
-        "command": "/usr/bin/python3 host/metrics/testdata/golden_volumetric.py" + (" " + sys.argv[1] if len(sys.argv) > 1 else ""),
+        "command": "/usr/bin/python3 plugins/metrics/testdata/golden_volumetric.py" + (" " + sys.argv[1] if len(sys.argv) > 1 else ""),
         "versions": {"numpy": np.__version__, "scipy": scipy.__version__, "skimage": skimage.__version__},
         "binary": [], "labels": [], "boxes": [],
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for the 2D metrics of amid/host/metrics.
+"""Reference values for the 2D metrics of amid/plugins/metrics.
 
 Run from this folder with Debian's python3 (numpy, scipy, scikit-image, scikit-learn):
 
@@ -26,7 +26,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 rng = np.random.RandomState(20261130)
 out = {
-    "command": "/usr/bin/python3 golden_2d.py (in amid/host/metrics/testdata)",
+    "command": "/usr/bin/python3 golden_2d.py (in amid/plugins/metrics/testdata)",
     "versions": {"python": sys.version.split()[0], "numpy": np.__version__, "scipy": scipy.__version__,
                  "skimage": skimage.__version__, "sklearn": sklearn.__version__},
 }

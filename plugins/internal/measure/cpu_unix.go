@@ -1,14 +1,14 @@
 //go:build unix
 
-package plugintest
+package measure
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time this process has used, all threads, in seconds.
-func cpuTime() float64 {
+// CPUSeconds is the CPU time this process has used, all threads, in seconds.
+func CPUSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,6 +1,11 @@
 // Package metrics computes the official metrics of the ReX-MLE challenges in pure Go, on
 // flat data, spacing-aware, exactly as the ReX-MLE graders compute them.
 //
+// It lives under plugins/ because both sides use it: the host's graders and evaluation
+// (amid/host/grade, amid/host/evaluate) score predictions from their own files with it, and
+// the plugins report their own validation figures with the same code (plugins may not
+// import host/).
+//
 // Every function takes plain slices: a binary mask is a []uint8 (non-zero is foreground), a
 // label map is a slice of any integer type, and a 3D grid is described by dims [3]int in the
 // order (X, Y, Z) with X varying fastest, the layout of amid/viewer/volume. Spacing is a
