@@ -110,6 +110,9 @@ type Loop struct {
 	At Point
 	// Stopped reports that the time limit ended the last Run before its last step.
 	Stopped bool
+	// Last is the newest checkpoint: the one Resume read or Save wrote last ("" before
+	// either). A lane whose device was lost goes on from it on the CPU.
+	Last string
 }
 
 // ErrDiverged reports a step whose objective is not a finite number.
@@ -161,6 +164,7 @@ func (l *Loop) Resume(path string) error {
 		}
 	}
 	l.At = Point{Step: m.Step - l.Offset, Epoch: m.Epoch}
+	l.Last = path
 	return nil
 }
 
@@ -180,7 +184,11 @@ func (l *Loop) Save(name string) (string, error) {
 		c.DataState = b
 	}
 	p := filepath.Join(l.Dir, name)
-	return p, ckpt.Save(p, c)
+	if err := ckpt.Save(p, c); err != nil {
+		return "", err
+	}
+	l.Last = p
+	return p, nil
 }
 
 // Run takes the steps from At.Step+1 to the run's last, or until the time limit or ctx
