@@ -57,7 +57,9 @@ func BuildPlugin(src, name, dir string) (string, error) { return buildPlugin(src
 // BuildPluginVulkan is BuildPlugin with cgo, which the Vulkan backend needs, for tests of
 // a plugin process on a Vulkan device; the pure-Go SGEMM (tag purego) keeps OpenBLAS out,
 // as in the bundle of .ci/gpu-check.sh.
-func BuildPluginVulkan(src, name, dir string) (string, error) { return buildPlugin(src, name, dir, true) }
+func BuildPluginVulkan(src, name, dir string) (string, error) {
+	return buildPlugin(src, name, dir, true)
+}
 
 func buildPlugin(src, name, dir string, cgo bool) (string, error) {
 	out, err := filepath.Abs(filepath.Join(dir, "amid-plugin-"+name))
