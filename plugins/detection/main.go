@@ -34,10 +34,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -60,6 +60,7 @@ func main() {
 type det struct{}
 
 func (det) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            "detection",
 		Version:         version,
@@ -67,8 +68,8 @@ func (det) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Tasks:           []protocol.TaskKind{{Kind: taskspec.Detection, Dims: []int{2, 3}}},
 		Metrics:         []string{"ap_mean", "f1", "iou"},
 		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}, nil
 }
 

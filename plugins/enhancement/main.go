@@ -32,10 +32,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 )
@@ -57,6 +57,7 @@ func main() {
 type enh struct{}
 
 func (enh) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            "enhancement",
 		Version:         version,
@@ -64,8 +65,8 @@ func (enh) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Tasks:           []protocol.TaskKind{{Kind: "enhancement", Dims: []int{2}}},
 		Metrics:         []string{"lncc", "ssim", "psnr"},
 		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}, nil
 }
 

@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -35,8 +35,10 @@ func Main(name string, impl protocol.Plugin) {
 }
 
 // Describe is the description of the plugin name at version: tasks of kind in 2D and 3D,
-// scored by metrics, configured by schema (a JSON schema), trained on the CPU.
+// scored by metrics, configured by schema (a JSON schema), trained on the device the
+// setting chooses (package device) among the hardware listed.
 func Describe(name, version, kind string, metrics []string, schema string) *protocol.DescribeResponse {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            name,
 		Version:         version,
@@ -44,8 +46,8 @@ func Describe(name, version, kind string, metrics []string, schema string) *prot
 		Tasks:           []protocol.TaskKind{{Kind: kind, Dims: []int{2, 3}}},
 		Metrics:         metrics,
 		ConfigSchema:    []byte(schema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}
 }
 
