@@ -6,44 +6,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"amid/plugins/compute"
+	"amid/plugins/compute/predictions"
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/vk"
-	"amid/plugins/engine/vk/vktest"
-	"amid/plugins/internal/device"
+	"amid/plugins/internal/device/devicetest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
-	"amid/viewer/imageio"
+	"amid/plugins/taskspec"
 )
 
-// The segmentation plugin on a Vulkan device: Mesa's lavapipe in CI (a CPU device that
-// "auto" never takes, so the tests ask for it by index), tiny networks.
-
-// vulkanSetting is the device setting of the test's Vulkan device ("vulkan:N").
-func vulkanSetting(t *testing.T) string {
-	t.Helper()
-	vktest.Device(t) // skips without Vulkan (fails in CI)
-	in, err := vk.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "vulkan:" + strconv.Itoa(vktest.Index(in))
-}
-
-// onVulkan makes this process's plugin compute on the test's Vulkan device, opened afresh
-// with the faults given (AMID_VK_FAULT's form).
-func onVulkan(t *testing.T, faults string) {
-	t.Helper()
-	t.Setenv(compute.EnvDevice, vulkanSetting(t))
-	t.Setenv(vk.FaultEnv, faults)
-	device.CloseAll()
-	t.Cleanup(device.CloseAll)
-}
+// The segmentation plugin on a Vulkan device: Mesa's lavapipe in CI, tiny networks
+// (package devicetest).
 
 // messages trains req in this process and returns the result and the progress messages.
 func messages(t *testing.T, req *protocol.TrainRequest) (*protocol.TrainResult, []string, error) {
@@ -68,7 +46,7 @@ func messages(t *testing.T, req *protocol.TrainRequest) (*protocol.TrainResult, 
 // there and, in a second process set to the CPU, on the CPU: the label maps agree within
 // compute.Table (the one tolerance table), and each response names its device.
 func TestDeviceCrossDevice(t *testing.T) {
-	setting := vulkanSetting(t)
+	setting := devicetest.Setting(t)
 	cases := discCases(t, 4, 11)
 	start := func(dev string) protocol.Plugin {
 		t.Setenv(compute.EnvDevice, dev)
@@ -112,18 +90,10 @@ func TestDeviceCrossDevice(t *testing.T) {
 	}
 	a := compute.NewAgreement(compute.Table)
 	for _, c := range cases {
-		read := func(dir string) []int32 {
-			v, err := imageio.Read(filepath.Join(dir, c.ID+".nii.gz"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := make([]int32, v.NumVoxels())
-			for i := range out {
-				out[i] = int32(v.AtIndex(i))
-			}
-			return out
+		f := c.ID + ".nii.gz"
+		if err := predictions.Compare(a, &taskspec.Spec{Kind: taskspec.Segmentation}, f, filepath.Join(outGPU, f), filepath.Join(outCPU, f)); err != nil {
+			t.Fatal(err)
 		}
-		a.Labels(c.ID, read(outGPU), read(outCPU))
 	}
 	t.Logf("trained on %s; predicted there and on the CPU: %s", d.Compute.Device, a.Summary())
 	if !a.OK() {
@@ -135,7 +105,7 @@ func TestDeviceCrossDevice(t *testing.T) {
 // configuration at batch n takes on the test's device, sized without it.
 func trainingUsed(t *testing.T, n int) int64 {
 	t.Helper()
-	info, err := engine.ChooseDevice(vulkanSetting(t))
+	info, err := engine.ChooseDevice(devicetest.Setting(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +134,7 @@ func TestDeviceOutOfMemory(t *testing.T) {
 	req := func() *protocol.TrainRequest {
 		return &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(2, 2, 1), Train: cases, WorkDir: t.TempDir(), Seed: 1}
 	}
-	onVulkan(t, fmt.Sprintf("mem-cap=%d", (used2+used4)/2))
+	devicetest.Use(t, fmt.Sprintf("mem-cap=%d", (used2+used4)/2))
 	res, msgs, err := messages(t, req())
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +151,7 @@ func TestDeviceOutOfMemory(t *testing.T) {
 		t.Errorf("the checkpoint records batch %d (%v), want the re-planned 2", s.Config.Batch, err)
 	}
 
-	onVulkan(t, fmt.Sprintf("mem-cap=%d", used2-1))
+	devicetest.Use(t, fmt.Sprintf("mem-cap=%d", used2-1))
 	_, _, err = messages(t, req())
 	if err == nil {
 		t.Fatal("a lane that fits no plan trained")
@@ -197,7 +167,7 @@ func TestDeviceOutOfMemory(t *testing.T) {
 // The lane says so and goes on on the CPU from the step-2 checkpoint to its last step,
 // its progress never going back.
 func TestDeviceLost(t *testing.T) {
-	onVulkan(t, "lost-after=7")
+	devicetest.Use(t, "lost-after=7")
 	cases := discCases(t, 2, 4)
 	res, msgs, err := messages(t, &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(6, 2, 1), Train: cases, WorkDir: t.TempDir(), Seed: 1})
 	if err != nil {
