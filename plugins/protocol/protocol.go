@@ -110,6 +110,12 @@ type Candidate struct {
 	Name      string
 	Config    []byte // JSON valid against the plugin's config schema
 	Rationale string
+	// Device is what the candidate was planned for: "cpu", or "vulkan:N NAME" (empty when
+	// the plugin does not say); DeviceBytes is the memory of that device one training run
+	// of it was planned to use (the host's RAM for "cpu"), so that a scheduler can pack
+	// lanes onto devices.
+	Device      string
+	DeviceBytes int64
 }
 
 // PlanResponse lists candidate configurations, best first.

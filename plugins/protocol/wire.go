@@ -90,7 +90,7 @@ func planRequestFromPB(r *pb.PlanRequest) *PlanRequest {
 func planToPB(r *PlanResponse) *pb.PlanResponse {
 	cs := make([]*pb.Candidate, len(r.Candidates))
 	for i, c := range r.Candidates {
-		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale}
+		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale, Device: c.Device, DeviceBytes: c.DeviceBytes}
 	}
 	return &pb.PlanResponse{Candidates: cs}
 }
@@ -98,7 +98,7 @@ func planToPB(r *PlanResponse) *pb.PlanResponse {
 func planFromPB(r *pb.PlanResponse) *PlanResponse {
 	cs := make([]Candidate, len(r.GetCandidates()))
 	for i, c := range r.GetCandidates() {
-		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale()}
+		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale(), Device: c.GetDevice(), DeviceBytes: c.GetDeviceBytes()}
 	}
 	return &PlanResponse{Candidates: cs}
 }

@@ -14,6 +14,7 @@ import (
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/vk"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/device/devicetest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
@@ -212,5 +213,50 @@ func TestNoLoader(t *testing.T) {
 	}
 	if _, err := os.Stat(res.Checkpoint); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDevicePlan plans the CT-like fingerprint for the test's Vulkan device as if it had
+// 256 MiB (an injected cap) and as it is (lavapipe: 2 GiB): every lane names the device
+// and reports the engine's count of training it there (engine.TrainingBytes), within
+// device.BudgetFraction of the memory; the smaller device gets smaller lanes.
+func TestDevicePlan(t *testing.T) {
+	fp, err := os.ReadFile(filepath.Join("plan", "testdata", "ct_like.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFor := func(faults string) map[string]protocol.Candidate {
+		devicetest.Use(t, faults)
+		info, err := engine.ChooseDevice(devicetest.Setting(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := seg{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: fp, Task: protocol.Task{Kind: "segmentation", Dims: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		budget := device.Budget(*info)
+		out := map[string]protocol.Candidate{}
+		for _, c := range r.Candidates {
+			cfg, err := parseConfig(c.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", faults, c.Rationale)
+			if !strings.HasPrefix(c.Device, "vulkan:") || c.DeviceBytes <= 0 || c.DeviceBytes > budget {
+				t.Errorf("%s lane %s planned for %q, %d bytes; the budget is %d", faults, c.Name, c.Device, c.DeviceBytes, budget)
+			}
+			if n := trainingBytes(*info, cfg.net(1), cfg.Batch, cfg.Patch); n != c.DeviceBytes {
+				t.Errorf("%s lane %s reports %d bytes, the engine counts %d", faults, c.Name, c.DeviceBytes, n)
+			}
+			out[c.Name] = c
+		}
+		return out
+	}
+	small, large := planFor(fmt.Sprintf("mem-cap=%d", 256<<20)), planFor("")
+	for name, c := range small {
+		if c.DeviceBytes >= large[name].DeviceBytes {
+			t.Errorf("lane %s: %d bytes planned with 256 MiB, %d with 2 GiB", name, c.DeviceBytes, large[name].DeviceBytes)
+		}
 	}
 }

@@ -95,7 +95,8 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
-	lanes, err := plan.Plan(f, plan.Budget{Bytes: planBudget()})
+	budget, dev := planBudget()
+	lanes, err := plan.Plan(f, budget)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
@@ -116,14 +117,15 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, err
 		}
-		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, about %d MiB per step", l.Lane, l.Patch, l.Batch, l.Stages(), l.Bytes>>20)
+		bytes := plannedBytes(dev, c, f.Channels)
+		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, about %d MiB per step on %s (of %d MiB planned to)", l.Lane, l.Patch, l.Batch, l.Stages(), bytes>>20, device.Where(dev), budget.Bytes>>20)
 		for _, r := range l.Rationale {
 			why += "; " + r
 		}
 		if short {
 			why += fmt.Sprintf("; widths halved to %v: a lane has about %.0f s to train, under %v, and a narrower network takes about a quarter of the compute per step", c.Widths, sp.LaneSeconds, shortLane)
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, Device: device.Where(dev), DeviceBytes: bytes})
 	}
 	if len(out.Candidates) == 0 {
 		return nil, fmt.Errorf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)

@@ -154,7 +154,8 @@ const BudgetFraction = 0.8
 
 // Budget is the device memory a lane may be planned for on info's device: BudgetFraction
 // of what the driver says this process may use (VK_EXT_memory_budget's budget of the
-// device-local heaps) where it says, else of the device-local heaps' size.
+// device-local heaps) where it says, else of the device-local heaps' size, or of the
+// memory cap AMID_VK_FAULT injects (a smaller device, for tests).
 func Budget(info vk.Info) int64 {
 	var size, budget uint64
 	for _, h := range info.Heaps {
@@ -165,6 +166,9 @@ func Budget(info vk.Info) int64 {
 	}
 	if info.MemoryBudget && budget > 0 {
 		size = min(size, budget)
+	}
+	if f, err := vk.FaultsFromEnv(); err == nil && f.MemoryCap > 0 {
+		size = min(size, uint64(f.MemoryCap))
 	}
 	return int64(BudgetFraction * float64(size))
 }

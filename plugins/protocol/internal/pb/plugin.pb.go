@@ -127,7 +127,7 @@ type DescribeResponse struct {
 	Tasks           []*TaskKind            `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	Metrics         []string               `protobuf:"bytes,5,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	ConfigSchema    []byte                 `protobuf:"bytes,6,opt,name=config_schema,json=configSchema,proto3" json:"config_schema,omitempty"` // JSON Schema of the configuration
-	Hardware        []string               `protobuf:"bytes,7,rep,name=hardware,proto3" json:"hardware,omitempty"`                             // cpu, cuda, ...
+	Hardware        []string               `protobuf:"bytes,7,rep,name=hardware,proto3" json:"hardware,omitempty"`                             // cpu, then each GPU, e.g. "vulkan:0 NAME (discrete, driver, ...)"
 	Compute         *Compute               `protobuf:"bytes,8,opt,name=compute,proto3" json:"compute,omitempty"`                               // what this process computes with
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -481,6 +481,8 @@ type Candidate struct {
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // JSON, valid against the config schema
 	Rationale     string                 `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	Device        string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`                               // what it was planned for: cpu, or vulkan:N and the device's name
+	DeviceBytes   int64                  `protobuf:"varint,5,opt,name=device_bytes,json=deviceBytes,proto3" json:"device_bytes,omitempty"` // the memory of that device one training run was planned to use
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -534,6 +536,20 @@ func (x *Candidate) GetRationale() string {
 		return x.Rationale
 	}
 	return ""
+}
+
+func (x *Candidate) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *Candidate) GetDeviceBytes() int64 {
+	if x != nil {
+		return x.DeviceBytes
+	}
+	return 0
 }
 
 type PlanResponse struct {
@@ -1171,11 +1187,13 @@ const file_plugin_proto_rawDesc = "" +
 	"\x05label\x18\x03 \x01(\tR\x05label\"Y\n" +
 	"\vPlanRequest\x12 \n" +
 	"\vfingerprint\x18\x01 \x01(\fR\vfingerprint\x12(\n" +
-	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\"U\n" +
+	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\"\x90\x01\n" +
 	"\tCandidate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1c\n" +
-	"\trationale\x18\x03 \x01(\tR\trationale\"I\n" +
+	"\trationale\x18\x03 \x01(\tR\trationale\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\tR\x06device\x12!\n" +
+	"\fdevice_bytes\x18\x05 \x01(\x03R\vdeviceBytes\"I\n" +
 	"\fPlanResponse\x129\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x19.amid.plugin.v1.CandidateR\n" +
