@@ -135,6 +135,14 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	med, known := fp.medianDims()
 	var out []protocol.Candidate
 	add := func(name string, c config, why string) error {
+		var where string
+		var bytes int64
+		if c.Lane != lanePrior3D {
+			var fit string
+			if c.Batch, where, bytes, fit = fitBatch(c, s, mode); fit != "" {
+				why += "; " + fit
+			}
+		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return err
@@ -142,7 +150,7 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if _, err := parseConfig(b); err != nil {
 			return fmt.Errorf("detection plan: lane %s: %w", name, err)
 		}
-		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why})
+		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, DeviceBytes: bytes})
 		return nil
 	}
 	train := func(c config) config {
@@ -193,4 +201,28 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		}
 	}
 	return &protocol.PlanResponse{Candidates: out}, nil
+}
+
+// fitBatch plans a lane's batch to the device the setting chooses (device.Fit): its
+// network with AdamW, the host's objective (the heatmap and box losses) counted as the
+// device buffers it exchanges.
+func fitBatch(c config, s *taskspec.Spec, mode string) (int, string, int64, string) {
+	arch := c.arch(channelsOf(mode), headChannels(mode, s))
+	return device.Fit(c.Batch, clipNorm, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+		var net *engine.Net
+		if mode == modeBox3D {
+			u, err := engine.BuildUNet(be, arch, n, c.Size, 1)
+			if err != nil {
+				return nil, nil, err
+			}
+			net = u.Net
+		} else {
+			u, err := engine.BuildUNetHead(be, arch, c.head(mode), n, c.Size, 1, func(int, []float32, []float32) float64 { return 0 })
+			if err != nil {
+				return nil, nil, err
+			}
+			net = u.Net
+		}
+		return net, engine.NewAdamW(be, net.Params(), defaultLR, 0), nil
+	})
 }

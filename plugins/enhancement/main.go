@@ -164,10 +164,21 @@ func (enh) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if c, err = parseConfig(b); err != nil {
 			return err
 		}
+		// The batch planned to the device the setting chooses (package device).
+		batch, where, bytes, fit := device.Fit(c.Batch, clipNorm, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+			u, err := engine.BuildResUNet(be, c.net(), n, c.patch3(), 1, c.loss())
+			if err != nil {
+				return nil, nil, err
+			}
+			return u.Net, engine.NewAdamW(be, u.Params(), c.LR, c.Decay), nil
+		})
+		if c.Batch = batch; fit != "" {
+			why += "; " + fit
+		}
 		if b, err = json.Marshal(c); err != nil {
 			return err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, DeviceBytes: bytes})
 		return nil
 	}
 	// base: patches of at most 128², shrunk (to a multiple of 8) for small images.

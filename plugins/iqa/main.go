@@ -72,9 +72,12 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("iqa plan: %w", err)
 	}
-	net := planned(s.Dims, imageplugin.MedianDims(req.Fingerprint))
+	net, where, bytes, fit := imageplugin.Fit(planned(s.Dims, imageplugin.MedianDims(req.Fingerprint)), 1, 1)
 	rank := lossConfig{MSE: 1, Rank: 1, Temp: defaultTemp}
 	shape := fmt.Sprintf("grid %v, widths %v, batch %d, %d steps", net.Grid, net.Widths, net.Batch, net.Steps)
+	if fit != "" {
+		shape += "; " + fit
+	}
 	out := &protocol.PlanResponse{}
 	for _, c := range []struct {
 		name string
@@ -91,7 +94,7 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why, Device: where, DeviceBytes: bytes})
 	}
 	return out, nil
 }

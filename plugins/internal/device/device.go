@@ -20,6 +20,7 @@ package device
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -196,4 +197,40 @@ func CloseAll() {
 		d.Close()
 		delete(shared.devs, i)
 	}
+}
+
+// Build builds a lane's network and optimizer on be for a batch of n (for sizing).
+type Build func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error)
+
+// Fit plans a lane's batch to the device the setting chooses. On a device it is the
+// largest batch at most n, halving from n, whose training the engine counts within
+// Budget (engine.TrainingBytes), with those bytes (1 and its bytes when even that is over:
+// training then re-plans it smaller or fails); on the CPU n, with 0 bytes (the plugin has
+// no estimate of the host's memory). where names the device planned for, why says what
+// was decided in a few words.
+func Fit(n int, clip float64, build Build) (batch int, where string, bytes int64, why string) {
+	info := Planned()
+	if info == nil {
+		return n, Where(nil), 0, ""
+	}
+	budget := Budget(*info)
+	size := func(n int) int64 {
+		b, err := engine.TrainingBytes(*info, engine.TrainOptions{Clip: clip}, func(be engine.Backend) (*engine.Net, engine.Optimizer, error) {
+			return build(be, n)
+		})
+		if err != nil {
+			return math.MaxInt64
+		}
+		return b
+	}
+	batch, bytes = n, size(n)
+	for bytes > budget && batch > 1 {
+		batch /= 2
+		bytes = size(batch)
+	}
+	why = fmt.Sprintf("about %d MiB on %s (of %d MiB planned to)", bytes>>20, Where(info), budget>>20)
+	if batch < n {
+		why = fmt.Sprintf("batch %d to fit the device's memory: ", batch) + why
+	}
+	return batch, Where(info), bytes, why
 }

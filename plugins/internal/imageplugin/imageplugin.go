@@ -166,3 +166,19 @@ func OutPath(dir, id string) (string, error) {
 	}
 	return filepath.Join(dir, id+".json"), nil
 }
+
+// Fit plans net's batch to the device the setting chooses (package device): the encoder
+// for in channels and outputs, trained with AdamW (the loss layer, a few values per
+// sample, left out). It returns the net with the batch that fits, the device planned for,
+// the bytes counted there (0 on the CPU) and a few words for the rationale.
+func Fit(net cnn.Net, in, outputs int) (cnn.Net, string, int64, string) {
+	batch, where, bytes, why := device.Fit(net.Batch, cnn.Clip, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+		m, err := cnn.Build(be, net.Arch(in, outputs), n, net.Grid, 1, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m.Net, engine.NewAdamW(be, m.Params(), cnn.DefaultLR, cnn.DefaultDecay), nil
+	})
+	net.Batch = batch
+	return net, where, bytes, why
+}
