@@ -18,6 +18,7 @@ import (
 
 	"amid/host/planner/llm"
 	"amid/host/run"
+	"amid/plugins/compute"
 )
 
 // maxLog bounds the log lines kept on screen.
@@ -32,6 +33,7 @@ const stopWait = 10 * time.Second
 type laneRow struct {
 	Key         string // lane/fold
 	Lane        string
+	Device      string // where the lane trains: as planned, what trained the fold once done
 	Fold        int
 	Status      string
 	Step, Total int64
@@ -85,7 +87,7 @@ type monitorScreen struct {
 	cancelB *widget.Button
 }
 
-var laneColumns = []string{"lane", "fold", "status", "step", "loss", "ETA"}
+var laneColumns = []string{"lane", "fold", "status", "step", "loss", "ETA", "device"}
 
 func newMonitorScreen(a *App) *monitorScreen {
 	m := &monitorScreen{a: a, title: widget.NewLabelWithStyle("No run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -107,8 +109,9 @@ func newMonitorScreen(a *App) *monitorScreen {
 	}
 	m.table.ShowHeaderColumn = false
 	// Every column shows at the smallest window (892 px wide): the lane's name gets the
-	// room, the numbers what "12345/12345" and "training" need.
-	for i, w := range []float32{240, 50, 100, 110, 80, 80} {
+	// room, the numbers what "12345/12345" and "training" need, the device its kind and
+	// number ("vulkan:0 NVIDIA GeForce…" is cut).
+	for i, w := range []float32{200, 50, 100, 110, 80, 80, 150} {
 		m.table.SetColumnWidth(i, w)
 	}
 	m.log = widget.NewList(func() int { return len(m.view.Log) },
@@ -161,6 +164,8 @@ func (m *monitorScreen) cell(id widget.TableCellID) string {
 		if r.ETA > 0 {
 			return r.ETA.Round(time.Second).String()
 		}
+	case 6:
+		return r.Device
 	}
 	return ""
 }
@@ -259,6 +264,7 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 			row := m.rowLocked(fmt.Sprintf("%s/f%d", l.ID, k), l.ID, k)
 			row.Status = f.Status
 			row.Step = max(row.Step, f.Steps)
+			row.Device = laneDevice(l.Device, f.Compute)
 		}
 	}
 }
@@ -524,4 +530,14 @@ func (m *monitorScreen) resume() {
 			m.start(r)
 		})
 	}()
+}
+
+// laneDevice is a lane's device in the monitor: the one it was planned for ("vulkan:0
+// NAME", "cpu"), or "cpu" when a fold that was planned for a GPU trained on the CPU (its
+// device lost or not to be had); "" when the plugin did not say.
+func laneDevice(planned string, done compute.Identity) string {
+	if done.Device == "cpu" && planned != "cpu" {
+		return "cpu"
+	}
+	return planned
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -227,6 +228,7 @@ const (
 	prefLLMURL       = "llm_base_url"
 	prefLLMModel     = "llm_model"
 	prefLLMKeyEnv    = "llm_key_env"
+	prefDevice       = "device"
 	maxRecent        = 20
 )
 
@@ -240,9 +242,29 @@ func rememberRun(p fyne.Preferences, dir string) {
 	p.SetStringList(prefRecentRuns, list)
 }
 
-// savedSettings are the folders the Settings screen saved.
+// savedSettings are the folders and the device the Settings screen saved.
 func savedSettings(p fyne.Preferences) config.Settings {
-	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir)}
+	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice)}
+}
+
+// setDevice makes the plugins of the next runs compute on device (a config.CheckDevice
+// setting), unless $AMID_DEVICE names another.
+func (a *App) setDevice(device string) error {
+	s := config.Settings{Device: device}.WithEnv()
+	env, err := s.DeviceEnv()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.folders.Device = s.Device
+	if a.host != nil {
+		old := a.host.Supervisor.Env
+		a.host.Supervisor.Env = append(slices.DeleteFunc(slices.Clone(old), func(e string) bool {
+			return strings.HasPrefix(e, config.EnvDevice+"=")
+		}), env...)
+	}
+	return nil
 }
 
 // errText is err as one line for a status label.

@@ -65,6 +65,29 @@ type Lane struct {
 	Plugin    string          `json:"plugin"`
 	Config    json.RawMessage `json:"config"`
 	Rationale string          `json:"rationale"`
+	// Device is what the plugin planned the lane for ("cpu", "vulkan:N NAME"; empty when
+	// it did not say) and DeviceBytes the memory of that device one training run was
+	// planned to use (protocol.Candidate's).
+	Device      string `json:"device,omitempty"`
+	DeviceBytes int64  `json:"device_bytes,omitempty"`
+}
+
+// Devices fills in each lane's device and planned memory from the candidate it was made
+// from (named plugin/candidate, as Rules names lanes) where the planner left them out.
+func Devices(lanes []Lane, plugins []Plugin) []Lane {
+	for i, l := range lanes {
+		if l.Device != "" {
+			continue
+		}
+		for _, p := range plugins {
+			for _, c := range p.Candidates {
+				if p.Name == l.Plugin && l.Name == p.Name+"/"+c.Name {
+					lanes[i].Device, lanes[i].DeviceBytes = c.Device, c.DeviceBytes
+				}
+			}
+		}
+	}
+	return lanes
 }
 
 // Planner proposes lanes. Plan is called once before training (Results empty) and may be

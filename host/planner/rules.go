@@ -49,7 +49,8 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	var all []ranked
 	for _, p := range in.Plugins {
 		for i, c := range p.Candidates {
-			l := Lane{Name: p.Name + "/" + c.Name, Plugin: p.Name, Config: json.RawMessage(c.Config), Rationale: c.Rationale}
+			l := Lane{Name: p.Name + "/" + c.Name, Plugin: p.Name, Config: json.RawMessage(c.Config), Rationale: c.Rationale,
+				Device: c.Device, DeviceBytes: c.DeviceBytes}
 			rank, why := rule(in, fp, c.Name, i)
 			if why != "" {
 				l.Rationale = strings.TrimSpace(l.Rationale + "; rules: " + why)

@@ -125,6 +125,7 @@ func (r *Runner) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	lanes = planner.Devices(lanes, in.Plugins)
 	seen := map[string]bool{}
 	for _, l := range lanes {
 		id := unsafeName.ReplaceAllString(l.Name, "_")
@@ -133,7 +134,7 @@ func (r *Runner) plan(ctx context.Context) error {
 		}
 		seen[id] = true
 		r.st.Lanes = append(r.st.Lanes, &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}})
-		r.logf("lane %s (%s): %s", id, l.Plugin, l.Rationale)
+		r.logf("lane %s (%s)%s: %s", id, l.Plugin, onDevice(l), l.Rationale)
 	}
 	if _, err := writeJSON(r.path("planner-input.json"), in); err != nil {
 		return err
@@ -204,4 +205,16 @@ func (r *Runner) refine(ctx context.Context) error {
 		return err
 	}
 	return r.explore(ctx)
+}
+
+// onDevice says where a lane was planned to train, " on DEVICE (N MiB planned)", or
+// nothing when its plugin did not say.
+func onDevice(l planner.Lane) string {
+	switch {
+	case l.Device == "":
+		return ""
+	case l.DeviceBytes > 0:
+		return fmt.Sprintf(" on %s (%d MiB planned)", l.Device, l.DeviceBytes>>20)
+	}
+	return " on " + l.Device
 }

@@ -13,6 +13,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/supervisor"
 	"amid/host/task"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
@@ -205,7 +206,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 		r.logf("lane %s fold %d: %s", l.ID, k, fs.Error)
 	} else {
 		fs.Score, fs.Extra = score.Value, score.Extra
-		r.logf("lane %s fold %d: validation %s %.4f on %d cases after %d steps (%v)", l.ID, k, score.Metric, score.Value, score.Cases, rec.Step, took.Round(time.Second))
+		r.logf("lane %s fold %d: validation %s %.4f on %d cases after %d steps (%v), trained on %s", l.ID, k, score.Metric, score.Value, score.Cases, rec.Step, took.Round(time.Second), trainedOn(rec.Compute))
 	}
 	l.Folds[k] = fs
 	ids := make([]string, len(train))
@@ -259,3 +260,12 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// trainedOn names the device an identity trained on ("unknown" when the plugin did not
+// say).
+func trainedOn(id compute.Identity) string {
+	if id.IsZero() {
+		return "an unknown device"
+	}
+	return id.Device
+}
