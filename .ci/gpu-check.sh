@@ -11,7 +11,10 @@
 #      picks another);
 #   3. the GPU benchmark (cmd/benchgpu) on the reference 2D and 3D U-Nets, side by side
 #      with the CPU engine and, where python3 has PyTorch with CUDA, PyTorch;
-#   4. a short training run (200 steps of the 2D reference U-Net) on every GPU.
+#   4. a short training run of the segmentation plugin on the GPU, end to end through
+#      amid: the demo task (generated head CTs) planned to the GPU's memory, trained for a
+#      minute, predicted, verified and exported; the run must say its lanes trained on a
+#      Vulkan device (AMID_DEVICE=vulkan; set AMID_DEVICE=vulkan:N for another device).
 # Everything is printed and kept in gpu-check.log beside this script; record the figures
 # in plugins/engine/README.md. TIMEOUT_SCALE=N multiplies every step's time limit (for a
 # slow device such as lavapipe, on which the script can be tried out).
@@ -63,8 +66,19 @@ else
 fi
 run benchgpu 120 "$here/bin/benchgpu" -steps 3 "${torch[@]}"
 
-step "4. short training run"
-run "training run" 60 "$here/bin/benchgpu" -train 200
+step "4. short training run of the segmentation plugin on the GPU"
+work=$(mktemp -d)
+run "demo task" 30 "$here/bin/amid" demo "$work/data"
+export AMID_HOME=$work/home AMID_DEVICE=${AMID_DEVICE:-vulkan}
+run "amid run" 150 "$here/bin/amid" run "$work/data/task.yaml" --out "$work/run" --budget 60s --answers "$work/data/answers" \
+  >"$work/run.log" 2>&1
+cat "$work/run.log"
+if grep -q "trained on vulkan" "$work/run.log"; then
+  grep -E " on vulkan:|trained on|computed with" "$work/run.log"
+else
+  echo "!! no lane trained on a Vulkan device (see $work/run.log)"; fail=1
+fi
+run "amid report" 30 "$here/bin/amid" report "$work/run"
 
 echo
 if [ $fail -ne 0 ]; then echo "gpu-check: FAILED (see $log)"; exit 1; fi
