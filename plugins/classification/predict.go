@@ -114,7 +114,7 @@ func (p *predictor) Close() {
 
 func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		p, err := load(be, req.Checkpoint)
 		if err != nil {
 			return err

@@ -261,7 +261,7 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 	}
 	pred := make([]map[string]int, len(truth))
 	priors := make([]map[string]int, len(truth))
-	_, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	_, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		p, err := load(be, path)
 		if err != nil {
 			return err

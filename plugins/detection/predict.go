@@ -233,7 +233,7 @@ func outPath(dir, id string) (string, error) {
 
 func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		d, err := load(be, req.Checkpoint)
 		if err != nil {
 			return err

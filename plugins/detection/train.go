@@ -211,7 +211,7 @@ func finishPrior(ctx context.Context, req *protocol.TrainRequest, rec saved, sen
 		Message: "box size prior fitted on the training boxes"}); err != nil {
 		return nil, err
 	}
-	val, err := tune(ctx, p, req, &rec, device.Warn)
+	val, err := tune(ctx, p, req, &rec, device.ToLog)
 	if err != nil {
 		return nil, fmt.Errorf("detection train: validation: %w", err)
 	}

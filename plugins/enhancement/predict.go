@@ -200,7 +200,7 @@ func (enh) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		return nil, fmt.Errorf("enhancement predict: %w", err)
 	}
 	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		m, err := load(be, req.Checkpoint)
 		if err != nil {
 			return err

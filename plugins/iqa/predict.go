@@ -110,7 +110,7 @@ func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		scores []float64
 		rec    saved
 	)
-	be, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		p, err := load(be, req.Checkpoint)
 		if err != nil {
 			return err

@@ -215,7 +215,7 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		suffix = sp.Output
 	}
 	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.Warn, func(be engine.Backend) error {
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		m, err := load(be, req.Checkpoint, req.Config)
 		if err != nil {
 			return err

@@ -185,8 +185,10 @@ func Where(info *vk.Info) string {
 // ErrNoFit reports a lane that does not fit its device's memory even re-planned smaller.
 var ErrNoFit = errors.New("does not fit the device's memory")
 
-// Warn is a Log that writes to the plugin's log as a warning (the host re-logs it).
-func Warn(sentence string) { sdk.Logger().Warn(sentence) }
+// ToLog is a Log that writes to the plugin's log at error level, which the host shows
+// (it re-logs its plugins' lines at error level and above): the device the setting asked
+// for was not used.
+func ToLog(sentence string) { sdk.Logger().Error(sentence) }
 
 // CloseAll closes the process's Vulkan devices; the next Open opens them again, with the
 // faults AMID_VK_FAULT then injects (tests). Nothing opened on them may be used after.

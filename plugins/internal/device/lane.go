@@ -8,7 +8,6 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 )
 
 // Shrink returns a smaller plan of a lane that did not fit its device's memory and a few
@@ -123,10 +122,10 @@ func (p *Progress) Send(e *protocol.Progress) error {
 	return p.send(e)
 }
 
-// Log writes the sentence to the plugin's log, as a warning, and queues it for the next
-// progress event.
+// Log writes the sentence to the plugin's log (ToLog) and queues it for the next progress
+// event.
 func (p *Progress) Log(sentence string) {
-	sdk.Logger().Warn(sentence)
+	ToLog(sentence)
 	p.mu.Lock()
 	p.pending = append(p.pending, sentence)
 	p.mu.Unlock()
