@@ -1,8 +1,9 @@
 // Command amid-plugin-classification is AMID's built-in image- and volume-level
-// classification plugin, trained on the CPU with AMID's own engine.
+// classification plugin, trained with AMID's own engine on the device AMID_DEVICE names, a
+// GPU or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: classification in 2D and 3D, balanced accuracy, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: its
 //     attributes, their classes and groups) and offers three lanes: "cnn-variant" (an
 //     encoder on a fixed grid with one softmax head per attribute group over the group's

@@ -1,5 +1,6 @@
-// Command amid-plugin-detection is AMID's built-in detection plugin, trained on the CPU
-// with AMID's own engine (amid/plugins/engine). The task's spec (amid/plugins/taskspec,
+// Command amid-plugin-detection is AMID's built-in detection plugin, trained with AMID's
+// own engine (amid/plugins/engine) on the device AMID_DEVICE names, a GPU or the CPU
+// (amid/plugins/internal/device), each lane's batch planned to the device's memory. The task's spec (amid/plugins/taskspec,
 // sent in protocol.Task.Spec) picks one of three modes; labels and predictions are
 // taskspec.Annotation JSON files, a prediction named <case id>.json in the output folder.
 //

@@ -1,9 +1,10 @@
 // Command amid-plugin-enhancement is AMID's built-in image-enhancement plugin: low- to
-// high-quality image-to-image restoration of 2D images (USenhance ultrasound), trained on
-// the CPU with AMID's own engine (amid/plugins/engine).
+// high-quality image-to-image restoration of 2D images (USenhance ultrasound), trained with
+// AMID's own engine (amid/plugins/engine) on the device AMID_DEVICE names, a GPU or the
+// CPU (amid/plugins/internal/device).
 //
 //   - Describe: enhancement in 2D, metrics LNCC, SSIM and PSNR, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: the fingerprint's case sizes (see parseFingerprint) give one or two lanes: a
 //     residual U-Net of widths 32–256 on 128² patches ("base") and, when the images are
 //     large enough, one of widths 32–512 on 256² patches ("wide"), each with its rationale.

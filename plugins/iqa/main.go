@@ -1,9 +1,9 @@
 // Command amid-plugin-iqa is AMID's built-in image-quality assessment plugin: a
-// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained on the CPU with
-// AMID's own engine.
+// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained with AMID's own
+// engine on the device AMID_DEVICE names, a GPU or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: iqa in 2D and 3D, the score |PLCC| + |SROCC| + |KROCC|, the configuration
-//     schema (configSchema in config.go), hardware "cpu".
+//     schema (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: the
 //     score's range and grid) and offers "cnn" (mean squared error), "cnn-rank" (plus a
 //     pairwise ranking loss within each batch, which the rank correlations of the metric

@@ -1,14 +1,18 @@
 // Command amid-plugin-segmentation is AMID's built-in segmentation plugin: nnU-Net style
-// U-Nets in 2D and 3D trained on the CPU with AMID's own engine (amid/plugins/engine).
+// U-Nets in 2D and 3D trained with AMID's own engine (amid/plugins/engine) on the device
+// AMID_DEVICE names: a GPU through Vulkan, or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: segmentation in 2D and 3D, Dice metrics, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware (the CPU and every Vulkan device) and the
+//     compute identity of the device the setting chooses.
 //   - Plan: the request's fingerprint is the JSON that plan.ParseFingerprint reads
 //     (amid/plugins/segmentation/plan.Fingerprint: cases with dims and spacing in (D, H, W)
 //     order, modality, channels, classes, foreground intensity statistics, class
 //     frequencies; other fields, as the host's profile has, are ignored); plan.Plan within
 //     a step budget of 40 % of the memory available (MemAvailable and the cgroup limits,
-//     budget.go) gives one candidate per lane: "2d", and for 3-D tasks "2.5d" and
+//     budget.go), or on a GPU of 80 % of its memory with each estimate the engine's count
+//     of training there (device.go), gives one candidate per lane, naming its device and
+//     the bytes planned there: "2d", and for 3-D tasks "2.5d" and
 //     "3d_fullres". The task spec (amid/plugins/taskspec, optional) gives the label
 //     values, or asks for instances (cells): then the network learns background, interior
 //     and boundary, and Predict writes instance ids.
