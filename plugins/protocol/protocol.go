@@ -112,8 +112,8 @@ type Candidate struct {
 	Rationale string
 	// Device is what the candidate was planned for: "cpu", or "vulkan:N NAME" (empty when
 	// the plugin does not say); DeviceBytes is the memory of that device one training run
-	// of it was planned to use (the host's RAM for "cpu"), so that a scheduler can pack
-	// lanes onto devices.
+	// of it was planned to use (the host's RAM for "cpu"; 0 when the plugin has no
+	// estimate), so that a scheduler can pack lanes onto devices.
 	Device      string
 	DeviceBytes int64
 }

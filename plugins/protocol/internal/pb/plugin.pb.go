@@ -482,7 +482,7 @@ type Candidate struct {
 	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // JSON, valid against the config schema
 	Rationale     string                 `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	Device        string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`                               // what it was planned for: cpu, or vulkan:N and the device's name
-	DeviceBytes   int64                  `protobuf:"varint,5,opt,name=device_bytes,json=deviceBytes,proto3" json:"device_bytes,omitempty"` // the memory of that device one training run was planned to use
+	DeviceBytes   int64                  `protobuf:"varint,5,opt,name=device_bytes,json=deviceBytes,proto3" json:"device_bytes,omitempty"` // the memory of that device one training run was planned to use (0: not estimated)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
