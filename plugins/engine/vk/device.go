@@ -167,19 +167,12 @@ func (d *Device) Allocated() (held, used int64) {
 }
 
 // Held is the memory the device's driver was asked for and still holds: device-local
-// blocks and host-visible buffers; Peak is the most held at once since the device was
-// opened (or since ResetPeak). Transient buffers (a transfer's staging) count in Peak.
+// blocks and host-visible buffers; peak is the most held at once since the device was
+// opened. Transient buffers (a transfer's staging) count in peak.
 func (d *Device) Held() (held, peak int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.blockMem + d.hostMem, d.peak
-}
-
-// ResetPeak starts Peak again from the memory held now.
-func (d *Device) ResetPeak() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.peak = d.blockMem + d.hostMem
 }
 
 // NewSizer returns a device that allocates nothing and runs nothing, for the device
