@@ -1,0 +1,176 @@
+package dataset
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/suyashkumar/dicom/pkg/tag"
+)
+
+// Implementation identifies the writer in the file meta information of the files
+// Encode writes (PS3.7 §D.3.3.2): UIDFrom("AMID implementation"), and the version name.
+const (
+	ImplementationClassUID    = "2.25.271427433700419152256947014390834776831"
+	ImplementationVersionName = "AMID"
+)
+
+// outputSyntax is the transfer syntax Encode writes a file of syntax ts in.
+func outputSyntax(ts string) string {
+	switch ts {
+	case "", ImplicitVRLittleEndian, ExplicitVRBigEndian, DeflatedExplicitVRLE:
+		return ExplicitVRLittleEndian
+	}
+	return ts
+}
+
+// Encode writes f as a DICOM file (see the package documentation): the preamble, a
+// rebuilt file meta group and the data set in explicit VR little endian.
+func Encode(f *File) ([]byte, error) {
+	ts := outputSyntax(f.TransferSyntax)
+	ds := f.DataSet
+	if ds == nil {
+		ds = &DataSet{}
+	}
+	meta := &DataSet{}
+	if f.Meta != nil {
+		for _, e := range f.Meta.Elements {
+			meta.Put(e)
+		}
+	}
+	meta.Put(&Element{Tag: tag.FileMetaInformationVersion, VR: "OB", Value: []byte{0, 1}})
+	if c := ds.String(tag.SOPClassUID); c != "" {
+		meta.Put(Text(tag.MediaStorageSOPClassUID, "UI", c))
+	}
+	if i := ds.String(tag.SOPInstanceUID); i != "" {
+		meta.Put(Text(tag.MediaStorageSOPInstanceUID, "UI", i))
+	}
+	meta.Put(Text(tag.TransferSyntaxUID, "UI", ts))
+	meta.Put(Text(tag.ImplementationClassUID, "UI", ImplementationClassUID))
+	meta.Put(Text(tag.ImplementationVersionName, "SH", ImplementationVersionName))
+	var body []byte
+	var err error
+	for _, e := range sorted(meta.Elements) {
+		if e.Tag.Group != 0x0002 || e.Tag.Element == 0 {
+			continue
+		}
+		if body, err = appendElement(body, e, 0); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, 128, 128+4+12+len(body))
+	out = append(out, "DICM"...)
+	out = append(out, 0x02, 0x00, 0x00, 0x00, 'U', 'L', 4, 0)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
+	out = append(out, body...)
+	for _, e := range sorted(ds.Elements) {
+		if e.Tag.Group == 0x0002 || e.Tag.Element == 0 {
+			continue
+		}
+		if out, err = appendElement(out, e, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WriteFile encodes f into path, through a temporary file renamed into place.
+func WriteFile(path string, f *File) error {
+	b, err := Encode(f)
+	if err != nil {
+		return fmt.Errorf("dicom: %s: %w", path, err)
+	}
+	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("dicom: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("dicom: %w", err)
+	}
+	return nil
+}
+
+func sorted(es []*Element) []*Element {
+	out := slices.Clone(es)
+	slices.SortStableFunc(out, func(a, b *Element) int { return compareTags(a.Tag, b.Tag) })
+	return out
+}
+
+// appendElement appends e in explicit VR little endian.
+func appendElement(out []byte, e *Element, depth int) ([]byte, error) {
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("sequences nested more than %d deep", MaxDepth)
+	}
+	vr := e.VR
+	if !knownVRs[vr] {
+		vr = "UN"
+	}
+	le := binary.LittleEndian
+	out = le.AppendUint16(out, e.Tag.Group)
+	out = le.AppendUint16(out, e.Tag.Element)
+	out = append(out, vr...)
+	switch {
+	case vr == "SQ" || e.Items != nil && vr == "UN":
+		if vr == "UN" {
+			out[len(out)-2], out[len(out)-1] = 'S', 'Q'
+		}
+		out = append(out, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF)
+		var err error
+		for _, it := range e.Items {
+			out = append(out, 0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF)
+			if it != nil {
+				for _, x := range sorted(it.Elements) {
+					if x.Tag.Element == 0 {
+						continue
+					}
+					if out, err = appendElement(out, x, depth+1); err != nil {
+						return nil, err
+					}
+				}
+			}
+			out = append(out, 0xFE, 0xFF, 0x0D, 0xE0, 0, 0, 0, 0)
+		}
+		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
+	case e.Encapsulated:
+		if vr != "OB" {
+			out[len(out)-2], out[len(out)-1] = 'O', 'B'
+		}
+		out = append(out, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF)
+		frags := e.Fragments
+		if len(frags) == 0 {
+			frags = [][]byte{nil} // an empty Basic Offset Table
+		}
+		for _, f := range frags {
+			n := len(f) + len(f)%2
+			out = append(out, 0xFE, 0xFF, 0x00, 0xE0)
+			out = le.AppendUint32(out, uint32(n))
+			out = append(out, f...)
+			if len(f)%2 == 1 {
+				out = append(out, 0)
+			}
+		}
+		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
+	}
+	n := len(e.Value) + len(e.Value)%2
+	if longVRs[vr] {
+		out = append(out, 0, 0)
+		out = le.AppendUint32(out, uint32(n))
+	} else {
+		if n > 0xFFFF {
+			return nil, fmt.Errorf("element %s (VR %s) is %d bytes, more than its VR can hold", Name(e.Tag), vr, n)
+		}
+		out = le.AppendUint16(out, uint16(n))
+	}
+	out = append(out, e.Value...)
+	if len(e.Value)%2 == 1 {
+		if stringVRs[vr] {
+			out = append(out, ' ')
+		} else {
+			out = append(out, 0)
+		}
+	}
+	return out, nil
+}
