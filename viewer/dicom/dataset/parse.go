@@ -197,7 +197,7 @@ func (p *parser) element(off, end, depth int) (*Element, int, error) {
 		vl = p.bo.Uint32(b[off+4:])
 		off += 8
 	} else {
-		if !isVR(b[off+4 : off+6]) || !knownVRs[string(b[off+4:off+6])] {
+		if !isVR(b[off+4:off+6]) || !knownVRs[string(b[off+4:off+6])] {
 			return nil, 0, fmt.Errorf("%w: element %v has an invalid value representation %q", volume.ErrFormat, t, b[off+4:off+6])
 		}
 		vr = string(b[off+4 : off+6])
