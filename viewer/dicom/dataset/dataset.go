@@ -135,7 +135,7 @@ func (d *DataSet) Strings(t tag.Tag) []string {
 		return nil
 	}
 	s := string(e.Value)
-	switch e.VR {
+	switch e.vr() {
 	case "LT", "ST", "UT", "UR":
 		return []string{strings.TrimRight(s, " \x00")}
 	}
@@ -161,7 +161,7 @@ func (e *Element) Floats() []float64 {
 	var out []float64
 	b := e.Value
 	le := binary.LittleEndian
-	switch e.VR {
+	switch e.vr() {
 	case "DS", "IS":
 		for _, s := range strings.Split(string(b), "\\") {
 			s = strings.Trim(s, " \x00")
@@ -215,6 +215,21 @@ func (e *Element) Floats() []float64 {
 		}
 	}
 	return out
+}
+
+// vr is the element's VR, or for an element written as UN (a private writer's or an
+// implicit file's unknown element) the data dictionary's VR when that is a string or a
+// number, as pydicom reads them.
+func (e *Element) vr() string {
+	if e.VR != "UN" {
+		return e.VR
+	}
+	switch v := dictVR(e.Tag); v {
+	case "SQ", "OB", "OW", "UN", "AT", "OF", "OD", "OL", "OV":
+		return e.VR
+	default:
+		return v
+	}
 }
 
 // Float returns the first numeric value of element t.

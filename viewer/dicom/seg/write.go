@@ -63,28 +63,6 @@ func Write(path string, lab *volume.Volume, src *source.Series, labels []Label, 
 	return dataset.WriteFile(path, f)
 }
 
-// patientStudy are the source header's elements a segmentation copies: the Patient,
-// General Study and Frame of Reference modules (PS3.3 §C.7.1.1, §C.7.2.1, §C.7.4.1).
-var patientStudy = []struct {
-	t  tag.Tag
-	vr string
-}{
-	{tag.SpecificCharacterSet, "CS"},
-	{tag.PatientName, "PN"}, {tag.PatientID, "LO"}, {tag.IssuerOfPatientID, "LO"},
-	{tag.PatientBirthDate, "DA"}, {tag.PatientSex, "CS"},
-	{tag.StudyInstanceUID, "UI"}, {tag.StudyDate, "DA"}, {tag.StudyTime, "TM"},
-	{tag.ReferringPhysicianName, "PN"}, {tag.StudyID, "SH"}, {tag.AccessionNumber, "SH"},
-	{tag.StudyDescription, "LO"},
-	{tag.FrameOfReferenceUID, "UI"}, {tag.PositionReferenceIndicator, "LO"},
-}
-
-// typeTwo are the copied elements the segmentation must hold even when empty.
-var typeTwo = map[tag.Tag]bool{
-	tag.PatientName: true, tag.PatientID: true, tag.PatientBirthDate: true, tag.PatientSex: true,
-	tag.StudyDate: true, tag.StudyTime: true, tag.ReferringPhysicianName: true, tag.StudyID: true,
-	tag.AccessionNumber: true, tag.PositionReferenceIndicator: true,
-}
-
 // Encode builds the segmentation of label map lab (see Write).
 func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (*dataset.File, error) {
 	if src == nil || src.Header == nil {
@@ -243,14 +221,7 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 			dataset.Seq(tag.ReferencedInstanceSequence, referenced(src)...))),
 		&dataset.Element{Tag: tag.PixelData, VR: "OB", Value: bits},
 	)
-	for _, c := range patientStudy {
-		if e := src.Header.Get(c.t); e != nil {
-			cp := *e
-			ds.Put(&cp)
-		} else if typeTwo[c.t] {
-			ds.Put(dataset.Text(c.t, c.vr))
-		}
-	}
+	src.CopyPatientStudy(ds)
 	if usesOwnCodes(labels) {
 		// Declare the private coding scheme (PS3.3 §C.12.1.1.5).
 		ds.Put(dataset.Seq(tag.CodingSchemeIdentificationSequence, dataset.New(

@@ -283,3 +283,61 @@ func (s *Series) BySlice(v *volume.Volume) ([]Instance, error) {
 	}
 	return out, nil
 }
+
+// patientStudy are the source header's elements a derived object copies: the Patient,
+// General Study and Frame of Reference modules (PS3.3 §C.7.1.1, §C.7.2.1, §C.7.4.1).
+var patientStudy = []struct {
+	t  tag.Tag
+	vr string
+}{
+	{tag.SpecificCharacterSet, "CS"},
+	{tag.PatientName, "PN"}, {tag.PatientID, "LO"}, {tag.IssuerOfPatientID, "LO"},
+	{tag.PatientBirthDate, "DA"}, {tag.PatientSex, "CS"},
+	{tag.StudyInstanceUID, "UI"}, {tag.StudyDate, "DA"}, {tag.StudyTime, "TM"},
+	{tag.ReferringPhysicianName, "PN"}, {tag.StudyID, "SH"}, {tag.AccessionNumber, "SH"},
+	{tag.StudyDescription, "LO"},
+	{tag.FrameOfReferenceUID, "UI"}, {tag.PositionReferenceIndicator, "LO"},
+}
+
+// typeTwo are the copied elements a derived object must hold even when empty (type 2).
+var typeTwo = map[tag.Tag]bool{
+	tag.PatientName: true, tag.PatientID: true, tag.PatientBirthDate: true, tag.PatientSex: true,
+	tag.StudyDate: true, tag.StudyTime: true, tag.ReferringPhysicianName: true, tag.StudyID: true,
+	tag.AccessionNumber: true, tag.PositionReferenceIndicator: true,
+}
+
+// CopyPatientStudy copies the series' Specific Character Set and its Patient, General
+// Study and Frame of Reference modules into ds, so that a derived object belongs to the
+// same patient, study and frame of reference; type 2 elements the series lacks are added
+// empty.
+func (s *Series) CopyPatientStudy(ds *dataset.DataSet) {
+	for _, c := range patientStudy {
+		if e := s.Header.Get(c.t); e != nil {
+			cp := *e
+			ds.Put(&cp)
+		} else if typeTwo[c.t] {
+			ds.Put(dataset.Text(c.t, c.vr))
+		}
+	}
+}
+
+// Nearest returns the instance whose image plane lies nearest to p, when that is within
+// 1 mm.
+func (s *Series) Nearest(p [3]float64) (Instance, bool) {
+	best, dist := -1, math.Inf(1)
+	for i, in := range s.Instances {
+		if !in.HasPosition {
+			continue
+		}
+		o := in.Orientation
+		n := [3]float64{o[1]*o[5] - o[2]*o[4], o[2]*o[3] - o[0]*o[5], o[0]*o[4] - o[1]*o[3]}
+		d := math.Abs((p[0]-in.Position[0])*n[0] + (p[1]-in.Position[1])*n[1] + (p[2]-in.Position[2])*n[2])
+		if d < dist {
+			best, dist = i, d
+		}
+	}
+	if best < 0 || dist > 1 {
+		return Instance{}, false
+	}
+	return s.Instances[best], true
+}
