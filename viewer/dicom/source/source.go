@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 
+	"amid/viewer/dicom"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/volume"
 
@@ -340,4 +341,28 @@ func (s *Series) Nearest(p [3]float64) (Instance, bool) {
 		return Instance{}, false
 	}
 	return s.Instances[best], true
+}
+
+// Image reads the image at path, a DICOM series folder or file, with amid/viewer/dicom,
+// and the series it was read from.
+func Image(path string) (*volume.Volume, *Series, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dicom: %w", err)
+	}
+	var v *volume.Volume
+	var m *dicom.Meta
+	if st.IsDir() {
+		v, m, err = dicom.ReadDir(path)
+	} else {
+		v, m, err = dicom.ReadFile(path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := Read(path, m.SeriesInstanceUID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, s, nil
 }

@@ -1,8 +1,4 @@
-// Package deidtest makes identifying DICOM test data from real files, for the tests of
-// de-identification: each file gets a patient's name, IDs, birth date, accession number,
-// institution, physician, private elements and UIDs of its own, and the test is told
-// every value that must not survive.
-package deidtest
+package dicomtest
 
 import (
 	"bytes"
@@ -23,12 +19,12 @@ type Person struct {
 	BirthDate string // YYYYMMDD
 }
 
-// Rewrite copies the DICOM files of src into dst (created) with p's identity and returns
+// Identify copies the DICOM files of src into dst (created) with p's identity and returns
 // the values that identify p or the files: the name and each of its parts of six or more
 // characters, the IDs, the
 // birth date, the accession number, institution, physician, the private value, and the
 // study, series, frame of reference and instance UIDs.
-func Rewrite(t testing.TB, src, dst string, p Person) []string {
+func Identify(t testing.TB, src, dst string, p Person) []string {
 	t.Helper()
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		t.Fatal(err)
