@@ -162,6 +162,11 @@ func (r *Runner) final(ctx context.Context) error {
 	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
+	if r.dicomTest() {
+		if err := r.writeSEGs(preds.Files); err != nil {
+			return err
+		}
+	}
 	subSum, err := treeHash(r.path("submission"))
 	if err != nil {
 		return err
