@@ -47,11 +47,11 @@ type Verification struct {
 	// for byte (Exact), or, when the re-run's compute identity differs from the package's,
 	// within compute.Table's tolerances. ReproduceNote says how in one sentence, or why
 	// reproducibility was not checked.
-	Reproduced    bool
-	Exact         bool
-	Compared      int
+	Reproduced bool
+	Exact      bool
+	Compared   int
 	// SEGs counts the DICOM SEG objects under dicom/ that read back to their predictions.
-	SEGs int
+	SEGs          int
 	ReproduceNote string
 	// Compute is what computed the package's predictions (its manifest's record), Rerun
 	// what computed the re-run's.
