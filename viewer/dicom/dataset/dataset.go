@@ -21,13 +21,13 @@
 //
 // # Writing
 //
-// [Encode] writes explicit VR little endian (the encapsulated transfer syntaxes keep
-// their own UID, since their data set is explicit VR little endian too): a rebuilt file
-// meta group, elements in tag order, even value lengths (strings padded with a space, UIDs
-// and binary values with a zero byte), sequences and items of undefined length, group
-// length elements (gggg,0000) dropped outside the meta group. A file read in another
-// native syntax is so written as explicit VR little endian, with its meta information
-// saying so.
+// [Encode] writes a file in its transfer syntax: explicit or implicit VR little endian,
+// deflated explicit VR little endian, or an encapsulated syntax (explicit VR little
+// endian around its pixel data fragments); a big endian file is written as explicit VR
+// little endian, its meta information saying so. It writes a rebuilt file meta group,
+// elements in tag order, even value lengths (strings padded with a space, UIDs and binary
+// values with a zero byte), sequences and items of undefined length, and drops group
+// length elements (gggg,0000) outside the meta group.
 package dataset
 
 import (
@@ -299,13 +299,25 @@ func DS(t tag.Tag, values ...float64) *Element {
 	return Text(t, "DS", s...)
 }
 
+// DSDigits makes a decimal string element with at most digits significant digits per
+// value (for long lists such as contour points, where 16 would waste room).
+func DSDigits(t tag.Tag, digits int, values ...float64) *Element {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = formatDS(v, digits)
+	}
+	return Text(t, "DS", s...)
+}
+
 // FormatDS writes f as a decimal string of at most 16 characters, with as many
 // significant digits as fit.
-func FormatDS(f float64) string {
+func FormatDS(f float64) string { return formatDS(f, 16) }
+
+func formatDS(f float64, digits int) string {
 	if f == 0 {
 		return "0"
 	}
-	for prec := 16; prec > 0; prec-- {
+	for prec := digits; prec > 0; prec-- {
 		s := strconv.FormatFloat(f, 'g', prec, 64)
 		if len(s) <= 16 {
 			return s

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -20,14 +22,17 @@ const (
 // outputSyntax is the transfer syntax Encode writes a file of syntax ts in.
 func outputSyntax(ts string) string {
 	switch ts {
-	case "", ImplicitVRLittleEndian, ExplicitVRBigEndian, DeflatedExplicitVRLE:
+	case "", ExplicitVRBigEndian:
 		return ExplicitVRLittleEndian
 	}
 	return ts
 }
 
 // Encode writes f as a DICOM file (see the package documentation): the preamble, a
-// rebuilt file meta group and the data set in explicit VR little endian.
+// rebuilt file meta group and the data set in f's transfer syntax: implicit VR little
+// endian, deflated explicit VR little endian, or explicit VR little endian for every
+// other (big endian is written as explicit VR little endian; the encapsulated syntaxes
+// keep their UID, their pixel data its fragments).
 func Encode(f *File) ([]byte, error) {
 	ts := outputSyntax(f.TransferSyntax)
 	ds := f.DataSet
@@ -65,12 +70,73 @@ func Encode(f *File) ([]byte, error) {
 	out = append(out, 0x02, 0x00, 0x00, 0x00, 'U', 'L', 4, 0)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
 	out = append(out, body...)
+	implicit := ts == ImplicitVRLittleEndian
+	var data []byte
 	for _, e := range sorted(ds.Elements) {
 		if e.Tag.Group == 0x0002 || e.Tag.Element == 0 {
 			continue
 		}
-		if out, err = appendElement(out, e, 0); err != nil {
+		if implicit {
+			data, err = appendImplicit(data, e, 0)
+		} else {
+			data, err = appendElement(data, e, 0)
+		}
+		if err != nil {
 			return nil, err
+		}
+	}
+	if ts == DeflatedExplicitVRLE {
+		var z bytes.Buffer
+		w, _ := flate.NewWriter(&z, flate.DefaultCompression)
+		if _, err := w.Write(data); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		data = z.Bytes()
+	}
+	return append(out, data...), nil
+}
+
+// appendImplicit appends e in implicit VR little endian (PS3.5 §7.1.3): no VR, 4-byte
+// lengths, sequences and items of undefined length.
+func appendImplicit(out []byte, e *Element, depth int) ([]byte, error) {
+	if depth > MaxDepth {
+		return nil, fmt.Errorf("sequences nested more than %d deep", MaxDepth)
+	}
+	le := binary.LittleEndian
+	out = le.AppendUint16(out, e.Tag.Group)
+	out = le.AppendUint16(out, e.Tag.Element)
+	switch {
+	case e.VR == "SQ":
+		out = append(out, 0xFF, 0xFF, 0xFF, 0xFF)
+		var err error
+		for _, it := range e.Items {
+			out = append(out, 0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF)
+			if it != nil {
+				for _, x := range sorted(it.Elements) {
+					if x.Tag.Element == 0 {
+						continue
+					}
+					if out, err = appendImplicit(out, x, depth+1); err != nil {
+						return nil, err
+					}
+				}
+			}
+			out = append(out, 0xFE, 0xFF, 0x0D, 0xE0, 0, 0, 0, 0)
+		}
+		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
+	case e.Encapsulated:
+		return nil, fmt.Errorf("encapsulated pixel data cannot be written in implicit VR little endian")
+	}
+	out = le.AppendUint32(out, uint32(len(e.Value)+len(e.Value)%2))
+	out = append(out, e.Value...)
+	if len(e.Value)%2 == 1 {
+		if stringVRs[e.VR] {
+			out = append(out, ' ')
+		} else {
+			out = append(out, 0)
 		}
 	}
 	return out, nil

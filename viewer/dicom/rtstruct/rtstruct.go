@@ -32,7 +32,9 @@
 //
 // [Encode] writes closed planar contours as a structure set referencing its image series
 // (SOP Class RT Structure Set Storage 1.2.840.10008.5.1.4.1.1.481.3, Explicit VR Little
-// Endian): the generated test data of amid/host/synth uses it.
+// Endian, or Implicit VR Little Endian when a contour's points are too many for a DS
+// value's 16-bit length), and [FromLabelMap] outlines a label map as contours along its
+// voxel edges: the generated test data of amid/host/synth uses both.
 package rtstruct
 
 import (

