@@ -14,13 +14,16 @@
 package profile
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -272,7 +275,7 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				break
 			}
 			if k == 0 {
-				h, err := fileHash(p)
+				h, err := PathSHA256(p)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -320,7 +323,7 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 		if k == 0 {
 			first = v
-			h, err := fileHash(p)
+			h, err := PathSHA256(p)
 			if err != nil {
 				return nil, err
 			}
@@ -335,6 +338,41 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 	}
 	return first, nil
+}
+
+// PathSHA256 is the hex sha256 of a file, or of a folder (a DICOM series) as one "path
+// TAB sha256" line per file under it (slash-separated relative paths, sorted). A link is
+// followed.
+func PathSHA256(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return fileHash(real)
+	}
+	var b bytes.Buffer
+	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		s, err := fileHash(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(real, p)
+		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(h[:]), nil
 }
 
 func fileHash(path string) (string, error) {

@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"amid/host/task"
-	"amid/plugins/sdk"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/deid"
 )
@@ -144,23 +143,6 @@ func Cases(dir string) (*task.Dataset, error) {
 		return nil, err
 	}
 	return resolve(t, st, dir)
-}
-
-// imageSHA256 is the sha256 of an image: of its file, or, for a folder (a DICOM series),
-// of its files' relative paths and sha256s.
-func imageSHA256(p string) (string, error) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
-	if !st.IsDir() {
-		return sdk.FileSHA256(real)
-	}
-	return treeHash(real)
 }
 
 // keyID identifies a run's key without revealing it (recorded in the audit log).

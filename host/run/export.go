@@ -12,6 +12,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/host/export"
+	"amid/host/profile"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -87,7 +88,7 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	for _, c := range r.data.Test {
 		tc := TestCase{ID: c.ID}
 		for _, p := range c.Images {
-			s, err := imageSHA256(p)
+			s, err := profile.PathSHA256(p)
 			if err != nil {
 				return err
 			}
@@ -292,7 +293,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			return none, fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
 		}
 		for i, p := range c.Images {
-			s, err := imageSHA256(p)
+			s, err := profile.PathSHA256(p)
 			if err != nil {
 				return none, err
 			}

@@ -3,8 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"amid/host/catalog"
 	"amid/host/evaluate"
 	"amid/host/grade"
+	"amid/host/profile"
 	"amid/host/submit"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -242,26 +241,7 @@ func (r *Runner) verify(ctx context.Context) error {
 }
 
 // treeHash is a sha256 over the relative paths and sha256s of every file under dir.
-func treeHash(dir string) (string, error) {
-	var b bytes.Buffer
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		s, err := sdk.FileSHA256(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(h[:]), nil
-}
+func treeHash(dir string) (string, error) { return profile.PathSHA256(dir) }
 
 // finite maps NaN and infinities to 0, which JSON can hold.
 func finite(f float64) float64 {
