@@ -135,4 +135,3 @@ func diff(a, b *volume.Volume) int {
 	}
 	return n
 }
-
