@@ -101,3 +101,31 @@ func Dciodvfy(t testing.TB, path string) string {
 	}
 	return string(out)
 }
+
+// Shrink returns an edit for Copy that keeps every f-th row and column of a native 16-bit
+// single-frame image (Rows, Columns and Pixel Spacing follow), so that a real series trains
+// in seconds in a test.
+func Shrink(f int) func(*dataset.DataSet) {
+	return func(ds *dataset.DataSet) {
+		rows, _ := ds.Int(tag.Rows)
+		cols, _ := ds.Int(tag.Columns)
+		bits, _ := ds.Int(tag.BitsAllocated)
+		px := ds.Get(tag.PixelData)
+		if px == nil || px.Encapsulated || bits != 16 || len(px.Value) < 2*rows*cols {
+			return
+		}
+		nr, nc := rows/f, cols/f
+		out := make([]byte, 2*nr*nc)
+		for y := range nr {
+			for x := range nc {
+				copy(out[2*(y*nc+x):], px.Value[2*(y*f*cols+x*f):2*(y*f*cols+x*f)+2])
+			}
+		}
+		px.Value = out
+		ds.Put(dataset.US(tag.Rows, uint16(nr)))
+		ds.Put(dataset.US(tag.Columns, uint16(nc)))
+		if s := ds.Floats(tag.PixelSpacing); len(s) == 2 {
+			ds.Put(dataset.DS(tag.PixelSpacing, s[0]*float64(f), s[1]*float64(f)))
+		}
+	}
+}

@@ -2,6 +2,7 @@ package dicomtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,18 +85,37 @@ func Identify(t testing.TB, src, dst string, p Person) []string {
 	return secrets
 }
 
-// Leaks returns the secrets found in b (also with DICOM's space padding removed).
+// Leaks returns the secrets found in b, in one pass over b: secrets are indexed by their
+// first four bytes (secrets shorter than four bytes are not searched).
 func Leaks(b []byte, secrets []string) []string {
+	byHead := map[uint32][]string{}
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			h := binary.LittleEndian.Uint32([]byte(s))
+			byHead[h] = append(byHead[h], s)
+		}
+	}
+	found := map[string]bool{}
+	for i := 0; i+4 <= len(b); i++ {
+		for _, s := range byHead[binary.LittleEndian.Uint32(b[i:])] {
+			if bytes.HasPrefix(b[i:], []byte(s)) {
+				found[s] = true
+			}
+		}
+	}
 	var out []string
 	for _, s := range secrets {
-		if s != "" && bytes.Contains(b, []byte(s)) {
+		if found[s] {
 			out = append(out, s)
+			delete(found, s)
 		}
 	}
 	return out
 }
 
-// LeaksInTree returns, per file under root, the secrets its bytes hold.
+// LeaksInTree returns, per file under root, the secrets its bytes or its path hold. Links
+// are not followed: their names are checked, what they point to is not (a de-identified
+// run keeps its mapping to the data as links).
 func LeaksInTree(t testing.TB, root string, secrets []string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -106,7 +126,7 @@ func LeaksInTree(t testing.TB, root string, secrets []string) map[string][]strin
 		if rel, _ := filepath.Rel(root, p); len(Leaks([]byte(rel), secrets)) > 0 {
 			out[p] = append(out[p], Leaks([]byte(rel), secrets)...)
 		}
-		if d.IsDir() {
+		if d.IsDir() || d.Type()&os.ModeSymlink != 0 {
 			return nil
 		}
 		b, err := os.ReadFile(p)
