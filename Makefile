@@ -8,12 +8,15 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh). npm (for fetching real test images) is
-# installed from Debian only when no npm command is on the PATH, since many machines carry
-# their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh), and the DICOM tests' reference tools:
+# dicom3tools (dciodvfy validates the DICOM objects AMID writes), plastimatch (the anchor
+# for rasterising RTSTRUCT contours) and pydicom with numpy (reads them back). npm (for
+# fetching real test images) is installed from Debian only when no npm command is on the
+# PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri
+            xvfb xdotool imagemagick libgl1-mesa-dri \
+            dicom3tools plastimatch python3-pydicom python3-numpy
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
