@@ -2,6 +2,7 @@ package imageio
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"amid/viewer/dicom/dataset"
@@ -29,7 +30,15 @@ func labelObject(path string) int {
 	if f, err := FormatOf(path); err != nil || f != DICOM {
 		return objNone
 	}
-	f, err := dataset.ReadFile(path, dataset.Options{StopAtPixelData: true})
+	fh, err := os.Open(path)
+	if err != nil {
+		return objNone
+	}
+	defer fh.Close()
+	// The SOP Class UID lies in the first hundred bytes or so of the data set.
+	head := make([]byte, 16<<10)
+	n, _ := io.ReadFull(fh, head)
+	f, err := dataset.Parse(head[:n], dataset.Options{Until: tag.Tag{Group: 0x0008, Element: 0x0017}})
 	if err != nil {
 		return objNone
 	}

@@ -33,6 +33,10 @@ type Options struct {
 	// StopAtPixelData ends the top-level data set at the Pixel Data element, which is
 	// neither read nor kept (for reading headers only).
 	StopAtPixelData bool
+	// Until, when not zero, ends the top-level data set before its first element whose
+	// tag is Until or higher, so that the start of a file is enough to read it (the SOP
+	// Class UID is in group 0008).
+	Until tag.Tag
 }
 
 // ReadFile reads and parses the file at path. Errors name the file.
@@ -73,7 +77,7 @@ func Parse(b []byte, o Options) (*File, error) {
 			return nil, fmt.Errorf("%w: no DICM magic at byte 128 and no recognisable data element at byte 0", volume.ErrFormat)
 		}
 		f.TransferSyntax = syntaxFor(bo, implicit)
-		p := &parser{b: b, bo: bo, implicit: implicit, stop: o.StopAtPixelData}
+		p := &parser{b: b, bo: bo, implicit: implicit, stop: o.StopAtPixelData, until: o.Until}
 		ds, _, err := p.elements(0, len(b), 0, false, true)
 		if err != nil {
 			return nil, err
@@ -94,7 +98,7 @@ func Parse(b []byte, o Options) (*File, error) {
 	}
 	f.TransferSyntax = f.Meta.String(tag.TransferSyntaxUID)
 	body := b[off:]
-	p := &parser{b: body, bo: binary.LittleEndian, stop: o.StopAtPixelData}
+	p := &parser{b: body, bo: binary.LittleEndian, stop: o.StopAtPixelData, until: o.Until}
 	switch f.TransferSyntax {
 	case "":
 		bo, implicit, ok := guessEncoding(body)
@@ -135,7 +139,8 @@ type parser struct {
 	b        []byte
 	bo       binary.ByteOrder
 	implicit bool
-	stop     bool // StopAtPixelData
+	stop     bool    // StopAtPixelData
+	until    tag.Tag // Options.Until
 }
 
 // elements reads the elements in [off, end) (or up to an item delimiter when untilDelim)
@@ -161,7 +166,7 @@ func (p *parser) elements(off, end, depth int, untilDelim, top bool) (*DataSet, 
 		if t == tag.ItemDelimitationItem && untilDelim {
 			return ds, off + 8, nil
 		}
-		if top && p.stop && t == tag.PixelData {
+		if top && (p.stop && t == tag.PixelData || p.until != (tag.Tag{}) && compareTags(t, p.until) >= 0) {
 			return ds, end, nil
 		}
 		e, next, err := p.element(off, end, depth)
