@@ -123,28 +123,31 @@ func checkDciodvfy(t *testing.T, path string) {
 	t.Logf("dciodvfy: %s", dicomtest.Dciodvfy(t, path))
 }
 
-// pydicomFrames has pydicom read a segmentation and print, per frame, its segment,
-// position and the number of pixels set, read from pydicom's own pixel_array.
+// pydicomFrames has pydicom read segmentations and print, per file and frame, the frame's
+// segment, position and number of pixels set, read from pydicom's own pixel_array.
 const pydicomFrames = `
 import sys, json, warnings
 warnings.simplefilter("ignore")
 import pydicom, numpy as np
-ds = pydicom.dcmread(sys.argv[1])
-a = ds.pixel_array
-n = int(ds.get("NumberOfFrames", 1))
-a = a.reshape(n, ds.Rows, ds.Columns)
-pf = ds.get("PerFrameFunctionalGroupsSequence")
-out = []
-for i in range(n):
-    f = pf[i] if pf else None
-    seg = int(f.SegmentIdentificationSequence[0].ReferencedSegmentNumber) if f and "SegmentIdentificationSequence" in f else 0
-    pos = [float(x) for x in f.PlanePositionSequence[0].ImagePositionPatient] if f and "PlanePositionSequence" in f else []
-    if ds.SegmentationType == "FRACTIONAL":
-        on = int((2*a[i].astype(int) >= int(ds.MaximumFractionalValue)).sum())
-    else:
-        on = int((a[i] != 0).sum())
-    out.append({"seg": seg, "pos": pos, "on": on})
-print(json.dumps(out))
+files = {}
+for path in sys.argv[1:]:
+    ds = pydicom.dcmread(path)
+    a = ds.pixel_array
+    n = int(ds.get("NumberOfFrames", 1))
+    a = a.reshape(n, ds.Rows, ds.Columns)
+    pf = ds.get("PerFrameFunctionalGroupsSequence")
+    out = []
+    for i in range(n):
+        f = pf[i] if pf else None
+        seg = int(f.SegmentIdentificationSequence[0].ReferencedSegmentNumber) if f and "SegmentIdentificationSequence" in f else 0
+        pos = [float(x) for x in f.PlanePositionSequence[0].ImagePositionPatient] if f and "PlanePositionSequence" in f else []
+        if ds.SegmentationType == "FRACTIONAL":
+            on = int((2*a[i].astype(int) >= int(ds.MaximumFractionalValue)).sum())
+        else:
+            on = int((a[i] != 0).sum())
+        out.append({"seg": seg, "pos": pos, "on": on})
+    files[path] = out
+print(json.dumps(files))
 `
 
 type pyFrame struct {
@@ -153,17 +156,18 @@ type pyFrame struct {
 	On  int       `json:"on"`
 }
 
-func pydicomRead(t *testing.T, path string) []pyFrame {
+// pydicomRead has pydicom read the segmentations at paths, in one process.
+func pydicomRead(t *testing.T, paths ...string) map[string][]pyFrame {
 	t.Helper()
-	out, err := exec.Command(dicomtest.Python(t), "-c", pydicomFrames, path).Output()
+	out, err := exec.Command(dicomtest.Python(t), append([]string{"-c", pydicomFrames}, paths...)...).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			t.Fatalf("pydicom cannot read %s: %v\n%s", path, err, ee.Stderr)
+			t.Fatalf("pydicom cannot read %v: %v\n%s", paths, err, ee.Stderr)
 		}
 		t.Fatal(err)
 	}
-	var fr []pyFrame
+	var fr map[string][]pyFrame
 	if err := json.Unmarshal(out, &fr); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -174,7 +178,7 @@ func pydicomRead(t *testing.T, path string) []pyFrame {
 // for their segment on their slice.
 func checkPydicom(t *testing.T, path string, lab *volume.Volume, s *Segmentation) {
 	t.Helper()
-	fr := pydicomRead(t, path)
+	fr := pydicomRead(t, path)[path]
 	if len(fr) != len(s.Frames) {
 		t.Fatalf("pydicom reads %d frames, we %d", len(fr), len(s.Frames))
 	}
@@ -203,14 +207,20 @@ func checkPydicom(t *testing.T, path string, lab *volume.Volume, s *Segmentation
 // listing the whole CT, which is absent too): both are placed on the grid their frames
 // give.
 func TestRealSegmentations(t *testing.T) {
-	for _, c := range []struct {
+	cases := []struct {
 		path           string
 		frames, labelN int
 	}{
 		{filepath.Join(realdata.Pydicom, "liver_1frame.dcm"), 1, 1},
 		{filepath.Join(realdata.Pydicom, "liver_expb_1frame.dcm"), 1, 1},
 		{realdata.AMI + "/dicom/dcm.seg.andrei", 275, 1},
-	} {
+	}
+	var paths []string
+	for _, c := range cases {
+		paths = append(paths, realdata.Path(t, c.path))
+	}
+	pyAll := pydicomRead(t, paths...)
+	for _, c := range cases {
 		t.Run(filepath.Base(c.path), func(t *testing.T) {
 			p := realdata.Path(t, c.path)
 			s, err := Read(p)
@@ -228,7 +238,7 @@ func TestRealSegmentations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			py := pydicomRead(t, p)
+			py := pyAll[p]
 			n := grid.Dims[0] * grid.Dims[1]
 			d := lab.Data.([]uint8)
 			total, pyTotal := 0, 0
