@@ -124,22 +124,26 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 		}
 		return frames[a].k < frames[b].k
 	})
-	valueOf := make(map[int]int, len(segNo))
-	for v, s := range segNo {
-		valueOf[s] = v
+	index := make(map[frame]int, len(frames))
+	for i, f := range frames {
+		index[f] = i
 	}
 	bits := make([]byte, (len(frames)*n+7)/8)
-	perFrame := make([]*dataset.DataSet, len(frames))
-	for i, f := range frames {
-		if !empty {
-			want := float64(valueOf[f.seg])
+	if !empty {
+		// One pass over the voxels: each sets its bit in its segment's frame of its slice.
+		for k := range nz {
 			for j := range n {
-				if lab.AtIndex(f.k*n+j) == want {
-					b := i*n + j
-					bits[b>>3] |= 1 << (b & 7)
+				v := int(lab.AtIndex(k*n + j))
+				if v == 0 {
+					continue
 				}
+				b := index[frame{segNo[v], k}]*n + j
+				bits[b>>3] |= 1 << (b & 7)
 			}
 		}
+	}
+	perFrame := make([]*dataset.DataSet, len(frames))
+	for i, f := range frames {
 		in := bySlice[f.k]
 		ref := dataset.New(
 			dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
