@@ -14,7 +14,6 @@ import (
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/rtstruct"
 	"amid/viewer/dicom/seg"
-	"amid/viewer/dicom/source"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 
@@ -44,18 +43,10 @@ submission: {columns: [id, f], id_column: id, file_column: f, path: "p/{id}.nii.
 // set's ROIs by name ("BRAIN", spelled otherwise), through the names mapping ("GTV-1")
 // and out of it ("Couch", mapped to the background).
 func TestDICOMLabels(t *testing.T) {
-	series := dicomtest.Series(t)
+	grid, src, series := dicomtest.Volume(t)
 	root := t.TempDir()
-	grid, src, err := source.Image(series)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Case a: a segmentation with brain (bright voxels) and a lesion box.
-	want, err := volume.New(volume.Uint8, [4]int{grid.Dims[0], grid.Dims[1], grid.Dims[2], 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want.Spacing, want.Origin, want.Direction = grid.Spacing, grid.Origin, grid.Direction
+	want := dicomtest.LabelMap(t, grid)
 	d := want.Data.([]uint8)
 	nx, ny := grid.Dims[0], grid.Dims[1]
 	for i := range d {

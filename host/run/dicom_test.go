@@ -21,7 +21,6 @@ import (
 	"amid/viewer/dicom/seg"
 	"amid/viewer/dicom/source"
 	"amid/viewer/imageio"
-	"amid/viewer/volume"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
@@ -152,11 +151,7 @@ func TestDeidentifiedEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lab, err := volume.New(volume.Uint8, [4]int{grid.Dims[0], grid.Dims[1], grid.Dims[2], 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lab.Spacing, lab.Origin, lab.Direction = grid.Spacing, grid.Origin, grid.Direction
+		lab := dicomtest.LabelMap(t, grid)
 		ld := lab.Data.([]uint8)
 		for j := range ld {
 			if grid.AtIndex(j) > 400 {

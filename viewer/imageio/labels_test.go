@@ -25,11 +25,7 @@ func TestReadLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, err := volume.New(volume.Uint8, [4]int{img.Dims[0], img.Dims[1], img.Dims[2], 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Spacing, lab.Origin, lab.Direction = img.Spacing, img.Origin, img.Direction
+	lab := dicomtest.LabelMap(t, img)
 	d := lab.Data.([]uint8)
 	nx, ny := img.Dims[0], img.Dims[1]
 	var roi rtstruct.ROI

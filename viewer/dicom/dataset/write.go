@@ -61,7 +61,7 @@ func Encode(f *File) ([]byte, error) {
 		if e.Tag.Group != 0x0002 || e.Tag.Element == 0 {
 			continue
 		}
-		if body, err = appendElement(body, e, 0); err != nil {
+		if body, err = appendElement(body, e, 0, false); err != nil {
 			return nil, err
 		}
 	}
@@ -76,12 +76,7 @@ func Encode(f *File) ([]byte, error) {
 		if e.Tag.Group == 0x0002 || e.Tag.Element == 0 {
 			continue
 		}
-		if implicit {
-			data, err = appendImplicit(data, e, 0)
-		} else {
-			data, err = appendElement(data, e, 0)
-		}
-		if err != nil {
+		if data, err = appendElement(data, e, 0, implicit); err != nil {
 			return nil, err
 		}
 	}
@@ -99,18 +94,32 @@ func Encode(f *File) ([]byte, error) {
 	return append(out, data...), nil
 }
 
-// appendImplicit appends e in implicit VR little endian (PS3.5 §7.1.3): no VR, 4-byte
-// lengths, sequences and items of undefined length.
-func appendImplicit(out []byte, e *Element, depth int) ([]byte, error) {
+// appendElement appends e in explicit VR little endian, or implicit VR little endian
+// (PS3.5 §7.1.3: no VR, 4-byte lengths). Sequences and items are written with undefined
+// lengths, encapsulated pixel data (explicit VR only) as its items.
+func appendElement(out []byte, e *Element, depth int, implicit bool) ([]byte, error) {
 	if depth > MaxDepth {
 		return nil, fmt.Errorf("sequences nested more than %d deep", MaxDepth)
+	}
+	vr := e.VR
+	switch {
+	case !knownVRs[vr]:
+		vr = "UN"
+	case e.Items != nil && vr == "UN":
+		vr = "SQ"
+	case e.Encapsulated:
+		vr = "OB"
 	}
 	le := binary.LittleEndian
 	out = le.AppendUint16(out, e.Tag.Group)
 	out = le.AppendUint16(out, e.Tag.Element)
+	if !implicit {
+		out = append(out, vr...)
+	}
+	n := len(e.Value) + len(e.Value)%2
 	switch {
-	case e.VR == "SQ":
-		out = append(out, 0xFF, 0xFF, 0xFF, 0xFF)
+	case vr == "SQ":
+		out = undefinedLength(out, implicit)
 		var err error
 		for _, it := range e.Items {
 			out = append(out, 0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF)
@@ -119,7 +128,7 @@ func appendImplicit(out []byte, e *Element, depth int) ([]byte, error) {
 					if x.Tag.Element == 0 {
 						continue
 					}
-					if out, err = appendImplicit(out, x, depth+1); err != nil {
+					if out, err = appendElement(out, x, depth+1, implicit); err != nil {
 						return nil, err
 					}
 				}
@@ -128,18 +137,51 @@ func appendImplicit(out []byte, e *Element, depth int) ([]byte, error) {
 		}
 		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
 	case e.Encapsulated:
-		return nil, fmt.Errorf("encapsulated pixel data cannot be written in implicit VR little endian")
+		if implicit {
+			return nil, fmt.Errorf("encapsulated pixel data cannot be written in implicit VR little endian")
+		}
+		out = undefinedLength(out, false)
+		frags := e.Fragments
+		if len(frags) == 0 {
+			frags = [][]byte{nil} // an empty Basic Offset Table
+		}
+		for _, f := range frags {
+			out = append(out, 0xFE, 0xFF, 0x00, 0xE0)
+			out = le.AppendUint32(out, uint32(len(f)+len(f)%2))
+			out = append(out, f...)
+			if len(f)%2 == 1 {
+				out = append(out, 0)
+			}
+		}
+		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
+	case implicit:
+		out = le.AppendUint32(out, uint32(n))
+	case longVRs[vr]:
+		out = append(out, 0, 0)
+		out = le.AppendUint32(out, uint32(n))
+	case n > 0xFFFF:
+		return nil, fmt.Errorf("element %s (VR %s) is %d bytes, more than its VR can hold", Name(e.Tag), vr, n)
+	default:
+		out = le.AppendUint16(out, uint16(n))
 	}
-	out = le.AppendUint32(out, uint32(len(e.Value)+len(e.Value)%2))
 	out = append(out, e.Value...)
 	if len(e.Value)%2 == 1 {
-		if stringVRs[e.VR] {
+		if stringVRs[vr] {
 			out = append(out, ' ')
 		} else {
 			out = append(out, 0)
 		}
 	}
 	return out, nil
+}
+
+// undefinedLength appends the length field of a sequence or encapsulated pixel data of
+// undefined length (after the VR's two reserved bytes in explicit VR).
+func undefinedLength(out []byte, implicit bool) []byte {
+	if !implicit {
+		out = append(out, 0, 0)
+	}
+	return append(out, 0xFF, 0xFF, 0xFF, 0xFF)
 }
 
 // WriteFile encodes f into path, through a temporary file renamed into place.
@@ -163,80 +205,4 @@ func sorted(es []*Element) []*Element {
 	out := slices.Clone(es)
 	slices.SortStableFunc(out, func(a, b *Element) int { return compareTags(a.Tag, b.Tag) })
 	return out
-}
-
-// appendElement appends e in explicit VR little endian.
-func appendElement(out []byte, e *Element, depth int) ([]byte, error) {
-	if depth > MaxDepth {
-		return nil, fmt.Errorf("sequences nested more than %d deep", MaxDepth)
-	}
-	vr := e.VR
-	if !knownVRs[vr] {
-		vr = "UN"
-	}
-	le := binary.LittleEndian
-	out = le.AppendUint16(out, e.Tag.Group)
-	out = le.AppendUint16(out, e.Tag.Element)
-	out = append(out, vr...)
-	switch {
-	case vr == "SQ" || e.Items != nil && vr == "UN":
-		if vr == "UN" {
-			out[len(out)-2], out[len(out)-1] = 'S', 'Q'
-		}
-		out = append(out, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF)
-		var err error
-		for _, it := range e.Items {
-			out = append(out, 0xFE, 0xFF, 0x00, 0xE0, 0xFF, 0xFF, 0xFF, 0xFF)
-			if it != nil {
-				for _, x := range sorted(it.Elements) {
-					if x.Tag.Element == 0 {
-						continue
-					}
-					if out, err = appendElement(out, x, depth+1); err != nil {
-						return nil, err
-					}
-				}
-			}
-			out = append(out, 0xFE, 0xFF, 0x0D, 0xE0, 0, 0, 0, 0)
-		}
-		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
-	case e.Encapsulated:
-		if vr != "OB" {
-			out[len(out)-2], out[len(out)-1] = 'O', 'B'
-		}
-		out = append(out, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF)
-		frags := e.Fragments
-		if len(frags) == 0 {
-			frags = [][]byte{nil} // an empty Basic Offset Table
-		}
-		for _, f := range frags {
-			n := len(f) + len(f)%2
-			out = append(out, 0xFE, 0xFF, 0x00, 0xE0)
-			out = le.AppendUint32(out, uint32(n))
-			out = append(out, f...)
-			if len(f)%2 == 1 {
-				out = append(out, 0)
-			}
-		}
-		return append(out, 0xFE, 0xFF, 0xDD, 0xE0, 0, 0, 0, 0), nil
-	}
-	n := len(e.Value) + len(e.Value)%2
-	if longVRs[vr] {
-		out = append(out, 0, 0)
-		out = le.AppendUint32(out, uint32(n))
-	} else {
-		if n > 0xFFFF {
-			return nil, fmt.Errorf("element %s (VR %s) is %d bytes, more than its VR can hold", Name(e.Tag), vr, n)
-		}
-		out = le.AppendUint16(out, uint16(n))
-	}
-	out = append(out, e.Value...)
-	if len(e.Value)%2 == 1 {
-		if stringVRs[vr] {
-			out = append(out, ' ')
-		} else {
-			out = append(out, 0)
-		}
-	}
-	return out, nil
 }

@@ -15,7 +15,6 @@ import (
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/seg"
 	"amid/viewer/dicom/source"
-	"amid/viewer/volume"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
@@ -63,8 +62,7 @@ func TestSeriesAndSegmentation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab, _ := volume.New(volume.Uint8, [4]int{v.Dims[0], v.Dims[1], v.Dims[2], 1})
-	lab.Spacing, lab.Origin, lab.Direction = v.Spacing, v.Origin, v.Direction
+	lab := dicomtest.LabelMap(t, v)
 	d := lab.Data.([]uint8)
 	for i := range d {
 		if v.AtIndex(i) > 500 {

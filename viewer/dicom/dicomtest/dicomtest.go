@@ -12,6 +12,8 @@ import (
 
 	"amid/assets/realdata"
 	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/source"
+	"amid/viewer/volume"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
@@ -128,4 +130,25 @@ func Shrink(f int) func(*dataset.DataSet) {
 			ds.Put(dataset.DS(tag.PixelSpacing, s[0]*float64(f), s[1]*float64(f)))
 		}
 	}
+}
+
+// Volume returns Series' folder read as amid/viewer/dicom reads it, and its source series.
+func Volume(t testing.TB) (*volume.Volume, *source.Series, string) {
+	t.Helper()
+	dir := Series(t)
+	v, src, err := source.Image(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, src, dir
+}
+
+// LabelMap returns an empty uint8 label map on v's grid.
+func LabelMap(t testing.TB, v *volume.Volume) *volume.Volume {
+	t.Helper()
+	lab, err := source.NewLabelMap(v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab
 }

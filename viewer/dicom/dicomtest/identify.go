@@ -26,13 +26,6 @@ type Person struct {
 // study, series, frame of reference and instance UIDs.
 func Identify(t testing.TB, src, dst string, p Person) []string {
 	t.Helper()
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	accession := "ACC" + strings.ReplaceAll(p.ID, "-", "")
 	other := "OTHER-" + p.ID
 	private := "PRIVATE-NOTE-" + p.ID
@@ -48,15 +41,7 @@ func Identify(t testing.TB, src, dst string, p Person) []string {
 			secrets = append(secrets, part)
 		}
 	}
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
-		}
-		f, err := dataset.ReadFile(filepath.Join(src, e.Name()), dataset.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds := f.DataSet
+	Copy(t, src, dst, func(ds *dataset.DataSet) {
 		sop := dataset.UIDFrom("deidtest instance", p.ID, ds.String(tag.SOPInstanceUID))
 		secrets = append(secrets, sop)
 		for _, el := range []*dataset.Element{
@@ -76,11 +61,7 @@ func Identify(t testing.TB, src, dst string, p Person) []string {
 		} {
 			ds.Put(el)
 		}
-		f.Meta.Delete(tag.MediaStorageSOPInstanceUID)
-		if err := dataset.WriteFile(filepath.Join(dst, e.Name()), f); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	return secrets
 }
 

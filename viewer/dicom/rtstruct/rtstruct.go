@@ -209,22 +209,10 @@ type Result struct {
 // or uint16 when a label value exceeds 255). When src is given, each ROI's frame of
 // reference must be the image series'.
 func (s *StructureSet) Rasterise(grid *volume.Volume, src *source.Series, labels map[int]int) (*volume.Volume, *Result, error) {
-	top := 0
-	for _, v := range labels {
-		if v < 0 || v > math.MaxUint16 {
-			return nil, nil, fmt.Errorf("label value %d is outside 0…65535", v)
-		}
-		top = max(top, v)
-	}
-	dt := volume.Uint8
-	if top > math.MaxUint8 {
-		dt = volume.Uint16
-	}
-	out, err := volume.New(dt, [4]int{grid.Dims[0], grid.Dims[1], grid.Dims[2], 1})
+	out, err := source.NewLabelMap(grid, labels)
 	if err != nil {
 		return nil, nil, err
 	}
-	out.Spacing, out.Origin, out.Direction = grid.Spacing, grid.Origin, grid.Direction
 	res := &Result{Skipped: map[int]int{}, NotClosed: map[int]int{}}
 	nx, ny := grid.Dims[0], grid.Dims[1]
 	n := nx * ny
@@ -263,27 +251,9 @@ func (s *StructureSet) Rasterise(grid *volume.Volume, src *source.Series, labels
 			}
 			r.fill(xs, ys, mask[k*n:(k+1)*n])
 		}
-		paint(out, mask, value)
+		source.Paint(out, 0, mask, value)
 	}
 	return out, res, nil
-}
-
-// paint sets value where mask is set and the label is lower.
-func paint(out *volume.Volume, mask []bool, value int) {
-	switch d := out.Data.(type) {
-	case []uint8:
-		for i, m := range mask {
-			if m && int(d[i]) < value {
-				d[i] = uint8(value)
-			}
-		}
-	case []uint16:
-		for i, m := range mask {
-			if m && int(d[i]) < value {
-				d[i] = uint16(value)
-			}
-		}
-	}
 }
 
 // raster fills polygons on one slice.

