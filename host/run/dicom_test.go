@@ -25,6 +25,20 @@ import (
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
+// skipLong skips the DICOM end-to-end runs in short mode and under the race detector:
+// -race slows the host's export (zipping the plugin) several times over and finds nothing
+// that host/run's own end-to-end test under -race does not; make test runs these tests
+// without -race in its floats-alt step.
+func skipLong(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("trains a model for about 30 s")
+	}
+	if raceEnabled {
+		t.Skip("runs without -race: make floats-alt")
+	}
+}
+
 // dicomRun runs a task in data with the built segmentation plugin and returns its state.
 func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deidentify bool) (*State, string) {
 	t.Helper()
@@ -59,9 +73,7 @@ func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deident
 // study and patient by their original UIDs, dciodvfy finds no error in it, pydicom reads
 // it, and AMID's SEG reader reads it back to the identical label map (export.Verify).
 func TestDICOMEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a model for about 40 s")
-	}
+	skipLong(t)
 	data := t.TempDir()
 	if err := synth.DemoDICOM(data, 6, 11, synth.DICOMOptions{}); err != nil {
 		t.Fatal(err)
@@ -120,9 +132,7 @@ func TestDICOMEndToEnd(t *testing.T) {
 // local mapping), the package, the entries of its zip, the audit log or the report; the
 // package's SEG still fits its (de-identified) source.
 func TestDeidentifiedEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a model for about 30 s")
-	}
+	skipLong(t)
 	data := t.TempDir()
 	people := []dicomtest.Person{
 		{Name: "QUIRKLEBY^ZENOBIA", ID: "MRN-4417-22", BirthDate: "19520314"},
