@@ -269,7 +269,7 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				break
 			}
 			if k == 0 {
-				h, err := fileio.SHA256(p)
+				h, err := fileio.PathSHA256(p)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -317,7 +317,7 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 		if k == 0 {
 			first = v
-			h, err := fileio.SHA256(p)
+			h, err := fileio.PathSHA256(p)
 			if err != nil {
 				return nil, err
 			}

@@ -118,6 +118,8 @@ type State struct {
 	Union []Member `json:"union,omitempty"`
 	// Compute is what computed the test predictions.
 	Compute compute.Identity `json:"compute,omitzero"`
+	// Deidentify: the run is pseudonymous (Options.Deidentify).
+	Deidentify bool `json:"deidentify,omitempty"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.

@@ -139,7 +139,8 @@ func Expand(root, pattern, id string) string {
 }
 
 // IDs lists the case ids of the files under root that match pattern, sorted. The id
-// stands for one path segment (or part of one).
+// stands for one path segment (or part of one); a pattern whose last segment is {id}
+// alone also matches folders.
 func IDs(root, pattern string) ([]string, error) {
 	dir, base := filepath.Split(filepath.FromSlash(pattern))
 	if strings.Contains(dir, "{id}") {
@@ -153,10 +154,12 @@ func IDs(root, pattern string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A pattern that ends in {id} names folders too (a DICOM series per case).
+	folders := prefix == "" && suffix == ""
 	var ids []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.IsDir() || len(n) <= len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
+		if e.IsDir() && !folders || len(n) <= len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
 			continue
 		}
 		id := n[len(prefix) : len(n)-len(suffix)]
