@@ -93,6 +93,9 @@ type Meta struct {
 	Slices         int     `json:"slices"` // Z of the volume
 	Files          int     `json:"files"`
 	SliceThickness float64 `json:"sliceThickness,omitempty"` // nominal, mm; not the spacing
+	// Warnings say how a stack that does not lie on a regular grid (gantry tilt, uneven
+	// slice spacing) was resampled onto one; empty when it was read as stored.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // IdentifyingFields names the Meta fields that can identify or link a patient's record.
