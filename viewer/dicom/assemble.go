@@ -258,9 +258,9 @@ func setDirection(v *volume.Volume, iop [6]float64) error {
 	return nil
 }
 
-func dot(a, b [3]float64) float64 { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
+func dot(a, b [3]float64) float64    { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
 func sub(a, b [3]float64) [3]float64 { return [3]float64{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
-func norm(a [3]float64) float64   { return math.Sqrt(dot(a, a)) }
+func norm(a [3]float64) float64      { return math.Sqrt(dot(a, a)) }
 
 // meta gathers the non-identifying description of the volume.
 func meta(files []*file, sl []slice) *Meta {

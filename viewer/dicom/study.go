@@ -273,7 +273,9 @@ func notImage(fs []*file) string {
 	return ""
 }
 
-func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
 
 func hasValue(vs []string, want string) bool {
 	for _, v := range vs {
