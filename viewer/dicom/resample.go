@@ -19,7 +19,7 @@ import (
 //     linear interpolation; the grid grows by the shift, in whole pixels, so that nothing
 //     is cut off. Where a slice does not reach, the grid holds the Pixel Padding Value, or
 //     else the volume's lowest value. Next to a padding pixel the nearest pixel is taken
-//     instead of a blend (dcm2niix issue 262).
+//     instead of a blend (dcm2niix issue 262). shiftPlane gives the rules at the edges.
 //   - Uneven steps along the normal are resampled by linear interpolation between the two
 //     nearest slices onto steps of the smallest step, from the first slice as far as the
 //     last (at most twice as many slices as stored, and then evenly between the two).
@@ -224,9 +224,11 @@ func (rs *resampling) bracket(zo, n int) (int, float64) {
 }
 
 // shiftPlane samples slice k of the stored stack (in: di[0] × di[1] pixels of di[3]
-// samples) at the output grid's pixels by linear interpolation, dcm2niix's way: a
-// coordinate c in [0, size) blends pixels floor(c) and floor(c)+1 (the last pixel with
-// itself); outside, the pixel is pad; next to a padding value the nearest pixel is taken.
+// samples) at the output grid's pixels by linear interpolation between the two nearest
+// pixels along each axis. A coordinate c in (−1, size − 1] has a value: between −1 and 0
+// that of the first pixel; outside, the pixel is pad. Next to a padding value the nearest
+// pixel is taken (the lower one at a tie). These are dcm2niix's rules read on its
+// bottom-up rows, so that its rows, read top-down, agree with these at the edges too.
 func shiftPlane[T sample](dst []float64, in []T, rs *resampling, k int, di, do [4]int, pad float64) {
 	ch := di[3]
 	if rs.offX == nil {
@@ -236,27 +238,36 @@ func shiftPlane[T sample](dst []float64, in []T, rs *resampling, k int, di, do [
 		return
 	}
 	ox, oy := rs.offX[k], rs.offY[k]
-	x0, y0 := math.Floor(ox), math.Floor(oy)
-	fx, fy := ox-x0, oy-y0
+	x0, y0 := int(math.Floor(ox)), int(math.Floor(oy))
+	fx, fy := ox-math.Floor(ox), oy-math.Floor(oy)
+	// inside reports whether pixel p (floor of the coordinate, f its fraction) has a
+	// value in a row or column of n pixels; lo and hi are the two pixels blended.
+	span := func(p int, f float64, n int) (lo, hi int, ok bool) {
+		switch {
+		case p < -1 || p == -1 && f == 0 || p > n-1 || p == n-1 && f > 0:
+			return 0, 0, false
+		case f == 0:
+			return p, p, true // one pixel, not blended: its neighbour plays no part
+		}
+		return max(p, 0), min(p+1, n-1), true
+	}
 	for y := 0; y < do[1]; y++ {
-		yl := y + int(y0)
 		row := dst[y*do[0]*ch : (y+1)*do[0]*ch]
-		if yl < 0 || yl >= di[1] {
+		yl, yh, ok := span(y+y0, fy, di[1])
+		if !ok {
 			for i := range row {
 				row[i] = pad
 			}
 			continue
 		}
-		yh := min(yl+1, di[1]-1)
 		for x := 0; x < do[0]; x++ {
-			xl := x + int(x0)
+			xl, xh, ok := span(x+x0, fx, di[0])
 			for c := 0; c < ch; c++ {
 				o := x*ch + c
-				if xl < 0 || xl >= di[0] {
+				if !ok {
 					row[o] = pad
 					continue
 				}
-				xh := min(xl+1, di[0]-1)
 				p00 := float64(in[(yl*di[0]+xl)*ch+c])
 				if fx == 0 && fy == 0 {
 					row[o] = p00
@@ -266,13 +277,13 @@ func shiftPlane[T sample](dst []float64, in []T, rs *resampling, k int, di, do [
 				p10 := float64(in[(yh*di[0]+xl)*ch+c])
 				p11 := float64(in[(yh*di[0]+xh)*ch+c])
 				if rs.hasPad && (p00 == pad || p01 == pad || p10 == pad || p11 == pad) {
-					// The nearest of the four.
+					// The nearest of the four (dcm2niix issue 262).
 					switch {
-					case fx < 0.5 && fy < 0.5:
+					case fx <= 0.5 && fy <= 0.5:
 						row[o] = p00
-					case fy < 0.5:
+					case fy <= 0.5:
 						row[o] = p01
-					case fx < 0.5:
+					case fx <= 0.5:
 						row[o] = p10
 					default:
 						row[o] = p11

@@ -110,12 +110,12 @@ func (st *Study) Select(sel Selector) (*SeriesInfo, []string, error) {
 	if len(fit) == 0 {
 		what := "the folder holds no image series"
 		if len(st.Series) > 0 {
-			what = "the folder holds " + list(st.Series)
+			what = fmt.Sprintf("no series fits %s; the folder holds %s", sel, list(st.Series))
 		}
-		if len(st.Skipped) > 0 {
-			what += fmt.Sprintf(" (and %d skipped objects)", len(st.Skipped))
+		if n := len(st.Skipped); n > 0 {
+			what += fmt.Sprintf("; %d skipped: %s", n, skippedText(st.Skipped))
 		}
-		return nil, notes, fmt.Errorf("dicom: %s: %w: no series fits %s; %s", st.Dir, ErrSeries, sel, what)
+		return nil, notes, fmt.Errorf("dicom: %s: %w: %s", st.Dir, ErrSeries, what)
 	}
 	if len(fit) > 1 && sel.Prefer != "" {
 		better := func(a, b *SeriesInfo) int { // <0 when a is preferred
@@ -156,6 +156,19 @@ func cmpOr(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// skippedText names up to three skipped objects with their reasons.
+func skippedText(sk []Skipped) string {
+	parts := make([]string, 0, 3)
+	for i, s := range sk {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(sk)-3))
+			break
+		}
+		parts = append(parts, s.Note())
+	}
+	return strings.Join(parts, "; ")
 }
 
 func list(ss []*SeriesInfo) string {

@@ -113,13 +113,19 @@ func TestTiltedSeries(t *testing.T) {
 					// Output row y lies at row y + lo − (±k/2) of stored slice k.
 					r := float64(y) + lo - c.sign*float64(k)/2
 					got := v.At(3, y, k, 0)
-					switch {
-					case r < 0 || r >= 6:
+					// Rows in (−1, 5] have values (dcm2niix's rule read top-down), those
+					// in (−1, 0) the first row's.
+					switch want := 100 + 10*(float64(y)+lo); {
+					case r <= -1 || r > 5:
 						if got != pad {
 							t.Errorf("slice %d row %d (outside the stored slice): %v, want the padding %v", k, y, got, pad)
 						}
-					case r <= 5 && got != 100+10*(float64(y)+lo):
-						t.Errorf("slice %d row %d: %v, want %v", k, y, got, 100+10*(float64(y)+lo))
+					case r < 0:
+						if first := 100 + 10*c.sign*float64(k)/2; got != first {
+							t.Errorf("slice %d row %d (before the first row): %v, want the first row's %v", k, y, got, first)
+						}
+					case got != want:
+						t.Errorf("slice %d row %d: %v, want %v", k, y, got, want)
 					}
 				}
 			}
@@ -225,7 +231,7 @@ func TestStudy(t *testing.T) {
 	// None fits: the error says what there is.
 	_, _, err = st.Select(Selector{Modality: "MR", Orientation: "coronal"})
 	if !errors.Is(err, ErrSeries) || !strings.Contains(fmt.Sprint(err), `no series fits {modality: MR, orientation: coronal}; the folder holds 1.2.826.0.1.3680043.10.1.20.2 "Abdomen 2.5mm"`) ||
-		!strings.Contains(fmt.Sprint(err), "(and 4 skipped objects)") {
+		!strings.Contains(fmt.Sprint(err), "; 4 skipped: ") || !strings.Contains(fmt.Sprint(err), "; and 1 more") {
 		t.Errorf("no fit: %v", err)
 	}
 	v, m, err := a.Read()
