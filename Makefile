@@ -9,12 +9,13 @@ BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
 # desktop's smoke test (.ci/screenshots.sh), GDCM (libgdcm-tools, python3-gdcm) and dcmtk,
-# the references the DICOM decoders are tested and benchmarked against. npm (for fetching
+# the references the DICOM decoders are tested and benchmarked against, and dcm2niix, the
+# reference for how DICOM series become volumes (geometry, tilt, spacing). npm (for fetching
 # real test images) is installed from Debian only when no npm command is on the PATH, since
 # many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk
+            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk dcm2niix
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
