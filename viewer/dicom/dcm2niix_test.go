@@ -331,6 +331,8 @@ func realSeries(t *testing.T) []seriesCase {
 					tag.ImageOrientationPatient: ds(1, 0, 0, 0, cos12, -sin12)}))
 			})
 		}},
+		{name: "brain slices as an enhanced CT (per-frame positions in another order)",
+			dir: func(t *testing.T) string { return enhancedFromBrain(t, false) }},
 		{name: "ankle CT with a rescale per slice", dir: func(t *testing.T) string {
 			return copyFiles(t, ankle(t, 8), func(i int, b []byte) []byte {
 				return retag(t, b, slice(i, map[tag.Tag]string{tag.ImagePositionPatient: ds(-128, -128, 2*float64(i)),
@@ -356,6 +358,10 @@ func realSeries(t *testing.T) []seriesCase {
 //     takes dcm2niix's grid at AMID's spacing, and checks dcm2niix's is the first pair's.
 //   - For uneven steps dcm2niix makes ceil((L − s/2)/step) slices (L the stack's length,
 //     s its last step), AMID floor(L/step) + 1; the slices both have are compared.
+//   - This dcm2niix applies the last frame's Pixel Value Transformation to every frame
+//     of an enhanced image (it honours a rescale per slice of a series of files, which
+//     is compared here); the enhanced CT compared here has one rescale, and TestEnhanced
+//     checks a rescale per frame against the slices the frames came from.
 //   - For a positive gantry tilt, this dcm2niix writes a wrong origin into its _Tilt
 //     output (2.4 mm off here; its issues 259 and 697, fixed in 1.0.20230411), and it
 //     resamples onto rows ceil(s) − s rows away from that origin's, s being the last
