@@ -110,12 +110,23 @@ func (st *stack) read() (*volume.Volume, *Meta, error) {
 			sl[i].min, sl[i].max = px.min[sl[i].frame], px.max[sl[i].frame]
 		}
 	}
-	g := st.grid
-	v := &volume.Volume{Dims: [4]int{st.h0.cols, st.h0.rows, len(sl), st.h0.spp}, Spacing: g.Spacing, Origin: g.Origin, Direction: g.Direction}
+	v := st.stored()
 	m := meta(st.files, sl)
 	if err := fill(v, sl, st.h0, m); err != nil {
 		return nil, nil, err
 	}
+	return st.finish(v, m)
+}
+
+// stored is an empty volume of the stack's slices as stored, on the output grid's axes.
+func (st *stack) stored() *volume.Volume {
+	g := st.grid
+	return &volume.Volume{Dims: [4]int{st.h0.cols, st.h0.rows, len(st.sl), st.h0.spp}, Spacing: g.Spacing, Origin: g.Origin, Direction: g.Direction}
+}
+
+// finish resamples v, filled with the stored slices, onto the output grid when the stack
+// needs it, and checks it.
+func (st *stack) finish(v *volume.Volume, m *Meta) (*volume.Volume, *Meta, error) {
 	if st.rs != nil {
 		var err error
 		if v, err = st.rs.apply(v); err != nil {

@@ -365,6 +365,15 @@ func (s *SeriesInfo) Read() (*volume.Volume, *Meta, error) {
 	if s.err != nil {
 		return nil, nil, s.err
 	}
+	if fastable(s.files) {
+		v, m, err := readFast(s.files)
+		switch {
+		case err == nil:
+			return v, m, nil
+		case !errors.Is(err, errNoFit):
+			return nil, nil, fmt.Errorf("dicom: %s: series %s: %w", s.dir, s.UID, err)
+		}
+	}
 	files := make([]*file, len(s.files))
 	errs := make([]error, len(s.files))
 	parallel(len(files), func(i int) { files[i], errs[i] = readFile(s.files[i].path) })

