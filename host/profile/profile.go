@@ -9,18 +9,23 @@
 //
 // The data contract ([Contract]) lists every problem found: an image whose channels or
 // label disagree in geometry, a label value outside the task's set, a case whose image
-// bytes also appear in the other split, unreadable files. Problems of severity Fatal stop a
-// run; Warnings are recorded in the audit log.
+// bytes also appear in the other split, unreadable files, a DICOM series resampled onto a
+// regular grid (gantry tilt, uneven spacing). Problems of severity Fatal stop a run;
+// Warnings are recorded in the audit log; Notes say what was passed over in a case's
+// DICOM folder (localizers, reports, series of too few slices).
 package profile
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -121,6 +126,9 @@ type Severity string
 const (
 	Fatal   Severity = "fatal"
 	Warning Severity = "warning"
+	// Note records what was passed over without harm: a localizer, a report or a series
+	// of too few slices beside a case's chosen DICOM series.
+	Note Severity = "note"
 )
 
 // Problem is one broken rule of the data contract, a sentence naming the case and file.
@@ -190,6 +198,18 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 		labelIndex[l.Value] = i
 	}
 	acc := newAnnAcc(spec)
+	// What choosing each case's DICOM series passed over, and how a chosen series is
+	// resampled (amid/host/task).
+	for _, split := range [][]task.Case{d.Train, d.Test} {
+		for _, cs := range split {
+			for _, w := range cs.Warnings {
+				c.add(Warning, cs.ID, "case %s: %s", cs.ID, w)
+			}
+			for _, n := range cs.Notes {
+				c.add(Note, cs.ID, "case %s: %s", cs.ID, n)
+			}
+		}
+	}
 	for i, cs := range d.Train {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -337,7 +357,30 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 	return first, nil
 }
 
+// fileHash is the hex sha256 of a file, or of a folder (a DICOM series) as one "path TAB
+// sha256" line per file under it (slash-separated relative paths, sorted; links
+// followed).
 func fileHash(path string) (string, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		var b bytes.Buffer
+		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			s, err := fileHash(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(path, p)
+			fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		h := sha256.Sum256(b.Bytes())
+		return hex.EncodeToString(h[:]), nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
