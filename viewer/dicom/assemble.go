@@ -77,6 +77,9 @@ func newStack(files []*file) (*stack, error) {
 	var sl []slice
 	for _, f := range files {
 		h := f.h
+		if h.rows <= 0 || h.cols <= 0 || h.frames <= 0 {
+			return nil, fmt.Errorf("%w: %s has %d rows, %d columns and %d frames", volume.ErrFormat, filepath.Base(f.path), h.rows, h.cols, h.frames)
+		}
 		if h.rows != h0.rows || h.cols != h0.cols || h.spp != h0.spp || h.photometric != h0.photometric {
 			return nil, fmt.Errorf("%w: %s is %d×%d %s, %s is %d×%d %s", volume.ErrGeometry,
 				filepath.Base(files[0].path), h0.cols, h0.rows, h0.photometric, filepath.Base(f.path), h.cols, h.rows, h.photometric)

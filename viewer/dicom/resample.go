@@ -62,6 +62,9 @@ func newResampling(v *volume.Volume, sl []slice, z, du, dv []float64, minStep fl
 		}
 		loA, hiA := math.Floor(minOf(a)), math.Ceil(maxOf(a))
 		loB, hiB := math.Floor(minOf(b)), math.Ceil(maxOf(b))
+		if hiA-loA > float64(volume.MaxVoxels) || hiB-loB > float64(volume.MaxVoxels) {
+			return nil, fmt.Errorf("%w: the slices are shifted in their plane by %g × %g pixels", volume.ErrTooLarge, hiA-loA, hiB-loB)
+		}
 		out.Dims[0] += int(hiA - loA)
 		out.Dims[1] += int(hiB - loB)
 		for i := 0; i < 3; i++ {
@@ -85,9 +88,10 @@ func newResampling(v *volume.Volume, sl []slice, z, du, dv []float64, minStep fl
 	if z != nil {
 		last := z[n-1]
 		rs.z, rs.step = z, minStep
-		nz := int(math.Floor(last/minStep+snapPx)) + 1
-		if nz > 2*n {
-			nz = 2 * n
+		nz := 2 * n
+		if f := math.Floor(last/minStep+snapPx) + 1; f <= float64(nz) {
+			nz = int(f)
+		} else {
 			rs.step = last / float64(nz-1)
 		}
 		out.Dims[2] = nz
@@ -102,9 +106,19 @@ func newResampling(v *volume.Volume, sl []slice, z, du, dv []float64, minStep fl
 	if err := volume.CheckSize(out.Dims, volume.Float64); err != nil {
 		return nil, err
 	}
+	// A real stack grows by its tilt (a few times the image at 45° over a long stack) and
+	// at most doubles its slices; positions that make far more are wrong.
+	stored := int64(v.Dims[0]) * int64(v.Dims[1]) * int64(v.Dims[2])
+	if grid := int64(out.Dims[0]) * int64(out.Dims[1]) * int64(out.Dims[2]); grid > maxGrowth*stored {
+		return nil, fmt.Errorf("%w: resampling the %d×%d×%d stored voxels would take a grid of %d×%d×%d: the slice positions are not plausible",
+			volume.ErrGeometry, v.Dims[0], v.Dims[1], v.Dims[2], out.Dims[0], out.Dims[1], out.Dims[2])
+	}
 	rs.out = out
 	return rs, nil
 }
+
+// maxGrowth bounds the voxels of a resampled grid, as a multiple of the stored ones.
+const maxGrowth = 16
 
 func snap(px float64) float64 {
 	if r := math.Round(px); math.Abs(px-r) < snapPx {

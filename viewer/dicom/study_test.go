@@ -393,6 +393,9 @@ func FuzzDICOMDIR(f *testing.F) {
 		}
 	}
 	f.Add(gen(spec{noPixels: true}))
+	// A deflate stream inflates at most 1032-fold: keep what fuzz inputs inflate to small.
+	defer func(n int64) { maxInflated = n }(maxInflated)
+	maxInflated = 16 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ids, err := parseDICOMDIR(b)
 		if err != nil {
@@ -476,4 +479,55 @@ func TestFastPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestImplausibleShift: slice positions that would grow the grid far beyond the image are
+// an error, not an allocation.
+func TestImplausibleShift(t *testing.T) {
+	dir := t.TempDir()
+	for k := 0; k < 3; k++ {
+		write(t, dir, fmt.Sprintf("%d.dcm", k), gen(spec{ipp: fmt.Sprintf(`%d\0\%d`, k*100000, k), iop: `1\0\0\0\1\0`, spacing: `1\1`}))
+	}
+	if _, _, err := ReadDir(dir); !errors.Is(err, volume.ErrGeometry) || !strings.Contains(err.Error(), "not plausible") {
+		t.Errorf("a 200000-pixel shift: %v", err)
+	}
+}
+
+// FuzzReadHead reads fuzzed headers as Scan does (header only) and works out their
+// series: classification, orientations, slice order and any resampling plan.
+func FuzzReadHead(f *testing.F) {
+	seedFiles, _ := filepath.Glob("testdata/fuzz-seeds/*.dcm")
+	for _, p := range seedFiles {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	// A small enhanced image with uneven, shifted per-frame positions.
+	px := make([]byte, 2*4*3)
+	f.Add(enhanced(3, 4, `1\0\0\0\0.9\0.43589`, `1\1`, []enhancedFrame{
+		{pixels: px, ipp: `0\0\0`, slope: "1", intercept: "0"}, {pixels: px, ipp: `0\0\2`, slope: "2", intercept: "0"},
+		{pixels: px, ipp: `0\0\5`, slope: "1", intercept: "-3"}}, []int{1, 2, 3}))
+	f.Add(gen(spec{modality: "SR", noPixels: true, sopClass: "1.2.840.10008.5.1.4.1.1.88.22"}))
+	defer func(n int64) { maxInflated = n }(maxInflated)
+	maxInflated = 16 << 20
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := scan(b, scanMode{headerOnly: true})
+		if err != nil {
+			return
+		}
+		h, err := parseHeader(l)
+		if err != nil {
+			return
+		}
+		fl := &file{path: "fuzz.dcm", ts: l.ts, h: h, size: int64(len(b)), hasPixels: l.hasPixels, pixOff: l.pixelOffset, pixLen: l.pixelLen}
+		notImage([]*file{fl})
+		orientations([]*file{fl})
+		s := newSeriesInfo("fuzz", []*file{fl})
+		if s.Problem == "" && (s.Slices <= 0 || s.Spacing[0] <= 0 || s.Spacing[1] <= 0) {
+			t.Fatalf("series without a problem: %+v", s)
+		}
+		fastable([]*file{fl})
+	})
 }
