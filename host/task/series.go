@@ -19,6 +19,9 @@ func (t *Task) chooseSeries(c *Case, i int, split string) error {
 	if i < len(t.Data.Series) {
 		sel = t.Data.Series[i]
 	}
+	if t.Dims == 3 && sel.MinSlices == 0 {
+		sel.MinSlices = 2 // one image is not a volume (a localizer, a screen capture)
+	}
 	st, err := dicom.Scan(c.Images[i])
 	if err != nil {
 		return fmt.Errorf("%w: %s case %s: %w", ErrData, split, c.ID, err)

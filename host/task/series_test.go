@@ -227,3 +227,29 @@ func TestSeriesSelectorFields(t *testing.T) {
 		}
 	}
 }
+
+// TestOneImageIsNotAVolume: in a 3D task, a series of one image beside a volume is passed
+// over with a note even without a selector.
+func TestOneImageIsNotAVolume(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, realdata.Path(t, realdata.Pydicom+"/dicomdirtests/98892001/CT5N"), filepath.Join(root, "train/c1/CT"))
+	copyTree(t, realdata.Path(t, realdata.Pydicom+"/dicomdirtests/77654033/CR1"), filepath.Join(root, "train/c1/CR"))
+	if err := os.MkdirAll(filepath.Join(root, "labels"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "labels/c1.nii.gz"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Parse([]byte(strings.Replace(studyTask, "  series:\n    - {modality: MR, orientation: axial, min_slices: 10}\n", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := tk.Resolve(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Train[0]
+	if c.Series[0].Slices != 5 || len(c.Notes) != 1 || c.Notes[0] != `channel mr: series "Cervical LAT" (CR, 1 file) skipped: 1 slice, fewer than min_slices 2` {
+		t.Errorf("series %+v, notes %q", c.Series[0], c.Notes)
+	}
+}

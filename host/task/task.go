@@ -37,8 +37,9 @@
 // segmentations are passed over, each with a note in the profile. data.series picks,
 // per image pattern, the series to read (amid/viewer/dicom's Selector): its modality,
 // a regular expression found in its Series Description (without regard to case), its
-// orientation (axial, coronal or sagittal), a minimum slice count, and a preference
-// (thinnest slices, most slices) when several fit. When the rule leaves no series or
+// orientation (axial, coronal or sagittal), a minimum slice count (2 unless given, in a
+// 3D task: one image is not a volume), and a preference (thinnest slices, most slices)
+// when several fit. When the rule leaves no series or
 // several, Resolve's error lists each candidate (Series Instance UID, description, slice
 // count, spacing). A series whose slices do not lie on a regular grid (gantry tilt,
 // uneven spacing) is resampled onto one when read, with a warning in the profile and

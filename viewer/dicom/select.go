@@ -102,7 +102,11 @@ func (st *Study) Select(sel Selector) (*SeriesInfo, []string, error) {
 			sel.Orientation != "" && !strings.EqualFold(s.Orientation, sel.Orientation):
 			continue
 		case s.Slices < sel.MinSlices:
-			notes = append(notes, fmt.Sprintf("%s skipped: %d slices, fewer than min_slices %d", describe(s.Description, s.Modality, s.Files), s.Slices, sel.MinSlices))
+			noun := "slices"
+			if s.Slices == 1 {
+				noun = "slice"
+			}
+			notes = append(notes, fmt.Sprintf("%s skipped: %d %s, fewer than min_slices %d", describe(s.Description, s.Modality, s.Files), s.Slices, noun, sel.MinSlices))
 			continue
 		}
 		fit = append(fit, s)
