@@ -33,24 +33,16 @@ const headStart = 16 << 10
 // little of the file as it can. Errors name the file; a file that is not DICOM at all
 // gives an error wrapping errNotDICOM.
 func readHead(path string) (*file, error) {
-	fh, err := os.Open(path)
+	fh, size, err := open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
+		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
-	}
-	size := st.Size()
 	var b []byte
 	for n := min(size, headStart); ; n = min(2*n, size) {
-		nb := make([]byte, n)
-		copy(nb, b)
-		if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+		if b, err = extend(fh, b, n); err != nil {
 			return nil, fmt.Errorf("dicom: %s: %w", path, err)
 		}
-		b = nb
 		l, err := scan(b, scanMode{headerOnly: true})
 		if err == nil && (l.hasPixels || n == size) {
 			h, err := parseHeader(l)
@@ -75,34 +67,49 @@ const (
 	headSize  = 64 << 10
 )
 
-// readFile parses one file and decodes its pixels. Errors name the file.
-func readFile(path string) (*file, error) {
+// open opens a file to read and returns its size; a folder is an error.
+func open(path string) (*os.File, int64, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
+		return nil, 0, fmt.Errorf("dicom: %w", err)
+	}
+	st, err := fh.Stat()
+	if err == nil && st.IsDir() {
+		err = fmt.Errorf("%s: %w: a folder, not a file", path, volume.ErrFormat)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, 0, fmt.Errorf("dicom: %w", err)
+	}
+	return fh, st.Size(), nil
+}
+
+// extend returns b, the first bytes of fh, grown to its first n bytes.
+func extend(fh *os.File, b []byte, n int64) ([]byte, error) {
+	nb := make([]byte, n)
+	copy(nb, b)
+	if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return nb, nil
+}
+
+// readFile parses one file and decodes its pixels. Errors name the file.
+func readFile(path string) (*file, error) {
+	fh, size, err := open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("dicom: %s: %w: a folder, not a file", path, volume.ErrFormat)
-	}
-	size := st.Size()
 	n := size
 	if size > wholeSize {
 		n = headSize
 	}
 	var b []byte
 	for {
-		// Read bytes len(b)…n, keeping what was read before.
-		nb := make([]byte, n)
-		copy(nb, b)
-		if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+		if b, err = extend(fh, b, n); err != nil {
 			return nil, fmt.Errorf("dicom: %s: %w", path, err)
 		}
-		b = nb
 		f, err := parseFile(b)
 		if err == nil {
 			f.path = path
