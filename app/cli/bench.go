@@ -23,7 +23,11 @@ func benchCmd() *cobra.Command {
 real prepared folders under --data (<id>/public and <id>/private), or else on small generated
 data; it trains within --budget per challenge, grades the submission with the challenge's
 grader and prints challenge, metric, our score, time, and the published AMID, best agent and
-human scores. Scores on generated data are not comparable with the published ones.`,
+human scores. Our score is on the leaderboard column the published figures are (TopCoW
+detection: iou), with the grader's primary metric beside it when that is another column
+(boundary_iou), and the note names the columns the ReX grader ranks by (the mean of the
+positions over all of them). Scores on generated data are not comparable with the published
+ones.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if tasks != "" {
@@ -48,7 +52,11 @@ human scores. Scores on generated data are not comparable with the published one
 				if !r.Valid {
 					status = "invalid: " + r.Error
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s %.4f (%s) in %v\n", r.ID, r.Metric, r.Score, status, r.Took.Round(time.Second))
+				also := ""
+				if r.Primary != "" && r.Primary != r.Metric {
+					also = fmt.Sprintf(", primary %s %.4f", r.Primary, r.PrimaryScore)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s %.4f%s (%s) in %v\n", r.ID, r.Metric, r.Score, also, status, r.Took.Round(time.Second))
 			})
 			if len(rows) == 0 {
 				return err

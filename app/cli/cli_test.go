@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"amid/host/synth"
+	"amid/internal/ci"
 	"amid/viewer/imageio"
 )
 
@@ -113,7 +114,7 @@ func TestErrorsAreOneLineWithTheFile(t *testing.T) {
 // The headless program must build without cgo and import no Fyne package (ARCHITECTURE.md).
 func TestHeadlessImportsNoFyne(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not on PATH")
+		ci.Missing(t, "the go command is not on the PATH")
 	}
 	cmd := exec.Command("go", "list", "-deps", "amid/app/cmd/amid")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

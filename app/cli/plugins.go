@@ -7,14 +7,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"amid/host"
 	"amid/host/catalog"
 	"amid/host/config"
-	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
@@ -32,31 +30,10 @@ data folder $` + config.EnvHome + `). A new or changed binary is refused until i
 	return cmd
 }
 
-// openCatalog opens the store and the plugin catalog; close the store when done.
-func openCatalog() (*catalog.Catalog, error) {
-	path, err := config.StorePath()
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(path, store.DefaultTimeout)
-	if err != nil {
-		return nil, err
-	}
-	b, err := config.BuiltinPluginDir()
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	u, err := config.PluginDir()
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &catalog.Catalog{Builtin: b, User: u, Store: st}, nil
-}
-
-func pluginOptions(stderr io.Writer) supervisor.Options {
-	return supervisor.Options{Logger: hclog.New(&hclog.LoggerOptions{Name: "amid", Level: hclog.Error, Output: stderr})}
+// openHost opens the store and the plugin catalog from the environment's settings; the
+// plugins log to stderr. Close it when done.
+func openHost(stderr io.Writer) (*host.Host, error) {
+	return host.Open(config.FromEnv(), stderr)
 }
 
 // pluginRow is one line of `amid plugins list`.
@@ -70,6 +47,9 @@ type pluginRow struct {
 	Problem string   `json:"problem,omitempty"`
 	Path    string   `json:"path"`
 	Builtin bool     `json:"builtin"`
+	// TrustedBy says who trusted it: "build" (a built-in plugin as this AMID was built with
+	// it) or "user" (amid plugins trust); "" when it is not trusted.
+	TrustedBy string `json:"trusted_by,omitempty"`
 }
 
 func pluginsListCmd() *cobra.Command {
@@ -79,11 +59,12 @@ func pluginsListCmd() *cobra.Command {
 		Short: "List the plugins found, with their sha256 and whether they are trusted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cat, err := openCatalog()
+			h, err := openHost(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			defer cat.Store.Close()
+			defer h.Close()
+			cat := h.Catalog
 			es, err := cat.Scan()
 			if err != nil {
 				return err
@@ -93,6 +74,12 @@ func pluginsListCmd() *cobra.Command {
 				r := pluginRow{Name: e.Name, SHA256: e.SHA256, Trusted: e.State == catalog.Trusted, State: string(e.State), Problem: e.Problem, Path: e.Path, Builtin: e.Builtin, Kinds: []string{}}
 				if e.Record != nil && e.Record.TrustedSHA256 == e.SHA256 {
 					r.Version, r.Kinds = e.Record.Version, append(r.Kinds, e.Record.Kinds...)
+				}
+				switch {
+				case e.AsBuilt():
+					r.TrustedBy = "build"
+				case r.Trusted:
+					r.TrustedBy = "user"
 				}
 				rows = append(rows, r)
 			}
@@ -110,6 +97,9 @@ func pluginsListCmd() *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tVERSION\tKINDS\tSHA256\tTRUSTED\tPATH")
 			for _, r := range rows {
 				trusted := "yes"
+				if r.TrustedBy == "build" {
+					trusted = "yes (as built)"
+				}
 				if !r.Trusted {
 					trusted = "no (" + r.State + ")"
 				}
@@ -128,11 +118,12 @@ func pluginsTrustCmd() *cobra.Command {
 		Short: "Trust a plugin binary as it is now (its sha256), after checking that it describes itself",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat, err := openCatalog()
+			h, err := openHost(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			defer cat.Store.Close()
+			defer h.Close()
+			cat := h.Catalog
 			e, err := cat.Find(args[0])
 			if err != nil {
 				return err
@@ -170,12 +161,12 @@ func pluginsDescribeCmd() *cobra.Command {
 		Short: "Start a trusted plugin and print what it says it can do",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat, err := openCatalog()
+			h, err := openHost(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			e, err := cat.Find(args[0])
-			cat.Store.Close() // the store is not needed while the plugin runs
+			e, err := h.Catalog.Find(args[0])
+			h.Close() // the store is not needed while the plugin runs
 			if err != nil {
 				return err
 			}
@@ -209,14 +200,7 @@ func describe(ctx context.Context, e *catalog.Entry, stderr io.Writer) (*protoco
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	p, err := supervisor.Start(ctx, e, pluginOptions(stderr))
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
-	return p.Describe(ctx)
+	return supervisor.Describe(ctx, e, host.SupervisorOptions(stderr))
 }
 
 func orDash(s string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"amid/host"
 	hostrun "amid/host/run"
 	"amid/plugins/compute"
 )
@@ -22,7 +23,7 @@ their bytes against the recorded sha256s, and writes predictions into OUT/predic
 amid verify compares them byte for byte with the package's predictions.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := hostrun.Reproduce(cmd.Context(), args[0], args[1], data, pluginOptions(cmd.ErrOrStderr()))
+			id, err := hostrun.Reproduce(cmd.Context(), args[0], args[1], data, host.SupervisorOptions(cmd.ErrOrStderr()))
 			if err == nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "predictions written to %s, computed with %s\n", filepath.Join(args[1], "predictions"), id)
 			}
@@ -35,7 +36,7 @@ amid verify compares them byte for byte with the package's predictions.`,
 
 // reproduceHook re-runs a package for amid verify.
 func reproduceHook(ctx context.Context, pkg, out string) (compute.Identity, error) {
-	return hostrun.Reproduce(ctx, pkg, out, "", pluginOptions(nil))
+	return hostrun.Reproduce(ctx, pkg, out, "", host.SupervisorOptions(nil))
 }
 
 func init() { reproduce = reproduceHook }

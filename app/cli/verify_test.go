@@ -12,6 +12,7 @@ import (
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // testPackage is a model package written by export.Write from small files, and the bbolt
@@ -47,7 +48,7 @@ func newTestPackage(t *testing.T) *testPackage {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	sum, _ := export.SHA256File(ckpt)
+	sum, _ := fileio.SHA256(ckpt)
 	for _, e := range []audit.Entry{
 		{Role: audit.RoleHost, Action: audit.ActionTaskLoaded},
 		{Role: audit.RoleHost, Action: audit.ActionFoldsLocked},

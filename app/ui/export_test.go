@@ -93,7 +93,7 @@ func newRealRun(t *testing.T, a *App, pl planner.Planner, events func(run.Event)
 	if err := synth.Demo(data, realRunCases, 1); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := runsDir()
+	runs, err := a.runsDir()
 	if err != nil {
 		t.Fatal(err)
 	}

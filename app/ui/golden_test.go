@@ -40,7 +40,7 @@ func TestScreensGolden(t *testing.T) {
 		setup func(t *testing.T, a *App, q loop) map[string]string
 	}{
 		{"home", func(t *testing.T, a *App, q loop) map[string]string {
-			runs, _ := runsDir()
+			runs, _ := a.runsDir()
 			writeState(t, filepath.Join(runs, "liver-1"), &run.State{ID: "liver-1", Task: "/data/liver/task.yaml", Phase: run.PhaseExplore, Created: t0})
 			writeState(t, filepath.Join(runs, "head-2"), &run.State{ID: "head-2", Task: "/data/head/task.yaml", Phase: run.PhaseDone, Created: t0.Add(time.Hour)})
 			a.home.refresh()

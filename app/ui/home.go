@@ -119,7 +119,7 @@ func newHomeScreen(a *App) *homeScreen {
 func (h *homeScreen) refresh() {
 	recent := h.a.A.Preferences().StringList(prefRecentRuns)
 	go func() {
-		dir, err := runsDir()
+		dir, err := h.a.runsDir()
 		rows := listRuns(dir, recent)
 		h.a.do(func() {
 			h.rows = rows

@@ -69,8 +69,7 @@ type monitorScreen struct {
 	st     monitorState
 	cancel context.CancelFunc
 	ended  chan struct{} // closed when the last session started has returned
-	dirty  bool
-	gen    int // sessions started, to ignore a finished session's late events
+	gen    int           // sessions started, to ignore a finished session's late events
 
 	// UI goroutine only.
 	view    monitorState
@@ -366,13 +365,13 @@ func (m *monitorScreen) logLocked(t time.Time, line string) {
 	}
 }
 
-// markLocked asks the UI goroutine to show the state; requests coalesce until it has.
+// markLocked posts a snapshot of the state to the screen. Snapshots coalesce in the bridge,
+// which shows the newest at most about 60 times a second. Posting under m.mu keeps them in
+// the order they were taken, so an older one can never overtake a newer one; and the bridge
+// never shows them on this goroutine, so showing one needs no lock.
 func (m *monitorScreen) markLocked() {
-	if m.dirty {
-		return
-	}
-	m.dirty = true
-	m.a.do(m.flush)
+	v, series := m.snapshotLocked()
+	m.a.ui.Post(m, func() { m.display(v, series) })
 }
 
 // finished records the end of a session (run goroutine), the lane rows as the run saved
@@ -409,31 +408,11 @@ func (m *monitorScreen) finished(gen int, err error, stopped bool) {
 	m.markLocked()
 }
 
-// flush shows the state (UI goroutine). While the app shuts down fyne.Do runs its function
-// at once, on the caller's goroutine, which may be markLocked's, holding m.mu: flush then
-// asks again from another goroutine once the lock is free, instead of waiting here for a
-// lock its own caller holds. (Asking again at once would spin, starting goroutines for as
-// long as the holder keeps the lock; showing a state taken there could overtake, out of
-// order, a newer flush.)
-func (m *monitorScreen) flush() {
-	if !m.mu.TryLock() {
-		go func() {
-			m.mu.Lock()
-			//lint:ignore SA2001 the critical section is empty on purpose: it waits for the holder to let go
-			m.mu.Unlock()
-			m.a.do(m.flush)
-		}()
-		return
-	}
-	v, series := m.snapshotLocked()
-	m.mu.Unlock()
-	m.display(v, series)
-}
-
 // snapshotLocked copies the state to show, and its loss series.
 func (m *monitorScreen) snapshotLocked() (monitorState, [][]float64) {
-	m.dirty = false
 	v := m.st
+	v.Series = nil // shown from the copy returned beside it
+	v.Order = m.st.Order[:len(m.st.Order):len(m.st.Order)]
 	v.Rows = append([]laneRow(nil), m.st.Rows...)
 	v.Log = m.st.Log[:len(m.st.Log):len(m.st.Log)]
 	series := make([][]float64, 0, len(v.Order))

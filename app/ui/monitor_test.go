@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"amid/host/planner"
 	"amid/host/run"
 	"amid/plugins/protocol"
+	"amid/viewer/bridge"
 )
 
 // realRunEnd bounds the wait for a real run's end once resumed: its budget (wall-clock
@@ -141,8 +143,7 @@ func TestMonitorRealRun(t *testing.T) {
 
 	// Resume: the same run folder continues to its end. The paused session's ETAs are
 	// cleared when the resumed one starts, until it reports its own. The test reads what
-	// the screen shows (m.view, written on this goroutine), never m.mu: a run goroutine
-	// holds m.mu while it hands this goroutine the screen's flush.
+	// the screen shows (m.view, written on this goroutine by the bridge's flushes).
 	etaBefore := m.view.LaneETA
 	test.Tap(m.resumeB)
 	q.wait(t, "the resumed session's start", func() bool { return m.view.Running })
@@ -322,20 +323,41 @@ func TestCloseWaitsForTheRun(t *testing.T) {
 	}
 }
 
+// drainingApp builds the window with the bridge's flushes queued for the test goroutine
+// and runs them; from then on it hands flushes over as Fyne does while the app shuts down,
+// running each at once on the goroutine that hands it over (a timer's of the bridge), and
+// calls after it. Flushes never overlap; hold runs a function of the test's between them,
+// for the bookkeeping after keeps.
+func drainingApp(t *testing.T, after func(*App)) (a *App, hold func(func())) {
+	t.Helper()
+	q := make(loop, 4096)
+	var draining atomic.Bool
+	var mu sync.Mutex
+	a = newAppWith(t, bridge.New(func(f func()) {
+		if !draining.Load() {
+			q.do(f)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		f()
+		after(a)
+	}), q.drain)
+	draining.Store(true) // after a is set: the flushes that read it come after this
+	q.drain()            // a flush handed over before the switch
+	return a, func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		f()
+	}
+}
+
 // TestFlushWhileShuttingDown: while the app shuts down fyne.Do runs its function at once on
 // the caller's goroutine. A session that ends then (finished holds the Monitor's lock when
-// it asks for a flush) must neither deadlock nor lose the final status.
+// it posts the state) must neither deadlock nor lose the final status.
 func TestFlushWhileShuttingDown(t *testing.T) {
-	a, _ := newApp(t)
+	a, _ := drainingApp(t, func(*App) {})
 	m := a.monitor
-	ran := make(chan struct{}, 8)
-	a.do = func(f func()) { // as fyne.Do once the app is draining
-		f()
-		select { // never blocks: the caller may hold the Monitor's lock
-		case ran <- struct{}{}:
-		default:
-		}
-	}
 	m.mu.Lock()
 	m.gen++
 	gen := m.gen
@@ -351,47 +373,91 @@ func TestFlushWhileShuttingDown(t *testing.T) {
 	case <-time.After(10 * time.Second): // far beyond a flush's milliseconds: a deadlock
 		t.Fatal("finished did not return: the flush waited for the lock its caller holds")
 	}
-	// The refused flush, then the one that showed the state.
-	for range 2 {
-		select {
-		case <-ran:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the state was never shown")
-		}
+	// Every post before this one has been shown (or replaced by a newer one) once it runs.
+	if !a.ui.PostAndWait(nil, func() {}, nil) {
+		t.Fatal("the closing post did not run")
 	}
 	if !strings.HasPrefix(m.status.Text, "Paused") {
 		t.Errorf("status %q, want Paused", m.status.Text)
 	}
 }
 
-// A flush refused because another goroutine holds the Monitor's lock waits for the lock and
-// then asks once more: asking again at once, with fyne.Do running functions at once, would
-// spin, starting goroutines for as long as the lock is held.
-func TestRefusedFlushWaits(t *testing.T) {
-	a, _ := newApp(t)
-	m := a.monitor
-	var calls atomic.Int64
-	shown := make(chan struct{})
-	a.do = func(f func()) { // as fyne.Do once the app is draining
-		if calls.Add(1) == 1 {
-			defer close(shown)
+// TestMonitorNewestWins floods the Monitor with progress events from four goroutines for
+// 300 ms while flushes run at once on the bridge's goroutine (as while the app shuts down):
+// the screen never shows an older state after a newer one, ends on the newest, and is
+// redrawn at most once per bridge.Interval. (The workaround the bridge replaced once spun
+// goroutines, 34755 flushes in 200 ms, and once let a stale state overtake a newer one.)
+func TestMonitorNewestWins(t *testing.T) {
+	var flushes int
+	var shown []int64 // the sum of the lane rows' steps on screen after each flush
+	sum := func(rows []laneRow) (n int64) {
+		for _, r := range rows {
+			n += r.Step
 		}
-		f()
+		return n
+	}
+	// The bookkeeping after each flush is held to it (drainingApp). settled closes after the
+	// flush that ran settle's post, after which every earlier post is shown or replaced.
+	var settled chan struct{}
+	var closing bool
+	a, hold := drainingApp(t, func(a *App) {
+		flushes++
+		shown = append(shown, sum(a.monitor.view.Rows))
+		if closing {
+			closing = false
+			close(settled)
+		}
+	})
+	m := a.monitor
+	settle := func() {
+		hold(func() { settled = make(chan struct{}) })
+		a.ui.Post(nil, func() { closing = true })
+		select {
+		case <-settled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no flush within 10 s")
+		}
 	}
 	m.mu.Lock()
-	m.st.Dir = filepath.Join(t.TempDir(), "r")
-	m.flush()                          // refused: this goroutine holds the lock
-	time.Sleep(200 * time.Millisecond) // a holder slow to let go (the old code spun meanwhile)
+	m.gen++
+	gen := m.gen
+	m.st.Dir, m.st.Running, m.st.Series = t.TempDir(), true, map[string][]float64{}
 	m.mu.Unlock()
-	select {
-	case <-shown:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the refused flush never asked again")
+	settle() // the window's own posts
+	hold(func() { flushes, shown = 0, nil })
+	began := time.Now()
+	var wg sync.WaitGroup
+	var step atomic.Int64
+	for fold := range 4 {
+		wg.Add(1)
+		go func() { // a fold's steps rise, so the sum of the rows' steps rises with the state
+			defer wg.Done()
+			for time.Since(began) < 300*time.Millisecond {
+				p := &protocol.Progress{Step: step.Add(1), TotalSteps: 1 << 40, Losses: map[string]float64{"loss": 1}}
+				m.event(gen, run.Event{Lane: "unet", Fold: fold, Progress: p})
+			}
+		}()
 	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("%d flushes asked for while the lock was held, want 1 once it was free", n)
+	wg.Wait()
+	settle()
+	elapsed := time.Since(began)
+	var seen []int64
+	var n int
+	hold(func() { seen, n = slices.Clone(shown), flushes })
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("flush %d showed steps summing to %d after %d: an older state overtook a newer one", i, seen[i], seen[i-1])
+		}
 	}
-	if m.view.Dir != m.st.Dir {
-		t.Errorf("the screen shows run %q, want %q", m.view.Dir, m.st.Dir)
+	m.mu.Lock()
+	want := sum(m.st.Rows)
+	m.mu.Unlock()
+	if len(seen) == 0 || seen[len(seen)-1] != want {
+		t.Errorf("the screen ends on steps summing to %v, want the newest state's %d", seen[max(0, len(seen)-3):], want)
 	}
+	// Flush k starts at least (k-1)·Interval after the first, and all started by now.
+	if limit := int(elapsed/bridge.Interval) + 1; n > limit {
+		t.Errorf("%d flushes for %d events in %v, want at most %d", n, step.Load(), elapsed, limit)
+	}
+	t.Logf("%d events: %d flushes in %v", step.Load(), n, elapsed.Round(time.Millisecond))
 }

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/host"
 	"amid/host/catalog"
 	"amid/host/supervisor"
 	"amid/plugins/protocol"
@@ -107,6 +108,9 @@ func (s *pluginsScreen) showDetails() {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name: %s\nPath: %s\nBuilt in: %v\nState: %s\nsha256: %s\n", e.Name, e.Path, e.Builtin, e.State, e.SHA256)
+	if e.AsBuilt() {
+		b.WriteString("Trusted as built: this AMID was built with this binary.\n")
+	}
 	if e.Problem != "" {
 		fmt.Fprintf(&b, "Problem: %s\n", e.Problem)
 	}
@@ -176,20 +180,9 @@ func (s *pluginsScreen) refreshKeep() {
 // trustPlugin trusts e as it is now if it describes itself (catalog.TrustDescribed).
 func trustPlugin(cat *catalog.Catalog, e *catalog.Entry, opts supervisor.Options) error {
 	_, err := cat.TrustDescribed(e, func(e *catalog.Entry) (*protocol.DescribeResponse, error) {
-		return describePlugin(context.Background(), e, opts)
+		return supervisor.Describe(context.Background(), e, opts)
 	})
 	return err
-}
-
-func describePlugin(ctx context.Context, e *catalog.Entry, opts supervisor.Options) (*protocol.DescribeResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	p, err := supervisor.Start(ctx, e, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
-	return p.Describe(ctx)
 }
 
 // describe starts the selected trusted plugin and shows what it says.
@@ -201,7 +194,7 @@ func (s *pluginsScreen) describe() {
 	entry := *e
 	s.status.SetText("Asking " + entry.Name + "…")
 	go func() {
-		d, err := describePlugin(context.Background(), &entry, pluginOptions(io.Discard))
+		d, err := supervisor.Describe(context.Background(), &entry, host.SupervisorOptions(io.Discard))
 		s.a.do(func() {
 			if err != nil {
 				s.status.SetText(errText(err))

@@ -90,7 +90,7 @@ func loadReview(dir string) (*reviewData, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "final", "predictions.json"), err)
 	}
 	images := map[string][]string{}
-	if ds, err := t.Resolve(st.Data); err == nil {
+	if ds, err := run.Cases(dir); err == nil {
 		for _, c := range append(ds.Train, ds.Test...) {
 			images[c.ID] = c.Images
 		}
@@ -107,6 +107,10 @@ func loadReview(dir string) (*reviewData, error) {
 		c := &reviewCase{ID: id, Images: images[id], Dice: math.NaN()}
 		if len(files) > 0 {
 			c.Pred = files[0]
+		}
+		if _, err := os.Stat(filepath.Join(dir, "final", "dicom", id+".dcm")); err == nil {
+			// What goes back to PACS is the DICOM SEG: review that.
+			c.Pred = filepath.Join(dir, "final", "dicom", id+".dcm")
 		}
 		if x, ok := byCase[id]; ok {
 			c.Decision, c.Note = x.Decision, x.Note
@@ -388,7 +392,7 @@ func loadCase(c *reviewCase, spec *taskspec.Spec) (*caseView, error) {
 		}
 		switch spec.Kind {
 		case taskspec.Segmentation:
-			v, err := imageio.Read(path)
+			v, err := imageio.ReadLabels(path, img)
 			return v, nil, "", err
 		case taskspec.Enhancement:
 			return nil, nil, "the prediction is an image: " + path, nil
@@ -397,7 +401,7 @@ func loadCase(c *reviewCase, spec *taskspec.Spec) (*caseView, error) {
 		if err != nil {
 			return nil, nil, "", err
 		}
-		return nil, vwidget.MarksOf(a, spec, nil, truth), annotationText(a, spec), nil
+		return nil, marksOf(a, spec, truth), annotationText(a, spec), nil
 	}
 	var pt, tt string
 	if cv.Pred, cv.PredMarks, pt, err = read(c.Pred, false); err != nil {
@@ -478,6 +482,7 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 		plane = vwidget.Axial
 	}
 	v := vwidget.NewCompareView(plane)
+	v.UseBridge(s.a.ui)
 	if err := v.SetVolume(cv.Image); err != nil {
 		return err
 	}

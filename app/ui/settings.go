@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"os"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -27,10 +26,10 @@ func newSettingsScreen(a *App) *settingsScreen {
 	s := &settingsScreen{a: a, home: widget.NewEntry(), plugins: widget.NewEntry(), llmURL: widget.NewEntry(),
 		llmModel: widget.NewEntry(), llmKey: widget.NewEntry(), status: widget.NewLabel("")}
 	s.status.Wrapping = fyne.TextWrapWord
-	home, _ := config.Home()
-	pdir, _ := config.PluginDir()
-	s.home.SetText(p.StringWithFallback(prefHome, home))
-	s.plugins.SetText(p.StringWithFallback(prefPluginDir, pdir))
+	// The folders shown are the saved ones, or when none are saved the ones in use.
+	use, _ := a.folders.Paths()
+	s.home.SetText(p.StringWithFallback(prefHome, use.Home))
+	s.plugins.SetText(p.StringWithFallback(prefPluginDir, use.UserPlugins))
 	s.llmURL.SetText(p.String(prefLLMURL))
 	s.llmModel.SetText(p.String(prefLLMModel))
 	s.llmKey.SetText(p.StringWithFallback(prefLLMKeyEnv, "AMID_LLM_API_KEY"))
@@ -69,9 +68,9 @@ func (s *settingsScreen) save() {
 	p.SetString(prefLLMURL, strings.TrimSpace(s.llmURL.Text))
 	p.SetString(prefLLMModel, strings.TrimSpace(s.llmModel.Text))
 	p.SetString(prefLLMKeyEnv, strings.TrimSpace(s.llmKey.Text))
-	msg := "Saved."
-	if os.Getenv(config.EnvHome) != "" || os.Getenv(config.EnvPluginDir) != "" {
-		msg += " The folders apply the next time AMID starts."
+	msg := "Saved. The folders apply the next time AMID starts"
+	if env := config.EnvOverrides(); len(env) > 0 {
+		msg += ", unless $" + strings.Join(env, " and $") + " (set now) still names them"
 	}
-	s.status.SetText(msg)
+	s.status.SetText(msg + ".")
 }

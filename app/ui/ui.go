@@ -9,8 +9,10 @@
 // comment), Export (the package, refused until review is complete unless a reason is
 // recorded), Plugins (list, trust, details), Settings and a standalone Viewer.
 //
-// Host work runs in goroutines; widgets change only on the UI goroutine, through App.do
-// (fyne.Do). The theme is Fyne's, which follows the system's light or dark setting.
+// Host work runs in goroutines; widgets change only on the UI goroutine, through the App's
+// bridge (viewer/bridge), which the screens' viewers share: a background result is posted
+// to it (App.do), a stream of state (the Monitor's) coalesces into its newest. The theme
+// is Fyne's, which follows the system's light or dark setting.
 package ui
 
 import (
@@ -18,21 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"github.com/hashicorp/go-hclog"
 
 	"amid/assets"
-	"amid/host/catalog"
+	"amid/host"
 	"amid/host/config"
 	"amid/host/run"
-	"amid/host/store"
-	"amid/host/supervisor"
+	"amid/viewer/bridge"
 )
 
 // Options configure the main window.
@@ -40,8 +38,9 @@ type Options struct {
 	// Image and Labels, when set, open in the Viewer screen, which is then shown first;
 	// otherwise the Viewer shows the bundled sample study and Home is shown first.
 	Image, Labels string
-	// do runs a function on the UI goroutine (tests: a queue the test drains); nil: fyne.Do.
-	do func(func())
+	// bridge reaches the UI goroutine (tests: one whose flushes a test runs); nil:
+	// bridge.Default().
+	bridge *bridge.Bridge
 }
 
 // App is the desktop application: one window with a tab per screen.
@@ -49,11 +48,16 @@ type App struct {
 	A fyne.App
 	W fyne.Window
 
-	do func(func())
+	ui *bridge.Bridge // the way to the UI goroutine
+
+	// folders are the settings this window opens AMID with: the Settings screen's saved
+	// folders, or the environment's where it names them (config.Settings.WithEnv). Saved
+	// changes apply the next time the program starts.
+	folders config.Settings
 
 	mu     sync.Mutex
-	cat    *catalog.Catalog // opened on first use, closed with the window
-	runDir string           // the run the run screens show
+	host   *host.Host // opened on first use, closed with the window
+	runDir string     // the run the run screens show
 
 	tabs     *container.AppTabs
 	home     *homeScreen
@@ -78,11 +82,11 @@ func NewMainWindow(a fyne.App) (fyne.Window, error) {
 
 // New builds the application's window.
 func New(a fyne.App, o Options) (*App, error) {
-	app := &App{A: a, do: o.do}
-	if app.do == nil {
-		app.do = fyne.Do
+	app := &App{A: a, ui: o.bridge}
+	if app.ui == nil {
+		app.ui = bridge.Default()
 	}
-	applySettings(a.Preferences())
+	app.folders = savedSettings(a.Preferences()).WithEnv()
 	w := a.NewWindow("AMID")
 	w.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	app.W = w
@@ -134,6 +138,10 @@ const (
 	tabViewer
 )
 
+// do runs f on the UI goroutine with the bridge's next flush, after what was posted before
+// it: the result of a piece of background work. It never runs f on the caller's goroutine.
+func (a *App) do(f func()) { a.ui.Post(nil, f) }
+
 // shown refreshes a screen when its tab is selected.
 func (a *App) shown(name string) {
 	switch name {
@@ -173,37 +181,19 @@ func (a *App) OpenRun(dir string) {
 	a.tabs.SelectIndex(tabMonitor)
 }
 
-// env returns what a run needs from the host, opening the plugin catalog (and its store)
-// on first use.
+// env returns what a run needs from the host, opening it (the store and the plugin
+// catalog) on first use.
 func (a *App) env() (run.Env, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cat == nil {
-		path, err := config.StorePath()
+	if a.host == nil {
+		h, err := host.Open(a.folders, io.Discard)
 		if err != nil {
 			return run.Env{}, err
 		}
-		st, err := store.Open(path, store.DefaultTimeout)
-		if err != nil {
-			return run.Env{}, err
-		}
-		b, err := config.BuiltinPluginDir()
-		if err != nil {
-			st.Close()
-			return run.Env{}, err
-		}
-		u, err := config.PluginDir()
-		if err != nil {
-			st.Close()
-			return run.Env{}, err
-		}
-		a.cat = &catalog.Catalog{Builtin: b, User: u, Store: st}
+		a.host = h
 	}
-	return run.Env{Catalog: a.cat, Supervisor: pluginOptions(io.Discard)}, nil
-}
-
-func pluginOptions(w io.Writer) supervisor.Options {
-	return supervisor.Options{Logger: hclog.New(&hclog.LoggerOptions{Name: "amid", Level: hclog.Error, Output: w})}
+	return a.host.Env(), nil
 }
 
 // close stops a running run (its state is saved) and closes the store.
@@ -211,19 +201,19 @@ func (a *App) close() {
 	a.monitor.stop()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.cat != nil {
-		a.cat.Store.Close()
-		a.cat = nil
+	if a.host != nil {
+		a.host.Close()
+		a.host = nil
 	}
 }
 
 // runsDir is the folder new runs are created in: runs/ in the data folder.
-func runsDir() (string, error) {
-	h, err := config.Home()
+func (a *App) runsDir() (string, error) {
+	p, err := a.folders.Paths()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(h, "runs"), nil
+	return p.Runs, nil
 }
 
 // Preference keys.
@@ -250,14 +240,9 @@ func rememberRun(p fyne.Preferences, dir string) {
 	p.SetStringList(prefRecentRuns, list)
 }
 
-// applySettings sets the data and plugin folders from the settings unless the environment
-// already names them.
-func applySettings(p fyne.Preferences) {
-	for env, key := range map[string]string{config.EnvHome: prefHome, config.EnvPluginDir: prefPluginDir} {
-		if v := p.String(key); v != "" && os.Getenv(env) == "" {
-			_ = os.Setenv(env, v)
-		}
-	}
+// savedSettings are the folders the Settings screen saved.
+func savedSettings(p fyne.Preferences) config.Settings {
+	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir)}
 }
 
 // errText is err as one line for a status label.

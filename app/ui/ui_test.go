@@ -22,22 +22,18 @@ import (
 	"amid/host/run"
 	"amid/host/synth"
 	"amid/plugins/protocol"
+	"amid/viewer/bridge"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"
 )
 
-// loop stands in for the UI goroutine: Fyne's test driver has none, so the screens' UI
-// functions and the viewers' frames are queued and run on the test goroutine by wait.
+// loop stands in for the UI goroutine: Fyne's test driver has none (it runs fyne.Do on
+// the caller's goroutine), so the app's bridge queues its flushes, which carry the screens'
+// changes and the viewers' frames, and wait runs them on the test goroutine.
 type loop chan func()
 
 func (q loop) do(f func()) { q <- f }
-
-func (q loop) frames(f func()) {
-	done := make(chan struct{})
-	q <- func() { f(); close(done) }
-	<-done
-}
 
 // wait runs queued UI functions until cond holds, failing after 30 s.
 func (q loop) wait(t *testing.T, what string, cond func() bool) {
@@ -75,23 +71,29 @@ func (q loop) drain() {
 // newApp builds the window in a fresh data folder (AMID_HOME) with an empty plugin folder.
 func newApp(t *testing.T) (*App, loop) {
 	t.Helper()
+	q := make(loop, 4096)
+	return newAppWith(t, bridge.New(q.do), q.drain), q
+}
+
+// newAppWith is newApp with the bridge b; settle runs what b has handed over, if anything
+// has to (after the window is built, and when the test ends).
+func newAppWith(t *testing.T, b *bridge.Bridge, settle func()) *App {
+	t.Helper()
 	home := t.TempDir()
 	t.Setenv(config.EnvHome, home)
 	t.Setenv(config.EnvPluginDir, filepath.Join(home, "plugins"))
-	q := make(loop, 4096)
-	t.Cleanup(vwidget.RunFramesWith(q.frames))
 	fa := test.NewTempApp(t)
-	a, err := New(fa, Options{do: q.do})
+	a, err := New(fa, Options{bridge: b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		a.W.Close()
-		q.drain()
+		settle()
 	})
 	a.W.Resize(fyne.NewSize(1100, 760))
-	q.drain()
-	return a, q
+	settle()
+	return a
 }
 
 // texts returns every label and text shown in o.
@@ -146,7 +148,7 @@ func writeState(t *testing.T, dir string, st *run.State) {
 
 func TestHomeListsRuns(t *testing.T) {
 	a, q := newApp(t)
-	runs, _ := runsDir()
+	runs, _ := a.runsDir()
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	writeState(t, filepath.Join(runs, "old"), &run.State{ID: "old", Phase: run.PhaseExplore, Created: t0})
 	writeState(t, filepath.Join(runs, "new"), &run.State{ID: "new", Phase: run.PhaseDone, Created: t0.Add(time.Hour),
@@ -557,4 +559,46 @@ func labelVol(t *testing.T, vals []uint8) *volume.Volume {
 	}
 	copy(v.Data.([]uint8), vals)
 	return v
+}
+
+// The folders saved in the Settings screen reach the host as values: the window opens the
+// store in the saved data folder and scans the saved plugin folder, and the process's
+// environment stays as it was; where the environment names a folder, it wins.
+func TestSavedFolders(t *testing.T) {
+	t.Setenv(config.EnvHome, "")
+	t.Setenv(config.EnvPluginDir, "")
+	saved := t.TempDir()
+	fa := test.NewTempApp(t)
+	fa.Preferences().SetString(prefHome, saved)
+	fa.Preferences().SetString(prefPluginDir, filepath.Join(saved, "mine"))
+	q := make(loop, 4096)
+	a, err := New(fa, Options{bridge: bridge.New(q.do)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.W.Close()
+		q.drain()
+	})
+	env, err := a.env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := a.host.Paths; p.Store != filepath.Join(saved, "amid.db") || env.Catalog.User != filepath.Join(saved, "mine") {
+		t.Errorf("opened %+v, want the saved folders under %s", p, saved)
+	}
+	if h, d := os.Getenv(config.EnvHome), os.Getenv(config.EnvPluginDir); h != "" || d != "" {
+		t.Errorf("the window set $%s=%q, $%s=%q", config.EnvHome, h, config.EnvPluginDir, d)
+	}
+
+	other := t.TempDir()
+	t.Setenv(config.EnvHome, other)
+	b, err := New(fa, Options{bridge: bridge.New(q.do)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.W.Close() })
+	if runs, _ := b.runsDir(); runs != filepath.Join(other, "runs") {
+		t.Errorf("with $%s set, runs go to %s, want %s", config.EnvHome, runs, filepath.Join(other, "runs"))
+	}
 }

@@ -39,7 +39,7 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 		}
 		name = image
 		if labels != "" {
-			if lab, err = imageio.Read(labels); err != nil {
+			if lab, err = imageio.ReadLabels(labels, ct); err != nil {
 				return nil, err
 			}
 		}
@@ -69,7 +69,7 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 		if !ok {
 			return
 		}
-		s.a.do(func() {
+		s.a.ui.Post(s.probe, func() { // the newest position wins
 			s.probe.SetText(fmt.Sprintf("voxel (%d, %d, %d)  value %g  label %d  LPS (%.1f, %.1f, %.1f) mm",
 				p.Voxel[0], p.Voxel[1], p.Voxel[2], p.Value, p.Label, p.World[0], p.World[1], p.World[2]))
 		})
@@ -77,6 +77,7 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 	var view fyne.CanvasObject
 	if vol.Dims[2] == 1 {
 		v := vwidget.NewSliceView(vwidget.Axial)
+		v.UseBridge(s.a.ui)
 		if err := v.SetVolume(vol); err != nil {
 			return err
 		}
@@ -89,6 +90,7 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 		view = v
 	} else {
 		o := vwidget.NewOrthoView()
+		o.UseBridge(s.a.ui)
 		if err := o.SetVolume(vol); err != nil {
 			return err
 		}

@@ -3,8 +3,8 @@
 // and licence). Tests use it to read real files; nothing here is committed.
 //
 // The cache is $AMID_REALDATA when set, else .cache/realdata at the module root. A test that
-// needs it is skipped when the cache is missing, except under CI (CI=true), where a missing
-// cache is a failure: `make test` fetches it first.
+// needs it is skipped when the cache is missing, except in CI (amid/internal/ci), where a
+// missing cache is a failure: `make test` fetches it first.
 package realdata
 
 import (
@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"amid/internal/ci"
 )
 
 // stamp is the file .ci/realdata.sh writes last, so a half-fetched cache is not used.
@@ -55,15 +57,12 @@ func isMainModule(gomod []byte) bool {
 }
 
 // Path returns the absolute path of rel inside the cache. When the cache is missing it
-// skips the test, or fails it under CI; when the file itself is missing it fails the test.
+// skips the test, or fails it in CI (ci.Missing); when the file itself is missing it fails the test.
 func Path(tb testing.TB, rel string) string {
 	tb.Helper()
 	d, err := Dir()
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
+		ci.Missing(tb, err.Error())
 	}
 	p := filepath.Join(d, rel)
 	if _, err := os.Stat(p); err != nil {

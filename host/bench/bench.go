@@ -4,6 +4,12 @@
 // a full run (amid/host/run) within a budget, and the challenge's own grader on the
 // private answers.
 //
+// Each row compares like with like: our score on the leaderboard column the published
+// figures are (Published.Column), with the grader's primary metric beside it where that is
+// another column (TopCoW detection: the published IoU is the iou column, the primary
+// boundary_iou), and the columns the ReX grader ranks by (RankedBy: the mean of the
+// submission's positions over all of them, rexmle.md §3).
+//
 // Scores on generated data are not comparable with the published ones: the images only
 // resemble the modality, the cases are few and small, and the budget is minutes on a CPU.
 // The table says so. On real data the percentile against the challenge leaderboard is
@@ -23,6 +29,7 @@ import (
 	"time"
 
 	"amid/assets"
+	"amid/host/grade"
 	"amid/host/run"
 	"amid/host/synth/rexmle"
 )
@@ -42,9 +49,15 @@ type Options struct {
 
 // Row is one challenge's result.
 type Row struct {
-	ID         string        `json:"id"`
-	Metric     string        `json:"metric"`
-	Score      float64       `json:"score"`
+	ID string `json:"id"`
+	// Metric and Score are the column compared with the published figures and our score on
+	// it; Primary and PrimaryScore the grader's primary metric, which the lanes optimise.
+	Metric       string  `json:"metric"`
+	Score        float64 `json:"score"`
+	Primary      string  `json:"primary"`
+	PrimaryScore float64 `json:"primary_score"`
+	// RankedBy are the leaderboard columns whose mean position ranks a submission.
+	RankedBy   []string      `json:"ranked_by,omitempty"`
 	Valid      bool          `json:"valid"`
 	Percentile float64       `json:"percentile"`
 	Took       time.Duration `json:"took_ns"`
@@ -52,6 +65,8 @@ type Row struct {
 	Error      string        `json:"error,omitempty"`
 	Published  *Published    `json:"published,omitempty"`
 	Chosen     string        `json:"chosen_lane,omitempty"`
+
+	metrics map[string]float64 // every metric the grader computed
 }
 
 // Run runs each challenge in turn; a challenge that fails is a row with its error, and the
@@ -72,15 +87,29 @@ func Run(ctx context.Context, opt Options, env run.Env, progress func(Row)) ([]R
 			return rows, err
 		}
 		row := one(ctx, id, opt, env)
-		if p, ok := PublishedScores(id); ok {
-			row.Published = &p
-		}
+		compare(&row)
 		rows = append(rows, row)
 		if progress != nil {
 			progress(row)
 		}
 	}
 	return rows, nil
+}
+
+// compare puts the published figures in row, with our score on their column, and the
+// columns the ReX grader ranks by.
+func compare(row *Row) {
+	if p, ok := PublishedScores(row.ID); ok {
+		row.Published = &p
+		if v, ok := row.metrics[p.Column]; ok {
+			row.Metric, row.Score = p.Column, v
+		} else if row.Metric == "" {
+			row.Metric = p.Column
+		}
+	}
+	if lb, err := grade.LoadLeaderboard(row.ID); err == nil {
+		row.RankedBy = lb.Metrics
+	}
 }
 
 func one(ctx context.Context, id string, opt Options, env run.Env) Row {
@@ -126,7 +155,8 @@ func one(ctx context.Context, id string, opt Options, env run.Env) Row {
 	st := r.State()
 	row.Chosen = st.Chosen
 	if g := st.TestScore; g != nil {
-		row.Metric, row.Score, row.Valid, row.Percentile = g.Primary, g.Score, g.Valid, g.Percentile
+		row.Primary, row.PrimaryScore, row.Valid, row.Percentile, row.metrics = g.Primary, g.Score, g.Valid, g.Percentile, g.Metrics
+		row.Metric, row.Score = g.Primary, g.Score // until Run finds the published column
 	}
 	if err != nil {
 		return fail(err)
@@ -153,11 +183,7 @@ func Table(w io.Writer, rows []Row) error {
 		if !r.Valid {
 			score = "—"
 		}
-		note := r.Error
-		if len(note) > 60 {
-			note = note[:57] + "..."
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%v\t%s\t%s\n", r.ID, r.Metric, score, r.Valid, pct, r.Took.Round(time.Second), pub, strings.ReplaceAll(note, "\t", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%v\t%s\t%s\n", r.ID, r.Metric, score, r.Valid, pct, r.Took.Round(time.Second), pub, strings.ReplaceAll(note(r), "\t", " "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -167,6 +193,33 @@ func Table(w io.Writer, rows []Row) error {
 		return err
 	}
 	return nil
+}
+
+// note is a row's last column: the grader's primary metric where the published figures are
+// another column, what the ReX grader ranks by where it ranks by more than one column, and
+// the error that ended the run.
+func note(r Row) string {
+	var parts []string
+	if r.Primary != "" && r.Primary != r.Metric {
+		if r.Valid {
+			parts = append(parts, fmt.Sprintf("primary %s %.4f", r.Primary, r.PrimaryScore))
+		} else {
+			parts = append(parts, "primary "+r.Primary)
+		}
+	}
+	switch n := len(r.RankedBy); {
+	case n > 4:
+		parts = append(parts, fmt.Sprintf("ranked by the mean position over %d columns", n))
+	case n > 1:
+		parts = append(parts, "ranked by the mean position over "+strings.Join(r.RankedBy, ", "))
+	}
+	if e := r.Error; e != "" {
+		if len(e) > 60 {
+			e = e[:57] + "..."
+		}
+		parts = append(parts, e)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // JSON writes rows as JSON.

@@ -6,6 +6,14 @@
 // or one whose sha256 changed since it was trusted, is refused until the user trusts it
 // (amid plugins trust NAME); the trust is recorded in the store. Both front ends trust
 // through TrustDescribed, which keeps the trust only of a plugin that describes itself.
+//
+// The built-in plugins need no such step when the build says what they are: `make build`
+// builds them first and embeds their sha256 in the AMID programs (host.Open passes them as
+// BuiltinSums). A plugin in the built-in folder whose sha256 is the one its name has there
+// is trusted; one whose sha256 differs is refused with a sentence saying it is not the
+// binary AMID was built with, until the user trusts it as any other. Nothing else is
+// trusted without the user: not a copy of a built-in binary in the user's folder, not a
+// plugin the build does not name, and nothing at all in a build without the sums.
 package catalog
 
 import (
@@ -20,6 +28,7 @@ import (
 
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Prefix starts every plugin executable's name.
@@ -55,6 +64,9 @@ type Entry struct {
 	Shadows  []string      `json:"shadows,omitempty"` // same-named plugins this one hides
 	Record   *store.Plugin `json:"-"`
 	Modified time.Time     `json:"-"`
+	// BuiltSHA256 is the sha256 the build names for a built-in plugin (BuiltinSums), "" when
+	// it names none.
+	BuiltSHA256 string `json:"built_sha256,omitempty"`
 }
 
 // Usable returns nil for a trusted entry and otherwise an error that says why it is refused.
@@ -65,17 +77,38 @@ func (e *Entry) Usable() error {
 	case Untrusted:
 		return fmt.Errorf("%w: %s (%s); run: amid plugins trust %s", ErrUntrusted, e.Name, e.Path, e.Name)
 	case Changed:
+		if e.BuiltSHA256 != "" {
+			return notAsBuilt(fmt.Sprintf("built-in plugin %s (%s) is not the binary this AMID was built with (sha256 %s, built with %s); rebuild AMID (make build), or run: amid plugins trust %s",
+				e.Name, e.Path, e.SHA256, e.BuiltSHA256, e.Name))
+		}
 		return fmt.Errorf("%w: %s (%s) now has sha256 %s; run: amid plugins trust %s", ErrChanged, e.Name, e.Path, e.SHA256, e.Name)
 	default:
 		return fmt.Errorf("%w: %s", ErrNotExecutable, e.Problem)
 	}
 }
 
+// AsBuilt reports whether e is trusted as a built-in plugin this build of AMID was made
+// with (Catalog.BuiltinSums) rather than by the user.
+func (e *Entry) AsBuilt() bool {
+	return e.State == Trusted && e.BuiltSHA256 != "" && e.BuiltSHA256 == e.SHA256
+}
+
+// notAsBuilt is the refusal of a changed built-in plugin: one sentence, matching
+// ErrChanged.
+type notAsBuilt string
+
+func (e notAsBuilt) Error() string        { return string(e) }
+func (e notAsBuilt) Is(target error) bool { return target == ErrChanged }
+
 // Catalog scans plugin folders against the trust recorded in a store.
 type Catalog struct {
 	Builtin string // the built-in folder, may be empty
 	User    string // the user's folder, may be empty
 	Store   *store.Store
+	// BuiltinSums are the sha256 (hex) of the built-in plugins this build of AMID was made
+	// with, by name: a plugin of the built-in folder with its name's sum is trusted without
+	// the user. Empty: every plugin needs the user's trust.
+	BuiltinSums map[string]string
 }
 
 // Scan lists the plugins in both folders, by name. Missing folders are empty.
@@ -237,7 +270,7 @@ func (c *Catalog) inspect(path, name string, builtin bool) *Entry {
 		return nil
 	}
 	e.Modified = fi.ModTime()
-	sum, err := protocol.FileSHA256(path)
+	sum, err := fileio.SHA256(path)
 	if err != nil {
 		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s: %v", name, err)
 		return e
@@ -246,15 +279,25 @@ func (c *Catalog) inspect(path, name string, builtin bool) *Entry {
 	if rec, err := c.Store.Plugin(name); err == nil {
 		e.Record = rec
 	}
+	if builtin {
+		e.BuiltSHA256 = c.BuiltinSums[name]
+	}
 	switch {
 	case fi.Mode().Perm()&0o111 == 0:
 		e.State, e.Problem = NotExecutable, fmt.Sprintf("plugin %s (%s) is not executable (mode %v)", name, path, fi.Mode().Perm())
+	case e.BuiltSHA256 != "" && e.BuiltSHA256 == sum:
+		e.State = Trusted
+		if e.Record == nil || e.Record.TrustedSHA256 != sum { // the build trusts it, not a record
+			e.Record = &store.Plugin{Name: name, Path: path, TrustedSHA256: sum}
+		}
+	case e.Record != nil && e.Record.TrustedSHA256 == sum:
+		e.State = Trusted
+	case e.BuiltSHA256 != "":
+		e.State, e.Problem = Changed, fmt.Sprintf("built-in plugin %s is not the binary this AMID was built with (sha256 %s, built with %s)", name, short(sum), short(e.BuiltSHA256))
 	case e.Record == nil || e.Record.TrustedSHA256 == "":
 		e.State, e.Problem = Untrusted, fmt.Sprintf("plugin %s is new and not trusted yet", name)
-	case e.Record.TrustedSHA256 != sum:
-		e.State, e.Problem = Changed, fmt.Sprintf("plugin %s changed since it was trusted (sha256 %s, trusted %s)", name, short(sum), short(e.Record.TrustedSHA256))
 	default:
-		e.State = Trusted
+		e.State, e.Problem = Changed, fmt.Sprintf("plugin %s changed since it was trusted (sha256 %s, trusted %s)", name, short(sum), short(e.Record.TrustedSHA256))
 	}
 	return e
 }

@@ -9,6 +9,7 @@ import (
 
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 func setup(t *testing.T) (*Catalog, string, string) {
@@ -176,5 +177,71 @@ func TestTrustDescribed(t *testing.T) {
 	}
 	if withdrawn != 2 {
 		t.Errorf("%d withdrawals logged, want 2", withdrawn)
+	}
+}
+
+// A build that names its built-in plugins' sha256 trusts exactly those binaries in the
+// built-in folder: not a changed one (refused with a sentence saying so, until the user
+// trusts it), not a copy in the user's folder, not a plugin the build does not name.
+func TestBuiltinSums(t *testing.T) {
+	c, b, u := setup(t)
+	seg, det, extra := filepath.Join(b, "amid-plugin-seg"), filepath.Join(b, "amid-plugin-det"), filepath.Join(b, "amid-plugin-extra")
+	write(t, seg, "#!/bin/sh\necho seg\n", 0o755)
+	write(t, det, "#!/bin/sh\necho det\n", 0o755)
+	write(t, extra, "#!/bin/sh\necho extra\n", 0o755)
+	sum := func(p string) string {
+		s, err := fileio.SHA256(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	c.BuiltinSums = map[string]string{"seg": sum(seg), "det": sum(det)}
+
+	e, err := c.Find("seg")
+	if err != nil || e.State != Trusted || !e.AsBuilt() || e.Usable() != nil || e.Record == nil || e.Record.TrustedSHA256 != sum(seg) {
+		t.Fatalf("a built-in plugin as built: %+v, %v", e, err)
+	}
+	if e, _ := c.Find("extra"); e.State != Untrusted {
+		t.Errorf("a built-in plugin the build does not name: state %s, want untrusted", e.State)
+	}
+	if evs, _ := c.Store.Events("", ""); len(evs) != 0 {
+		t.Errorf("trust by the build wrote %d events to the store, want none (nothing was decided)", len(evs))
+	}
+
+	// Changed after the build: refused, and the sentence says it is not the built binary.
+	write(t, det, "#!/bin/sh\necho evil\n", 0o755)
+	e, _ = c.Find("det")
+	err = e.Usable()
+	if e.State != Changed || !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "built-in plugin det") ||
+		!strings.Contains(err.Error(), "is not the binary this AMID was built with") {
+		t.Errorf("a changed built-in plugin: state %s, %v", e.State, err)
+	}
+	// The user may still trust it, as any other plugin.
+	if err := c.Trust(e); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := c.Find("det"); e.State != Trusted || e.AsBuilt() {
+		t.Errorf("a changed built-in plugin the user trusted: state %s, as built %v", e.State, e.AsBuilt())
+	}
+
+	// The same binary in the user's folder is the user's plugin, trusted only by the user.
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(u, "amid-plugin-seg"), string(data), 0o755)
+	if e, _ := c.Find("seg"); e.Builtin || e.State != Untrusted {
+		t.Errorf("a copy of a built-in plugin in the user's folder: builtin %v, state %s; want the user's, untrusted", e.Builtin, e.State)
+	}
+
+	// Without the sums nothing is trusted by itself.
+	c.BuiltinSums = nil
+	if e, _ := c.Find("extra"); e.State != Untrusted {
+		t.Errorf("without sums: state %s", e.State)
+	}
+	os.Remove(filepath.Join(u, "amid-plugin-seg"))
+	if e, _ := c.Find("seg"); e.State != Untrusted {
+		t.Errorf("the built-in seg without sums: state %s, want untrusted", e.State)
 	}
 }

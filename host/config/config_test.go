@@ -3,42 +3,53 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
-func TestHomeOverride(t *testing.T) {
+func TestPaths(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv(EnvHome, dir)
-	t.Setenv(EnvPluginDir, "")
-	if h, _ := Home(); h != dir {
-		t.Errorf("Home = %s, want %s", h, dir)
+	p, err := Settings{Home: dir}.Paths()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p, _ := StorePath(); p != filepath.Join(dir, "amid.db") {
-		t.Errorf("StorePath = %s", p)
-	}
-	if p, _ := PluginDir(); p != filepath.Join(dir, "plugins") {
-		t.Errorf("PluginDir = %s", p)
+	if p.Home != dir || p.Store != filepath.Join(dir, "amid.db") || p.Runs != filepath.Join(dir, "runs") || p.UserPlugins != filepath.Join(dir, "plugins") {
+		t.Errorf("Paths = %+v", p)
 	}
 	other := t.TempDir()
-	t.Setenv(EnvPluginDir, other)
-	if p, _ := PluginDir(); p != other {
-		t.Errorf("PluginDir with %s = %s, want %s", EnvPluginDir, p, other)
+	if p, _ := (Settings{Home: dir, PluginDir: other, BuiltinPlugins: "rel"}).Paths(); p.UserPlugins != other || !filepath.IsAbs(p.BuiltinPlugins) {
+		t.Errorf("with a plugin folder %s and a relative built-in folder: %+v", other, p)
 	}
 }
 
 func TestDefaults(t *testing.T) {
-	t.Setenv(EnvHome, "")
 	t.Setenv("XDG_CONFIG_HOME", "/cfg")
-	if h, _ := Home(); h != "/cfg/amid" {
-		t.Errorf("Home = %s, want /cfg/amid (os.UserConfigDir honours XDG_CONFIG_HOME)", h)
-	}
-	b, err := BuiltinPluginDir()
+	p, err := Settings{}.Paths()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p.Home != "/cfg/amid" {
+		t.Errorf("Home = %s, want /cfg/amid (os.UserConfigDir honours XDG_CONFIG_HOME)", p.Home)
+	}
 	exe, _ := os.Executable()
 	exe, _ = filepath.EvalSymlinks(exe)
-	if b != filepath.Join(filepath.Dir(exe), "plugins") {
-		t.Errorf("BuiltinPluginDir = %s", b)
+	if p.BuiltinPlugins != filepath.Join(filepath.Dir(exe), "plugins") {
+		t.Errorf("BuiltinPlugins = %s", p.BuiltinPlugins)
+	}
+}
+
+// The environment takes precedence over saved settings, field by field.
+func TestWithEnv(t *testing.T) {
+	t.Setenv(EnvHome, "/env/home")
+	t.Setenv(EnvPluginDir, "")
+	s := Settings{Home: "/saved/home", PluginDir: "/saved/plugins"}.WithEnv()
+	if s.Home != "/env/home" || s.PluginDir != "/saved/plugins" {
+		t.Errorf("WithEnv = %+v", s)
+	}
+	if got := EnvOverrides(); !slices.Equal(got, []string{EnvHome}) {
+		t.Errorf("EnvOverrides = %v", got)
+	}
+	if FromEnv() != (Settings{Home: "/env/home"}) {
+		t.Errorf("FromEnv = %+v", FromEnv())
 	}
 }

@@ -1,5 +1,5 @@
 // Package evaluate scores predictions on validation folds with the host's own metrics
-// (amid/host/metrics), never with a number a plugin reports. Predictions and labels are the
+// (amid/plugins/metrics), never with a number a plugin reports. Predictions and labels are the
 // canonical per-case files of amid/plugins/taskspec: label images, target images or
 // annotation JSON.
 //
@@ -24,7 +24,7 @@ import (
 	"math"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"

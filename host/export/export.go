@@ -16,6 +16,7 @@
 //	model/config.json the chosen lane's configuration
 //	model/...         the weights (checkpoint files)
 //	predictions/...   the predictions on the test set
+//	dicom/ID.dcm      when the test images are DICOM: each prediction as a DICOM SEG
 //	submission/...    the submission files in the challenge's format
 //
 // # What ties the package to its audit log
@@ -56,6 +57,7 @@ import (
 
 	"amid/host/audit"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // Format is the package format version this program writes; it reads every version up to
@@ -77,6 +79,7 @@ const (
 	DirPlugin       = "plugin"
 	DirModel        = "model"
 	DirPredictions  = "predictions"
+	DirDICOM        = "dicom"
 	DirSubmission   = "submission"
 )
 
@@ -109,6 +112,7 @@ type Contents struct {
 
 	Checkpoints []string // weight files, copied to model/<base name>; at least one
 	Predictions string   // folder copied to predictions/ (every plain file under it); "" for none
+	DICOM       string   // folder of DICOM SEG predictions, copied to dicom/; "" for none
 	Submission  string   // folder copied to submission/; "" for none
 
 	Report Report
@@ -210,20 +214,6 @@ type File struct {
 	SHA256 string `json:"sha256"`
 }
 
-// SHA256File returns the lower-case hex sha256 of a file's content.
-func SHA256File(name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 func (c *Contents) check() error {
 	switch {
 	case c.TaskID == "":
@@ -292,7 +282,7 @@ func Write(dir string, c Contents) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := fileio.SyncDir(tmp); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	os.Remove(dir) // an empty folder only
@@ -300,7 +290,7 @@ func Write(dir string, c Contents) (*Manifest, error) {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	done = true
-	syncDir(parent)
+	fileio.SyncDir(parent)
 	return m, nil
 }
 
@@ -374,7 +364,10 @@ func write(root string, c *Contents) (*Manifest, error) {
 		}
 		weights = append(weights, rel)
 	}
-	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}} {
+	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}, {c.DICOM, DirDICOM}} {
+		if t.src == "" && t.dst == DirDICOM {
+			continue
+		}
 		if err := os.MkdirAll(filepath.Join(root, t.dst), 0o755); err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}
@@ -558,7 +551,7 @@ func listFiles(root string) ([]File, error) {
 		if err != nil {
 			return err
 		}
-		sum, err := SHA256File(p)
+		sum, err := fileio.SHA256(p)
 		if err != nil {
 			return err
 		}
@@ -574,15 +567,6 @@ func listFiles(root string) ([]File, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // reproduceScript is reproduce.sh for the plugin binary at binary (package path).

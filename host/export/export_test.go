@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/internal/ci"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // fixture is a package's sources: a plugin binary, a checkpoint, predictions and a
@@ -52,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { log.Close() })
 	f.log = log
-	ck, _ := SHA256File(f.ckpt)
+	ck, _ := fileio.SHA256(f.ckpt)
 	for _, e := range []audit.Entry{
 		{Role: audit.RoleHost, Action: audit.ActionTaskLoaded},
 		{Role: audit.RoleHost, Action: audit.ActionFoldsLocked},
@@ -133,7 +135,7 @@ func TestWriteLaysOutTheFolder(t *testing.T) {
 	var paths []string
 	for _, file := range m.Files {
 		paths = append(paths, file.Path)
-		got, _ := SHA256File(filepath.Join(pkg, filepath.FromSlash(file.Path)))
+		got, _ := fileio.SHA256(filepath.Join(pkg, filepath.FromSlash(file.Path)))
 		if got != file.SHA256 {
 			t.Errorf("%s: sha256 %s, manifest %s", file.Path, got, file.SHA256)
 		}
@@ -144,7 +146,7 @@ func TestWriteLaysOutTheFolder(t *testing.T) {
 	if strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Fatalf("files %v\nwant  %v", paths, want)
 	}
-	binSum, _ := SHA256File(f.c.Plugin.Binary)
+	binSum, _ := fileio.SHA256(f.c.Plugin.Binary)
 	if m.Format != Format || m.TaskID != "demo-seg" || m.Plugin.SHA256 != binSum || m.Plugin.Binary != "plugin/amid-plugin-seg" || m.EngineVersion != "engine-0.3" {
 		t.Fatalf("manifest %+v", m)
 	}
@@ -461,7 +463,7 @@ func TestLaterAppendsStayOutOfThePackage(t *testing.T) {
 func TestReproduceScript(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		ci.Missing(t, "no sh on the PATH")
 	}
 	f := newFixture(t)
 	pkg := f.write(t)
@@ -523,7 +525,7 @@ func FuzzParseManifest(f *testing.F) {
 func TestEnsembleWeightsFromSeveralFolds(t *testing.T) {
 	f := newFixture(t)
 	ck1 := put(t, f.dir, "src/fold1.ckpt", "weights of fold 1", 0o644)
-	sum1, _ := SHA256File(ck1)
+	sum1, _ := fileio.SHA256(ck1)
 	if _, err := f.log.Append(audit.Entry{Role: audit.PluginRole("segmentation"), Action: audit.ActionLaneTrained,
 		Outputs: map[string]string{"checkpoint": sum1}, Details: json.RawMessage(`{"lane":"unet-a","fold":1}`)}); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 
 	"amid/host/audit"
 	"amid/plugins/compute"
+	"amid/viewer/fileio"
 )
 
 // ErrFailed is wrapped by Verify's error when the package fails any check.
@@ -47,9 +46,11 @@ type Verification struct {
 	// for byte (Exact), or, when the re-run's compute identity differs from the package's,
 	// within compute.Table's tolerances. ReproduceNote says how in one sentence, or why
 	// reproducibility was not checked.
-	Reproduced    bool
-	Exact         bool
-	Compared      int
+	Reproduced bool
+	Exact      bool
+	Compared   int
+	// SEGs counts the DICOM SEG objects under dicom/ that read back to their predictions.
+	SEGs          int
 	ReproduceNote string
 	// Compute is what computed the package's predictions (its manifest's record), Rerun
 	// what computed the re-run's.
@@ -92,6 +93,9 @@ func (v *Verification) err() error {
 //     and audit.jsonl with its sha256;
 //   - when the manifest names a lane, every weight file's sha256 is among the Outputs of
 //     a lane.trained entry for that lane;
+//   - every DICOM SEG under dicom/ reads back (amid/viewer/dicom/seg, its segments
+//     matched to task.yaml's labels by name) to the label map of its prediction, the
+//     predictions/ file with the same name;
 //   - when opt.Reproduce is set and every check above passed, a re-run into a clean
 //     temporary folder gives byte-identical files under predictions/.
 //
@@ -212,21 +216,6 @@ func ParseManifest(b []byte) (*Manifest, error) {
 // required are the files every package holds besides the plugin binary and the weights.
 var required = []string{FileReport, FileReproduce, FileTask, FileFingerprint, FilePlan, FileScores, FileReview, FileAudit, FileModelConfig}
 
-// hashFS hashes one file of fsys.
-func hashFS(fsys fs.FS, name string) (File, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return File{}, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return File{}, err
-	}
-	return File{Path: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
 func (v *Verification) check(fsys fs.FS) {
 	b, err := readLimited(fsys, FileManifest, maxManifest)
 	if err != nil {
@@ -251,12 +240,12 @@ func (v *Verification) check(fsys fs.FS) {
 		case !d.Type().IsRegular():
 			v.fail("%s is not a plain file (%s)", p, d.Type())
 		default:
-			f, err := hashFS(fsys, p)
+			sum, n, err := fileio.SHA256FS(fsys, p)
 			if err != nil {
 				v.fail("%s cannot be read: %v", p, err)
 				return nil
 			}
-			actual[p] = f
+			actual[p] = File{Path: p, Size: n, SHA256: sum}
 		}
 		return nil
 	})
@@ -301,6 +290,7 @@ func (v *Verification) check(fsys fs.FS) {
 		v.fail("model/ holds no weight file besides config.json")
 	}
 	v.checkAudit(fsys, m, actual, listed)
+	v.checkDICOM(fsys, listed)
 }
 
 func isWeight(p string) bool { return strings.HasPrefix(p, DirModel+"/") && p != FileModelConfig }

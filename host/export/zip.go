@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"amid/viewer/fileio"
 )
 
 // zipTime is every zip entry's modification time: the earliest an MS-DOS date can hold, so
@@ -16,41 +18,23 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // Zip writes the package folder dir to zipPath as a deterministic zip: every plain file,
 // sorted by path, under one top folder named like dir, with a fixed modification time and
 // mode 0755 for executables, 0644 otherwise. The same folder always gives the same bytes.
-// The zip is written beside zipPath and renamed into place.
+// The zip is written atomically and durably (amid/viewer/fileio).
 func Zip(dir, zipPath string) error {
 	files, err := listFiles(dir)
 	if err != nil {
 		return err
 	}
 	top := filepath.Base(filepath.Clean(dir))
-	tmp, err := os.CreateTemp(filepath.Dir(zipPath), "."+filepath.Base(zipPath)+".partial-")
-	if err != nil {
-		return fmt.Errorf("zip %s: %w", zipPath, err)
-	}
-	defer os.Remove(tmp.Name())
-	zw := zip.NewWriter(tmp)
-	for _, f := range files {
-		src := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := addFile(zw, src, top+"/"+f.Path); err != nil {
-			tmp.Close()
-			return fmt.Errorf("zip %s: %w", zipPath, err)
+	err = fileio.WriteWith(zipPath, func(w io.Writer) error {
+		zw := zip.NewWriter(w)
+		for _, f := range files {
+			if err := addFile(zw, filepath.Join(dir, filepath.FromSlash(f.Path)), top+"/"+f.Path); err != nil {
+				return err
+			}
 		}
-	}
-	if err := zw.Close(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("zip %s: %w", zipPath, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("zip %s: %w", zipPath, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("zip %s: %w", zipPath, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("zip %s: %w", zipPath, err)
-	}
-	if err := os.Rename(tmp.Name(), zipPath); err != nil {
+		return zw.Close()
+	})
+	if err != nil {
 		return fmt.Errorf("zip %s: %w", zipPath, err)
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"amid/host/task"
+	"amid/viewer/fileio"
 )
 
 // ErrFolds marks a split that cannot be made or a folds file that does not hold.
@@ -112,13 +113,13 @@ func (f *Folds) Split(cases []task.Case, i int) (train, val []task.Case, err err
 	return train, val, nil
 }
 
-// Save writes the folds to path as JSON.
+// Save writes the folds to path as JSON, atomically and durably.
 func (f *Folds) Save(path string) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return fileio.Write(path, append(b, '\n'))
 }
 
 // Load reads folds written by Save and checks their hash.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() { Register("dentex", GraderFunc(gradeDENTEX)) }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

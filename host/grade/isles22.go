@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/viewer/nifti"
 )
 

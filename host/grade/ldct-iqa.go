@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() { Register("ldct-iqa", GraderFunc(gradeLDCT)) }

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() {

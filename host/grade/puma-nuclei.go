@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() {

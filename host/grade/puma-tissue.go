@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() {

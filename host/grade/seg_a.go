@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() { Register("seg_a", GraderFunc(gradeSEGA)) }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 )
 
 func init() { Register("usenhance", GraderFunc(gradeUSenhance)) }

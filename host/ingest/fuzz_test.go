@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 )
 

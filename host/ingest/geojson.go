@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 )
 

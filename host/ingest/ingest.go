@@ -15,9 +15,13 @@
 //   - topcow-roi: the ROI text file to a 3D box (minimum corner and size, in voxels);
 //   - topcow-edges: the edge YAML to one class per attribute;
 //   - dentex-coco: the COCO JSON to boxes per image with the three category ids;
-//   - csv: the table's value per case to a score.
+//   - csv: the table's value per case to a score;
+//   - dicom: a DICOM SEG or RTSTRUCT to a label map on the grid of the case's image (a
+//     DICOM series), its segments or ROIs matched with the task's labels through the
+//     label source's names, else by code, else by name (amid/viewer/dicom/seg and
+//     amid/viewer/dicom/rtstruct say how frames are placed and contours filled).
 //
-// Converted files are named <case id>.png or <case id>.json. Beside each lies
+// Converted files are named <case id>.png, <case id>.json or <case id>.nii.gz. Beside each lies
 // <name>.source, the hash of everything it was made from; a later call that finds the same
 // hash keeps the file. Every unusable label is an error naming its file.
 package ingest
@@ -36,6 +40,7 @@ import (
 
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/metaimage"
 	"amid/viewer/nifti"
@@ -91,6 +96,8 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 			p, err = conv.tissue(c)
 		case task.LabelPUMANuclei, task.LabelTopCoWROI, task.LabelTopCoWEdges, task.LabelDENTEX, task.LabelCSV:
 			p, err = conv.json(c, format)
+		case task.LabelDICOM:
+			p, err = conv.dicomLabel(c)
 		default:
 			err = fmt.Errorf("ingest: label format %q is not known", format)
 		}
@@ -175,18 +182,15 @@ func cached(out, key string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// save writes a converted file with write, then its source hash.
+// save writes a converted file with write, which must write atomically (fileio.Write,
+// imageio.Write), then its source hash: a crash in between leaves a file without its
+// hash, which is converted again.
 func save(out, key string, write func(string) error) error {
 	_ = os.Remove(out + ".source")
-	tmp := filepath.Join(filepath.Dir(out), ".tmp-"+filepath.Base(out))
-	if err := write(tmp); err != nil {
-		_ = os.Remove(tmp)
+	if err := write(out); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	if err := os.WriteFile(out+".source", []byte(key+"\n"), 0o644); err != nil {
+	if err := fileio.Write(out+".source", []byte(key+"\n")); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	return nil
@@ -225,7 +229,7 @@ func (c *converter) json(cs task.Case, format string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("ingest: case %s: %w", cs.ID, err)
 	}
-	return out, save(out, key, func(p string) error { return os.WriteFile(p, b, 0o644) })
+	return out, save(out, key, func(p string) error { return fileio.Write(p, b) })
 }
 
 func (c *converter) convert(cs task.Case, format string, raw []byte) (*taskspec.Annotation, error) {

@@ -16,21 +16,15 @@
 package profile
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -292,7 +286,7 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				break
 			}
 			if k == 0 {
-				h, err := fileHash(p)
+				h, err := fileio.PathSHA256(p)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -340,7 +334,7 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 		if k == 0 {
 			first = v
-			h, err := fileHash(p)
+			h, err := fileio.PathSHA256(p)
 			if err != nil {
 				return nil, err
 			}
@@ -355,42 +349,6 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 	}
 	return first, nil
-}
-
-// fileHash is the hex sha256 of a file, or of a folder (a DICOM series) as one "path TAB
-// sha256" line per file under it (slash-separated relative paths, sorted; links
-// followed).
-func fileHash(path string) (string, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		var b bytes.Buffer
-		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			s, err := fileHash(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(path, p)
-			fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
-			return nil
-		})
-		if err != nil {
-			return "", err
-		}
-		h := sha256.Sum256(b.Bytes())
-		return hex.EncodeToString(h[:]), nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // duplicates reports a test case whose first image has the same bytes as a training case's.

@@ -12,8 +12,8 @@ import (
 	"amid/host/evaluate"
 	"amid/host/supervisor"
 	"amid/host/task"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -62,7 +62,7 @@ func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, err = sdk.WriteFile(out, b)
+		err = fileio.Write(out, b)
 		return out, err
 	}
 	var acc *volume.Volume

@@ -42,13 +42,7 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 			refused = append(refused, err.Error())
 			continue
 		}
-		p, err := supervisor.Start(ctx, e, r.env.Supervisor)
-		if err != nil {
-			refused = append(refused, err.Error())
-			continue
-		}
-		d, err := p.Describe(ctx)
-		p.Kill()
+		d, err := supervisor.Describe(ctx, e, r.env.Supervisor)
 		if err != nil {
 			refused = append(refused, err.Error())
 			continue

@@ -15,19 +15,27 @@ import (
 	"amid/host/folds"
 	"amid/host/ingest"
 	"amid/host/profile"
-	"amid/plugins/sdk"
+	"amid/viewer/dicom/deid"
+	"amid/viewer/fileio"
 )
 
 func (r *Runner) path(name ...string) string {
 	return filepath.Join(append([]string{r.dir}, name...)...)
 }
 
+// writeJSON writes v as indented JSON to path (atomically and durably) and returns the
+// hex sha256 of what it wrote.
 func writeJSON(path string, v any) (string, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	return sdk.WriteFile(path, append(b, '\n'))
+	b = append(b, '\n')
+	if err := fileio.Write(path, b); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func readJSON(path string, v any) error {
@@ -52,7 +60,7 @@ func idsHash(ids []string) string {
 // prepare resolves the data, converts the labels, profiles the data, checks its contract
 // and locks the folds.
 func (r *Runner) prepare(ctx context.Context) error {
-	taskSum, err := sdk.FileSHA256(r.st.Task)
+	taskSum, err := fileio.SHA256(r.st.Task)
 	if err != nil {
 		return err
 	}
@@ -60,11 +68,21 @@ func (r *Runner) prepare(ctx context.Context) error {
 		map[string]any{"id": r.task.ID, "kind": r.task.Kind, "dims": r.task.Dims, "metric": r.task.Metric.Name, "budget_s": r.st.Budget.Seconds(), "planner": r.st.Planner}); err != nil {
 		return err
 	}
-	d, err := r.task.Resolve(r.st.Data)
+	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
 		return err
 	}
 	r.data = d
+	if r.st.Deidentify {
+		key, err := os.ReadFile(r.path(keyFile))
+		if err != nil {
+			return err
+		}
+		if err := r.record(audit.RoleHost, "data.deidentified", nil, nil,
+			map[string]any{"case_ids": "pseudonyms", "key_id": keyID(key), "dicom_profile": deid.Method}); err != nil {
+			return err
+		}
+	}
 	moved, err := align(ctx, d, r.path("channels"))
 	if err != nil {
 		return err
@@ -149,7 +167,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 // load rebuilds the in-memory data of a prepared run and checks that neither the data
 // nor the folds changed since.
 func (r *Runner) load(ctx context.Context) error {
-	d, err := r.task.Resolve(r.st.Data)
+	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
 		return err
 	}

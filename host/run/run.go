@@ -7,19 +7,22 @@
 //	run.db            the lanes and their events (amid/host/store), written by the supervisor
 //	audit.db          the hash-chained audit log (amid/host/audit)
 //	task.yaml         the task definition, copied
+//	deid.key, cases/  a de-identified run's secret key and pseudonymous links to its cases
 //	labels/           canonical labels (amid/host/ingest)
 //	fingerprint.json  the dataset fingerprint; contract.json the data contract
 //	folds.json        the locked folds
 //	plan.json         the lanes planned
 //	lanes/<lane>/f<k>/   checkpoints of the lane on fold k; val/ its validation predictions
-//	final/            the chosen model's test predictions; submission/ the submission
+//	final/            the chosen model's test predictions (and final/dicom/, their DICOM
+//	                  SEG objects when the test images are DICOM); submission/ the submission
 //	package/          the exported model package, and package.zip
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
-// run.json, so [Resume] after a crash or a SIGKILL continues at the phase and the fold that
-// were in flight, from the lane's last checkpoint. run.json records the planner
-// ([PlannerSpec]: rules, or the LLM endpoint without its key); [Reopen] rebuilds it, so
-// that the refinement after exploration asks the same planner.
+// run.json, so a run reopened after a crash or a SIGKILL ([Reopen], then [Runner.Run];
+// `amid resume`) continues at the phase and the fold that were in flight, from the lane's
+// last checkpoint. run.json records the planner ([PlannerSpec]: rules, or the LLM endpoint
+// without its key); Reopen rebuilds it, so that the refinement after exploration asks the
+// same planner.
 //
 // Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
 // trains every planned lane on the first fold with an equal share of half the time left;
@@ -46,6 +49,7 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Options configure a new run.
@@ -66,6 +70,10 @@ type Options struct {
 	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
 	// layout); when set the challenge's grader scores the submission.
 	Answers string
+	// Deidentify makes the run pseudonymous from the start (see deid.go): case ids become
+	// keyed pseudonyms everywhere, and every DICOM object of the package goes through
+	// PS3.15's Basic Application Level Confidentiality Profile.
+	Deidentify bool
 }
 
 // DefaultBudget is a run's budget when neither the options nor the task give one.
@@ -109,9 +117,6 @@ type Runner struct {
 	resumeNote string
 }
 
-// ErrBudget means the budget ran out before a model could be trained.
-var ErrBudget = errors.New("the budget ran out")
-
 // New creates a run folder and returns its runner; Run executes it.
 func New(opts Options, env Env) (*Runner, error) {
 	if opts.Dir == "" {
@@ -142,7 +147,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "task.yaml"), raw, 0o644); err != nil {
+	if err := fileio.Write(filepath.Join(dir, "task.yaml"), raw); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	budget := opts.Budget
@@ -166,7 +171,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
 		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
-		Phase: PhasePrepare, Answers: opts.Answers,
+		Phase: PhasePrepare, Answers: opts.Answers, Deidentify: opts.Deidentify,
 	}
 	if st.Seed == 0 {
 		st.Seed = 42
@@ -184,6 +189,11 @@ func New(opts Options, env Env) (*Runner, error) {
 	}
 	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
 	st.Created = r.now().UTC()
+	if st.Deidentify {
+		if err := newKey(dir); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
 	if err := st.save(dir); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"amid/host/planner"
 	"amid/plugins/compute"
-	"amid/plugins/sdk"
+	"amid/viewer/fileio"
 )
 
 // Phases of a run, in order. A resumed run starts at the first phase not done.
@@ -118,6 +118,8 @@ type State struct {
 	Union []Member `json:"union,omitempty"`
 	// Compute is what computed the test predictions.
 	Compute compute.Identity `json:"compute,omitzero"`
+	// Deidentify: the run is pseudonymous (Options.Deidentify).
+	Deidentify bool `json:"deidentify,omitempty"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.
@@ -146,7 +148,7 @@ func (s *State) save(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sdk.WriteFile(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
+	if err := fileio.Write(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
 		return fmt.Errorf("run state: %w", err)
 	}
 	return nil

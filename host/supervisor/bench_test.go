@@ -22,12 +22,13 @@ import (
 	"amid/host/catalog"
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // benchEntry installs the example plugin as a trusted catalog entry (no store needed).
 func benchEntry(b *testing.B) (*catalog.Entry, Options) {
 	b.Helper()
-	sum, err := protocol.FileSHA256(echoBin)
+	sum, err := fileio.SHA256(echoBin)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func BenchmarkChecksum(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum, err := protocol.FileSHA256(echoBin)
+	sum, err := fileio.SHA256(echoBin)
 	if err != nil {
 		b.Fatal(err)
 	}

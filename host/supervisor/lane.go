@@ -13,6 +13,7 @@ import (
 	"amid/host/catalog"
 	"amid/host/store"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Lane is one lane to train: which plugin, which configuration, on what data.
@@ -220,7 +221,7 @@ func verify(name, work string, res *protocol.TrainResult) error {
 	if !within(work, res.Checkpoint) {
 		return fmt.Errorf("plugin %s named a final checkpoint %s outside its work folder %s", name, res.Checkpoint, work)
 	}
-	sum, err := protocol.FileSHA256(res.Checkpoint)
+	sum, err := fileio.SHA256(res.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("plugin %s named a final checkpoint that cannot be read: %w", name, err)
 	}

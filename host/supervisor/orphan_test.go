@@ -14,7 +14,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/host/store"
-	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 const childEnv = "AMID_SUPERVISOR_CHILD"
@@ -26,7 +26,7 @@ const childEnv = "AMID_SUPERVISOR_CHILD"
 // be killed.
 func childHost() {
 	path := os.Getenv(childEnv)
-	sum, err := protocol.FileSHA256(path)
+	sum, err := fileio.SHA256(path)
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(2)

@@ -319,6 +319,18 @@ func (p *Process) Describe(ctx context.Context) (*protocol.DescribeResponse, err
 	return d, nil
 }
 
+// Describe starts the plugin of a trusted catalog entry, asks it to describe itself and
+// stops it: what trusting a plugin, showing its details and choosing plugins for a task
+// need.
+func Describe(ctx context.Context, e *catalog.Entry, opts Options) (*protocol.DescribeResponse, error) {
+	p, err := Start(ctx, e, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Kill()
+	return p.Describe(ctx)
+}
+
 // Plan asks for candidate configurations and checks each against the config schema.
 func (p *Process) Plan(ctx context.Context, req *protocol.PlanRequest) (*protocol.PlanResponse, error) {
 	if p.schema == nil {

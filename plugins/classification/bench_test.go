@@ -8,6 +8,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/training"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -71,9 +72,6 @@ func BenchmarkTrainStep(b *testing.B) {
 		"in": 1, "out": 16, "widths": c.Widths, "convs": c.Convs, "norm": c.Norm, "pool": c.Pool, "slope": arch.Slope,
 		"loss": "heads", "heads": heads, "lr": c.LR, "weight_decay": c.Decay, "clip": cnn.Clip}
 	plugintest.BenchTrainStep(b, c.Batch, spec, func() {
-		m.Forward()
-		m.Backward()
-		engine.ClipGradNorm(m.Params(), cnn.Clip)
-		opt.Step()
+		training.Update(m, opt, c.LR, cnn.Clip) // the training loop's update
 	})
 }

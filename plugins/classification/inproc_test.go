@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
@@ -117,6 +118,13 @@ func TestResume(t *testing.T) {
 			t.Errorf("case %s: classes %v, want all %d attributes", p.CaseID, a.Classes, len(s.Attributes))
 		}
 	}
+}
+
+// TestResumeSameBatches trains 6 steps in one run, and again resumed from the step-3
+// checkpoint: steps 4 to 6 report bit-identical losses.
+func TestResumeSameBatches(t *testing.T) {
+	req := &protocol.TrainRequest{Task: task(t), Config: tiny("variant", 6, 3, 1), Train: volumeCases(t, 3, 6), WorkDir: t.TempDir(), Seed: 9}
+	plugintest.CheckResume(t, cls{}.Train, req)
 }
 
 // TestPriorPredicts: the prior lane's prediction is the most frequent variant of each

@@ -31,7 +31,7 @@ import (
 
 	"amid/plugins/internal/cnn"
 	"amid/plugins/internal/imageplugin"
-	"amid/plugins/internal/stats"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 )
@@ -98,4 +98,4 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 }
 
 // balanced is sklearn's balanced accuracy.
-func balanced(truth, pred []string) float64 { return stats.BalancedAccuracy(truth, pred) }
+func balanced(truth, pred []string) float64 { return metrics.BalancedAccuracy(truth, pred) }

@@ -14,6 +14,7 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
 	"amid/plugins/internal/imageplugin"
+	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -89,7 +90,7 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 
 // trainPrior writes the prior lane's checkpoint: no weights, the prior in the record.
 func trainPrior(req *protocol.TrainRequest, rec saved, send func(*protocol.Progress) error) (string, error) {
-	p := filepath.Join(req.WorkDir, imageplugin.FinalName)
+	p := filepath.Join(req.WorkDir, training.Final)
 	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: empty{}}); err != nil {
 		return "", err
 	}
@@ -138,45 +139,44 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 		return "", 0, err
 	}
 	opt := engine.NewAdamW(be, m.Params(), c.LR, c.Decay)
-	start, epoch := 0, 0
+	l := &training.Loop{
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"cross_entropy"},
+		Dir: req.WorkDir, Arch: arch.UNet(), Record: &rec, Model: m, Opt: opt,
+		Send: send, Clock: clock,
+	}
 	if req.ResumeFrom != "" {
 		if err := sameHeads(req.ResumeFrom, rec.Heads); err != nil {
 			return "", 0, err
 		}
-		man, err := ckpt.Load(req.ResumeFrom, arch.UNet(), m, opt)
-		if err != nil {
+		if err := l.Resume(req.ResumeFrom); err != nil {
 			return "", 0, fmt.Errorf("resume: %w", err)
 		}
-		start, epoch = man.Step, man.Epoch
-	}
-	save := func(name string, step, epoch int) (string, error) {
-		p := filepath.Join(req.WorkDir, name)
-		return p, ckpt.Save(p, ckpt.Checkpoint{Arch: arch.UNet(), Train: rec, Epoch: epoch, Step: step, Model: m, Opt: opt})
 	}
 	aug := c.Augment()
 	idx := make([]int, c.Batch)
 	lab := make([]int32, c.Batch*len(sizes))
-	loop := cnn.Loop{
-		Net: m.Net, Opt: opt, Loss: loss.Value, Save: save, Send: send, LossName: "cross_entropy",
-		Batch: func(step int) (int, error) {
-			r := rand.New(rand.NewPCG(uint64(c.Seed), uint64(step)))
-			for k := range idx {
-				idx[k] = r.IntN(len(imgs))
-				copy(lab[k*len(sizes):], targets[idx[k]])
-			}
-			cnn.Fill(m.Input.Data, imgs, idx, aug, r)
-			return len(idx), loss.SetLabels(lab)
-		},
-		First: start + 1, Last: c.Steps, Total: c.Steps, Epoch: c.Epoch, Report: c.Report, Epochs: epoch,
-		LR: c.LR, Clip: cnn.Clip, Clock: clock,
+	v := make([]float64, 1)
+	// Batch k is drawn from (seed, k) alone: a resumed run sees the batches an
+	// uninterrupted one would.
+	l.Step = func(step int, lr float64) (int, []float64, error) {
+		r := rand.New(rand.NewPCG(uint64(c.Seed), uint64(step)))
+		for k := range idx {
+			idx[k] = r.IntN(len(imgs))
+			copy(lab[k*len(sizes):], targets[idx[k]])
+		}
+		cnn.Fill(m.Input.Data, imgs, idx, aug, r)
+		if err := loss.SetLabels(lab); err != nil {
+			return 0, nil, err
+		}
+		training.Update(m, opt, lr, cnn.Clip)
+		v[0] = loss.Value()
+		return len(idx), v, nil
 	}
-	epoch, last, err := loop.Run(ctx)
-	if err != nil {
+	if err := l.Run(ctx); err != nil {
 		return "", 0, err
 	}
-	steps := max(start, last)
-	p, err := save(imageplugin.FinalName, steps, epoch)
-	return p, steps, err
+	p, err := l.Save(training.Final)
+	return p, l.At.Step, err
 }
 
 // sameHeads refuses to resume a checkpoint whose heads differ from those of this

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/training"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -118,12 +119,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		}
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
-	step := func() {
-		u.Forward()
-		u.Backward()
-		engine.ClipGradNorm(u.Params(), clipNorm)
-		opt.Step()
-	}
+	step := func() { training.Update(u, opt, c.LR, clipNorm) } // the training loop's update
 	plugintest.BenchTrainStep(b, c.Batch, spec, step)
 	if v := u.Objective.Value(); math.IsNaN(v) || math.IsInf(v, 0) {
 		b.Fatalf("centernet loss %v after %d steps", v, b.N+1)

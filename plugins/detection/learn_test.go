@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"amid/host/metrics"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 )

@@ -9,6 +9,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -16,9 +17,7 @@ import (
 
 // Training constants.
 const (
-	clipNorm  = 12  // gradient-norm clip (nnU-Net)
-	polyPower = 0.9 // poly learning-rate exponent (nnU-Net)
-	finalName = "final.ckpt"
+	clipNorm = 12 // gradient-norm clip (nnU-Net)
 	// heatPrior is the initial heatmap probability (CenterNet's bias −2.19 = logit 0.1),
 	// which keeps the focal loss of the first steps from being swamped by negatives.
 	heatPrior = 0.1
@@ -50,14 +49,14 @@ func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	})
 }
 
-// learner is a network being trained: a batch, a step, its loss.
+// learner is a network being trained, with its batch filling and its loss.
 type learner struct {
-	model   ckpt.Model
-	forward func()
-	back    func()
-	fill    func(r *rand.Rand) error
-	loss    func() float64
-	params  []*engine.Param
+	net interface {
+		training.Net
+		ckpt.Model
+	}
+	fill func(r *rand.Rand) error
+	loss func() float64
 }
 
 // channelsOf is the number of input channels a mode's network takes.
@@ -94,63 +93,36 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	}
 	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	arch := rec.arch()
-	lr, err := newLearner(be, req, c, s, mode, arch, &rec)
+	ln, err := newLearner(be, req, c, s, mode, arch, &rec)
 	if err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
-	opt := engine.NewAdamW(be, lr.params, c.LR, c.Decay)
-	start, epoch := 0, 0
-	if req.ResumeFrom != "" {
-		m, err := ckpt.Load(req.ResumeFrom, arch, lr.model, opt)
-		if err != nil {
-			return nil, fmt.Errorf("detection train: resume: %w", err)
-		}
-		start, epoch = m.Step, m.Epoch
+	opt := engine.NewAdamW(be, ln.net.Params(), c.LR, c.Decay)
+	// The samples come from one generator drawn from step after step; its state travels in
+	// the checkpoints, so a resumed run goes on with the data order.
+	pcg := rand.NewPCG(uint64(c.Seed), 1)
+	rng := rand.New(pcg)
+	l := &training.Loop{
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
+		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: ln.net, Opt: opt, Data: pcg,
+		Send: send, Clock: clock,
 	}
-	save := func(name string, step int) (string, error) {
-		p := filepath.Join(req.WorkDir, name)
-		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: lr.model, Opt: opt})
-		return p, err
+	if err := l.Resume(req.ResumeFrom); err != nil {
+		return nil, fmt.Errorf("detection train: resume: %w", err)
 	}
-	rng := rand.New(rand.NewPCG(uint64(c.Seed), uint64(start)*0x9e3779b97f4a7c15+1))
-	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Report, lossName(mode))
-	for step := start + 1; step <= c.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	loss := make([]float64, 1)
+	l.Step = func(_ int, lr float64) (int, []float64, error) {
+		if err := ln.fill(rng); err != nil {
+			return 0, nil, err
 		}
-		if clock.Expired() { // the host's time limit: finish normally with what is trained
-			if err := rep.Stopped(last, epoch); err != nil {
-				return nil, err
-			}
-			break
-		}
-		last = step
-		if err := lr.fill(rng); err != nil {
-			return nil, fmt.Errorf("detection train: %w", err)
-		}
-		opt.LR = engine.PolyLR(c.LR, step-1, c.Steps, polyPower)
-		lr.forward()
-		lr.back()
-		engine.ClipGradNorm(lr.params, clipNorm)
-		opt.Step()
-		rep.Add(c.Batch, lr.loss())
-		var ck string
-		if step%c.Epoch == 0 {
-			epoch++
-			if step < c.Steps {
-				if ck, err = save(fmt.Sprintf("epoch-%04d.ckpt", epoch), step); err != nil {
-					return nil, fmt.Errorf("detection train: %w", err)
-				}
-			}
-		}
-		if rep.Due(step) || ck != "" || step == c.Steps {
-			if err := rep.Report(step, epoch, ck); err != nil {
-				return nil, err
-			}
-		}
+		training.Update(ln.net, opt, lr, clipNorm)
+		loss[0] = ln.loss()
+		return c.Batch, loss, nil
 	}
-	final, err := save(finalName, last)
+	if err := l.Run(ctx); err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	final, err := l.Save(training.Final)
 	if err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
@@ -159,10 +131,10 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		return nil, fmt.Errorf("detection train: validation: %w", err)
 	}
 	// The threshold and calibration chosen on validation go into the final checkpoint.
-	if final, err = save(finalName, last); err != nil {
+	if final, err = l.Save(training.Final); err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
-	return sdk.Result(final, int64(last), val)
+	return sdk.Result(final, int64(l.At.Step), val)
 }
 
 func lossName(mode string) string {
@@ -190,7 +162,7 @@ func (emptyModel) Buffers() []engine.Buffer { return nil }
 
 // finishPrior writes the box3d_prior lane's checkpoint and scores it.
 func finishPrior(ctx context.Context, req *protocol.TrainRequest, rec saved, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-	p := filepath.Join(req.WorkDir, finalName)
+	p := filepath.Join(req.WorkDir, training.Final)
 	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}}); err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
@@ -250,7 +222,7 @@ func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *task
 	}
 	in := arch.In * S
 	return &learner{
-		model: u, forward: u.Forward, back: u.Backward, params: u.Params(), loss: u.Objective.Value,
+		net: u, loss: u.Objective.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				x := u.Input.Data[n*in : (n+1)*in]
@@ -289,7 +261,7 @@ func newSeg3D(be engine.Backend, req *protocol.TrainRequest, c config, s *tasksp
 	S := grid[0] * grid[1] * grid[2]
 	labels := make([]int32, c.Batch*S)
 	return &learner{
-		model: u, forward: u.Forward, back: u.Backward, params: u.Params(), loss: u.Loss.Value,
+		net: u, loss: u.Loss.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				it := items[r.IntN(len(items))]

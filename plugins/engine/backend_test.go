@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"amid/internal/ci"
 )
 
 // refGemm is C = alpha·op(A)·op(B) + beta·C in float64.
@@ -128,7 +130,7 @@ func TestCoreFix(t *testing.T) {
 // OPENBLAS_CORETYPE before any Go code runs.
 func TestSetenvTooLate(t *testing.T) {
 	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS")
+		ci.Missing(t, "built without OpenBLAS (Debian: libopenblas-dev, and cgo)")
 	}
 	before := CoreName()
 	t.Setenv("OPENBLAS_CORETYPE", "Prescott")
@@ -256,7 +258,7 @@ func TestEnsureCoreTypeRestarts(t *testing.T) {
 		os.Exit(0)
 	}
 	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS")
+		ci.Missing(t, "built without OpenBLAS (Debian: libopenblas-dev, and cgo)")
 	}
 	want, _ := bestCore(hostFlags())
 	if want == "" {

@@ -72,6 +72,7 @@ type conv struct {
 
 	n                                        int // the sample tileRange and chanRange work on
 	fwdFn, bwdFn, biasGradFn, tileFn, chanFn func(part, lo, hi int)
+	dv                                       *convDev // on a Vulkan device
 }
 
 // fwdRange convolves samples [lo,hi): per tile of output rows, im2col into the worker's
@@ -337,6 +338,7 @@ type convT struct {
 	dw      [][]float32
 
 	fwdFn, bwdFn, biasGradFn func(part, lo, hi int)
+	dv                       *convTDev // on a Vulkan device
 }
 
 func (l *convT) fwdRange(part, lo, hi int) {

@@ -1,6 +1,9 @@
 package engine
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // focalBeta is CenterNet's β, which weighs down the negatives near an object's centre.
 const focalBeta = 4
@@ -39,4 +42,41 @@ func FocalLoss(x, target, dx []float32) float64 {
 		dx[i] = float32(k * g)
 	}
 	return k * loss
+}
+
+// Focal is the loss of heatmap logits whose every channel is a heatmap: per sample
+// [FocalLoss] over all its values against the target heatmaps the caller sets, averaged
+// over the samples. It is exactly an [Objective] whose function is FocalLoss (the
+// detection plugin's points head), but on a Vulkan device it runs there, with no round
+// trip to the host. It is the last layer of a network.
+type Focal struct {
+	*Objective
+	target []float32
+	dv     *focalDev
+}
+
+// Focal adds the focal loss on x.
+func (b *Builder) Focal(x *Tensor) *Focal {
+	l := &Focal{target: make([]float32, x.Shape.Len())}
+	S := x.Shape.Sample()
+	l.Objective = b.newObjective(x, func(n int, x, dx []float32) float64 {
+		return FocalLoss(x, l.target[n*S:(n+1)*S], dx)
+	})
+	b.layers = append(b.layers, l)
+	return l
+}
+
+// SetTarget copies the target heatmaps (x's layout, N × C·D·H·W sample-major), each value
+// in [0, 1], object centres exactly 1.
+func (l *Focal) SetTarget(t []float32) error {
+	if len(t) != len(l.target) {
+		return fmt.Errorf("engine: %d target values for %d heatmap values", len(t), len(l.target))
+	}
+	for i, v := range t {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("engine: heatmap target %v at %d outside [0, 1]", v, i)
+		}
+	}
+	copy(l.target, t)
+	return nil
 }

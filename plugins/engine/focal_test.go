@@ -155,3 +155,45 @@ func TestHeadUNetParams(t *testing.T) {
 		t.Errorf("logits %v, %d parameters (with a hidden head: conv and norm, 4 more than %d)", inf.Logits.Shape, len(inf.Params()), len(a))
 	}
 }
+
+// The Focal layer is the mean over samples of FocalLoss, its gradient FocalLoss's over N.
+func TestFocalLayer(t *testing.T) {
+	b := NewBuilder(NewCPU(2), 1)
+	x := b.tensor(Shape{2, 2, 1, 3, 4}, true)
+	l := b.Focal(x)
+	n, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	tg := make([]float32, x.Shape.Len())
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64())
+		tg[i] = float32(r.Float64() * 0.9)
+	}
+	tg[5], tg[30] = 1, 1
+	if err := l.SetTarget(tg); err != nil {
+		t.Fatal(err)
+	}
+	n.Forward()
+	n.Backward()
+	S := x.Shape.Sample()
+	var want float64
+	for s := range 2 {
+		dx := make([]float32, S)
+		want += FocalLoss(x.Sample(s), tg[s*S:(s+1)*S], dx) / 2
+		for i, g := range dx {
+			if got := x.GradSample(s)[i]; got != g/2 {
+				t.Fatalf("sample %d value %d: gradient %v, want %v", s, i, got, g/2)
+			}
+		}
+	}
+	if l.Value() != want {
+		t.Fatalf("value %v, want %v", l.Value(), want)
+	}
+	for _, bad := range [][]float32{make([]float32, 3), append(make([]float32, len(tg)-1), 1.5)} {
+		if err := l.SetTarget(bad); err == nil {
+			t.Errorf("target %v accepted", bad[len(bad)-1])
+		}
+	}
+}

@@ -23,6 +23,7 @@ type HeadLoss struct {
 	used    int         // heads with a positive denominator
 	value   float64
 	acc     bool
+	dv      *headLossDev // on a Vulkan device
 }
 
 // HeadLoss adds the loss on logits x for heads of the given class counts (each at least
@@ -187,6 +188,7 @@ type RegressionLoss struct {
 	terms   [3]float64 // MSE, rank, 1 − r of the last forward pass
 	value   float64
 	acc     bool
+	dv      *regLossDev // on a Vulkan device
 }
 
 // RegressionLoss adds the loss on the predictions x with the weights w.
@@ -215,6 +217,9 @@ func (l *RegressionLoss) SetTargets(t []float32) error {
 			return fmt.Errorf("engine: target %v of sample %d is not finite", v, i)
 		}
 		l.targets[i] = float64(v)
+	}
+	if l.dv != nil {
+		copy(l.dv.host, t)
 	}
 	return nil
 }

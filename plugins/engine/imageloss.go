@@ -40,6 +40,7 @@ type ImageLoss struct {
 	acc            bool
 	fwdFn, bwdFn   func(part, lo, hi int)
 	value, l1, sim float64
+	dv             *imageLossDev // on a Vulkan device
 }
 
 // ImageLoss adds the loss on y (N×C×D×H×W, H and W at least cfg.Window). Each weight must

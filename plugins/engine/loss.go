@@ -19,6 +19,7 @@ type Loss struct {
 	acc          bool
 	fwdFn, bwdFn func(part, lo, hi int)
 	value        float64
+	dv           *lossDev // on a Vulkan device
 }
 
 // SoftmaxLoss adds the loss on logits x with the given weights of cross-entropy and Dice

@@ -20,6 +20,8 @@ type Param struct {
 	Grad  []float32
 	// Decay says whether weight decay applies (weights yes, biases and norm scales no).
 	Decay bool
+	// aoff is the parameter's byte offset in a Vulkan network's parameter arenas.
+	aoff int64
 }
 
 // layer is one step of a network; buffers are bound when the network is built.
@@ -94,7 +96,11 @@ func (b *Builder) tensor(s Shape, grad bool) *Tensor {
 }
 
 // Input adds a tensor the caller fills before Forward; it gets no gradient.
-func (b *Builder) Input(s Shape) *Tensor { return b.tensor(s, false) }
+func (b *Builder) Input(s Shape) *Tensor {
+	t := b.tensor(s, false)
+	t.input = true
+	return t
+}
 
 func (b *Builder) use(t *Tensor, acc *bool) { b.uses = append(b.uses, use{t, acc}) }
 
@@ -125,8 +131,14 @@ type Net struct {
 	layers []layer
 	params []*Param
 	zero   [][]float32
+	zeroT  []*Tensor // the roots of zero, for a device
 	ws     *workspace
 	bytes  int64
+	// tensors are every tensor of the network; dev is its device side on a Vulkan
+	// backend (nil on the CPU).
+	tensors  []*Tensor
+	dev      *devNet
+	training bool
 	// prof, when set, holds each layer's accumulated forward and backward time.
 	prof []LayerTime
 }
@@ -170,10 +182,14 @@ func (b *Builder) Build() (*Net, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	n := &Net{be: b.be, layers: b.layers, params: b.params, ws: b.ws}
+	n := &Net{be: b.be, layers: b.layers, params: b.params, ws: b.ws, tensors: b.tensors, training: true}
+	v, onDevice := b.be.(*Vulkan)
 	for _, t := range b.tensors {
 		if t.root != nil {
 			continue
+		}
+		if onDevice {
+			continue // device memory below; host memory only for inputs and outputs read back
 		}
 		t.Data = make([]float32, t.Shape.Len())
 		n.bytes += int64(4 * len(t.Data))
@@ -200,10 +216,19 @@ func (b *Builder) Build() (*Net, error) {
 			*u.acc = false
 		}
 	}
-	for r, i := range last {
-		if b.uses[i].t.root != nil && r.needGrad {
+	for _, r := range b.tensors {
+		if i, ok := last[r]; ok && r.root == nil && b.uses[i].t.root != nil && r.needGrad {
 			n.zero = append(n.zero, r.Grad)
+			n.zeroT = append(n.zeroT, r)
 		}
+	}
+	if onDevice {
+		dn, err := newDevNet(v, n)
+		if err != nil {
+			return nil, err
+		}
+		n.dev = dn
+		return n, nil
 	}
 	for range b.be.Workers() {
 		b.ws.bufs = append(b.ws.bufs, make([]float32, b.ws.size))
@@ -218,8 +243,11 @@ func (b *Builder) Build() (*Net, error) {
 	return n, nil
 }
 
-// Forward runs the network on its input tensors.
+// Forward runs the network on its input tensors. A network on a Vulkan device runs
+// through a [Trainer] or a [Predictor] instead (calling Forward on one is a programming
+// error and panics).
 func (n *Net) Forward() {
+	n.onHost("Forward")
 	if n.prof != nil {
 		for i, l := range n.layers {
 			t := time.Now()
@@ -234,8 +262,9 @@ func (n *Net) Forward() {
 }
 
 // Backward computes every parameter's gradient from the loss (the last layer). Gradients
-// are overwritten, not accumulated across calls.
+// are overwritten, not accumulated across calls. Like Forward it is for the CPU.
 func (n *Net) Backward() {
+	n.onHost("Backward")
 	for _, z := range n.zero {
 		clear(z)
 	}
@@ -250,14 +279,26 @@ func (n *Net) Backward() {
 	}
 }
 
+// onHost panics when a host-only method is called on a device network.
+func (n *Net) onHost(what string) {
+	if n.dev != nil {
+		panic("engine: " + what + " on a network on a Vulkan device: use a Trainer or a Predictor")
+	}
+}
+
+// Backend is the backend the network was built on.
+func (n *Net) Backend() Backend { return n.be }
+
 // Params are the trainable parameters in the order they were created.
 func (n *Net) Params() []*Param { return n.params }
 
-// Bytes is the memory held by activations, gradients, parameters and workspace.
+// Bytes is the memory held by activations, gradients, parameters and workspace: on a
+// device, the device memory ([Net.DeviceBytes]).
 func (n *Net) Bytes() int64 { return n.bytes }
 
 // SetTraining switches layers with different inference behaviour (batch norm).
 func (n *Net) SetTraining(on bool) {
+	n.training = on
 	for _, l := range n.layers {
 		if t, ok := l.(trainer); ok {
 			t.setTraining(on)

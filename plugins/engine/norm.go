@@ -55,6 +55,7 @@ type norm struct {
 	dg, db          []float64 // per-row parts of the γ and β gradients
 	runMean, runVar []float32
 	fwdFn, bwdFn    func(part, lo, hi int)
+	dv              *normDev // on a Vulkan device
 }
 
 func (l *norm) setTraining(on bool) { l.training = on }

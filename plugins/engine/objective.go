@@ -21,10 +21,18 @@ type Objective struct {
 	acc   bool
 	fn    func(part, lo, hi int)
 	value float64
+	dv    *objectiveDev // on a Vulkan device
 }
 
 // Objective adds a loss computed by f on x.
 func (b *Builder) Objective(x *Tensor, f ObjectiveFunc) *Objective {
+	o := b.newObjective(x, f)
+	b.layers = append(b.layers, o)
+	return o
+}
+
+// newObjective makes an objective on x without adding it as a layer.
+func (b *Builder) newObjective(x *Tensor, f ObjectiveFunc) *Objective {
 	if f == nil {
 		b.fail("objective on %v without a function", x.Shape)
 	}
@@ -32,7 +40,6 @@ func (b *Builder) Objective(x *Tensor, f ObjectiveFunc) *Objective {
 	b.scratch = append(b.scratch, o.grad)
 	o.fn = o.run
 	b.use(x, &o.acc)
-	b.layers = append(b.layers, o)
 	return o
 }
 

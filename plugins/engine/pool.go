@@ -27,6 +27,7 @@ type maxPool struct {
 	idx          []int32 // per output: the offset of the maximum inside its channel
 	accX         bool
 	fwdFn, bwdFn func(part, lo, hi int)
+	dv           *maxPoolDev // on a Vulkan device
 }
 
 // rows are (sample, channel) pairs.
@@ -182,6 +183,7 @@ type dense struct {
 	x, y    *Tensor
 	w, bias *Param
 	accX    bool
+	dv      *denseDev // on a Vulkan device
 }
 
 func (l *dense) forward() {

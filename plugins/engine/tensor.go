@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"amid/plugins/engine/vk"
+)
 
 // Shape is a batch of images in NCDHW layout; a 2D image has D = 1.
 type Shape struct{ N, C, D, H, W int }
@@ -32,6 +36,12 @@ type Tensor struct {
 	off, stride int
 	root        *Tensor // the tensor owning the buffers; nil when this one does
 	needGrad    bool
+	// input marks a tensor the caller fills (Builder.Input, a head's side input): on a
+	// device it is uploaded before each forward pass.
+	input bool
+	// dd and dg are the device buffers of the root's values and gradient on a Vulkan
+	// network (nil on the CPU).
+	dd, dg *vk.Buffer
 }
 
 // Sample returns sample n's values (channels, then voxels).

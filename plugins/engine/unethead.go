@@ -44,6 +44,7 @@ func BuildUNetHead(be Backend, cfg UNetConfig, head Head, n int, patch [3]int, s
 	one := [3]int{1, 1, 1}
 	if head.Side > 0 {
 		u.Side = b.tensor(Shape{n, head.Side, x.Shape.D, x.Shape.H, x.Shape.W}, true)
+		u.Side.input = true
 		x = b.Concat(x, u.Side)
 	}
 	if head.Hidden > 0 {

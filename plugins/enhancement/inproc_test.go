@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/viewer/imageio"
@@ -153,6 +154,13 @@ func TestResume(t *testing.T) {
 	if _, err := (enh{}).Train(context.Background(), &req3, noProgress); !errors.Is(err, ckpt.ErrMismatch) {
 		t.Errorf("resumed a checkpoint into a different network: %v", err)
 	}
+}
+
+// TestResumeSameBatches trains 6 steps in one run, and again resumed from the step-3
+// checkpoint: steps 4 to 6 report bit-identical losses (the data order goes on).
+func TestResumeSameBatches(t *testing.T) {
+	req := &protocol.TrainRequest{Task: task(), Config: tiny(6, 3, 1), Train: usCases(t, 3, 8), WorkDir: t.TempDir(), Seed: 9}
+	plugintest.CheckResume(t, enh{}.Train, req)
 }
 
 // TestCancel cancels a long run after its second step: Train returns within the

@@ -12,7 +12,7 @@ import (
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/infer"
-	"amid/plugins/enhancement/quality"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
@@ -207,8 +207,8 @@ const maxPSNR = 100
 // scores are the USenhance figures of a prediction against its reference, computed on
 // the values a written file holds.
 func scores(pred, ref *volume.Volume) (lncc, ssim, psnr float64, err error) {
-	a := quality.Image{W: pred.Dims[0], H: pred.Dims[1], Pix: make([]float64, pred.NumVoxels())}
-	b := quality.Image{W: ref.Dims[0], H: ref.Dims[1], Pix: make([]float64, ref.NumVoxels())}
+	a := metrics.Image{W: pred.Dims[0], H: pred.Dims[1], Pix: make([]float64, pred.NumVoxels())}
+	b := metrics.Image{W: ref.Dims[0], H: ref.Dims[1], Pix: make([]float64, ref.NumVoxels())}
 	if pred.Dims[3] != 1 || ref.Dims[3] != 1 {
 		return 0, 0, 0, fmt.Errorf("scores need one channel, not %d and %d", pred.Dims[3], ref.Dims[3])
 	}
@@ -218,14 +218,18 @@ func scores(pred, ref *volume.Volume) (lncc, ssim, psnr float64, err error) {
 	for i := range b.Pix {
 		b.Pix[i] = ref.AtIndex(i)
 	}
-	rng := quality.DataRange(a, b)
-	if lncc, err = quality.LNCC(a, b); err != nil {
+	rng := metrics.DataRange(a, b)
+	if lncc, err = metrics.LNCC(a, b); err != nil {
 		return
 	}
-	if ssim, err = quality.SSIM(a, b, rng); err != nil {
+	if rng == 0 {
+		// Both images are one and the same constant: the grader's SSIM divides 0 by 0;
+		// here they agree perfectly.
+		ssim = 1
+	} else if ssim, err = metrics.SSIM(a, b, rng); err != nil {
 		return
 	}
-	psnr, err = quality.PSNR(a, b, rng)
+	psnr, err = metrics.PSNR(a, b, rng)
 	return lncc, ssim, min(psnr, maxPSNR), err
 }
 

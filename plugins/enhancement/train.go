@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
-	"time"
 
 	"amid/plugins/engine"
-	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/data"
+	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -20,22 +18,12 @@ import (
 // Training constants.
 const (
 	clipNorm    = 12      // gradient-norm clip, as the segmentation plugin
-	polyPower   = 0.9     // poly learning-rate exponent
 	cacheBudget = 1 << 30 // bytes of cases the loader keeps in memory
-	finalName   = "final.ckpt"
-	cancelWait  = 1500 * time.Millisecond // longest wait for the step in flight after a cancel
 )
 
 // saved is the training configuration a checkpoint records.
 type saved struct {
 	Config config `json:"config"`
-}
-
-// event is what the training goroutine hands the Train call.
-type event struct {
-	p   *protocol.Progress
-	res *protocol.TrainResult
-	err error
 }
 
 // checkTask refuses a task of another kind or dimension and a malformed task spec; it
@@ -117,42 +105,13 @@ func (enh) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	}
 	// Training runs on its own goroutine so that a cancel returns at once, whatever the
 	// step in flight; the goroutine ends after that step and keeps the checkpoints.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := make(chan event)
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		res, err := run(ctx, req, c, clock, events)
-		select {
-		case events <- event{res: res, err: err}:
-		case <-ctx.Done():
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			select {
-			case <-finished:
-			case <-time.After(cancelWait):
-			}
-			return nil, ctx.Err()
-		case e := <-events:
-			if e.p == nil {
-				if e.err != nil && ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				return e.res, e.err
-			}
-			if err := report(e.p); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+		return run(ctx, req, c, clock, send)
+	})
 }
 
-// run trains c and sends progress on events; it returns the final result.
-func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.Clock, events chan<- event) (*protocol.TrainResult, error) {
+// run trains c and sends progress; it returns the final result.
+func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	arch := c.net()
 	u, err := engine.BuildResUNet(be, arch, c.Batch, c.patch3(), uint64(c.Seed), c.loss())
@@ -160,61 +119,37 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		return nil, fmt.Errorf("enhancement train: %w", err)
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
-	start, epoch := 0, 0
-	if req.ResumeFrom != "" {
-		m, err := ckpt.Load(req.ResumeFrom, arch, u, opt)
-		if err != nil {
-			return nil, fmt.Errorf("enhancement train: resume: %w", err)
-		}
-		start, epoch = m.Step, m.Epoch
+	l := &training.Loop{
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
+		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c}, Model: u, Opt: opt,
+		Send: send, Clock: clock,
 	}
-	rec := saved{Config: c}
-	save := func(name string, step int) (string, error) {
-		p := filepath.Join(req.WorkDir, name)
-		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: u, Opt: opt})
-		return p, err
+	if err := l.Resume(req.ResumeFrom); err != nil {
+		return nil, fmt.Errorf("enhancement train: resume: %w", err)
 	}
 	var src []data.Source
 	for _, k := range req.Train {
 		src = append(src, &pairSource{id: k.ID, low: k.Images[0], high: k.Label})
 	}
-	// Ultrasound has a depth direction: flip left–right only.
+	// Ultrasound has a depth direction: flip left–right only. Batch k is drawn from (seed,
+	// k) alone, so a resumed run sees the batches an uninterrupted one would.
 	aug := &data.Augment{Flip: [3]bool{true, false, false}}
 	ld, err := data.NewLoader(data.Config{
 		Sampler: data.Sampler{Patch: c.patchXYZ()}, Augment: aug,
-		Batch: c.Batch, Channels: 2, Seed: uint64(c.Seed) + uint64(start)*0x9e3779b97f4a7c15,
+		Batch: c.Batch, Channels: 2, Seed: uint64(c.Seed), Start: l.At.Step,
 		Workers: 1, Budget: cacheBudget,
 	}, src)
 	if err != nil {
 		return nil, fmt.Errorf("enhancement train: %w", err)
 	}
 	defer ld.Close()
-	send := func(p *protocol.Progress) error {
-		select {
-		case events <- event{p: p}:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	target := make([]float32, len(u.Input.Data))
 	PN := c.Patch[0] * c.Patch[1]
-	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Report, "loss", "l1", "ssim")
-	for step := start + 1; step <= c.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if clock.Expired() { // the host's time limit: finish normally with what is trained
-			if err := rep.Stopped(last, epoch); err != nil {
-				return nil, err
-			}
-			break
-		}
-		last = step
+	losses := make([]float64, 3)
+	l.Step = func(_ int, lr float64) (int, []float64, error) {
 		b, err := ld.Next()
 		if err != nil {
-			return nil, fmt.Errorf("enhancement train: %w", err)
+			return 0, nil, err
 		}
 		for i := range c.Batch {
 			copy(u.Input.Data[i*PN:(i+1)*PN], b.Image[2*i*PN:(2*i+1)*PN])
@@ -222,31 +157,17 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		}
 		ld.Release(b)
 		if err := u.Loss.SetTarget(target); err != nil {
-			return nil, fmt.Errorf("enhancement train: %w", err)
+			return 0, nil, err
 		}
-		opt.LR = engine.PolyLR(c.LR, step-1, c.Steps, polyPower)
-		u.Forward()
-		u.Backward()
-		engine.ClipGradNorm(u.Params(), clipNorm)
-		opt.Step()
+		training.Update(u, opt, lr, clipNorm)
 		l1, s := u.Loss.Parts()
-		rep.Add(c.Batch, u.Loss.Value(), l1, s)
-		var ck string
-		if step%c.Epoch == 0 {
-			epoch++
-			if step < c.Steps {
-				if ck, err = save(fmt.Sprintf("epoch-%04d.ckpt", epoch), step); err != nil {
-					return nil, fmt.Errorf("enhancement train: %w", err)
-				}
-			}
-		}
-		if rep.Due(step) || ck != "" || step == c.Steps {
-			if err := rep.Report(step, epoch, ck); err != nil {
-				return nil, err
-			}
-		}
+		losses[0], losses[1], losses[2] = u.Loss.Value(), l1, s
+		return c.Batch, losses, nil
 	}
-	final, err := save(finalName, last)
+	if err := l.Run(ctx); err != nil {
+		return nil, fmt.Errorf("enhancement train: %w", err)
+	}
+	final, err := l.Save(training.Final)
 	if err != nil {
 		return nil, fmt.Errorf("enhancement train: %w", err)
 	}
@@ -256,5 +177,5 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 			return nil, fmt.Errorf("enhancement train: validation: %w", err)
 		}
 	}
-	return sdk.Result(final, int64(last), val)
+	return sdk.Result(final, int64(l.At.Step), val)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
@@ -84,6 +85,11 @@ func TestResumeFolds(t *testing.T) {
 	if first != 7 || res2.Steps != 8 {
 		t.Errorf("resumed at step %d, ended at %d; want 7 and 8", first, res2.Steps)
 	}
+	// The first fold, trained before the resume, still predicts its held-out cases: the
+	// out-of-fold score is the uninterrupted run's.
+	if a, b := res.Validation["oof/score"], res2.Validation["oof/score"]; a != b || !(a > 0) {
+		t.Errorf("out-of-fold score %v after resuming, %v uninterrupted", b, a)
+	}
 	out := t.TempDir()
 	pr, err := iqa{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases, OutputDir: out})
 	if err != nil {
@@ -103,6 +109,40 @@ func TestResumeFolds(t *testing.T) {
 			t.Errorf("case %s: score %v is not on the 0–4 grid of 0.2", p.CaseID, v)
 		}
 	}
+}
+
+// TestSnapOnWithoutValidation trains one fold with "snap":"on" and no validation cases,
+// where nothing chooses: the predictions still lie on the score grid.
+func TestSnapOnWithoutValidation(t *testing.T) {
+	cases := sliceCases(t, 3, 4)
+	res, err := iqa{}.Train(context.Background(), &protocol.TrainRequest{Task: task(t), Config: tiny(2, 2, 1, `,"folds":1,"snap":"on"`), Train: cases, WorkDir: t.TempDir(), Seed: 5},
+		func(*protocol.Progress) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	pr, err := iqa{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res.Checkpoint, Cases: cases, OutputDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := spec(task(t))
+	for _, p := range pr.Predictions {
+		a, err := taskspec.ReadAnnotation(p.Files[0], s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On the 0.2 grid within 1e-9, as in TestResumeFolds.
+		if v := *a.Score; math.Abs(v*5-math.Round(v*5)) > 1e-9 {
+			t.Errorf("case %s: score %v is not on the grid of 0.2", p.CaseID, v)
+		}
+	}
+}
+
+// TestResumeSameBatches trains 2 folds of 4 steps in one run, and again resumed from the
+// step-2 checkpoint of the first fold: steps 3 to 8 report bit-identical losses.
+func TestResumeSameBatches(t *testing.T) {
+	req := &protocol.TrainRequest{Task: task(t), Config: tiny(4, 2, 1, `,"folds":2`), Train: sliceCases(t, 4, 6), WorkDir: t.TempDir(), Seed: 9}
+	plugintest.CheckResume(t, iqa{}.Train, req)
 }
 
 // TestBadInput: each broken input is refused with an error naming the case and the

@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
 	"amid/plugins/internal/imageplugin"
-	"amid/plugins/internal/stats"
+	"amid/plugins/internal/training"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -109,7 +109,7 @@ func (iqa) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if err != nil {
 		return nil, fmt.Errorf("iqa train: %w", err)
 	}
-	rec := &saved{Config: c, Dims: s.Dims, Range: rng}
+	rec := &saved{Config: c, Dims: s.Dims, Range: rng, Snap: c.Snap == "on"}
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		res, err := train(ctx, req, rec, scores, vscores, clock, send)
 		if err != nil {
@@ -128,14 +128,46 @@ func folds(n, k int, seed int64) []int {
 	return out
 }
 
-// train runs every fold and returns the final result.
+// train trains one model per fold, each on the other folds' cases, chooses whether
+// predictions snap to the score grid, and returns the final result: a checkpoint holding
+// every trained model, whose mean is the prediction.
 func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, vscores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-	c := rec.Config
-	imgs, err := imageplugin.LoadImages(ctx, req.Train, rec.Dims, c.Net, 0)
+	imgs, err := prepare(ctx, req, rec)
 	if err != nil {
 		return nil, err
 	}
-	if rec.Intensity, err = cnn.FitIntensity(c.Intensity, imgs); err != nil {
+	e, err := newEnsemble(req, rec, imgs, scores, clock, send)
+	if err != nil {
+		return nil, err
+	}
+	oof, complete, err := e.trainFolds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	final, err := e.loop.Save(training.Final)
+	if err != nil {
+		return nil, err
+	}
+	val, err := chooseSnap(ctx, req, rec, final, scores, vscores, oof, complete)
+	if err != nil {
+		return nil, err
+	}
+	if val != nil {
+		if final, err = e.loop.Save(training.Final); err != nil { // with the choice
+			return nil, err
+		}
+	}
+	return sdk.Result(final, int64(e.loop.Offset+e.loop.At.Step), val)
+}
+
+// prepare loads the training images onto the grid and normalises their intensities,
+// recording the normalisation and the channels in rec.
+func prepare(ctx context.Context, req *protocol.TrainRequest, rec *saved) ([]*cnn.Image, error) {
+	imgs, err := imageplugin.LoadImages(ctx, req.Train, rec.Dims, rec.Config.Net, 0)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Intensity, err = cnn.FitIntensity(rec.Config.Intensity, imgs); err != nil {
 		return nil, err
 	}
 	for _, im := range imgs {
@@ -144,120 +176,174 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 		}
 	}
 	rec.Channels = imgs[0].C
-	targets := make([]float32, len(scores))
-	for i, v := range scores {
-		targets[i] = float32(rec.scale(v))
+	return imgs, nil
+}
+
+// ensemble trains the models of the folds one after another in one training loop, whose
+// steps run from 1 to Folds × Steps; its checkpoints hold every member.
+type ensemble struct {
+	c       config
+	rec     *saved
+	imgs    []*cnn.Image
+	targets []float32 // the scores scaled to the network's [0, 1]
+	fold    []int     // each case's fold
+	be      engine.Backend
+	arch    cnn.Arch
+	ens     *cnn.Ensemble
+	loop    *training.Loop
+	start   int // the fold the loop starts in (later than 0 on resume)
+	// The model of the fold being trained, its loss and its optimizer.
+	m    *cnn.Model
+	loss *engine.RegressionLoss
+	opt  *engine.Adam
+}
+
+// newEnsemble sets up the folds and the loop, resumed from req's checkpoint when it names
+// one: the fold it was in, with that fold's model and optimizer state and the trained
+// members before it.
+func newEnsemble(req *protocol.TrainRequest, rec *saved, imgs []*cnn.Image, scores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*ensemble, error) {
+	c := rec.Config
+	e := &ensemble{c: c, rec: rec, imgs: imgs, fold: folds(len(imgs), c.Folds, c.Seed),
+		be: engine.NewCPU(runtime.GOMAXPROCS(0)), arch: c.Arch(rec.Channels, 1)}
+	for _, v := range scores {
+		e.targets = append(e.targets, float32(rec.scale(v)))
 	}
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
-	arch := c.Arch(rec.Channels, 1)
-	w := engine.RegressionWeights{MSE: c.Loss.MSE, Rank: c.Loss.Rank, Corr: c.Loss.Corr, Temp: c.Loss.Temp}
-	build := func(f int) (*cnn.Model, *engine.RegressionLoss, *engine.Adam, error) {
-		var loss *engine.RegressionLoss
-		m, err := cnn.Build(be, arch, c.Batch, c.Grid, uint64(c.Seed)+uint64(f), func(b *engine.Builder, out *engine.Tensor) {
-			loss = b.RegressionLoss(out, w)
-		})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return m, loss, engine.NewAdamW(be, m.Params(), c.LR, c.Decay), nil
-	}
-	K, P := c.Folds, c.Steps
-	fold := folds(len(imgs), K, c.Seed)
-	m, loss, opt, err := build(0)
-	if err != nil {
-		return nil, err
-	}
-	ens := &cnn.Ensemble{Members: make([]cnn.Member, K), Opt: opt}
-	for f := range K {
-		ens.Members[f] = cnn.Zero(m.Net)
-	}
-	ens.Members[0] = cnn.Live(m.Net)
-	cur, start, epoch := 0, 0, 0
 	if req.ResumeFrom != "" {
 		man, err := ckpt.ReadManifest(req.ResumeFrom)
 		if err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		cur = min(man.Step/P, K-1)
-		if cur > 0 {
-			if m, loss, opt, err = build(cur); err != nil {
-				return nil, err
-			}
-			ens.Members[0], ens.Members[cur] = cnn.Zero(m.Net), cnn.Live(m.Net)
-			ens.Opt = opt
-		}
-		ens.Current = cur
-		if _, err := ckpt.Load(req.ResumeFrom, arch.UNet(), ens, ens); err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
-		}
-		start, epoch = man.Step-cur*P, man.Epoch
+		e.start = min(man.Step/c.Steps, c.Folds-1)
 	}
-	save := func(name string, step, ep int) (string, error) {
-		p := filepath.Join(req.WorkDir, name)
-		return p, ckpt.Save(p, ckpt.Checkpoint{Arch: arch.UNet(), Train: rec, Epoch: ep, Step: step, Model: ens, Opt: ens})
-	}
-	aug := c.Augment()
-	oof := make([]float64, len(imgs)) // out-of-fold predictions, scores
-	steps, complete := 0, true
-	for f := cur; f < K; f++ {
-		if f > cur {
-			if m, loss, opt, err = build(f); err != nil {
-				return nil, err
-			}
-			ens.Members[f], ens.Current, ens.Opt = cnn.Live(m.Net), f, opt
-			start = 0
-		}
-		var train, held []int
-		for i, k := range fold {
-			if k != f || K == 1 {
-				train = append(train, i)
-			} else {
-				held = append(held, i)
-			}
-		}
-		idx := make([]int, c.Batch)
-		tg := make([]float32, c.Batch)
-		loop := cnn.Loop{
-			Net: m.Net, Opt: opt, Loss: loss.Value, Save: save, Send: send, LossName: "regression",
-			Batch: func(step int) (int, error) {
-				r := rand.New(rand.NewPCG(uint64(c.Seed)+uint64(f), uint64(step)))
-				for k := range idx {
-					idx[k] = train[r.IntN(len(train))]
-					tg[k] = targets[idx[k]]
-				}
-				cnn.Fill(m.Input.Data, imgs, idx, aug, r)
-				return len(idx), loss.SetTargets(tg)
-			},
-			First: start + 1, Last: P, Offset: f * P, Total: K * P, Epoch: c.Epoch, Report: c.Report, Epochs: epoch,
-			LR: c.LR, Clip: cnn.Clip, Clock: clock,
-		}
-		var last int
-		if epoch, last, err = loop.Run(ctx); err != nil {
-			return nil, err
-		}
-		steps = f*P + max(last, start)
-		rec.Members = f + 1
-		if max(last, start) == 0 && f > 0 { // stopped before this fold's first step
-			rec.Members = f
-		}
-		if last < P && start < P {
-			complete = false
-			break
-		}
-		heldImgs := make([]*cnn.Image, len(held))
-		for j, i := range held {
-			heldImgs[j] = imgs[i]
-		}
-		cnn.Infer(m, heldImgs, func(j int, y []float32) { oof[held[j]] = rec.unscale(float64(y[0])) })
-		if f < K-1 {
-			ens.Members[f] = cnn.Snapshot(m.Net)
-		}
-	}
-	final, err := save(imageplugin.FinalName, steps, epoch)
-	if err != nil {
+	if err := e.build(e.start); err != nil {
 		return nil, err
 	}
-	// Snapping: chosen on the validation cases, else on the out-of-fold predictions.
+	e.ens = &cnn.Ensemble{Members: make([]cnn.Member, c.Folds), Current: e.start, Opt: e.opt}
+	for f := range c.Folds {
+		e.ens.Members[f] = cnn.Zero(e.m.Net)
+	}
+	e.ens.Members[e.start] = cnn.Live(e.m.Net)
+	e.loop = &training.Loop{
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"regression"},
+		Offset: e.start * c.Steps, Total: c.Folds * c.Steps,
+		Dir: req.WorkDir, Arch: e.arch.UNet(), Record: rec, Model: e.ens, Opt: e.ens,
+		Send: send, Clock: clock,
+	}
+	if err := e.loop.Resume(req.ResumeFrom); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	return e, nil
+}
+
+// build builds fold f's model, its loss and its optimizer, with weights drawn from the
+// seed plus f.
+func (e *ensemble) build(f int) error {
+	w := engine.RegressionWeights{MSE: e.c.Loss.MSE, Rank: e.c.Loss.Rank, Corr: e.c.Loss.Corr, Temp: e.c.Loss.Temp}
+	m, err := cnn.Build(e.be, e.arch, e.c.Batch, e.c.Grid, uint64(e.c.Seed)+uint64(f), func(b *engine.Builder, out *engine.Tensor) {
+		e.loss = b.RegressionLoss(out, w)
+	})
+	if err != nil {
+		return err
+	}
+	e.m, e.opt = m, engine.NewAdamW(e.be, m.Params(), e.c.LR, e.c.Decay)
+	return nil
+}
+
+// split returns the cases fold f trains on and those it holds out (none with one fold).
+func (e *ensemble) split(f int) (train, held []int) {
+	for i, k := range e.fold {
+		if k != f || e.c.Folds == 1 {
+			train = append(train, i)
+		} else {
+			held = append(held, i)
+		}
+	}
+	return train, held
+}
+
+// trainFolds trains the folds from the loop's start to the last, or until the time limit,
+// and returns the out-of-fold predictions (scores) and whether every fold completed. The
+// record counts the members trained.
+func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool, err error) {
+	c, l := e.c, e.loop
+	oof = make([]float64, len(e.imgs))
+	aug := c.Augment()
+	for f := e.start; f < c.Folds; f++ {
+		if f > e.start {
+			if err := e.build(f); err != nil {
+				return nil, false, err
+			}
+			e.ens.Members[f], e.ens.Current, e.ens.Opt = cnn.Live(e.m.Net), f, e.opt
+			l.Offset, l.At.Step = f*c.Steps, 0
+		}
+		train, held := e.split(f)
+		idx := make([]int, c.Batch)
+		tg := make([]float32, c.Batch)
+		v := make([]float64, 1)
+		// Batch k of fold f is drawn from (seed + f, k) alone.
+		l.Step = func(step int, lr float64) (int, []float64, error) {
+			r := rand.New(rand.NewPCG(uint64(c.Seed)+uint64(f), uint64(step)))
+			for k := range idx {
+				idx[k] = train[r.IntN(len(train))]
+				tg[k] = e.targets[idx[k]]
+			}
+			cnn.Fill(e.m.Input.Data, e.imgs, idx, aug, r)
+			if err := e.loss.SetTargets(tg); err != nil {
+				return 0, nil, err
+			}
+			training.Update(e.m, e.opt, lr, cnn.Clip)
+			v[0] = e.loss.Value()
+			return len(idx), v, nil
+		}
+		if err := l.Run(ctx); err != nil {
+			return nil, false, err
+		}
+		e.rec.Members = f + 1
+		if l.At.Step == 0 && f > 0 { // stopped before this fold's first step
+			e.rec.Members = f
+		}
+		if l.At.Step < c.Steps {
+			return oof, false, nil
+		}
+		e.predictHeld(e.m, held, oof)
+		if f < c.Folds-1 {
+			e.ens.Members[f] = cnn.Snapshot(e.m.Net)
+		}
+	}
+	// The folds a resumed run did not train predict their held-out cases from their
+	// members.
+	if e.start > 0 {
+		m, err := cnn.Build(e.be, e.arch, c.Batch, c.Grid, 0, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		for f := range e.start {
+			if err := e.ens.Members[f].CopyInto(m.Net); err != nil {
+				return nil, false, err
+			}
+			_, held := e.split(f)
+			e.predictHeld(m, held, oof)
+		}
+	}
+	return oof, true, nil
+}
+
+// predictHeld predicts the held-out cases with m into oof, as scores.
+func (e *ensemble) predictHeld(m *cnn.Model, held []int, oof []float64) {
+	imgs := make([]*cnn.Image, len(held))
+	for j, i := range held {
+		imgs[j] = e.imgs[i]
+	}
+	cnn.Infer(m, imgs, func(j int, y []float32) { oof[held[j]] = e.rec.unscale(float64(y[0])) })
+}
+
+// chooseSnap scores the final model's predictions, raw and snapped to the score grid, on
+// the validation cases, or without them on the out-of-fold predictions when every fold
+// completed, and records in rec whether predictions snap ("auto": when snapping scores
+// higher; "on" snaps whatever the scores). It returns the validation figures, nil when
+// there were none to compute.
+func chooseSnap(ctx context.Context, req *protocol.TrainRequest, rec *saved, final string, scores, vscores, oof []float64, complete bool) (map[string]float64, error) {
+	c := rec.Config
 	val := map[string]float64{}
 	var truth, raw []float64
 	switch {
@@ -274,47 +360,41 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 			return nil, fmt.Errorf("validation: %w", err)
 		}
 		truth = vscores
-	case K > 1 && complete:
+	case c.Folds > 1 && complete:
 		truth, raw = scores, oof
 	}
-	if K > 1 && complete {
-		val["oof/score"], _, _, _ = stats.IQA(oof, scores)
+	if c.Folds > 1 && complete {
+		val["oof/score"], _, _, _ = score(oof, scores)
 	}
-	rec.Snap = c.Snap == "on"
-	if truth != nil {
-		snapped := make([]float64, len(raw))
-		for i, v := range raw {
-			raw[i] = rec.clamp(v)
-			snapped[i] = rec.Range.Snap(v)
-		}
-		sr, _, _, _ := stats.IQA(raw, truth)
-		ss, _, _, _ := stats.IQA(snapped, truth)
-		val["score_raw"], val["score_snapped"] = sr, ss
-		if c.Snap == "auto" {
-			rec.Snap = rec.Range.Step > 0 && ss > sr
-		}
-		use := raw
-		if rec.Snap {
-			use = snapped
-		}
-		val["score"], val["plcc"], val["srocc"], val["krocc"] = stats.IQA(use, truth)
-		if _, ok := val[req.Task.Metric]; !ok && req.Task.Metric != "" {
-			val[req.Task.Metric] = val["score"]
-		}
-		if len(vscores) == 0 {
-			for _, k := range []string{"score", "plcc", "srocc", "krocc", "score_raw", "score_snapped"} {
-				val["oof/"+k] = val[k]
-				delete(val, k)
-			}
-		}
-		if final, err = save(imageplugin.FinalName, steps, epoch); err != nil { // with the choice
-			return nil, err
+	if truth == nil { // rec.Snap stays as configured: "on", or off for "auto"
+		return nil, nil
+	}
+	snapped := make([]float64, len(raw))
+	for i, v := range raw {
+		raw[i] = rec.clamp(v)
+		snapped[i] = rec.Range.Snap(v)
+	}
+	sr, _, _, _ := score(raw, truth)
+	ss, _, _, _ := score(snapped, truth)
+	val["score_raw"], val["score_snapped"] = sr, ss
+	if c.Snap == "auto" {
+		rec.Snap = rec.Range.Step > 0 && ss > sr
+	}
+	use := raw
+	if rec.Snap {
+		use = snapped
+	}
+	val["score"], val["plcc"], val["srocc"], val["krocc"] = score(use, truth)
+	if _, ok := val[req.Task.Metric]; !ok && req.Task.Metric != "" {
+		val[req.Task.Metric] = val["score"]
+	}
+	if len(vscores) == 0 {
+		for _, k := range []string{"score", "plcc", "srocc", "krocc", "score_raw", "score_snapped"} {
+			val["oof/"+k] = val[k]
+			delete(val, k)
 		}
 	}
-	if len(val) == 0 {
-		val = nil
-	}
-	return sdk.Result(final, int64(steps), val)
+	return val, nil
 }
 
 // clamp keeps v inside the score range.
@@ -326,4 +406,19 @@ func (r *saved) output(v float64) float64 {
 		return r.Range.Snap(v)
 	}
 	return r.clamp(v)
+}
+
+// score is the LDCT-IQA score |PLCC| + |SROCC| + |KROCC| of pred against truth with its
+// three terms (metrics.LDCTScore), except that a NaN term (a constant prediction, which
+// the grader refuses) counts 0, so that a validation figure is always a number.
+func score(pred, truth []float64) (total, plcc, srocc, krocc float64) {
+	_, plcc, srocc, krocc = metrics.LDCTScore(pred, truth)
+	z := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	}
+	plcc, srocc, krocc = z(plcc), z(srocc), z(krocc)
+	return plcc + srocc + krocc, plcc, srocc, krocc
 }

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"runtime/debug"
-	"slices"
 	"testing"
 	"time"
+
+	"amid/plugins/internal/measure"
 )
 
 // BenchSpecEnv names the environment variable through which `make bench-plugins-models`
@@ -36,18 +37,14 @@ func BenchTrainStep(b *testing.B, batch int, spec any, step func()) {
 	walls, cpus := make([]float64, 0, b.N), make([]float64, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		t, c := time.Now(), cpuTime()
+		t, c := time.Now(), measure.CPUSeconds()
 		step()
 		walls = append(walls, time.Since(t).Seconds())
-		cpus = append(cpus, cpuTime()-c)
+		cpus = append(cpus, measure.CPUSeconds()-c)
 	}
 	b.StopTimer()
-	med := func(s []float64) float64 {
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	w := med(walls)
+	w := measure.Median(walls)
 	b.ReportMetric(1000*w, "step-ms")
-	b.ReportMetric(1000*med(cpus), "cpu-ms")
+	b.ReportMetric(1000*measure.Median(cpus), "cpu-ms")
 	b.ReportMetric(float64(batch)/w, "samples/s")
 }

@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,6 +24,7 @@ import (
 
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // Serve serves impl as an AMID task plugin and returns when the host tells the process to
@@ -65,30 +65,14 @@ func Logger() hclog.Logger {
 }
 
 // FileSHA256 returns the lower-case hex sha256 of the file at path, as the protocol
-// carries it.
-func FileSHA256(path string) (string, error) { return protocol.FileSHA256(path) }
+// carries it (amid/viewer/fileio's SHA256).
+func FileSHA256(path string) (string, error) { return fileio.SHA256(path) }
 
-// WriteFile writes data to path atomically (a temporary file in the same folder, synced,
-// then renamed), so a crash never leaves a half-written checkpoint under its final name.
-// It returns the data's hex sha256.
+// WriteFile writes data to path atomically and durably (amid/viewer/fileio's Write: a
+// temporary file in the same folder, synced, renamed, the folder synced), so a crash never
+// leaves a half-written checkpoint under its final name. It returns the data's hex sha256.
 func WriteFile(path string, data []byte) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := fileio.Write(path, data); err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(data)

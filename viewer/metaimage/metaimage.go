@@ -47,7 +47,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 
-	"amid/viewer/internal/atomicfile"
+	"amid/viewer/fileio"
 	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )
@@ -593,7 +593,7 @@ func WriteWith(path string, v *volume.Volume, o Options) error {
 
 // writeFile writes the parts to path atomically, with the package's error prefix.
 func writeFile(path string, parts ...[]byte) error {
-	if err := atomicfile.Write(path, parts...); err != nil {
+	if err := fileio.Write(path, parts...); err != nil {
 		return fmt.Errorf("metaimage: %w", err)
 	}
 	return nil

@@ -1,18 +1,16 @@
 package nifti
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
 
 	kgzip "github.com/klauspost/compress/gzip"
 
+	"amid/viewer/fileio"
 	"amid/viewer/volume"
 )
 
@@ -29,50 +27,25 @@ var dtypeCode = map[volume.DType]int16{
 }
 
 // Write stores v as a NIfTI-1 file at path, gzip-compressed when the name ends in
-// ".nii.gz" and plain when it ends in ".nii". The file is written under a temporary name
-// and renamed, so a failed write leaves no partial file.
+// ".nii.gz" and plain when it ends in ".nii". It is written atomically and durably
+// (amid/viewer/fileio), so a failed write leaves no partial file.
 func Write(path string, v *volume.Volume) error {
 	lower := strings.ToLower(path)
 	gz := strings.HasSuffix(lower, ".nii.gz")
 	if !gz && !strings.HasSuffix(lower, ".nii") {
 		return fmt.Errorf("nifti %s: %w: the file name must end in .nii or .nii.gz", path, volume.ErrFormat)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*-"+filepath.Base(path))
+	err := fileio.WriteWith(path, func(w io.Writer) error {
+		if !gz {
+			return Encode(w, v)
+		}
+		zw, _ := kgzip.NewWriterLevel(w, kgzip.DefaultCompression)
+		if err := Encode(zw, v); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 	if err != nil {
-		return fmt.Errorf("nifti %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = func() error {
-		bw := bufio.NewWriterSize(f, 256<<10)
-		var w io.Writer = bw
-		var zw *kgzip.Writer
-		if gz {
-			zw, _ = kgzip.NewWriterLevel(bw, kgzip.DefaultCompression)
-			w = zw
-		}
-		if err := Encode(w, v); err != nil {
-			return err
-		}
-		if zw != nil {
-			if err := zw.Close(); err != nil {
-				return err
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		if err := f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
-			return err
-		}
-		return f.Close()
-	}()
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("nifti %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("nifti %s: %w", path, err)
 	}
 	return nil

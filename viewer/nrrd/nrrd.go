@@ -52,7 +52,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"amid/viewer/internal/atomicfile"
+	"amid/viewer/fileio"
 	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )
@@ -977,7 +977,7 @@ func WriteSegmentation(path string, v *volume.Volume, segs []Segment) error {
 
 // writeFile writes the parts to path atomically, with the package's error prefix.
 func writeFile(path string, parts ...[]byte) error {
-	if err := atomicfile.Write(path, parts...); err != nil {
+	if err := fileio.Write(path, parts...); err != nil {
 		return fmt.Errorf("nrrd: %w", err)
 	}
 	return nil

@@ -48,7 +48,7 @@ import (
 
 	"golang.org/x/image/bmp"
 
-	"amid/viewer/internal/atomicfile"
+	"amid/viewer/fileio"
 	"amid/viewer/volume"
 )
 
@@ -430,7 +430,7 @@ func scalData(sx, sy float64) []byte {
 
 // writeFile writes the parts to path atomically, with the package's error prefix.
 func writeFile(path string, parts ...[]byte) error {
-	if err := atomicfile.Write(path, parts...); err != nil {
+	if err := fileio.Write(path, parts...); err != nil {
 		return fmt.Errorf("raster: %w", err)
 	}
 	return nil

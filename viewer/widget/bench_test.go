@@ -9,7 +9,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
-	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -31,11 +30,12 @@ func benchCT(b *testing.B) (*volume.Volume, *volume.Volume) {
 // zoomed view (a fitted view without marks skips the compose).
 func BenchmarkZoomedSlice(b *testing.B) {
 	v, lab := benchCT(b)
-	var boxes []taskspec.Box
+	var boxes []Box
 	for i := 0; i < 40; i++ {
-		boxes = append(boxes, taskspec.Box{X: float64(12 * i), Y: float64(10 * i), W: 40, H: 30, Score: 0.9})
+		x, y := float64(12*i), float64(10*i)
+		boxes = append(boxes, Box{Min: [3]float64{x, y, 0}, Max: [3]float64{x + 40, y + 30, 1}, Score: 0.9, Text: "0.90"})
 	}
-	ms := MarksOf(&taskspec.Annotation{Boxes: boxes}, nil, nil, false)
+	ms := Marks(boxes, nil, nil)
 	l := NewLayout(v, Axial)
 	g := NewGeometry(&l, View{Zoom: 2, Center: [2]float64{200, 300}}, 512, 512)
 	var r Renderer
@@ -73,7 +73,6 @@ func BenchmarkStudyMemory(b *testing.B) {
 		}
 	}
 	test.NewTempApp(b)
-	defer RunFramesWith(func(f func()) { f() })()
 	var held, data float64
 	for b.Loop() {
 		base := heap()

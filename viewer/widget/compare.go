@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 	fwidget "fyne.io/fyne/v2/widget"
 
+	"amid/viewer/bridge"
 	"amid/viewer/volume"
 )
 
@@ -59,15 +60,26 @@ type CompareView struct {
 	mode                  CompareMode
 	pred, truth           *volume.Volume
 	predMarks, truthMarks []Mark
+
+	shown CompareMode // the mode on screen (UI goroutine)
+}
+
+// UseBridge makes both views, and the view itself, reach the UI goroutine through b (see
+// SliceView.UseBridge). Call it before the view is used.
+func (c *CompareView) UseBridge(b *bridge.Bridge) {
+	c.Left.UseBridge(b)
+	c.Right.UseBridge(b)
 }
 
 // NewCompareView returns an empty compare view of plane p.
 func NewCompareView(p Plane) *CompareView {
 	c := &CompareView{Left: NewSliceView(p), Right: NewSliceView(p)}
 	c.Right.Hide()
+	// b follows a without reporting back to it: an echo carrying an older slice or view
+	// could undo a newer change of a.
 	link := func(a, b *SliceView) {
-		a.OnSlice = b.SetSlice
-		a.OnView = b.SetView
+		a.OnSlice = func(s int) { b.setSlice(s) }
+		a.OnView = func(v View) { b.setView(v) }
 		a.OnWindow = b.SetWindow
 		a.OnRune = c.key
 	}
@@ -105,7 +117,7 @@ func (c *CompareView) SetVolume(vol *volume.Volume) error {
 	return nil
 }
 
-// SetPrediction sets the predicted labels (nil: none) and marks (see MarksOf).
+// SetPrediction sets the predicted labels (nil: none) and marks (see Marks).
 func (c *CompareView) SetPrediction(labels *volume.Volume, marks []Mark) error {
 	if err := c.Left.SetLabels(labels, nil); err != nil { // checks the grid
 		return err
@@ -130,21 +142,28 @@ func (c *CompareView) SetTruth(labels *volume.Volume, marks []Mark) error {
 // SetMode switches the mode.
 func (c *CompareView) SetMode(m CompareMode) {
 	c.mu.Lock()
-	changed := c.mode != m
 	c.mode = m
 	c.mu.Unlock()
 	_ = c.apply() // the grids were checked when the volumes were set
-	fyne.Do(func() {
-		if m == SideBySide {
-			c.Right.Show()
-		} else {
-			c.Right.Hide()
-		}
-		c.Refresh()
-		if changed && c.OnMode != nil {
+	c.Left.bridge().Post(postKey{c, "mode"}, c.showMode)
+}
+
+// showMode shows the newest mode (UI goroutine): the right view side by side only, and
+// OnMode when the mode on screen changes.
+func (c *CompareView) showMode() {
+	m := c.Mode()
+	if m == SideBySide {
+		c.Right.Show()
+	} else {
+		c.Right.Hide()
+	}
+	c.Refresh()
+	if m != c.shown {
+		c.shown = m
+		if c.OnMode != nil {
 			c.OnMode(m)
 		}
-	})
+	}
 }
 
 // Mode returns the mode.

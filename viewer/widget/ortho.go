@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/layout"
 	fwidget "fyne.io/fyne/v2/widget"
 
+	"amid/viewer/bridge"
 	"amid/viewer/volume"
 )
 
@@ -50,6 +51,14 @@ func NewOrthoView() *OrthoView {
 	return o
 }
 
+// UseBridge makes the three views reach the UI goroutine through b (see
+// SliceView.UseBridge). Call it before the view is used.
+func (o *OrthoView) UseBridge(b *bridge.Bridge) {
+	for _, v := range o.Views {
+		v.UseBridge(b)
+	}
+}
+
 // SetVolume shows vol in all three views with the crosshair at its centre.
 func (o *OrthoView) SetVolume(vol *volume.Volume) error {
 	for _, v := range o.Views {
@@ -86,9 +95,11 @@ func (o *OrthoView) SetCrosshair(idx [3]int) {
 	o.setCross(idx)
 }
 
+// setCross moves every view's crosshair to idx. The views follow without reporting their
+// own slice changes back: an echo carrying an older crosshair could undo a newer one.
 func (o *OrthoView) setCross(idx [3]int) {
 	for _, v := range o.Views {
-		v.SetCrosshair(idx)
+		v.setCrosshair(idx)
 	}
 }
 

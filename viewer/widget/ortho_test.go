@@ -10,9 +10,9 @@ import (
 func TestOrthoLinked(t *testing.T) {
 	test.NewTempApp(t)
 	o := NewOrthoView()
+	b, q := testBridge()
+	o.UseBridge(b)
 	for _, v := range o.Views {
-		q := make(uiQueue)
-		v.ui = q.run
 		queues[v] = q
 	}
 	vol, lab := ctVolume(t)
@@ -45,8 +45,10 @@ func TestOrthoLinked(t *testing.T) {
 	if co.Slice() != 4 || sa.Slice() != 3 {
 		t.Errorf("after tap: coronal %d sagittal %d, want 4 and 3", co.Slice(), sa.Slice())
 	}
-	// Scrolling the coronal view moves the crosshair's y and nothing else.
+	// Scrolling the coronal view moves the crosshair's y and nothing else (once the bridge
+	// has called OnSlice).
 	co.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	settle(t, co)
 	if c := o.Crosshair(); c != [3]int{3, 5, 2} {
 		t.Errorf("after coronal step: crosshair %v, want [3 5 2]", c)
 	}

@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"math"
 	"sync"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -14,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	fwidget "fyne.io/fyne/v2/widget"
 
+	"amid/viewer/bridge"
 	"amid/viewer/volume"
 )
 
@@ -25,18 +25,17 @@ type Probe struct {
 	World [3]float64 // LPS position, mm
 }
 
-// FrameInterval is the shortest time between two applied frames (about 60 per second).
-const FrameInterval = time.Second / 60
-
 // SliceView shows one plane of a volume with an optional label overlay and marks (boxes,
 // points). Mouse wheel, arrow keys and PageUp/PageDown change the slice; dragging changes
 // the window (right: wider, down: higher level); keys 1–5 apply presets; L toggles the
 // labels and O outline mode. Ctrl+wheel and the + and − keys zoom about the cursor, a drag
 // with the middle button or with Space held pans, and 0 resets the zoom and pan. Slices are
-// rendered off the UI goroutine and shown through fyne.DoAndWait at most 60 times a second;
-// a zoomed view, or one with marks, is composed at the screen's resolution.
+// rendered off the UI goroutine and shown through a bridge (viewer/bridge) at most 60
+// times a second, a burst of changes coalescing into the newest frame; a zoomed view, or
+// one with marks, is composed at the screen's resolution.
 //
-// Setters may be called from any goroutine; the On callbacks run on the UI goroutine.
+// Setters may be called from any goroutine; the On callbacks run on the UI goroutine, with
+// the newest value when several changes come between two flushes.
 type SliceView struct {
 	fwidget.BaseWidget
 
@@ -87,7 +86,13 @@ type SliceView struct {
 	bufs   [2]Renderer
 	comps  [2]Composer
 	frames int
-	ui     func(func()) // runs a function on the UI goroutine and waits; fyne.DoAndWait
+	br     *bridge.Bridge // nil: bridge.Default()
+}
+
+// postKey names what a widget posts to its bridge, so that posts of one kind coalesce.
+type postKey struct {
+	w    fyne.Widget
+	what string
 }
 
 // NewSliceView returns an empty view of plane p.
@@ -99,6 +104,22 @@ func NewSliceView(p Plane) *SliceView {
 	v.ExtendBaseWidget(v)
 	return v
 }
+
+// UseBridge makes the view reach the UI goroutine through b instead of bridge.Default():
+// the app's bridge, or in a test one that hands flushes to the test. Call it before the
+// view is used.
+func (v *SliceView) UseBridge(b *bridge.Bridge) { v.br = b }
+
+func (v *SliceView) bridge() *bridge.Bridge {
+	if v.br == nil {
+		return bridge.Default()
+	}
+	return v.br
+}
+
+// post runs f on the UI goroutine with the bridge's next flush; a newer post of the same
+// kind replaces it.
+func (v *SliceView) post(what string, f func()) { v.bridge().Post(postKey{v, what}, f) }
 
 // SetVolume shows v from its middle slice with the first of DefaultPresets(v) and no
 // overlay (set one with SetLabels afterwards). It fails, leaving the view unchanged, when v
@@ -122,7 +143,7 @@ func (v *SliceView) SetVolume(vol *volume.Volume) error {
 	v.cross = [3]int{vol.Dims[0] / 2, vol.Dims[1] / 2, vol.Dims[2] / 2}
 	v.mu.Unlock()
 	v.request()
-	fyne.Do(v.Refresh)
+	v.post("refresh", v.Refresh)
 	return nil
 }
 
@@ -147,7 +168,7 @@ func (v *SliceView) SetLabels(labels, truth *volume.Volume) error {
 	return nil
 }
 
-// SetMarks draws marks (boxes, points; see MarksOf) over the slices they cross; nil
+// SetMarks draws marks (boxes, points; see Marks) over the slices they cross; nil
 // removes them. The view keeps ms: do not change it afterwards.
 func (v *SliceView) SetMarks(ms []Mark) { v.update(func() { v.marks = ms }) }
 
@@ -163,17 +184,23 @@ func (v *SliceView) ScoreThreshold() float64 {
 
 // SetView sets the zoom and pan (View{} fits the slice).
 func (v *SliceView) SetView(view View) {
+	if view, changed := v.setView(view); changed && v.OnView != nil {
+		v.post("view", func() { v.OnView(view) })
+	}
+}
+
+// setView is SetView without OnView: for a view that follows a linked one, whose change
+// must not be reported back (an echo carrying an older state could undo a newer one).
+func (v *SliceView) setView(view View) (View, bool) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.vol != nil {
 		view = clampView(&v.layout, view)
 	}
 	changed := view != v.view
 	v.view = view
 	v.requestLocked()
-	v.mu.Unlock()
-	if changed && v.OnView != nil {
-		fyne.Do(func() { v.OnView(view) })
-	}
+	return view, changed
 }
 
 // View returns the zoom and pan.
@@ -250,12 +277,17 @@ func (v *SliceView) LabelsVisible() bool {
 
 // SetSlice shows slice s, clamped to the volume.
 func (v *SliceView) SetSlice(s int) {
-	v.mu.Lock()
-	changed := v.setSliceLocked(s)
-	v.mu.Unlock()
-	if changed && v.OnSlice != nil {
-		fyne.Do(func() { v.OnSlice(s) })
+	if v.setSlice(s) && v.OnSlice != nil {
+		s := v.Slice()
+		v.post("slice", func() { v.OnSlice(s) })
 	}
+}
+
+// setSlice is SetSlice without OnSlice, for a view that follows a linked one (see setView).
+func (v *SliceView) setSlice(s int) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.setSliceLocked(s)
 }
 
 func (v *SliceView) setSliceLocked(s int) bool {
@@ -326,15 +358,20 @@ func (v *SliceView) Layout() Layout {
 
 // SetCrosshair marks voxel idx with a crosshair and shows the slice through it.
 func (v *SliceView) SetCrosshair(idx [3]int) {
+	if s, changed := v.setCrosshair(idx); changed && v.OnSlice != nil {
+		v.post("slice", func() { v.OnSlice(s) })
+	}
+}
+
+// setCrosshair is SetCrosshair without OnSlice, for a view that follows a linked one (see
+// setView). It returns the slice shown and whether it changed.
+func (v *SliceView) setCrosshair(idx [3]int) (int, bool) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.cross, v.crossOn = idx, true
 	changed := v.setSliceLocked(idx[v.layout.Through])
-	s := v.p.Slice
 	v.requestLocked()
-	v.mu.Unlock()
-	if changed && v.OnSlice != nil {
-		fyne.Do(func() { v.OnSlice(s) })
-	}
+	return v.p.Slice, changed
 }
 
 // Err returns the last render error, nil when the last frame rendered.
@@ -366,48 +403,37 @@ func (v *SliceView) requestLocked() {
 	}
 }
 
-// loop renders requested frames until stop closes, at most one per FrameInterval.
+// loop renders requested frames until stop closes. Each frame waits until the bridge has
+// shown it, so frames come at most as often as the bridge flushes, and the requests made
+// meanwhile coalesce into the next.
 func (v *SliceView) loop(stop chan struct{}) {
-	var last time.Time
 	for {
 		select {
 		case <-stop:
 			return
 		case <-v.kick:
 		}
-		if d := FrameInterval - time.Since(last); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		last = time.Now()
-		v.frame()
+		v.frame(stop)
 	}
 }
 
-// frame renders the current state into the buffer not on screen and swaps it in.
-func (v *SliceView) frame() {
+// frame renders the current state into the buffer not on screen and swaps it in, waiting
+// until it is shown (the other buffer is on screen until then) or stop closes.
+func (v *SliceView) frame(stop chan struct{}) {
 	v.mu.Lock()
 	if v.done == v.gen { // a stale kick: this state is already on screen
 		v.mu.Unlock()
 		return
 	}
 	vol, p, gen, l := v.vol, v.p, v.gen, v.layout
-	if !v.labelsOn {
-		p.Overlay.Labels = nil
-	}
 	cross, crossOn := v.cross, v.crossOn
 	view, marks, thr, area, scale := v.view, v.marks, v.threshold, v.area, v.scale
+	if !v.labelsOn {
+		p.Overlay.Labels, marks = nil, nil
+	}
 	v.mu.Unlock()
 	if vol == nil {
 		return
-	}
-	if !v.labelsOn {
-		marks = nil
 	}
 	view = clampView(&l, view)
 	composed := (len(marks) > 0 || !view.Fitted(&l)) && area.Width >= 1 && area.Height >= 1
@@ -422,15 +448,7 @@ func (v *SliceView) frame() {
 		img = c.Compose(img, &l, p.Slice, g, int(math.Round(g.W)), int(math.Round(g.H)), marks, thr, int(math.Round(k)))
 		placed = c.Placed
 	}
-	ui := v.ui
-	if ui == nil {
-		if r := frameRunner.Load(); r != nil {
-			ui = *r
-		} else {
-			ui = fyne.DoAndWait
-		}
-	}
-	ui(func() {
+	v.bridge().PostAndWait(postKey{v, "frame"}, func() {
 		if err == nil && v.img != nil {
 			v.mu.Lock()
 			v.shown, v.composed = view, composed
@@ -445,7 +463,7 @@ func (v *SliceView) frame() {
 		v.err = err
 		v.done = max(v.done, gen)
 		v.mu.Unlock()
-	})
+	}, stop)
 }
 
 // CreateRenderer implements fyne.Widget.

@@ -4,12 +4,12 @@ import (
 	"image/color"
 	"math"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
-	"amid/plugins/taskspec"
 	"amid/viewer/volume"
 )
 
@@ -118,10 +118,7 @@ func TestSliceViewZoomPan(t *testing.T) {
 // class's colour.
 func TestMarksCrossPlanes(t *testing.T) {
 	v := newVol(t, volume.Uint8, [4]int{12, 10, 5, 1})
-	box := MarksOf(&taskspec.Annotation{Box3D: &taskspec.Box3D{Min: [3]int{2, 3, 1}, Size: [3]int{4, 3, 2}}}, nil, nil, false)
-	if len(box) != 1 {
-		t.Fatalf("%d marks from one Box3D", len(box))
-	}
+	box := Marks([]Box{{Min: [3]float64{2, 3, 1}, Max: [3]float64{6, 6, 3}, Score: 1}}, nil, nil)
 	want := colorOf(DefaultColors(), 1)
 	// The box covers x 2..5, y 3..5, z 1..2.
 	for _, c := range []struct {
@@ -161,47 +158,25 @@ func contains(xs []int, x int) bool {
 	return false
 }
 
-// dentex is a task spec with DENTEX's three box attributes and two point classes.
-var dentex = &taskspec.Spec{Kind: taskspec.Detection, Dims: 2,
-	Attributes: []taskspec.Attribute{
-		{Name: "quadrant", Classes: []string{"1", "2", "3", "4"}},
-		{Name: "enumeration", Classes: []string{"1", "2", "3", "4", "5", "6", "7", "8"}},
-		{Name: "diagnosis", Classes: []string{"Impacted", "Caries", "Periapical Lesion", "Deep Caries"}},
-	},
-	Points: []string{"tumour", "lymphocyte"},
-}
-
-func TestMarksOf(t *testing.T) {
-	a := &taskspec.Annotation{
-		Boxes: []taskspec.Box{
-			{X: 1, Y: 2, W: 3, H: 4, Attrs: map[string]int{"quadrant": 0, "enumeration": 7, "diagnosis": 1}, Score: 0.87},
-			{X: 5, Y: 5, W: 2, H: 2, Attrs: map[string]int{"diagnosis": 9}, Score: 0.2},
-		},
-		Points: []taskspec.Point{{X: 3, Y: 4, Class: "lymphocyte", Score: 0.6}},
-	}
+// Class k takes colour k+1, as label k+1 of an overlay; a point is a mark with Min = Max.
+func TestMarks(t *testing.T) {
 	cols := DefaultColors()
-	ms := MarksOf(a, dentex, cols, false)
-	if len(ms) != 3 {
-		t.Fatalf("%d marks, want 2 boxes and a point", len(ms))
+	ms := Marks([]Box{{Min: [3]float64{1, 2, 0}, Max: [3]float64{4, 6, 1}, Class: 1, Score: 0.87, Text: "Caries 0.87"}},
+		[]Point{{At: [3]float64{3.5, 4.5, 0.5}, Class: 0, Score: 0.6}}, cols)
+	if len(ms) != 2 {
+		t.Fatalf("%d marks, want a box and a point", len(ms))
 	}
-	// Box 0: diagnosis class 1 (Caries) takes colour 2; its text names the classes and score.
-	if ms[0].Text != "1 8 Caries 0.87" || ms[0].Color != cols[2] || ms[0].Max != [3]float64{4, 6, 1} {
-		t.Errorf("box 0 = %+v", ms[0])
+	if b := ms[0]; b.Point || b.Color != cols[2] || b.Min != [3]float64{1, 2, 0} || b.Max != [3]float64{4, 6, 1} || b.Score != 0.87 || b.Text != "Caries 0.87" {
+		t.Errorf("box = %+v", b)
 	}
-	// An out-of-range class is named by attribute and index rather than dropped.
-	if ms[1].Text != "diagnosis 9 0.20" {
-		t.Errorf("box 1 text %q", ms[1].Text)
+	if p := ms[1]; !p.Point || p.Color != cols[1] || p.Min != p.Max || p.Min != [3]float64{3.5, 4.5, 0.5} || p.Score != 0.6 {
+		t.Errorf("point = %+v", p)
 	}
-	// The point is lymphocyte (class 1, colour 2), at its pixel's centre.
-	if !ms[2].Point || ms[2].Color != cols[2] || ms[2].Min != [3]float64{3.5, 4.5, 0.5} {
-		t.Errorf("point = %+v", ms[2])
+	if Marks(nil, nil, cols) != nil {
+		t.Error("marks from no boxes and no points")
 	}
-	tr := MarksOf(a, dentex, cols, true)
-	if tr[0].Text != "1 8 Caries" || tr[1].Score != 1 {
-		t.Errorf("truth marks carry scores: %q, %v", tr[0].Text, tr[1].Score)
-	}
-	if MarksOf(nil, dentex, cols, false) != nil {
-		t.Error("marks from no annotation")
+	if def := Marks(nil, []Point{{Class: 2}}, nil); def[0].Color != cols[3] {
+		t.Errorf("without a colour table, class 2 is %v, want the default table's colour 3 %v", def[0].Color, cols[3])
 	}
 }
 
@@ -254,14 +229,12 @@ func TestSliceViewMarksGolden(t *testing.T) {
 	if err := v.SetVolume(rgbTile(t)); err != nil {
 		t.Fatal(err)
 	}
-	a := &taskspec.Annotation{
-		Boxes: []taskspec.Box{
-			{X: 2, Y: 2, W: 8, H: 6, Attrs: map[string]int{"diagnosis": 1}, Score: 0.9},
-			{X: 14, Y: 8, W: 6, H: 5, Attrs: map[string]int{"diagnosis": 3}, Score: 0.3},
-		},
-		Points: []taskspec.Point{{X: 4, Y: 12, Class: "tumour", Score: 0.8}, {X: 18, Y: 3, Class: "lymphocyte", Score: 0.1}},
-	}
-	v.SetMarks(MarksOf(a, dentex, nil, false))
+	// DENTEX-like boxes (diagnosis Caries, class 1; Deep Caries, class 3) and two point
+	// classes, as the Review screen gives them.
+	v.SetMarks(Marks([]Box{
+		{Min: [3]float64{2, 2, 0}, Max: [3]float64{10, 8, 1}, Class: 1, Score: 0.9, Text: "Caries 0.90"},
+		{Min: [3]float64{14, 8, 0}, Max: [3]float64{20, 13, 1}, Class: 3, Score: 0.3, Text: "Deep Caries 0.30"},
+	}, []Point{{At: [3]float64{4.5, 12.5, 0.5}, Class: 0, Score: 0.8}, {At: [3]float64{18.5, 3.5, 0.5}, Class: 1, Score: 0.1}}, nil))
 	w := test.NewTempWindow(t, v)
 	w.SetPadded(false)
 	w.Resize(fyne.NewSize(240, 160))
@@ -291,11 +264,9 @@ func visibleTexts(v *SliceView) int {
 func newCompare(t *testing.T) (*CompareView, fyne.Window) {
 	test.NewTempApp(t)
 	c := NewCompareView(Axial)
-	for _, v := range []*SliceView{c.Left, c.Right} {
-		q := make(uiQueue)
-		v.ui = q.run
-		queues[v] = q
-	}
+	b, q := testBridge()
+	c.UseBridge(b)
+	queues[c.Left], queues[c.Right] = q, q
 	vol, truth := ctVolume(t)
 	// The prediction: class 1 one voxel wider (false positives at x = 6), class 2 missing
 	// its top row (false negatives at y = 5).
@@ -383,10 +354,8 @@ func TestCompareView(t *testing.T) {
 func TestComposeAllocs(t *testing.T) {
 	v := rgbTile(t)
 	l := NewLayout(v, Axial)
-	ms := MarksOf(&taskspec.Annotation{
-		Boxes:  []taskspec.Box{{X: 2, Y: 2, W: 8, H: 6, Score: 0.9}},
-		Points: []taskspec.Point{{X: 4, Y: 12, Score: 0.8}},
-	}, nil, nil, false)
+	ms := Marks([]Box{{Min: [3]float64{2, 2, 0}, Max: [3]float64{10, 8, 1}, Score: 0.9, Text: "0.90"}},
+		[]Point{{At: [3]float64{4.5, 12.5, 0.5}, Score: 0.8}}, nil)
 	var r Renderer
 	var c Composer
 	p := &Params{RGB: true, Window: RGBWindow}
@@ -398,5 +367,80 @@ func TestComposeAllocs(t *testing.T) {
 	run()
 	if n := testing.AllocsPerRun(20, run); n != 0 {
 		t.Errorf("%v allocations per render and compose, want 0", n)
+	}
+}
+
+// quiet runs the flushes q hands over until none comes for 200 ms (twelve bridge
+// intervals) and returns how many ran; it fails after 200, a view that never settles.
+func quiet(t *testing.T, q uiQueue) int {
+	t.Helper()
+	for n := 0; ; n++ {
+		select {
+		case f := <-q:
+			f()
+		case <-time.After(200 * time.Millisecond):
+			return n
+		}
+		if n > 200 {
+			t.Fatalf("still flushing after %d flushes: linked views echo each other", n)
+		}
+	}
+}
+
+// Linked views follow each other without echoing back: a second change of the left view
+// made before the bridge has shown the right view following the first is kept, and the
+// two settle on it (an echo of the older slice would undo it, and the two would trade
+// old and new slices at every flush).
+func TestCompareLinkedNoEcho(t *testing.T) {
+	c, _ := newCompare(t)
+	c.SetMode(SideBySide)
+	q := queues[c.Left]
+	quiet(t, q)
+	c.Left.SetSlice(1)
+	(<-q)() // the flush that has the right view follow to slice 1
+	c.Left.SetSlice(3)
+	quiet(t, q)
+	if l, r := c.Left.Slice(), c.Right.Slice(); l != 3 || r != 3 {
+		t.Errorf("slices %d and %d, want both on the newest, 3", l, r)
+	}
+	// The same for zoom and pan.
+	c.Right.SetView(View{Zoom: 2, Center: [2]float64{4, 4}})
+	(<-q)()
+	c.Right.SetView(View{Zoom: 3, Center: [2]float64{5, 5}})
+	quiet(t, q)
+	if l, r := c.Left.View(), c.Right.View(); l != r || r.Zoom != 3 {
+		t.Errorf("views %+v and %+v, want both on the newest, zoom 3", l, r)
+	}
+}
+
+// In three linked planes, scrolling one view twice across a flush ends with every
+// crosshair on the newest slice.
+func TestOrthoLinkedNoEcho(t *testing.T) {
+	test.NewTempApp(t)
+	o := NewOrthoView()
+	b, q := testBridge()
+	o.UseBridge(b)
+	vol, _ := ctVolume(t)
+	if err := o.SetVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	w := test.NewTempWindow(t, o)
+	w.Resize(fyne.NewSize(320, 320))
+	quiet(t, q)
+	ax := o.Views[0]
+	ax.SetSlice(3)
+	(<-q)()
+	ax.SetSlice(4)
+	quiet(t, q)
+	if c := o.Crosshair(); c[2] != 4 || ax.Slice() != 4 {
+		t.Errorf("crosshair %v, axial slice %d; want z = 4 for both", c, ax.Slice())
+	}
+	for _, v := range o.Views[1:] {
+		v.mu.Lock()
+		cross := v.cross
+		v.mu.Unlock()
+		if cross[2] != 4 {
+			t.Errorf("%v view's crosshair %v, want z = 4", v.p.Plane, cross)
+		}
 	}
 }

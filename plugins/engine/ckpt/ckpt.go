@@ -5,9 +5,9 @@
 //
 // A checkpoint is one file: the magic "AMIDCKPT", the format version and the manifest
 // length as little-endian uint32, the manifest JSON, then the payload: every tensor the
-// manifest lists, in order, as little-endian float32. Files are written to a temporary
-// file in the same folder, synced and renamed, so a crash leaves the old checkpoint or the
-// new one, never half of one.
+// manifest lists, in order, as little-endian float32. Files are written atomically and
+// durably (amid/viewer/fileio), so a crash leaves the old checkpoint or the new one, never
+// half of one.
 package ckpt
 
 import (
@@ -21,10 +21,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/viewer/fileio"
 )
 
 // Format is the version of the file layout this package writes and reads.
@@ -76,11 +76,15 @@ type Manifest struct {
 	Step  int             `json:"step"`
 	// Optimizer is the optimizer kind ("adam", "sgd") and its own step count; empty
 	// without optimizer state.
-	Optimizer     string   `json:"optimizer,omitempty"`
-	OptimizerStep int      `json:"optimizer_step,omitempty"`
-	Tensors       []Tensor `json:"tensors"`
-	PayloadBytes  int64    `json:"payload_bytes"`
-	SHA256        string   `json:"sha256"`
+	Optimizer     string `json:"optimizer,omitempty"`
+	OptimizerStep int    `json:"optimizer_step,omitempty"`
+	// DataState is the state of the training data's order where it is not a function of
+	// the step alone (a random generator's, for one), so that a resumed run draws what an
+	// uninterrupted one would; empty when there is none.
+	DataState    []byte   `json:"data_state,omitempty"`
+	Tensors      []Tensor `json:"tensors"`
+	PayloadBytes int64    `json:"payload_bytes"`
+	SHA256       string   `json:"sha256"`
 }
 
 // Checkpoint is what Save writes.
@@ -92,6 +96,8 @@ type Checkpoint struct {
 	Model       Model
 	// Opt may be nil: weights only.
 	Opt Optimizer
+	// DataState, when not empty, is recorded as the manifest's DataState.
+	DataState []byte
 }
 
 // slots lists an optimizer state's slot names in a fixed order.
@@ -104,9 +110,9 @@ func slots(s engine.OptimState) []string {
 	return names
 }
 
-// Save writes c to path atomically (temporary file in the same folder, fsync, rename).
+// Save writes c to path atomically and durably (amid/viewer/fileio).
 func Save(path string, c Checkpoint) error {
-	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step}
+	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step, DataState: c.DataState}
 	if c.Train != nil {
 		raw, err := json.Marshal(c.Train)
 		if err != nil {
@@ -161,38 +167,7 @@ func Save(path string, c Checkpoint) error {
 	copy(head[:], magic)
 	binary.LittleEndian.PutUint32(head[len(magic):], Format)
 	binary.LittleEndian.PutUint32(head[len(magic)+4:], uint32(len(man)))
-	return writeAtomic(path, head[:], man, payload)
-}
-
-func writeAtomic(path string, parts ...[]byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; a checkpoint is an ordinary file.
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	for _, p := range parts {
-		if _, err := f.Write(p); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := fileio.Write(path, head[:], man, payload); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return nil

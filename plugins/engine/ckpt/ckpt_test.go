@@ -75,7 +75,8 @@ func TestResumeBitIdentical(t *testing.T) {
 		first := newRun(t, arch, 1)
 		first.train(n)
 		path := filepath.Join(t.TempDir(), "model.ckpt")
-		if err := Save(path, Checkpoint{Arch: arch, Train: trainCfg{1e-2, n + m}, Epoch: 1, Step: n, Model: first.u, Opt: first.opt}); err != nil {
+		state := []byte{0, 1, 2, 255} // opaque bytes: the data order's state
+		if err := Save(path, Checkpoint{Arch: arch, Train: trainCfg{1e-2, n + m}, Epoch: 1, Step: n, Model: first.u, Opt: first.opt, DataState: state}); err != nil {
 			t.Fatal(err)
 		}
 		resumed := newRun(t, arch, 99)
@@ -92,6 +93,9 @@ func TestResumeBitIdentical(t *testing.T) {
 		}
 		if man.Step != n || man.Epoch != 1 || man.EngineVersion != engine.Version || man.OptimizerStep != n {
 			t.Fatalf("manifest step %d epoch %d version %q optimizer step %d", man.Step, man.Epoch, man.EngineVersion, man.OptimizerStep)
+		}
+		if !bytes.Equal(man.DataState, state) {
+			t.Fatalf("data state %v, saved %v", man.DataState, state)
 		}
 		resumed.train(m)
 		for i, p := range straight.u.Params() {

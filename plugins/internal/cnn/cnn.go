@@ -1,8 +1,8 @@
 // Package cnn is what AMID's image-level plugins (classification, image quality) share: a
 // convolutional encoder on the engine with global pooling and a dense head ([Build]),
 // reading a case's image onto a fixed grid ([Load]), intensity normalisation ([Intensity]),
-// in-memory batches with augmentation ([Batcher]) and the Train call's event loop that
-// streams progress and honours a cancel ([Stream]).
+// batches with augmentation from images in memory ([Fill]), and ensembles of one model per
+// fold ([Ensemble]). Their training loop is amid/plugins/internal/training's.
 package cnn
 
 import (

@@ -3,7 +3,7 @@
 // share around their models: starting the plugin process ([Main]), describing it
 // ([Describe]), reading the task's spec ([Spec]), planning the network from a dataset
 // fingerprint ([MedianDims], [Planned]), loading the cases' images onto the grid
-// ([LoadImages]), checkpoint records ([FinalName], [ReadRecord]) and prediction files
+// ([LoadImages]), checkpoint records ([ReadRecord]) and prediction files
 // ([OutPath]). What their tests share is in imageplugintest, so that the plugins do not
 // link the testing packages; the models themselves are in amid/plugins/internal/cnn.
 package imageplugin
@@ -24,9 +24,6 @@ import (
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
-
-// FinalName is the final checkpoint's file name in a training run's work folder.
-const FinalName = "final.ckpt"
 
 // Main is the main function of the plugin amid-plugin-<name>: it lets the engine pick
 // OpenBLAS's core type (a failure is logged to stderr, not fatal) and serves impl.

@@ -7,44 +7,22 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"amid/plugins/engine"
+	"amid/plugins/engine/internal/refnets"
+	"amid/plugins/internal/measure"
 )
-
-// model is one benchmark network; the PyTorch script builds the same from these fields.
-type model struct {
-	Name    string   `json:"name"`
-	Batch   int      `json:"batch"`
-	Patch   [3]int   `json:"patch"`
-	Widths  []int    `json:"widths"`
-	Kernels [][3]int `json:"kernels"`
-	Pools   [][3]int `json:"pools"`
-	MaxPool bool     `json:"maxpool"`
-	Classes int      `json:"classes"`
-}
-
-var models = []model{
-	{Name: "2d", Batch: 8, Patch: [3]int{1, 128, 128}, Widths: []int{32, 64, 128, 256},
-		Kernels: [][3]int{{1, 3, 3}, {1, 3, 3}, {1, 3, 3}, {1, 3, 3}},
-		Pools:   [][3]int{{1, 2, 2}, {1, 2, 2}, {1, 2, 2}}, MaxPool: true, Classes: 2},
-	{Name: "3d", Batch: 2, Patch: [3]int{64, 64, 64}, Widths: []int{16, 32, 64, 128},
-		Kernels: [][3]int{{3, 3, 3}, {3, 3, 3}, {3, 3, 3}, {3, 3, 3}},
-		Pools:   [][3]int{{2, 2, 2}, {2, 2, 2}, {2, 2, 2}}, MaxPool: true, Classes: 2},
-}
 
 // result is what one measuring process prints as its last line.
 type result struct {
@@ -73,7 +51,7 @@ func main() {
 	layers := flag.Bool("layers", false, "with -model: also print the engine's time per layer (to stderr)")
 	flag.Parse()
 	if *one != "" {
-		if err := measure(*one, *steps, *threads, *workers, *layers); err != nil {
+		if err := measureModel(*one, *steps, *threads, *workers, *layers); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -85,36 +63,11 @@ func main() {
 	}
 }
 
-func find(name string) (model, error) {
-	for _, m := range models {
-		if m.Name == name {
-			return m, nil
-		}
+func find(name string) (refnets.Model, error) {
+	if m, ok := refnets.Find(name); ok {
+		return m, nil
 	}
-	return model{}, fmt.Errorf("benchengine: no model %q", name)
-}
-
-func peakRSS() float64 { return statusMiB("VmHWM:") }
-func rss() float64     { return statusMiB("VmRSS:") }
-
-// statusMiB reads a memory line of /proc/self/status in MiB (0 where there is none).
-func statusMiB(key string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func median(s []float64) float64 {
-	sort.Float64s(s)
-	return s[len(s)/2]
+	return refnets.Model{}, fmt.Errorf("benchengine: no model %q", name)
 }
 
 // sgemmPeak measures SGEMM of 2048² matrices on the given number of OpenBLAS threads.
@@ -137,17 +90,15 @@ func sgemmPeak(threads int) float64 {
 	return best
 }
 
-func measure(name string, steps, threads, workers int, layers bool) error {
+func measureModel(name string, steps, threads, workers int, layers bool) error {
 	m, err := find(name)
 	if err != nil {
 		return err
 	}
 	peak := sgemmPeak(threads)
-	base := rss()
+	base := measure.RSSMiB()
 	be := engine.NewCPU(workers)
-	cfg := engine.UNetConfig{In: 1, Classes: m.Classes, Widths: m.Widths, Kernels: m.Kernels,
-		Pools: m.Pools, Convs: 2, MaxPool: m.MaxPool, Norm: engine.Instance, Slope: 0.01}
-	u, err := engine.BuildUNet(be, cfg, m.Batch, m.Patch, 1)
+	u, err := engine.BuildUNet(be, m.Config(), m.Batch, m.Patch, 1)
 	if err != nil {
 		return err
 	}
@@ -166,14 +117,14 @@ func measure(name string, steps, threads, workers int, layers bool) error {
 	debug.SetGCPercent(-1) // a step allocates nothing; keep the collector out of the timings
 	var times, cpus []float64
 	for i := range steps + 1 {
-		t, c := time.Now(), cpuTime()
+		t, c := time.Now(), measure.CPUSeconds()
 		u.Forward()
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), 12)
 		opt.Step()
 		if i > 0 {
 			times = append(times, time.Since(t).Seconds())
-			cpus = append(cpus, cpuTime()-c)
+			cpus = append(cpus, measure.CPUSeconds()-c)
 		}
 	}
 	if layers {
@@ -186,10 +137,10 @@ func measure(name string, steps, threads, workers int, layers bool) error {
 		u.Profile(false)
 	}
 	runtime.KeepAlive(u)
-	med := median(times)
+	med := measure.Median(times)
 	return json.NewEncoder(os.Stdout).Encode(result{Impl: "engine", Model: name, StepMS: 1000 * med,
-		CPUMS:   1000 * median(cpus),
-		PeakMiB: peakRSS(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
+		CPUMS:   1000 * measure.Median(cpus),
+		PeakMiB: measure.PeakMiB(), BaseMiB: base, Samples: float64(m.Batch) / med, Backend: be.Name(),
 		GFlops: u.Flops() / 1e9, PeakGEMM: peak})
 }
 
@@ -213,23 +164,11 @@ func printLayers(prof []engine.LayerTime, steps int) {
 	fmt.Fprintf(os.Stderr, "%9s %9.1f ms per step (forward + backward, without the optimizer)\n", "total", ms(total))
 }
 
-// run starts a measuring process and decodes the JSON on its last output line.
+// run starts a measuring process and returns its result.
 func run(cmd *exec.Cmd) (result, error) {
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return result{}, fmt.Errorf("benchengine: %s: %w", strings.Join(cmd.Args, " "), err)
-	}
-	var last string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		if s := strings.TrimSpace(sc.Text()); s != "" {
-			last = s
-		}
-	}
 	var r result
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		return result{}, fmt.Errorf("benchengine: %s printed %q: %w", cmd.Args[0], last, err)
+	if err := refnets.RunJSON(cmd, &r); err != nil {
+		return result{}, fmt.Errorf("benchengine: %w", err)
 	}
 	return r, nil
 }
@@ -241,14 +180,10 @@ func compare(steps, threads, workers int, python string) error {
 	}
 	script := ""
 	if python != "" {
-		_, file, _, _ := runtime.Caller(0)
-		script = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
-		if _, err := os.Stat(script); err != nil {
-			script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
-		}
+		script = refnets.TorchScript()
 	}
 	fmt.Printf("%-4s %-7s %9s %9s %9s %8s %8s %10s  %s\n", "net", "impl", "step ms", "CPU ms", "samples/s", "GFLOP/s", "of peak", "peak MiB", "notes")
-	for _, m := range models {
+	for _, m := range refnets.Models {
 		e, err := run(exec.Command(exe, "-model", m.Name, "-steps", strconv.Itoa(steps),
 			"-threads", strconv.Itoa(threads), "-workers", strconv.Itoa(workers)))
 		if err != nil {

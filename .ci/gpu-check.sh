@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Checks the engine's Vulkan backend on a machine with a GPU, from the bundle that
+# .ci/gpu-bundle.sh builds (make gpu-bundle; copy bin/gpu-check.tar.xz there, then
+# `tar xJf gpu-check.tar.xz && gpu-check/gpu-check.sh`). It needs no Go, no apt and no
+# OpenBLAS, and runs in about five minutes at most:
+#   1. vulkaninfo --summary (the machine's Vulkan loader, else the bundle's);
+#   2. the Vulkan parity tests (every layer forward and backward against the CPU engine,
+#      50-step U-Net training against the CPU, determinism, optimizers, a lost device and
+#      an allocation cap injected, sliding windows, checkpoints across devices) on the
+#      GPU: the tests prefer a discrete GPU, then an integrated one (AMID_TEST_VK_DEVICE=N
+#      picks another);
+#   3. the GPU benchmark (cmd/benchgpu) on the reference 2D and 3D U-Nets, side by side
+#      with the CPU engine and, where python3 has PyTorch with CUDA, PyTorch;
+#   4. a short training run (200 steps of the 2D reference U-Net) on every GPU.
+# Everything is printed and kept in gpu-check.log beside this script; record the figures
+# in plugins/engine/README.md. TIMEOUT_SCALE=N multiplies every step's time limit (for a
+# slow device such as lavapipe, on which the script can be tried out).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+log=$here/gpu-check.log
+exec > >(tee "$log") 2>&1
+fail=0
+step() { echo; echo "== $*"; }
+run() { # name, seconds, command…
+  local name=$1 secs=$(( $2 * ${TIMEOUT_SCALE:-1} )); shift 2
+  timeout "$secs" "$@"; local s=$?
+  if [ $s -ne 0 ]; then echo "!! $name failed (exit $s)"; fail=1; fi
+}
+
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+glibc=${glibc:-0}
+if [ "$(printf '%s\n2.34\n' "$glibc" | sort -V | head -1)" != 2.34 ]; then
+  echo "glibc $glibc is older than 2.34, which the bundle's binaries (built on Debian 12) need"
+  exit 1
+fi
+# The machine's own loader when it has one (it matches its driver), else the bundle's.
+if ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 '; then
+  echo "Vulkan loader: the machine's"
+else
+  echo "Vulkan loader: the bundle's (libvulkan1 from Debian 12)"
+  export AMID_VK_LOADER=$here/lib/libvulkan.so.1
+fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$here/lib
+export CI=true # no Vulkan test may skip: a missing device is a failure here
+
+step "1. vulkaninfo --summary"
+XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} run vulkaninfo 30 "$here/bin/vulkaninfo" --summary
+
+step "2. parity tests on the GPU"
+cd "$here"
+run "vk tests" 30 "$here/bin/vk.test" -test.v -test.count=1
+run "engine device tests" 150 "$here/bin/engine.test" -test.count=1 -test.v \
+  -test.run '^(TestDevice|TestCrossDevice|TestTrainerErrors|TestFaultEnvironment|TestOpenDevice)'
+run "device sliding windows" 30 "$here/bin/infer.test" -test.count=1 -test.v -test.run '^TestNetWindowOnDevice$'
+
+step "3. GPU benchmark"
+torch=()
+if command -v python3 >/dev/null && python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  torch=(-torch python3)
+  export AMID_TORCH_BENCH=$here/torch/torch_bench.py
+else
+  echo "(no PyTorch with CUDA here: the engine alone)"
+fi
+run benchgpu 120 "$here/bin/benchgpu" -steps 3 "${torch[@]}"
+
+step "4. short training run"
+run "training run" 60 "$here/bin/benchgpu" -train 200
+
+echo
+if [ $fail -ne 0 ]; then echo "gpu-check: FAILED (see $log)"; exit 1; fi
+echo "gpu-check: passed (log: $log)"

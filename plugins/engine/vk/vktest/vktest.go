@@ -1,0 +1,74 @@
+// Package vktest opens a Vulkan device for tests: Mesa's lavapipe in CI (Debian
+// mesa-vulkan-drivers), with its vector width pinned so that results do not depend on the
+// CPU running the tests. Outside CI a machine without Vulkan skips the test; in CI
+// (CI=true) it fails, so that a Vulkan test never silently skips there.
+package vktest
+
+import (
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"amid/plugins/engine/vk"
+)
+
+// VectorWidth is the LLVM vector width lavapipe is pinned to (LP_NATIVE_VECTOR_WIDTH):
+// 256 bits, AVX2's, which makes its subgroups 8 wide on every x86-64 CPU.
+const VectorWidth = "256"
+
+var (
+	once sync.Once
+	dev  *vk.Device
+	err  error
+)
+
+// Pin sets lavapipe's vector width unless the environment already sets it; it must run
+// before the Vulkan instance is created (TestMain, or Device below).
+func Pin() {
+	if os.Getenv("LP_NATIVE_VECTOR_WIDTH") == "" {
+		os.Setenv("LP_NATIVE_VECTOR_WIDTH", VectorWidth)
+	}
+}
+
+// InCI says whether the tests run in CI, where nothing may skip.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Device returns the test device, shared by the tests of a process: AMID_TEST_VK_DEVICE
+// picks one by index, else the first device (in CI, lavapipe). Without one it skips the
+// test, or fails it in CI.
+func Device(t testing.TB) *vk.Device {
+	t.Helper()
+	once.Do(func() {
+		Pin()
+		var in *vk.Instance
+		if in, err = vk.Open(); err != nil {
+			return
+		}
+		dev, err = in.Device(Index(in), vk.Options{})
+	})
+	if err != nil {
+		if InCI() {
+			t.Fatalf("no Vulkan device in CI (make test installs mesa-vulkan-drivers): %v", err)
+		}
+		t.Skipf("no Vulkan device: %v", err)
+	}
+	return dev
+}
+
+// Index is the device tests use: AMID_TEST_VK_DEVICE when set, else the first discrete
+// GPU, then the first integrated one, then the first device of any kind (lavapipe in CI).
+func Index(in *vk.Instance) int {
+	if n, err := strconv.Atoi(os.Getenv("AMID_TEST_VK_DEVICE")); err == nil {
+		return n
+	}
+	devs := in.Devices()
+	for _, want := range []vk.DeviceType{vk.Discrete, vk.Integrated} {
+		for _, d := range devs {
+			if d.Type == want && d.Usable() == nil {
+				return d.Index
+			}
+		}
+	}
+	return 0
+}
