@@ -123,7 +123,7 @@ func TestDemoDICOMStudies(t *testing.T) {
 		t.Fatal(err)
 	}
 	chosen, notes, err := st.Select(dicom.Selector{Modality: "CT", Prefer: dicom.PreferThinnest})
-	if err != nil || chosen.Description != "HEAD 8mm" || chosen.Slices != DemoDims[2] || len(notes) != 1 || !strings.Contains(notes[0], `"SCOUT" (CT, 1 file) skipped: a localizer`) {
+	if err != nil || chosen.Description != "HEAD 8mm" || chosen.Slices != DemoDims[2] || len(notes) != 2 || !strings.Contains(notes[0], `"SCOUT" (CT, 1 file) skipped: a localizer`) || !strings.Contains(notes[1], `"HEAD 16mm" (CT, 10 files) passed over`) {
 		t.Errorf("the thinnest CT series: %+v, %q, %v", chosen, notes, err)
 	}
 	ents, _ := os.ReadDir(study)

@@ -81,8 +81,8 @@ func (s Selector) String() string {
 }
 
 // Select picks the series of the study that sel names. Notes say, in a sentence each and
-// without identifiers, what was passed over: the study's skipped objects, and series with
-// fewer slices than sel.MinSlices. When no series or several fit, the error (wrapping
+// without identifiers, what was passed over: the study's skipped objects, series with
+// fewer slices than sel.MinSlices, and series that fit but lost to the preference. When no series or several fit, the error (wrapping
 // ErrSeries) lists each candidate with its Series Instance UID, description, slice count
 // and spacing.
 func (st *Study) Select(sel Selector) (*SeriesInfo, []string, error) {
@@ -134,6 +134,12 @@ func (st *Study) Select(sel Selector) (*SeriesInfo, []string, error) {
 		n := 1
 		for n < len(fit) && better(fit[0], fit[n]) == 0 {
 			n++
+		}
+		if n == 1 {
+			for _, s := range fit[1:] {
+				notes = append(notes, fmt.Sprintf("%s passed over: %s (%d slices, %.4g mm apart) preferred", describe(s.Description, s.Modality, s.Files),
+					describe(fit[0].Description, fit[0].Modality, fit[0].Files), fit[0].Slices, fit[0].Spacing[2]))
+			}
 		}
 		fit = fit[:n]
 	}

@@ -206,7 +206,7 @@ func TestStudy(t *testing.T) {
 		want *SeriesInfo
 		note string
 	}{
-		{Selector{Prefer: PreferThinnest}, a, "skipped: a localizer"},
+		{Selector{Prefer: PreferThinnest}, a, `series "Abdomen 5mm" (CT, 5 files) passed over: series "Abdomen 2.5mm" (CT, 10 files) (10 slices, 2.5 mm apart) preferred`},
 		{Selector{Prefer: PreferMost}, a, "README.txt skipped: not a DICOM file"},
 		{Selector{Description: "^abdomen 5", Modality: "ct"}, b, `series "Dose Report" (CT, 1 file) skipped: a dose report`},
 		{Selector{MinSlices: 6, Orientation: "axial"}, a, `series "Abdomen 5mm" (CT, 5 files) skipped: 5 slices, fewer than min_slices 6`},
