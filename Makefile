@@ -11,7 +11,8 @@ BIN   := bin
 # desktop's smoke test (.ci/screenshots.sh); the DICOM tests' reference tools: GDCM
 # (libgdcm-tools, python3-gdcm), dcmtk and OpenJPEG's tools (the decoders' references),
 # dicom3tools (dciodvfy validates the DICOM objects AMID writes), plastimatch (the anchor
-# for rasterising RTSTRUCT contours) and pydicom with numpy (reads them back); the Vulkan
+# for rasterising RTSTRUCT contours), pydicom with numpy (reads them back) and dcm2niix
+# (the anchor for how DICOM series become volumes: geometry, tilt, spacing); the Vulkan
 # loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
 # GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo. npm
 # (for fetching real test images) is installed from Debian only when no npm command is on
@@ -20,7 +21,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
             xvfb xdotool imagemagick libgl1-mesa-dri \
             libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
-            dicom3tools plastimatch python3-pydicom python3-numpy \
+            dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 

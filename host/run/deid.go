@@ -142,7 +142,13 @@ func Cases(dir string) (*task.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolve(t, st, dir)
+	d, err := resolve(t, st, dir)
+	if err != nil {
+		return nil, err
+	}
+	// A series chosen in a study folder is read from its own folder of links, as the run
+	// read it (align).
+	return d, d.LinkSeries(filepath.Join(dir, "channels", "series"))
 }
 
 // keyID identifies a run's key without revealing it (recorded in the audit log).

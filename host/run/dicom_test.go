@@ -66,19 +66,24 @@ func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deident
 	return st, dir
 }
 
-// TestDICOMEndToEnd is the issue's end to end on generated DICOM (amid demo --dicom): CT
-// series in four transfer syntaxes (explicit and implicit VR, deflated, RLE Lossless),
-// SEG labels for even cases and RTSTRUCT labels for odd ones, through a run to a verified
-// package whose predictions are DICOM SEG too. Each SEG references its source series,
+// TestDICOMEndToEnd is the issue's end to end on generated DICOM (amid demo --dicom
+// --studies): each case a study folder of two CT series and a localizer (the task's
+// series selector picks the thin axial series; the audit log records it), the series in
+// four transfer syntaxes (explicit and implicit VR, deflated, RLE Lossless), SEG labels
+// for even cases and RTSTRUCT labels for odd ones, through a run to a verified package
+// whose predictions are DICOM SEG too. Each SEG references its source series,
 // study and patient by their original UIDs, dciodvfy finds no error in it, pydicom reads
 // it, and AMID's SEG reader reads it back to the identical label map (export.Verify).
 func TestDICOMEndToEnd(t *testing.T) {
 	skipLong(t)
 	data := t.TempDir()
-	if err := synth.DemoDICOM(data, 6, 11, synth.DICOMOptions{}); err != nil {
+	if err := synth.DemoDICOM(data, 6, 11, synth.DICOMOptions{Studies: true}); err != nil {
 		t.Fatal(err)
 	}
 	st, dir := dicomRun(t, filepath.Join(data, "task.yaml"), data, 40*time.Second, false)
+	if b, err := os.ReadFile(filepath.Join(dir, "contract.json")); err != nil || !bytes.Contains(b, []byte(`skipped: a localizer`)) {
+		t.Errorf("the contract does not note the localizers passed over: %v", err)
+	}
 	v := verifyPackage(t, st.Package)
 	d, err := Cases(dir)
 	if err != nil {

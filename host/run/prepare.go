@@ -90,6 +90,9 @@ func (r *Runner) prepare(ctx context.Context) error {
 	if moved > 0 {
 		r.logf("%d channels were on another grid than their case's first channel and were resampled onto it", moved)
 	}
+	if err := r.recordSeries(d); err != nil {
+		return err
+	}
 	trainIDs, testIDs := make([]string, len(d.Train)), make([]string, len(d.Test))
 	for i, c := range d.Train {
 		trainIDs[i] = c.ID

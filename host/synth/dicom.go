@@ -51,6 +51,9 @@ data:
     label: {path: "train/labels/{id}.dcm", format: dicom, names: {SKULL: bone, Scalp: soft tissue, Ventricles: ventricle}}
   test:
     images: ["test/images/{id}"]
+  # In a study folder (amid demo --dicom --studies), the thin axial CT series; the
+  # thicker one and the localizer are passed over with a note.
+  series: [{modality: CT, orientation: axial, prefer: thinnest}]
 metric: {name: dice, direction: max}
 submission:
   columns: [case_id, predicted_mask_path]
@@ -73,8 +76,8 @@ type DICOMOptions struct {
 	// Syntaxes[i mod len]; empty: DICOMSyntaxes.
 	Syntaxes []string
 	// Studies makes each case folder a study as PACS exports it: the axial series, a
-	// second series of thicker slices and a localizer, side by side. Reading them needs
-	// a series selector in the task.
+	// second series of thicker slices and a localizer, side by side. The task's series
+	// selector (data.series) picks the axial series.
 	Studies bool
 }
 

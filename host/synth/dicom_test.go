@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,8 +113,18 @@ func TestDemoDICOMStudies(t *testing.T) {
 			t.Errorf("series %d has %d images, want %d", n, len(src.Instances), want)
 		}
 	}
-	if _, _, err := dicom.ReadDir(study); err == nil || !strings.Contains(err.Error(), "3 series") {
+	// Read as a study: the localizer is passed over, and the two CT series need a selector.
+	if _, _, err := dicom.ReadDir(study); !errors.Is(err, dicom.ErrSeries) || !strings.Contains(err.Error(), `2 series fit any series`) ||
+		!strings.Contains(err.Error(), `"HEAD 8mm"`) || !strings.Contains(err.Error(), `"HEAD 16mm"`) {
 		t.Errorf("a study folder read as one series: %v", err)
+	}
+	st, err := dicom.Scan(study)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chosen, notes, err := st.Select(dicom.Selector{Modality: "CT", Prefer: dicom.PreferThinnest})
+	if err != nil || chosen.Description != "HEAD 8mm" || chosen.Slices != DemoDims[2] || len(notes) != 2 || !strings.Contains(notes[0], `"SCOUT" (CT, 1 file) skipped: a localizer`) || !strings.Contains(notes[1], `"HEAD 16mm" (CT, 10 files) passed over`) {
+		t.Errorf("the thinnest CT series: %+v, %q, %v", chosen, notes, err)
 	}
 	ents, _ := os.ReadDir(study)
 	for _, e := range ents {

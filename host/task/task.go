@@ -28,8 +28,7 @@
 //	budget: 20m
 //
 // Case ids come from the first image pattern: every file that matches it with one path
-// segment in place of {id} is a case; a pattern that ends in {id} also finds folders (a
-// DICOM series folder per case). Every error names the file and the field.
+// segment in place of {id} is a case. Every error names the file and the field.
 //
 // Labels drawn in a DICOM tool arrive as DICOM SEG or RTSTRUCT, one object per case
 // (format dicom; amid/host/ingest turns them into label maps on the case's image grid).
@@ -49,6 +48,31 @@
 //	  test:
 //	    images: ["test/images/{id}"]
 //
+// A case may be a DICOM folder, as PACS exports a study: {id} names the folder
+// ("train/{id}/", "studies/{id}/CT/"; a last segment of {id} alone finds files and
+// folders). The folder is searched through its subfolders, or through its DICOMDIR when
+// it has one; localizers, reports, presentation states, key objects, dose reports and
+// segmentations are passed over, each with a note in the profile. data.series picks,
+// per image pattern, the series to read (amid/viewer/dicom's Selector): its modality,
+// a regular expression found in its Series Description (without regard to case), its
+// orientation (axial, coronal or sagittal), a minimum slice count (2 unless given, in a
+// 3D task: one image is not a volume), and a preference (thinnest slices, most slices)
+// when several fit. When the rule leaves no series or several, Resolve's error lists
+// each candidate (Series Instance UID, description, slice count, spacing). A series whose
+// slices do not lie on a regular grid (gantry tilt, uneven spacing) is resampled onto one
+// when read, with a warning in the profile and the audit log:
+//
+//	channels: [t1, t2]
+//	data:
+//	  train:
+//	    images: ["studies/{id}/", "studies/{id}/"]    # both channels from one study
+//	    label: {path: "labels/{id}.nii.gz"}
+//	  test:
+//	    images: ["test/{id}/", "test/{id}/"]
+//	  series:
+//	    - {modality: MR, description: "t1", orientation: axial, min_slices: 20, prefer: thinnest}
+//	    - {modality: MR, description: "t2", prefer: most}
+//
 // The plugin-facing part of a task is [Task.Spec] (amid/plugins/taskspec).
 package task
 
@@ -65,6 +89,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"amid/plugins/taskspec"
+	"amid/viewer/dicom"
 )
 
 // MaxFileBytes bounds a task file.
@@ -109,6 +134,9 @@ type Data struct {
 	// Patient is a regular expression on the case id whose first group names the patient
 	// (empty: each case is its own patient). Folds never split a patient.
 	Patient string `yaml:"patient"`
+	// Series picks, per image pattern, the series of a case whose image is a DICOM folder
+	// (see the package doc); a pattern without one takes the folder's only image series.
+	Series []dicom.Selector `yaml:"series"`
 }
 
 // Split is one split's file patterns.
@@ -265,6 +293,9 @@ func (t *Task) Validate() error {
 		return err
 	}
 	if err := t.Data.Test.check("data.test", false); err != nil {
+		return err
+	}
+	if err := t.Data.checkSeries(); err != nil {
 		return err
 	}
 	if err := t.checkNames(); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"amid/assets/realdata"
 )
 
 const valid = `id: demo
@@ -175,13 +177,17 @@ func TestDICOMTask(t *testing.T) {
 		t.Errorf("labels %+v, names %v", tk.Labels, tk.Data.Train.Label.Names)
 	}
 	root := t.TempDir()
-	for _, p := range []string{"train/images/p1_a/1.dcm", "train/images/p2_b/1.dcm", "train/labels/p1_a.dcm", "train/labels/p2_b.dcm", "test/p3_ct.nii.gz"} {
+	for _, p := range []string{"train/labels/p1_a.dcm", "train/labels/p2_b.dcm", "test/p3_ct.nii.gz"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A case folder is read as DICOM (its series chosen): pydicom's 5-slice CT.
+	for _, id := range []string{"p1_a", "p2_b"} {
+		copyTree(t, realdata.Path(t, realdata.Pydicom+"/dicomdirtests/98892001/CT5N"), filepath.Join(root, "train/images", id))
 	}
 	d, err := tk.Resolve(root)
 	if err != nil {
