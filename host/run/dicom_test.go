@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"amid/host/export"
-	"amid/internal/ci"
 	"amid/host/synth"
+	"amid/internal/ci"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/rtstruct"
