@@ -77,6 +77,9 @@ const DefaultBudget = 20 * time.Minute
 type Env struct {
 	Catalog    *catalog.Catalog
 	Supervisor supervisor.Options
+	// Executor trains and predicts; nil: the local one ([Local]) over Supervisor and the
+	// run's store.
+	Executor Executor
 	// Events, when set, receives progress for a terminal or a window.
 	Events func(Event)
 	// Now is the clock (tests); nil: time.Now.
@@ -104,6 +107,7 @@ type Runner struct {
 	labels  map[string]string
 	audit   *audit.Log
 	store   *store.Store
+	exec    Executor
 	began   time.Time
 	spent0  time.Duration
 	// resumeNote, when set, is the sentence that says why a resumed run's planner is not
@@ -273,6 +277,10 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer r.store.Close()
+	r.exec = r.env.Executor
+	if r.exec == nil {
+		r.exec = &Local{Store: r.store, Opts: r.env.Supervisor}
+	}
 	if r.st.Phase == PhasePrepare {
 		if err := r.store.CreateRun(&store.Run{ID: r.st.ID, Created: r.st.Created, Task: r.task.ID}); err != nil && r.st.Spent == 0 {
 			return fmt.Errorf("run: %w", err)

@@ -48,16 +48,19 @@ const (
 
 // FoldState is one lane trained on one fold.
 type FoldState struct {
-	Status     string             `json:"status"`
-	Checkpoint string             `json:"checkpoint,omitempty"`
-	SHA256     string             `json:"sha256,omitempty"`
-	Steps      int64              `json:"steps,omitempty"`
-	Score      float64            `json:"score"`
-	Extra      map[string]float64 `json:"extra,omitempty"`
-	Plugin     map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
-	Error      string             `json:"error,omitempty"`
-	Took       time.Duration      `json:"took"`
-	Compute    compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	Status     string `json:"status"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// LastCheckpoint is the newest checkpoint the plugin reported while training, which a
+	// resumed run continues from.
+	LastCheckpoint string             `json:"last_checkpoint,omitempty"`
+	SHA256         string             `json:"sha256,omitempty"`
+	Steps          int64              `json:"steps,omitempty"`
+	Score          float64            `json:"score"`
+	Extra          map[string]float64 `json:"extra,omitempty"`
+	Plugin         map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
+	Error          string             `json:"error,omitempty"`
+	Took           time.Duration      `json:"took"`
+	Compute        compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
 }
 
 // LaneState is one lane of the run.

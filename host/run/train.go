@@ -11,7 +11,6 @@ import (
 
 	"amid/host/audit"
 	"amid/host/evaluate"
-	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/protocol"
 )
@@ -156,21 +155,23 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 	work := r.path("lanes", l.ID, fmt.Sprintf("f%d", k))
 	laneID := fmt.Sprintf("%s.f%d", l.ID, k)
 	resume := ""
-	if prev := l.Folds[k]; prev.Status == FoldTraining {
-		if rec, err := r.store.Lane(r.st.ID, laneID); err == nil && rec.LastCheckpoint != "" {
-			if _, err := os.Stat(rec.LastCheckpoint); err == nil {
-				resume = rec.LastCheckpoint
-				r.logf("lane %s fold %d resumes from %s", l.ID, k, resume)
-			}
+	if prev := l.Folds[k]; prev.Status == FoldTraining && prev.LastCheckpoint != "" {
+		if _, err := os.Stat(prev.LastCheckpoint); err == nil {
+			resume = prev.LastCheckpoint
+			r.logf("lane %s fold %d resumes from %s", l.ID, k, resume)
 		}
 	}
-	l.Folds[k] = FoldState{Status: FoldTraining}
+	l.Folds[k] = FoldState{Status: FoldTraining, LastCheckpoint: resume}
 	if err := r.save(); err != nil {
 		return err
 	}
 	r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Message: fmt.Sprintf("training lane %s on fold %d for at most %v", l.ID, k, limit.Round(time.Second))})
 	began := r.now()
-	sup := &supervisor.Supervisor{Store: r.store, Opts: r.env.Supervisor, OnProgress: func(_ string, p *protocol.Progress) {
+	place := r.exec.Places()[0]
+	rec, err := r.exec.Train(ctx, &TrainJob{RunID: r.st.ID, ID: laneID, Entry: entry, Request: protocol.TrainRequest{
+		Task: pt, Config: l.Config, Train: protoCases(train, r.labels), Validation: protoCases(val, r.labels),
+		WorkDir: work, ResumeFrom: resume, Seed: r.st.Seed + int64(k), TimeLimit: limit,
+	}}, place, func(p *protocol.Progress) {
 		// The plugin's ETA counts every configured step; the time limit ends it sooner.
 		if left := limit - r.now().Sub(began); left >= 0 && p.ETA > left {
 			q := *p
@@ -178,11 +179,16 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 			p = &q
 		}
 		r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Progress: p, Message: p.Message})
-	}}
-	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: r.st.ID, ID: laneID, Entry: entry, Request: protocol.TrainRequest{
-		Task: pt, Config: l.Config, Train: protoCases(train, r.labels), Validation: protoCases(val, r.labels),
-		WorkDir: work, ResumeFrom: resume, Seed: r.st.Seed + int64(k), TimeLimit: limit,
-	}})
+		if p.Checkpoint != "" && p.Checkpoint != l.Folds[k].LastCheckpoint {
+			// Recorded at once, so that a run killed now resumes the fold from it.
+			f := l.Folds[k]
+			f.LastCheckpoint = p.Checkpoint
+			l.Folds[k] = f
+			if err := r.save(); err != nil {
+				r.logf("run state: %v", err)
+			}
+		}
+	})
 	took := r.now().Sub(began)
 	if ctx.Err() != nil {
 		return ctx.Err() // the fold stays "training": Resume continues it
@@ -195,7 +201,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 		}
 		return r.save()
 	}
-	fs := FoldState{Status: FoldDone, Checkpoint: rec.Checkpoint, SHA256: rec.CheckpointSHA256, Steps: rec.Step, Took: took, Compute: rec.Compute}
+	fs := FoldState{Status: FoldDone, Checkpoint: rec.Checkpoint, SHA256: rec.SHA256, Steps: rec.Steps, Took: took, Compute: rec.Compute}
 	score, perr := r.validate(ctx, l, k, entry.Name, rec.Checkpoint, val)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -205,7 +211,7 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 		r.logf("lane %s fold %d: %s", l.ID, k, fs.Error)
 	} else {
 		fs.Score, fs.Extra = score.Value, score.Extra
-		r.logf("lane %s fold %d: validation %s %.4f on %d cases after %d steps (%v)", l.ID, k, score.Metric, score.Value, score.Cases, rec.Step, took.Round(time.Second))
+		r.logf("lane %s fold %d: validation %s %.4f on %d cases after %d steps (%v)", l.ID, k, score.Metric, score.Value, score.Cases, rec.Steps, took.Round(time.Second))
 	}
 	l.Folds[k] = fs
 	ids := make([]string, len(train))
@@ -218,8 +224,8 @@ func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.
 	}
 	if err := r.record(audit.PluginRole(l.Plugin), audit.ActionLaneTrained,
 		map[string]string{"plugin": entry.SHA256, "train_ids": idsHash(ids), "validation_ids": idsHash(vids)},
-		map[string]string{"checkpoint": rec.CheckpointSHA256},
-		map[string]any{"lane": laneID, "fold": k, "steps": rec.Step, "score": fs.Score, "status": fs.Status, "test_cases_used": 0, "compute": rec.Compute}); err != nil {
+		map[string]string{"checkpoint": rec.SHA256},
+		map[string]any{"lane": laneID, "fold": k, "steps": rec.Steps, "score": fs.Score, "status": fs.Status, "test_cases_used": 0, "compute": rec.Compute}); err != nil {
 		return err
 	}
 	return r.save()
@@ -255,7 +261,7 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 	if err != nil {
 		return nil, err
 	}
-	return Predict(ctx, entry, r.env.Supervisor, r.task, cfg, ckpt, cases, out)
+	return r.exec.Predict(ctx, &PredictJob{Entry: entry, Task: r.task, Config: cfg, Checkpoint: ckpt, Cases: cases, Out: out})
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -56,6 +56,8 @@ type Lane struct {
 	Error            string           `json:"error,omitempty"` // one sentence when failed
 	Started          time.Time        `json:"started,omitzero"`
 	Ended            time.Time        `json:"ended,omitzero"`
+	// Validation is what the plugin measured on the validation cases at the end.
+	Validation map[string]float64 `json:"validation,omitempty"`
 }
 
 // Event is one entry of the append-only event log.
