@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"amid/host/catalog"
+	"amid/host/schedule"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -35,21 +36,10 @@ type Executor interface {
 }
 
 // Place is where one lane-fold trains: a device and the number of workers the plugin
-// splits its work into there. The worker split is part of a result's compute identity, so
-// a lane-fold that continues from its checkpoint goes back to a place with the same
-// Workers and Device.
-type Place struct {
-	// Name identifies the place in the log and run.json ("cpu", "cpu1", "vulkan:0", a
-	// cluster's node or partition).
-	Name string `json:"name"`
-	// Device is what the plugin computes on there: "cpu" or a GPU ("vulkan:0").
-	Device string `json:"device"`
-	// Workers is the plugin's worker split (GOMAXPROCS for the built-in plugins).
-	Workers int `json:"workers"`
-	// Memory is the memory, in bytes, a lane may use there (device memory on a GPU);
-	// 0: unknown.
-	Memory int64 `json:"memory,omitempty"`
-}
+// splits its work into there (amid/host/schedule). The worker split is part of a result's
+// compute identity, so a lane-fold that continues from its checkpoint goes back to a place
+// with the same Workers and Device.
+type Place = schedule.Place
 
 // TrainJob is one lane-fold to train.
 type TrainJob struct {

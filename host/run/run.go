@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"amid/host/audit"
@@ -108,8 +109,10 @@ type Runner struct {
 	audit   *audit.Log
 	store   *store.Store
 	exec    Executor
-	began   time.Time
-	spent0  time.Duration
+	// mu guards the state while lanes train side by side.
+	mu     sync.Mutex
+	began  time.Time
+	spent0 time.Duration
 	// resumeNote, when set, is the sentence that says why a resumed run's planner is not
 	// the one recorded; Run logs and audits it.
 	resumeNote string
@@ -308,7 +311,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		phase string
 		fn    func(context.Context) error
 	}{
-		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.exploreAndRefine}, {PhaseExploit, r.exploit},
+		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.explore}, {PhaseExploit, r.exploit},
 		{PhaseFinal, r.final}, {PhaseVerify, r.verify}, {PhaseExport, r.export},
 	}
 	// Preparation is cheap and rebuilds what the later phases read in memory.
@@ -336,10 +339,3 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 
 // SetEvents sets the function that receives the run's events.
 func (r *Runner) SetEvents(f func(Event)) { r.env.Events = f }
-
-func (r *Runner) exploreAndRefine(ctx context.Context) error {
-	if err := r.explore(ctx); err != nil {
-		return err
-	}
-	return r.refine(ctx)
-}

@@ -12,6 +12,8 @@ import (
 // task with one seed.
 type Curve struct {
 	Task string `json:"task"`
+	// Kind is the task's kind (segmentation, ...): a minimum holds for lanes of that kind.
+	Kind string `json:"kind"`
 	Lane string `json:"lane"`
 	Seed int64  `json:"seed"`
 	// Batch and StepSeconds say what a step was, on the machine that recorded it.
@@ -69,22 +71,27 @@ func (c Curve) Reached(frac float64) (int, float64) {
 	return c.Points[len(c.Points)-1].Step, best
 }
 
-// MinSteps is the minimum step count of a lane: the most steps any recorded curve of that
-// lane (of every lane when none was recorded for it) took to reach LearnedFraction of its
-// best score; 1 when nothing was recorded. The sentence says which curve set it.
-func (c *Curves) MinSteps(lane string) (int, string) {
-	var use []Curve
+// MinSteps is the minimum step count of a lane of a task of kind: the most steps any
+// recorded curve of that lane (of every lane of the kind when none was recorded for it)
+// took to reach LearnedFraction of its best score; 1 when nothing of the kind was
+// recorded. The sentence says which curve set it.
+func (c *Curves) MinSteps(kind, lane string) (int, string) {
+	var use, all []Curve
 	for _, cv := range c.Curves {
+		if cv.Kind != kind {
+			continue
+		}
+		all = append(all, cv)
 		if cv.Lane == lane {
 			use = append(use, cv)
 		}
 	}
 	scope := "lane " + lane
 	if len(use) == 0 {
-		use, scope = c.Curves, "every lane (none recorded for "+lane+")"
+		use, scope = all, "every "+kind+" lane (none recorded for "+lane+")"
 	}
 	if len(use) == 0 {
-		return 1, "no learning curve is recorded"
+		return 1, "no learning curve of a " + kind + " task is recorded"
 	}
 	n, why := 0, ""
 	for _, cv := range use {
@@ -96,6 +103,18 @@ func (c *Curves) MinSteps(lane string) (int, string) {
 		}
 	}
 	return max(n, 1), why
+}
+
+// MinStepsFor is MinSteps of every lane recorded for kind, and of any other lane under "".
+func (c *Curves) MinStepsFor(kind string) map[string]int {
+	out := map[string]int{}
+	out[""], _ = c.MinSteps(kind, "")
+	for _, cv := range c.Curves {
+		if cv.Kind == kind {
+			out[cv.Lane], _ = c.MinSteps(kind, cv.Lane)
+		}
+	}
+	return out
 }
 
 // Table prints the curves as rows: task, lane, seed, then the score at each step.

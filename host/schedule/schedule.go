@@ -59,6 +59,9 @@ const (
 	// flattened: a hundredth of the Dice's range, a change smaller than the spread of
 	// scores between seeds measured by make bench-quality.
 	Flat = 0.01
+	// FinalOptimism is how many more steps than the time left holds at the observed pace
+	// the all-data model is planned for.
+	FinalOptimism = 1.1
 	// LimitSlack multiplies a round's expected time into its time limit: the limit is a
 	// guard for a lane slower than measured, and the step (Until) ends a round.
 	LimitSlack = 1.5
@@ -66,11 +69,11 @@ const (
 
 // Place is where one lane-fold trains at a time.
 type Place struct {
-	Name    string
-	Device  string
-	Workers int
+	Name    string `json:"name"`
+	Device  string `json:"device"`
+	Workers int    `json:"workers"`
 	// Memory is what a lane may use there in bytes; 0: unknown (anything fits).
-	Memory int64
+	Memory int64 `json:"memory,omitempty"`
 }
 
 // fits reports whether lane l may train on p: its memory fits, and a lane that has
@@ -94,28 +97,28 @@ type Point struct {
 
 // Lane is a lane as the schedule sees it.
 type Lane struct {
-	ID string
+	ID string `json:"id"`
 	// StepSeconds is the time of a training step: the plan's estimate until the lane has
 	// trained, then what was observed.
-	StepSeconds float64
+	StepSeconds float64 `json:"step_seconds"`
 	// Overhead is the time a round takes besides its steps (starting the plugin, loading
 	// the data, the validation prediction); the observed one once the lane has trained.
-	Overhead float64
+	Overhead float64 `json:"overhead_seconds"`
 	// MinSteps is the fewest steps the lane trains in its first round.
-	MinSteps int
+	MinSteps int `json:"min_steps"`
 	// Memory is what a training step needs (bytes), 0: unknown.
-	Memory int64
+	Memory int64 `json:"memory,omitempty"`
 	// Steps is the step the lane has reached; Curve its validation scores, one per round.
-	Steps int
-	Curve []Point
+	Steps int     `json:"steps"`
+	Curve []Point `json:"curve,omitempty"`
 	// Device and Workers are where it first trained ("" before): it stays there.
-	Device  string
-	Workers int
+	Device  string `json:"device,omitempty"`
+	Workers int    `json:"workers,omitempty"`
 	// Stopped, when not empty, says why the lane trains no more (failed, flattened, not
 	// promoted, not admitted).
-	Stopped string
+	Stopped string `json:"stopped,omitempty"`
 	// Rung is the number of rounds the lane has finished.
-	Rung int
+	Rung int `json:"rung"`
 }
 
 // Score is the lane's last validation score (NaN before any).
@@ -216,6 +219,26 @@ func FirstShare(explore time.Duration, n, places, eta int) time.Duration {
 	n, places = max(n, 1), max(places, 1)
 	waves := (n + places - 1) / places
 	return explore / time.Duration(Rounds(n, eta)*waves)
+}
+
+// WinnerShare is about how long the lane that wins trains in all when usable is the time
+// left for training, explore exploration's share of it, and n lanes start on places: its
+// share of every round, and the final model's time.
+func WinnerShare(usable, explore time.Duration, n, places, eta int) time.Duration {
+	n, places = max(n, 1), max(places, 1)
+	rounds := Rounds(n, eta)
+	total := usable - explore
+	for k := n; ; k = (k + eta - 1) / eta {
+		waves := (k + places - 1) / places
+		total += explore / time.Duration(rounds*waves)
+		if k <= 1 || (k+eta-1)/eta == k {
+			break
+		}
+		if (k+eta-1)/eta == 1 {
+			break
+		}
+	}
+	return total
 }
 
 // Admit keeps the lanes whose minimum steps fit the first round's share, in order (the
@@ -450,6 +473,8 @@ func Reserve(perCase, perStart time.Duration, test, val, options int, fallback t
 const (
 	FinalAllData  = "all-data"
 	FinalEnsemble = "fold-ensemble"
+	// FinalFold: no time is left for a final model; the winner's fold model is submitted.
+	FinalFold = "fold-model"
 )
 
 // Decision is how the final model is made and why.
@@ -463,19 +488,34 @@ type Decision struct {
 }
 
 // FinalRule is the rule the run writes in its plan.
-const FinalRule = "The final model is the fold ensemble when every fold of the winner can be trained to the winner's step count in the time left (then the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its last checkpoint until the reserve, its learning rate annealed to zero at the end, because a model on all the data has nothing held out to score it on and more data and steps are what the curves reward."
+const FinalRule = "The final model is the fold ensemble when every fold of the winner can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, as far as the time allows, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end, because a model on all the data has nothing held out to score it on and more data and steps are what the recorded curves reward."
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
-// the number of folds (the winner has trained fold 0).
+// the number of folds the task's predictions can be ensembled over (1: none; the winner
+// has trained fold 0).
 func Final(w *Lane, left time.Duration, folds int) Decision {
-	per := seconds(float64(w.Steps)*w.StepSeconds + w.Overhead)
-	if folds > 1 && time.Duration(folds-1)*per <= left {
-		return Decision{Mode: FinalEnsemble, Until: w.Steps, Limit: time.Duration(LimitSlack * float64(per)),
-			Why: fmt.Sprintf("every other fold of %s can be trained to its %d steps (%d × about %v) in the %v left: the %d fold models are ensembled", w.ID, w.Steps, folds-1, per.Round(time.Second), left.Round(time.Second), folds)}
+	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	if folds > 1 {
+		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
+		// costing an overhead.
+		n := int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
+		if n >= w.Steps && n > 0 {
+			per := seconds(float64(n)*c + o)
+			return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
+				Why: fmt.Sprintf("the %v left holds every fold of %s to step %d (at least its %d): fold 0 continues, the other %d train, and the %d fold models are ensembled", left.Round(time.Second), w.ID, n, w.Steps, folds-1, folds)}
+		}
 	}
-	train := left.Seconds() - w.Overhead
-	more := max(int(train/max(w.StepSeconds, 1e-6)), 0)
-	return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: left,
-		Why: fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve); training every other fold would take about %v",
-			w.ID, w.Steps, more, left.Round(time.Second), (time.Duration(max(folds-1, 1)) * per).Round(time.Second))}
+	// A tenth more steps than the time holds at the observed pace: a lane that runs faster
+	// than it was seen to (the machine less busy) would otherwise stop with time left,
+	// while one that runs slower is stopped by its time limit a little before its
+	// learning rate reaches zero.
+	more := max(int(FinalOptimism*(left.Seconds()-o)/c), 0)
+	if more < 1 {
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
+	}
+	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
+	if folds > 1 {
+		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
+	}
+	return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: left, Why: why}
 }

@@ -210,8 +210,8 @@ func TestFinalRule(t *testing.T) {
 		t.Errorf("4 folds × 105 s in 10 min: %s (%s)", d.Mode, d.Why)
 	}
 	d := Final(w, 5*time.Minute, 5)
-	if d.Mode != FinalAllData || d.Until != 1000+2950 {
-		t.Errorf("5 min: %s to step %d (%s), want all data to step 3950 ((300 − 5) / 0.1 more)", d.Mode, d.Until, d.Why)
+	if d.Mode != FinalAllData || d.Until != 1000+3245 {
+		t.Errorf("5 min: %s to step %d (%s), want all data to step 4245 (1.1 × (300 − 5) / 0.1 more)", d.Mode, d.Until, d.Why)
 	}
 }
 
