@@ -152,9 +152,8 @@ func (l *Lane) flattened() (bool, float64) {
 
 // Config is a run's schedule.
 type Config struct {
-	// Eta, ExploreShare: 0 means the package defaults.
-	Eta          int
-	ExploreShare float64
+	// Eta: 0 means the package default.
+	Eta int
 	// Places where lanes train; at least one.
 	Places []Place
 }
@@ -164,13 +163,6 @@ func (c Config) eta() int {
 		return c.Eta
 	}
 	return Eta
-}
-
-func (c Config) share() float64 {
-	if c.ExploreShare > 0 && c.ExploreShare < 1 {
-		return c.ExploreShare
-	}
-	return ExploreShare
 }
 
 // Job is one round of one lane: continue from step From to step Until (the round's last),

@@ -104,12 +104,12 @@ func (c *Config) shrinkPatch() bool {
 		return false
 	}
 	c.Patch[axis] -= d[axis]
-	kernels, pools := Topology(c.Patch, c.Spacing)
+	_, pools = Topology(c.Patch, c.Spacing)
 	d = divisor(pools)
 	for a := range 3 {
 		c.Patch[a] = max(d[a], c.Patch[a]/d[a]*d[a])
 	}
-	kernels, pools = Topology(c.Patch, c.Spacing)
+	kernels, pools := Topology(c.Patch, c.Spacing)
 	w := c.Net.Widths[0]
 	c.Net.Kernels, c.Net.Pools = kernels, pools
 	limit := MaxWidth3D
