@@ -22,13 +22,18 @@
 // without its key); Reopen rebuilds it, so that the refinement after exploration asks the
 // same planner.
 //
-// Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
-// trains every planned lane on the first fold with an equal share of half the time left;
-// exploitation trains the best lanes (successive halving: the better half, at most
-// Finalists) on further folds while time remains, keeping a reserve for the final
-// prediction and verification. Each fold's validation predictions are scored with the
-// host's own metric (amid/host/evaluate); the lane with the best mean wins. Lanes train one
-// at a time on a CPU-only machine: each already uses every core.
+// Scheduling (amid/host/schedule): the budget is wall-clock time over all sessions of the
+// run. The plan sizes each lane to its first-round share and the minimum step count the
+// recorded learning curves give. Exploration trains the lanes on fold 0 by successive
+// halving from checkpoints: every lane a short first round, then the better half continues
+// from its checkpoint (optimizer state, learning rate over the planned total, data order
+// going on) in longer rounds, each round judged on the host's validation score of its
+// checkpoint; a lane whose curve has flattened stops and gives its time back; after the
+// first round the planner sees per-class scores and confusions and may add lanes. Lanes
+// run side by side on the executor's places. The winner then becomes the final model by
+// the plan's rule: its fold models ensembled, or the winner continued on every training
+// case until the reserve, which the final prediction, verification and export take. The
+// Executor (executor.go) carries the training and prediction out: [Local] on this machine.
 package run
 
 import (
