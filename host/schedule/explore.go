@@ -53,12 +53,28 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			return rd, nil
 		}
 		if e.Plan.Explore <= 0 {
-			// Out of exploration time: the best lane so far goes on to the final model.
+			// Out of exploration time: the best lane so far goes on to the final model; when
+			// none has trained yet, the planner's first trains its minimal first round.
 			var best *Lane
 			for _, l := range e.Plan.active() {
 				if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
 					best = l
 				}
+			}
+			if best == nil && len(rd.Jobs) > 0 {
+				first := rd.Jobs[0]
+				var stopped []string
+				for _, l := range e.Plan.active() {
+					if l.ID != first.Lane {
+						l.Stopped = "exploration's time ran out before its first round"
+						stopped = append(stopped, l.ID+": "+l.Stopped)
+					}
+				}
+				rd.Jobs, rd.Stopped = rd.Jobs[:1], append(stopped, rd.Stopped...)
+				if err := e.round(ctx, t, &rd); err != nil {
+					return rd, err
+				}
+				continue
 			}
 			var stopped []string
 			for _, l := range e.Plan.active() {
@@ -76,26 +92,33 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			}
 			return end, nil
 		}
-		outs, errs := e.run(ctx, t, rd.Jobs)
-		if err := ctx.Err(); err != nil {
+		if err := e.round(ctx, t, &rd); err != nil {
 			return rd, err
 		}
-		for i, j := range rd.Jobs {
-			l := e.Plan.lane(j.Lane)
-			if errs[i] != nil {
-				l.Stopped = "failed: " + errs[i].Error()
-				rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
-				continue
-			}
-			o := outs[i]
-			l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
-		}
-		if e.After != nil {
-			if err := e.After(rd); err != nil {
-				return rd, err
-			}
-		}
 	}
+}
+
+// round trains rd's jobs, records what they gave (a failed job stops its lane) and calls
+// After.
+func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
+	outs, errs := e.run(ctx, t, rd.Jobs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, j := range rd.Jobs {
+		l := e.Plan.lane(j.Lane)
+		if errs[i] != nil {
+			l.Stopped = "failed: " + errs[i].Error()
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+			continue
+		}
+		o := outs[i]
+		l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
+	}
+	if e.After != nil {
+		return e.After(*rd)
+	}
+	return nil
 }
 
 func (p *Plan) lane(id string) *Lane {

@@ -235,8 +235,18 @@ func WinnerShare(usable, explore time.Duration, n, places, eta int) time.Duratio
 
 // Admit keeps the lanes whose minimum steps fit the first round's share, in order (the
 // planner's ranking), as many as fit: a lane whose MinSteps × StepSeconds + Overhead
-// exceeds FirstShare of the lanes kept so far is left out, and the sentence says why.
+// exceeds FirstShare of the lanes kept so far is left out, and the sentence says why. When
+// none fits (a budget too short for any lane's minimum) the first is kept all the same, and
+// a sentence says so.
 func Admit(lanes []*Lane, explore time.Duration, places, eta int) (kept []*Lane, out []string) {
+	defer func() {
+		if len(kept) == 0 && len(lanes) > 0 {
+			l := lanes[0]
+			l.Stopped = ""
+			kept = []*Lane{l}
+			out = append(out, fmt.Sprintf("%s is trained all the same, as no lane's minimum fits the budget: it will be judged before its minimum", l.ID))
+		}
+	}()
 	for _, l := range lanes {
 		share := FirstShare(explore, len(kept)+1, places, eta)
 		need := l.firstRound()

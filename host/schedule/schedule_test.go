@@ -251,3 +251,58 @@ func TestPack(t *testing.T) {
 		t.Errorf("makespan %v, want 11 s (8 + 3 on small)", m)
 	}
 }
+
+// TestNoTimeLeft: when planning took exploration's whole share, the planner's first lane
+// still trains its minimal first round and wins; the others say why they did not train.
+func TestNoTimeLeft(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0.1, 50}, laneSpec{"b", 0.9, 300, 0.1, 0.1, 50})
+	w.sim.Advance(time.Minute)
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}}, Lanes: w.lanes}
+	rd, err := (&Explorer{Plan: p, Spent: w.sim.Now, End: 30 * time.Second}).Run(context.Background(), w.sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Winner != "a" || w.lanes[0].Steps != 50 || !strings.Contains(w.lanes[1].Stopped, "before its first round") {
+		t.Errorf("winner %q, a at step %d, b stopped for %q", rd.Winner, w.lanes[0].Steps, w.lanes[1].Stopped)
+	}
+}
+
+// TestRecordedCurves: the committed curves parse, give every planned segmentation lane a
+// minimum, and a simulated 10-minute run over them (lanes at the step times the recording
+// measured) ends within 95–100 % of its budget with every first round at its minimum.
+func TestRecordedCurves(t *testing.T) {
+	c, err := Recorded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Curves) == 0 {
+		t.Fatal("no recorded curve: make bench-quality RECORD=1")
+	}
+	w := &world{sim: &Sim{Curves: map[string]Curve{}, Cost: map[string]float64{}, Overhead: 4}}
+	for _, cv := range c.Curves {
+		if _, dup := w.sim.Curves[cv.Lane]; dup {
+			continue
+		}
+		n, why := c.MinSteps(cv.Kind, cv.Lane)
+		if n < 1 || why == "" {
+			t.Errorf("%s: minimum %d (%s)", cv.Lane, n, why)
+		}
+		w.sim.Curves[cv.Lane], w.sim.Cost[cv.Lane] = cv, cv.StepSeconds
+		w.lanes = append(w.lanes, &Lane{ID: cv.Lane, StepSeconds: cv.StepSeconds, Overhead: 4, MinSteps: n})
+	}
+	budget := 10 * time.Minute
+	rd, _, out := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, 30*time.Second)
+	t.Logf("winner %s (%s); not admitted %v", rd.Winner, rd.Why, out)
+	minOf := map[string]int{}
+	for _, l := range w.lanes {
+		minOf[l.ID] = l.MinSteps
+	}
+	for _, r := range w.sim.Runs {
+		if r.From == 0 && r.To < minOf[r.Lane] {
+			t.Errorf("lane %s's first round made %d steps, under its minimum %d", r.Lane, r.To, minOf[r.Lane])
+		}
+	}
+	if f := w.sim.Now().Seconds() / budget.Seconds(); f < 0.95 || f > 1 {
+		t.Errorf("the run ended at %.1f%% of its budget", 100*f)
+	}
+}
