@@ -490,14 +490,15 @@ type Decision struct {
 }
 
 // FinalRule is the rule the run writes in its plan.
-const FinalRule = "The final model is the fold ensemble when every fold of the winner can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, as far as the time allows, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end, because a model on all the data has nothing held out to score it on and more data and steps are what the recorded curves reward."
+const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
 // the number of folds the task's predictions can be ensembled over (1: none; the winner
 // has trained fold 0).
 func Final(w *Lane, left time.Duration, folds int) Decision {
 	c, o := max(w.StepSeconds, 1e-6), w.Overhead
-	if folds > 1 {
+	flat, gain := w.flattened()
+	if folds > 1 && flat {
 		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
 		// costing an overhead.
 		n := int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
@@ -516,8 +517,13 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
 	}
 	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
-	if folds > 1 {
-		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
+	switch {
+	case folds > 1 && !flat && len(w.Curve) > 1:
+		why += fmt.Sprintf("; its validation curve still rises (%+.4f over its last round), so steps pay more than fold models", gain)
+	case folds > 1 && !flat:
+		why += "; one validation score cannot show a flattened curve, so steps are what pays"
+	case folds > 1:
+		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v, more than is left", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
 	}
 	return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: left, Why: why}
 }

@@ -23,6 +23,8 @@ func saturating(lane string, a, tau float64) Curve {
 type world struct {
 	sim   *Sim
 	lanes []*Lane
+	// explored is the clock when exploration ended.
+	explored time.Duration
 }
 
 func newWorld(overhead float64, spec ...struct {
@@ -65,7 +67,8 @@ func (w *world) run(t *testing.T, budget time.Duration, places []Place, final ti
 		t.Fatalf("exploration ended without a winner: %+v", rd)
 	}
 	win := p.lane(rd.Winner)
-	left := budget - reserve - w.sim.Now()
+	w.explored = w.sim.Now()
+	left := budget - reserve - w.explored
 	d := Final(win, left, 5)
 	if d.Mode == FinalAllData {
 		j := Pack([]Job{{Lane: win.ID, From: win.Steps, Until: d.Until, Limit: d.Limit}}, places, w.lanes)[0]
@@ -133,13 +136,8 @@ func TestFlatGivesTimeBack(t *testing.T) {
 	}
 	w := newWorld(2, specs...)
 	budget, final := 10*time.Minute, 10*time.Second
-	var ended time.Duration
-	rd, d, _ := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, final)
-	for _, r := range w.sim.Runs {
-		if r.Lane != "best" || r.To != d.Until {
-			ended = max(ended, r.End)
-		}
-	}
+	rd, _, _ := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, final)
+	ended := w.explored
 	if rd.Winner != "best" {
 		t.Errorf("winner %s: %s", rd.Winner, rd.Why)
 	}
@@ -203,12 +201,19 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
-// TestFinalRule: with time for every fold the fold ensemble is chosen, else all data.
+// TestFinalRule: with a flattened curve and time for every fold the fold ensemble is
+// chosen; with a curve still rising, or too little time, all data.
 func TestFinalRule(t *testing.T) {
-	w := &Lane{ID: "2d", Steps: 1000, StepSeconds: 0.1, Overhead: 5}
+	flat := []Point{{Step: 500, Score: 0.8}, {Step: 1000, Score: 0.805}}
+	w := &Lane{ID: "2d", Steps: 1000, StepSeconds: 0.1, Overhead: 5, Curve: flat}
 	if d := Final(w, 10*time.Minute, 5); d.Mode != FinalEnsemble {
 		t.Errorf("4 folds × 105 s in 10 min: %s (%s)", d.Mode, d.Why)
 	}
+	w.Curve = []Point{{Step: 500, Score: 0.7}, {Step: 1000, Score: 0.8}}
+	if d := Final(w, 10*time.Minute, 5); d.Mode != FinalAllData || !strings.Contains(d.Why, "still rises") {
+		t.Errorf("a rising curve: %s (%s)", d.Mode, d.Why)
+	}
+	w.Curve = flat
 	d := Final(w, 5*time.Minute, 5)
 	if d.Mode != FinalAllData || d.Until != 1000+3245 {
 		t.Errorf("5 min: %s to step %d (%s), want all data to step 4245 (1.1 × (300 − 5) / 0.1 more)", d.Mode, d.Until, d.Why)
