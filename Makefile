@@ -178,7 +178,7 @@ gpu-bundle: deps
 # minimum step count into host/schedule/curves.json instead.
 OLD ?= ddf52c3
 bench-quality: deps realdata
-	AMID_REALDATA=$(CURDIR)/.cache/realdata $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \
+	AMID_REALDATA=$${AMID_REALDATA:-$(CURDIR)/.cache/realdata} $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \
 		$(if $(RERUN_OLD),-rerun-old) $(if $(RECORD),-record) $(if $(ONLY),-only $(ONLY))
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
