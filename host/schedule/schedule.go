@@ -370,8 +370,14 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 	per := p.Explore / time.Duration(Rounds(n, p.eta())*waves)
 	rd := Round{Rung: lanes[0].Rung}
 	for _, l := range lanes {
+		if l.StepSeconds <= 0 {
+			// A step's time is unknown (a plugin that does not say, before the lane has
+			// trained): the round is its share of time, its steps what fits.
+			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
+			continue
+		}
 		train := per.Seconds() - l.Overhead
-		steps := int(train / max(l.StepSeconds, 1e-6))
+		steps := int(train / l.StepSeconds)
 		if l.Rung == 0 {
 			steps = max(steps, l.MinSteps)
 		}

@@ -311,3 +311,14 @@ func TestRecordedCurves(t *testing.T) {
 		t.Errorf("the run ended at %.1f%% of its budget", 100*f)
 	}
 }
+
+// TestUnknownStepTime: a lane whose plugin gave no step time trains its first round for its
+// share of time (the time limit ends it), then at the pace it was seen to train.
+func TestUnknownStepTime(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0, 1}, laneSpec{"b", 0.7, 300, 0.1, 0.1, 1})
+	w.run(t, 5*time.Minute, []Place{{Name: "cpu"}}, 10*time.Second)
+	first := w.sim.Runs[0]
+	if first.Lane != "a" || first.To < 100 || math.Abs(w.lanes[0].StepSeconds-0.1) > 1e-9 {
+		t.Errorf("lane a's first round: %+v; step time then %.3g", first, w.lanes[0].StepSeconds)
+	}
+}
