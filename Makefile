@@ -27,7 +27,7 @@ FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn floats-alt e2e fuzz-short \
         fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
-        bench-plugins-models bench-viewer screenshots generate clean
+        bench-plugins-models bench-viewer bench-quality screenshots generate clean
 
 all: build
 
@@ -173,6 +173,17 @@ bench-gpu: deps
 # but no Go, apt or OpenBLAS (prebuilt parity tests, the GPU benchmark, vulkaninfo).
 gpu-bundle: deps
 	@.ci/gpu-bundle.sh
+
+# bench-quality: the loop on real labelled images (the ITK examples' T1 MR cut into
+# slabs, a five-class and a binary task) at fixed budgets: the shortcuts a careless model
+# could hide behind, the old schedule (commit OLD, built from git) at 20 minutes against
+# the new one at 10, two seeds each, and the binary task at 5; the old runs' results are
+# kept and not run again (RERUN_OLD=1). RECORD=1 records the learning curves behind the
+# minimum step count into host/schedule/curves.json instead.
+OLD ?= ddf52c3
+bench-quality: deps realdata
+	AMID_REALDATA=$${AMID_REALDATA:-$(CURDIR)/.cache/realdata} $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \
+		$(if $(RERUN_OLD),-rerun-old) $(if $(RECORD),-record) $(if $(ONLY),-only $(ONLY))
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its
 # BenchmarkTrainStep) against PyTorch 1.13 on the same architecture, ratio printed.

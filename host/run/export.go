@@ -12,6 +12,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/host/export"
+	"amid/host/schedule"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -39,6 +40,8 @@ type ModelConfig struct {
 	// Members, when set, make the model a union: each member predicts and the host
 	// combines their predictions (the fields above then describe the chosen lane).
 	Members []Member `json:"members,omitempty"`
+	// Vote: the members' label maps are combined by a vote, not by their union.
+	Vote bool `json:"vote,omitempty"`
 }
 
 // TestCase is one test case's id and the sha256 of each of its image files.
@@ -67,7 +70,7 @@ func (r *Runner) export(ctx context.Context) error {
 // exportInto writes the model package into dir.
 func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	best := r.st.lane(r.st.Chosen)
-	fold := best.Folds[r.st.ChosenFold]
+	model := r.members()[0]
 	entry, err := r.env.Catalog.Find(best.Plugin)
 	if err != nil {
 		return err
@@ -79,8 +82,12 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		}
 		p.Kill()
 	}
-	mc := ModelConfig{Lane: best.ID, Fold: r.st.ChosenFold, Plugin: best.Plugin, PluginConfig: best.Config,
-		Checkpoint: filepath.Base(fold.Checkpoint), Data: r.st.Data, Deidentified: r.st.Deidentify}
+	fold := r.st.ChosenFold
+	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
+		fold = -1 // every training case
+	}
+	mc := ModelConfig{Lane: best.ID, Fold: fold, Plugin: best.Plugin, PluginConfig: model.PluginConfig,
+		Checkpoint: filepath.Base(model.Checkpoint), Data: r.st.Data, Vote: r.st.Vote, Deidentified: r.st.Deidentify}
 	if r.st.Deidentify {
 		mc.Data = ""
 	}
@@ -108,14 +115,14 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	}
 	c := export.Contents{
 		TaskID: r.task.ID, AMIDVersion: Version, Plugin: export.Plugin{Name: best.Plugin, Version: version, Binary: entry.Path},
-		Lane: fmt.Sprintf("%s.f%d", best.ID, r.st.ChosenFold),
+		Lane: r.chosenLane(),
 		Task: rawTask, Fingerprint: fp, Plan: plan, Scores: r.scores(), ModelConfig: mc,
-		Checkpoints: []string{fold.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
+		Checkpoints: []string{model.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
 	}
 	if r.st.Union != nil {
 		// Each member's checkpoint under its lane's name (they share the file name
 		// final.ckpt in the run), recorded by the union's lane.trained entry.
-		c.Lane, c.Checkpoints = r.unionLane(), nil
+		c.Checkpoints = nil
 		for _, m := range r.st.Union {
 			dst := r.path("final", "members", m.Lane+".ckpt")
 			if err := copyFile(m.Checkpoint, dst); err != nil {
@@ -143,16 +150,20 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 // trainedOn lists what trained the chosen model's checkpoints, each identity once.
 func (r *Runner) trainedOn() []compute.Identity {
 	var ids []compute.Identity
-	for _, m := range r.members() {
-		l := r.st.lane(m.Lane)
-		if l == nil {
-			continue
-		}
-		for _, f := range l.Folds {
-			if f.SHA256 == m.SHA256 && !f.Compute.IsZero() && !slices.Contains(ids, f.Compute) {
-				ids = append(ids, f.Compute)
+	add := func(sha string, id compute.Identity) {
+		for _, m := range r.members() {
+			if m.SHA256 == sha && !id.IsZero() && !slices.Contains(ids, id) {
+				ids = append(ids, id)
 			}
 		}
+	}
+	for _, l := range r.st.Lanes {
+		for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
+			add(l.Folds[k].SHA256, l.Folds[k].Compute)
+		}
+	}
+	if fm := r.st.Final; fm != nil {
+		add(fm.SHA256, fm.Compute)
 	}
 	return ids
 }
@@ -184,18 +195,46 @@ func (r *Runner) scores() export.Scores {
 	return s
 }
 
+// finalMode names how the submitted model was made.
+func (r *Runner) finalMode() string {
+	if r.finalMade() {
+		return r.st.Final.Mode
+	}
+	if r.st.Union != nil {
+		return "union"
+	}
+	return "fold model"
+}
+
+// finalText says how the final model was made, for the report.
+func (r *Runner) finalText() string {
+	fm := r.st.Final
+	if fm == nil {
+		return ""
+	}
+	if !r.finalMade() {
+		return " The final model could not be made (" + oneLine(fm.Error) + "); the fold model is submitted."
+	}
+	if fm.Mode == schedule.FinalAllData {
+		return fmt.Sprintf(" Final model: continued on all %d training cases from step %d to step %d (planned %d) in %v. Rule: %s How it applied: %s",
+			len(r.data.Train), fm.FromStep, fm.Steps, fm.Until, fm.Took.Round(1e9), fm.Rule, fm.Why)
+	}
+	return fmt.Sprintf(" Final model: the ensemble of the %d fold models, out-of-fold validation %.4f. Rule: %s How it applied: %s", len(r.st.Union), fm.OutOfFold, fm.Rule, fm.Why)
+}
+
 func (r *Runner) solutionReport() export.Report {
 	t := r.task
 	best := r.st.lane(r.st.Chosen)
+	model := r.members()[0]
 	m, n := best.Mean()
 	rep := export.Report{
 		Title:     firstNonEmpty(t.Title, t.ID),
 		Challenge: fmt.Sprintf("%s. %d-D %s, modality %s; %d training and %d test cases.", firstNonEmpty(t.Description, t.Title, t.ID), t.Dims, t.Kind, firstNonEmpty(t.Modality, "unspecified"), len(r.data.Train), len(r.data.Test)),
 		Evaluation: fmt.Sprintf("The task's metric is %s (%s is better). Validation uses the host's own %s metric on %d locked patient-level folds; the test set is scored only by the challenge's grader, when its answers are given.",
 			t.Metric.Name, t.Metric.Direction, t.Kind, r.st.Folds),
-		Method:         fmt.Sprintf("Planner %s; %d lanes explored on the first fold, the best trained on further folds within a %v budget.", r.st.Planner, len(r.st.Lanes), r.st.Budget),
+		Method:         fmt.Sprintf("Planner %s; %d lanes explored on the first fold by successive halving from checkpoints (%d rounds), then the final model (%s) within a %v budget.", r.st.Planner, len(r.st.Lanes), len(r.st.Rounds), r.finalMode(), r.st.Budget),
 		Architecture:   fmt.Sprintf("Plugin %s, lane %s: %s", best.Plugin, best.ID, best.Rationale),
-		Training:       fmt.Sprintf("Configuration:\n\n```json\n%s\n```\n\nFold %d model: %d steps in %v.", string(best.Config), r.st.ChosenFold, best.Folds[r.st.ChosenFold].Steps, best.Folds[r.st.ChosenFold].Took.Round(1e9)),
+		Training:       fmt.Sprintf("Configuration:\n\n```json\n%s\n```\n\nFold %d model: %d steps in %v.%s", string(model.PluginConfig), r.st.ChosenFold, best.Folds[r.st.ChosenFold].Steps, best.Folds[r.st.ChosenFold].Took.Round(1e9), r.finalText()),
 		Inference:      fmt.Sprintf("The fold %d model predicts each test case with the plugin's Predict; the host converts the predictions into the submission contract (%s).", r.st.ChosenFold, strings.Join(t.Submission.Columns, ", ")),
 		PostProcessing: "As configured in the lane's configuration; none is chosen on the test set.",
 		Result:         fmt.Sprintf("Mean validation %s %.4f over %d fold(s).", t.Metric.Name, m, n),
@@ -323,7 +362,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			members[i] = m
 			members[i].Checkpoint = filepath.Join(pkg, "model", m.Checkpoint)
 		}
-		p, err := predictUnion(ctx, entry, opts, t, members, cases, filepath.Join(out, "predictions"))
+		p, err := predictUnion(ctx, entry, opts, t, members, mc.Vote, cases, filepath.Join(out, "predictions"))
 		if err != nil {
 			return none, err
 		}

@@ -140,7 +140,7 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 	}
 	opt := engine.NewAdamW(be, m.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"cross_entropy"},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"cross_entropy"},
 		Dir: req.WorkDir, Arch: arch.UNet(), Record: &rec, Model: m, Opt: opt,
 		Send: send, Clock: clock,
 	}

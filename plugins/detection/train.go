@@ -103,7 +103,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	pcg := rand.NewPCG(uint64(c.Seed), 1)
 	rng := rand.New(pcg)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
 		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: ln.net, Opt: opt, Data: pcg,
 		Send: send, Clock: clock,
 	}

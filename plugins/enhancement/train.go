@@ -120,7 +120,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c}, Model: u, Opt: opt,
 		Send: send, Clock: clock,
 	}

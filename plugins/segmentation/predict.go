@@ -78,7 +78,7 @@ func loadBatch(path string, override []byte, batch int) (model, error) {
 		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch},
 		Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels,
 		Predict: func(in, out []float32) {
-			copy(u.Input.Data, in)
+			feed(u, in, batch, c.stack())
 			u.Forward()
 			copy(out, u.Loss.Prob())
 		},

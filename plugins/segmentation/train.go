@@ -102,19 +102,19 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
 		Send: send, Clock: sdk.NewClock(req),
 	}
 	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("segmentation train: resume: %w", err)
 	}
-	aug := &data.Augment{Flip: [3]bool{true, true, c.Lane == plan.Lane3D}}
+	aug := &data.Augment{Flip: [3]bool{true, true, c.is3D()}}
 	// Batch k of the stream is drawn from (seed, k) alone: a resumed run starts the
 	// loader at the step it resumes from and sees the batches an uninterrupted one would.
 	ld, err := data.NewLoader(data.Config{
 		Sampler: data.Sampler{Patch: c.samplePatch(), FgProb: c.FgProb, Stack: c.Lane == plan.Lane25D}, Augment: aug,
-		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed), Start: l.At.Step,
+		Batch: c.Batch, Channels: c.norm().Planes(ch), Seed: uint64(c.Seed), Start: l.At.Step,
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {
@@ -133,7 +133,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		if err != nil {
 			return 0, nil, err
 		}
-		copy(u.Input.Data, b.Image) // a 2.5d stack's slices are the channels' planes in order
+		feed(u, b.Image, c.Batch, S) // a 2.5d stack's slices are the channels' planes in order
 		labels := b.Label
 		if S > 1 {
 			for i := range c.Batch {

@@ -75,9 +75,18 @@ type Spec struct {
 	Output string `json:"output,omitempty"`
 	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
-	// LaneSeconds, set in a Plan request, is about how long the host expects to train one
-	// lane on one fold; a plugin plans smaller models when it is short (0: unknown).
+	// LaneSeconds, set in a Plan request, is the time a lane trains in its first round
+	// (its share of the exploration time): a plugin plans each lane small enough to make
+	// MinSteps steps in it, and leaves out, saying why, a lane that cannot at its smallest
+	// sensible size (0: unknown).
 	LaneSeconds float64 `json:"lane_seconds,omitempty"`
+	// TrainSeconds, set in a Plan request, is about how long the lane that wins trains in
+	// all (its rounds and the final model): the planned total of steps, which the
+	// learning-rate schedule spans, is what fits in it (0: unknown).
+	TrainSeconds float64 `json:"train_seconds,omitempty"`
+	// MinSteps, set in a Plan request, is the fewest steps a lane must make in its first
+	// round, by lane name ("" for any other lane), from the learning curves the host records.
+	MinSteps map[string]int `json:"min_steps,omitempty"`
 }
 
 // Label is one label value of a segmentation.

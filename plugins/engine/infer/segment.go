@@ -36,18 +36,21 @@ func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("infer: %w", err)
 	}
+	// The network takes the image's channels and the position planes Norm may add.
+	opt := m.Options
+	opt.Channels = m.Norm.Planes(m.Channels)
 	dims := [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}
 	resample := m.Spacing != [3]float64{} && m.Spacing != img.Spacing
 	work := dims
 	if resample {
-		v := fromPlanes(img, planes, m.Channels)
+		v := fromPlanes(img, planes, opt.Channels)
 		if v, err = data.Resample(v, m.Spacing, false); err != nil {
 			return nil, nil, fmt.Errorf("infer: %w", err)
 		}
 		work = [3]int{v.Dims[0], v.Dims[1], v.Dims[2]}
-		planes = toPlanes(v.Data.([]float32), m.Channels)
+		planes = toPlanes(v.Data.([]float32), opt.Channels)
 	}
-	prob, err := Window(planes, work, m.Options, m.Predict)
+	prob, err := Window(planes, work, opt, m.Predict)
 	if err != nil {
 		return nil, nil, err
 	}
