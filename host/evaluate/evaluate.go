@@ -62,7 +62,16 @@ func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, erro
 		if s.Instances {
 			return perCase(ctx, pairs, "f1@0.5", instanceF1)
 		}
-		return perCase(ctx, pairs, "dice", func(p, l *volume.Volume) (float64, error) { return meanDice(p, l) })
+		var cs classStats
+		sc, err := perCase(ctx, pairs, "dice", func(p, l *volume.Volume) (float64, error) {
+			cs.add(p, l)
+			return meanDice(p, l)
+		})
+		if err != nil {
+			return nil, err
+		}
+		sc.Extra = cs.extra()
+		return sc, nil
 	case taskspec.Enhancement:
 		return perCase(ctx, pairs, "lncc", lncc)
 	}
@@ -165,6 +174,61 @@ func meanDice(p, l *volume.Volume) (float64, error) {
 		sum += 2 * float64(inter[k]) / float64(np[k]+nl[k])
 	}
 	return sum / float64(len(present)), nil
+}
+
+// classStats pools a segmentation's voxels over cases: per label the voxels predicted, the
+// voxels labelled and those both, and between foreground labels the voxels of one
+// predicted as another.
+type classStats struct {
+	inter, pred, label map[int32]int
+	confused           map[[2]int32]int
+}
+
+func (c *classStats) add(p, l *volume.Volume) {
+	if c.inter == nil {
+		c.inter, c.pred, c.label, c.confused = map[int32]int{}, map[int32]int{}, map[int32]int{}, map[[2]int32]int{}
+	}
+	pv, lv := ints(p), ints(l)
+	for i := range pv {
+		a, b := lv[i], pv[i]
+		if b != 0 {
+			c.pred[b]++
+		}
+		if a == 0 {
+			continue
+		}
+		c.label[a]++
+		switch {
+		case a == b:
+			c.inter[a]++
+		case b != 0:
+			c.confused[[2]int32{a, b}]++
+		}
+	}
+}
+
+// minConfusion is the smallest confusion reported: a hundredth of a class's voxels.
+const minConfusion = 0.01
+
+// extra is the Score's Extra of a segmentation: "dice_<k>", the Dice of label k over the
+// voxels of every case pooled, and "confusion_<a>_<b>", the share of label a's voxels
+// predicted as foreground label b, where at least minConfusion.
+func (c *classStats) extra() map[string]float64 {
+	out := map[string]float64{}
+	for k := range c.label {
+		out[fmt.Sprintf("dice_%d", k)] = 2 * float64(c.inter[k]) / float64(c.pred[k]+c.label[k])
+	}
+	for k := range c.pred {
+		if c.label[k] == 0 {
+			out[fmt.Sprintf("dice_%d", k)] = 0
+		}
+	}
+	for ab, n := range c.confused {
+		if f := float64(n) / float64(c.label[ab[0]]); f >= minConfusion {
+			out[fmt.Sprintf("confusion_%d_%d", ab[0], ab[1])] = f
+		}
+	}
+	return out
 }
 
 func instanceF1(p, l *volume.Volume) (float64, error) {

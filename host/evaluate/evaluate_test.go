@@ -63,6 +63,34 @@ func TestSegmentationDice(t *testing.T) {
 	}
 }
 
+// TestClassScoresAndConfusion: per-class Dice pooled over cases, and the share of each
+// class's voxels predicted as another foreground class.
+func TestClassScoresAndConfusion(t *testing.T) {
+	dir := t.TempDir()
+	l1, p1 := filepath.Join(dir, "l1.nii.gz"), filepath.Join(dir, "p1.nii.gz")
+	l2, p2 := filepath.Join(dir, "l2.nii.gz"), filepath.Join(dir, "p2.nii.gz")
+	// Case 1: four voxels of label 1, two predicted 1 and two predicted 2. Case 2: two of
+	// label 2, both predicted 2. Label 1: Dice 2·2/(2+4) = 2/3; label 2: 2·2/(4+2) = 2/3;
+	// half of label 1's voxels are predicted as 2, none of label 2's as 1.
+	writeLabels(t, l1, []uint8{1, 1, 1, 1})
+	writeLabels(t, p1, []uint8{1, 1, 2, 2})
+	writeLabels(t, l2, []uint8{2, 2, 0, 0})
+	writeLabels(t, p2, []uint8{2, 2, 0, 0})
+	s, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3}, []Pair{{ID: "a", Pred: p1, Label: l1}, {ID: "b", Pred: p2, Label: l2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"dice_1": 2.0 / 3, "dice_2": 2.0 / 3, "confusion_1_2": 0.5}
+	if len(s.Extra) != len(want) {
+		t.Errorf("extra %v, want %v", s.Extra, want)
+	}
+	for k, v := range want {
+		if math.Abs(s.Extra[k]-v) > 1e-12 {
+			t.Errorf("%s = %v, want %v", k, s.Extra[k], v)
+		}
+	}
+}
+
 func TestScoresAndClasses(t *testing.T) {
 	dir := t.TempDir()
 	spec := &taskspec.Spec{Kind: taskspec.IQA, Dims: 2, Score: &taskspec.ScoreRange{Min: 0, Max: 4}}

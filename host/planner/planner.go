@@ -37,6 +37,11 @@ type Input struct {
 	Remaining time.Duration `json:"remaining"`
 	// Slots is how many lanes can train at once on this machine.
 	Slots int `json:"slots"`
+	// FirstRound is the time a lane trains in the first round of successive halving, and
+	// MinSteps the fewest steps it must make there, by lane name ("" for any other): a
+	// candidate whose StepSeconds × MinSteps exceeds FirstRound cannot be judged in time.
+	FirstRound time.Duration  `json:"first_round,omitempty"`
+	MinSteps   map[string]int `json:"min_steps,omitempty"`
 }
 
 // Plugin is one plugin's offer.
@@ -54,9 +59,16 @@ type Result struct {
 	// Score is the validation metric (mean over the folds trained), NaN when none.
 	Score  float64       `json:"score"`
 	Folds  int           `json:"folds"`
-	Status string        `json:"status"` // done, failed, cancelled
+	Status string        `json:"status"` // done, failed, cancelled, not trained
 	Reason string        `json:"reason,omitempty"`
 	Took   time.Duration `json:"took"`
+	// Extra are the validation's other figures: for segmentation the Dice of each class
+	// ("dice_<label>") and the confusions between foreground classes ("confusion_<a>_<b>":
+	// the share of class a's voxels predicted as b).
+	Extra map[string]float64 `json:"extra,omitempty"`
+	// Steps the lane made and the seconds each took.
+	Steps       int64   `json:"steps,omitempty"`
+	StepSeconds float64 `json:"step_seconds,omitempty"`
 }
 
 // Lane is one method lane to train: a plugin and a configuration valid against its schema.
@@ -65,29 +77,12 @@ type Lane struct {
 	Plugin    string          `json:"plugin"`
 	Config    json.RawMessage `json:"config"`
 	Rationale string          `json:"rationale"`
+	// Base, for a lane proposed from results, names the lane whose configuration it
+	// changes (its step time is about that lane's).
+	Base string `json:"base,omitempty"`
 	// Device is what the plugin planned the lane for ("cpu", "vulkan:N NAME"; empty when
-	// it did not say) and DeviceBytes the memory of that device one training run was
-	// planned to use (protocol.Candidate's).
-	Device      string `json:"device,omitempty"`
-	DeviceBytes int64  `json:"device_bytes,omitempty"`
-}
-
-// Devices fills in each lane's device and planned memory from the candidate it was made
-// from (named plugin/candidate, as Rules names lanes) where the planner left them out.
-func Devices(lanes []Lane, plugins []Plugin) []Lane {
-	for i, l := range lanes {
-		if l.Device != "" {
-			continue
-		}
-		for _, p := range plugins {
-			for _, c := range p.Candidates {
-				if p.Name == l.Plugin && l.Name == p.Name+"/"+c.Name {
-					lanes[i].Device, lanes[i].DeviceBytes = c.Device, c.DeviceBytes
-				}
-			}
-		}
-	}
-	return lanes
+	// it did not say), from the lane's candidate (protocol.Candidate.Device).
+	Device string `json:"device,omitempty"`
 }
 
 // Planner proposes lanes. Plan is called once before training (Results empty) and may be

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,11 +13,14 @@ import (
 
 // Rules is the offline rule-based planner. Before any result it takes every plugin's own
 // candidates (each plugin plans from the fingerprint with its own rules, nnU-Net's for
-// segmentation), orders them by rules on the fingerprint, and keeps as many as the budget
-// allows; with results it keeps the lanes that finished, best first, for the scheduler's
-// next round.
+// segmentation, sized to the first round's share), orders them by rules on the
+// fingerprint, and keeps as many as the budget allows. With results it keeps the lanes
+// that finished, best first, and reads the best lane's validation: where foreground
+// classes are confused with each other or one class lags far behind, it adds lanes that
+// give the network the context it lacks ([contextLanes]), saying why.
 type Rules struct {
-	// MaxLanes bounds the lanes of the first round; 0 means 2 per slot, at least 2.
+	// MaxLanes bounds the lanes of the first round; 0 means 2 per slot, at least 4 (two
+	// rounds of successive halving).
 	MaxLanes int
 	// MinLaneTime is the least time a lane is worth training; the first round keeps no
 	// more lanes than Remaining / MinLaneTime × Slots. 0 means 30 s.
@@ -49,8 +53,7 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	var all []ranked
 	for _, p := range in.Plugins {
 		for i, c := range p.Candidates {
-			l := Lane{Name: p.Name + "/" + c.Name, Plugin: p.Name, Config: json.RawMessage(c.Config), Rationale: c.Rationale,
-				Device: c.Device, DeviceBytes: c.DeviceBytes}
+			l := Lane{Name: p.Name + "/" + c.Name, Plugin: p.Name, Config: json.RawMessage(c.Config), Rationale: c.Rationale}
 			rank, why := rule(in, fp, c.Name, i)
 			if why != "" {
 				l.Rationale = strings.TrimSpace(l.Rationale + "; rules: " + why)
@@ -64,7 +67,7 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
 	keep := r.MaxLanes
 	if keep <= 0 {
-		keep = max(2, 2*max(in.Slots, 1))
+		keep = max(4, 2*max(in.Slots, 1))
 	}
 	minLane := r.MinLaneTime
 	if minLane <= 0 {
@@ -97,7 +100,8 @@ func rule(in Input, fp fpView, name string, i int) (int, string) {
 	return i, ""
 }
 
-// refine keeps the lanes that finished with a score, best first.
+// refine keeps the lanes that finished with a score, best first, and adds the lanes the
+// best one's validation calls for.
 func (r Rules) refine(in Input) []Lane {
 	res := make([]Result, 0, len(in.Results))
 	for _, x := range in.Results {
@@ -114,6 +118,139 @@ func (r Rules) refine(in Input) []Lane {
 	out := make([]Lane, 0, len(res))
 	for _, x := range res {
 		out = append(out, Lane{Name: x.Lane, Plugin: x.Plugin, Config: x.Config, Rationale: fmt.Sprintf("validation %s %.4f over %d fold(s)", in.Metric, x.Score, x.Folds)})
+	}
+	if len(res) > 0 {
+		out = append(out, contextLanes(in, res[0])...)
+	}
+	return out
+}
+
+// Thresholds of the refinement, on the best lane's validation.
+const (
+	// ConfusedShare: foreground classes are confused when this share of one's voxels is
+	// predicted as the other (a fifth: more than boundary disagreement between touching
+	// structures, which a few voxels' shift explains).
+	ConfusedShare = 0.2
+	// LagBehind: a class lags when its Dice is this far below the best class's.
+	LagBehind = 0.4
+	// MaxRefined is the most lanes one refinement adds.
+	MaxRefined = 2
+)
+
+// contextLanes proposes, from the best lane's per-class scores and confusions, lanes that
+// give the network more context: position as input (coordinate channels) where classes
+// that look alike lie in different places, more neighbouring slices for a 2.5D lane, and
+// the plugin's own context lanes (2.5D, a low-resolution 3D lane) not trained yet. Each
+// says what it fixes.
+func contextLanes(in Input, best Result) []Lane {
+	why := diagnose(best.Extra)
+	if why == "" {
+		return nil
+	}
+	var plug *Plugin
+	for i := range in.Plugins {
+		if in.Plugins[i].Name == best.Plugin {
+			plug = &in.Plugins[i]
+		}
+	}
+	if plug == nil {
+		return nil
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(best.Config, &cfg) != nil {
+		return nil
+	}
+	props := schemaProps(plug.Schema)
+	var out []Lane
+	add := func(name string, c map[string]json.RawMessage, fix string) {
+		b, err := json.Marshal(c)
+		if err != nil || len(out) >= MaxRefined {
+			return
+		}
+		out = append(out, Lane{Name: name, Plugin: best.Plugin, Config: b, Base: best.Lane,
+			Rationale: fmt.Sprintf("rules after the first round: in %s %s; %s", best.Lane, why, fix)})
+	}
+	if _, ok := props["coords"]; ok && string(cfg["coords"]) != "true" {
+		c := clone(cfg)
+		c["coords"] = json.RawMessage("true")
+		add(best.Lane+"+coords", c, "position as input (coordinate channels) tells apart structures that look alike but lie in different places")
+	}
+	if p, ok := props["slices"]; ok && string(cfg["lane"]) == `"2.5d"` {
+		var n int
+		_ = json.Unmarshal(cfg["slices"], &n)
+		if n += 4; p.Maximum == 0 || float64(n) <= p.Maximum {
+			c := clone(cfg)
+			c["slices"], _ = json.Marshal(n)
+			add(fmt.Sprintf("%s+%dslices", best.Lane, n), c, fmt.Sprintf("%d neighbouring slices give more context along the slice axis", n))
+		}
+	}
+	for _, c := range plug.Candidates {
+		n := strings.ToLower(c.Name)
+		if !strings.Contains(n, "lowres") && !strings.Contains(n, "2.5d") {
+			continue
+		}
+		trained := false
+		for _, r := range in.Results {
+			trained = trained || bytes.Equal(r.Config, c.Config) || r.Lane == plug.Name+"/"+c.Name
+		}
+		if !trained {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(c.Config, &m) == nil {
+				add(plug.Name+"/"+c.Name, m, c.Name+" sees more context at its own price: "+c.Rationale)
+			}
+		}
+	}
+	return out
+}
+
+// diagnose says what the validation figures of a lane show that more context could fix:
+// the worst confusion between foreground classes over ConfusedShare, or a class whose Dice
+// lags LagBehind behind the best class's; "" when neither.
+func diagnose(extra map[string]float64) string {
+	worst, pair := 0.0, ""
+	dice := map[string]float64{}
+	for k, v := range extra {
+		if strings.HasPrefix(k, "confusion_") && v > worst {
+			worst, pair = v, strings.TrimPrefix(k, "confusion_")
+		}
+		if strings.HasPrefix(k, "dice_") {
+			dice[strings.TrimPrefix(k, "dice_")] = v
+		}
+	}
+	if worst >= ConfusedShare {
+		ab := strings.SplitN(pair, "_", 2)
+		return fmt.Sprintf("%.0f%% of class %s's voxels are predicted as class %s", 100*worst, ab[0], ab[1])
+	}
+	hi, lo, loName := 0.0, 1.0, ""
+	for k, v := range dice {
+		hi = max(hi, v)
+		if v < lo || v == lo && k < loName {
+			lo, loName = v, k
+		}
+	}
+	if len(dice) > 1 && hi-lo >= LagBehind {
+		return fmt.Sprintf("class %s's Dice %.2f lags %.2f behind the best class's", loName, lo, hi-lo)
+	}
+	return ""
+}
+
+type schemaProp struct {
+	Maximum float64 `json:"maximum"`
+}
+
+// schemaProps are the properties of a configuration's JSON schema.
+func schemaProps(schema json.RawMessage) map[string]schemaProp {
+	var s struct {
+		Properties map[string]schemaProp `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	return s.Properties
+}
+
+func clone(m map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = v
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +66,30 @@ func TestRulesRefine(t *testing.T) {
 	}
 	if n := names(got); len(n) != 2 || n[0] != "b" || n[1] != "a" {
 		t.Errorf("refined %v, want [b a]", n)
+	}
+}
+
+// TestRulesContext: when the best lane confuses two foreground classes, the refinement
+// adds the best lane with coordinate channels and the plugin's untrained context lane,
+// each saying what it fixes; with clean per-class scores it adds nothing.
+func TestRulesContext(t *testing.T) {
+	in := input(1, 0)
+	in.Plugins[0].Schema = json.RawMessage(`{"properties":{"coords":{"type":"boolean"},"slices":{"maximum":15}}}`)
+	in.Plugins[0].Candidates = append(in.Plugins[0].Candidates, protocol.Candidate{Name: "3d_lowres", Config: []byte(`{"lane":"3d_fullres","low":1}`), Rationale: "half resolution"})
+	in.Results = []Result{{Lane: "segmentation/2d", Plugin: "segmentation", Config: []byte(`{"lane":"2d"}`), Score: 0.4, Status: "done", Folds: 1,
+		Extra: map[string]float64{"dice_1": 0.8, "dice_2": 0.3, "confusion_2_1": 0.35}}}
+	got, err := Rules{}.Plan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); len(n) != 3 || n[1] != "segmentation/2d+coords" || n[2] != "segmentation/3d_lowres" {
+		t.Fatalf("refined %v", n)
+	}
+	if !strings.Contains(got[1].Rationale, "35% of class 2's voxels are predicted as class 1") || !strings.Contains(string(got[1].Config), `"coords":true`) || got[1].Base != "segmentation/2d" {
+		t.Errorf("coords lane: %+v", got[1])
+	}
+	in.Results[0].Extra = map[string]float64{"dice_1": 0.8, "dice_2": 0.7}
+	if got, _ := (Rules{}).Plan(context.Background(), in); len(got) != 1 {
+		t.Errorf("clean scores: refined %v", names(got))
 	}
 }

@@ -38,9 +38,23 @@ func unionable(s *taskspec.Spec) bool {
 	return false
 }
 
-// combine writes the union of the members' prediction files of one case to out, named as
-// the first member's file.
-func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
+// combinable reports whether a fold ensemble's predictions of the task's kind can be
+// combined: a vote of label maps (segmentation without instances), the mean of scores
+// (iqa) or of images (enhancement).
+func combinable(s *taskspec.Spec) bool {
+	switch s.Kind {
+	case taskspec.IQA, taskspec.Enhancement:
+		return true
+	case taskspec.Segmentation:
+		return !s.Instances
+	}
+	return false
+}
+
+// combine writes the members' prediction files of one case combined to out, named as the
+// first member's file: the union of binary masks, or with vote each voxel's most frequent
+// label (the earliest member's on a tie); the mean of scores and images.
+func combine(s *taskspec.Spec, files []string, outDir string, vote bool) (string, error) {
 	out := filepath.Join(outDir, filepath.Base(files[0]))
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return "", err
@@ -64,6 +78,9 @@ func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
 		}
 		err = fileio.Write(out, b)
 		return out, err
+	}
+	if vote && s.Kind == taskspec.Segmentation {
+		return out, voteLabels(files, out)
 	}
 	var acc *volume.Volume
 	var vals []float64
@@ -92,10 +109,44 @@ func combine(s *taskspec.Spec, files []string, outDir string) (string, error) {
 	return out, imageio.Write(out, acc)
 }
 
-// predictUnion predicts cases with every member and writes their union into out.
+// voteLabels writes to out each voxel's most frequent label among the label maps files,
+// the earliest file's label on a tie.
+func voteLabels(files []string, out string) error {
+	vols := make([]*volume.Volume, len(files))
+	for i, f := range files {
+		v, err := imageio.Read(f)
+		if err != nil {
+			return err
+		}
+		if i > 0 && v.Dims != vols[0].Dims {
+			return fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], vols[0].Dims)
+		}
+		vols[i] = v
+	}
+	acc := vols[0] // each voxel is written after every member's value of it was read
+	count := map[float64]int{}
+	for j := range acc.Len() {
+		clear(count)
+		n := 0
+		for _, v := range vols {
+			x := v.AtIndex(j)
+			count[x]++
+			n = max(n, count[x])
+		}
+		for _, v := range vols {
+			if x := v.AtIndex(j); count[x] == n {
+				acc.SetIndex(j, x)
+				break
+			}
+		}
+	}
+	return imageio.Write(out, acc)
+}
+
+// predictUnion predicts cases with every member and writes their union (or vote) into out.
 // The members run in processes of the same plugin on this machine, so the union's compute
 // identity is theirs (the first member's).
-func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, cases []task.Case, out string) (*Predicted, error) {
+func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, vote bool, cases []task.Case, out string) (*Predicted, error) {
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}
@@ -116,7 +167,7 @@ func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Opt
 		for _, p := range all {
 			files = append(files, p.Files[c.ID][0])
 		}
-		f, err := combine(t.Spec(), files, out)
+		f, err := combine(t.Spec(), files, out, vote)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
@@ -158,7 +209,7 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 		{Lane: best.ID, PluginConfig: best.Config, Checkpoint: best.Folds[0].Checkpoint, SHA256: best.Folds[0].SHA256},
 		{Lane: other.ID, PluginConfig: other.Config, Checkpoint: other.Folds[0].Checkpoint, SHA256: other.Folds[0].SHA256},
 	}
-	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, val, r.path("lanes", "union", "f0", "val"))
+	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, false, val, r.path("lanes", "union", "f0", "val"))
 	if err != nil {
 		r.logf("the union of %s and %s could not be scored: %v", best.ID, other.ID, err)
 		return nil
@@ -188,8 +239,11 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": []string{best.ID, other.ID}, "fold": 0, "score": s.Value, "status": FoldDone})
 }
 
-// unionLane names the union in the audit log and the package.
+// unionLane names the union, or the fold ensemble, in the audit log and the package.
 func (r *Runner) unionLane() string {
+	if r.st.Vote && len(r.st.Union) > 0 {
+		return "ensemble:" + r.st.Final.Lane
+	}
 	name := "union"
 	for _, m := range r.st.Union {
 		name += ":" + m.Lane

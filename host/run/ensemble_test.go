@@ -31,7 +31,7 @@ func TestCombine(t *testing.T) {
 		return p
 	}
 	a, b := write("a", 1, 0, 0), write("b", 0, 1, 0)
-	out, err := combine(bin, []string{a, b}, filepath.Join(dir, "u"))
+	out, err := combine(bin, []string{a, b}, filepath.Join(dir, "u"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestCombine(t *testing.T) {
 	}
 	// Enhancement: the mean, rounded to the images' type: (10 + 21) / 2 = 15.5 → 16.
 	enh := &taskspec.Spec{Kind: taskspec.Enhancement, Dims: 2}
-	out, err = combine(enh, []string{write("c", 10), write("d", 21)}, filepath.Join(dir, "m"))
+	out, err = combine(enh, []string{write("c", 10), write("d", 21)}, filepath.Join(dir, "m"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestCombine(t *testing.T) {
 		}
 		files = append(files, p)
 	}
-	out, err = combine(iqa, files, filepath.Join(dir, "q"))
+	out, err = combine(iqa, files, filepath.Join(dir, "q"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

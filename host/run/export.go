@@ -12,6 +12,7 @@ import (
 
 	"amid/host/catalog"
 	"amid/host/export"
+	"amid/host/schedule"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -33,9 +34,14 @@ type ModelConfig struct {
 	Checkpoint   string          `json:"checkpoint"` // file name under model/
 	Data         string          `json:"data"`       // the data folder the test cases were read from
 	Test         []TestCase      `json:"test"`
+	// Deidentified: the test cases are named by pseudonyms, and Data is left out (it may
+	// name the patients); the run folder's key maps them back (see Reproduce).
+	Deidentified bool `json:"deidentified,omitempty"`
 	// Members, when set, make the model a union: each member predicts and the host
 	// combines their predictions (the fields above then describe the chosen lane).
 	Members []Member `json:"members,omitempty"`
+	// Vote: the members' label maps are combined by a vote, not by their union.
+	Vote bool `json:"vote,omitempty"`
 }
 
 // TestCase is one test case's id and the sha256 of each of its image files.
@@ -64,7 +70,7 @@ func (r *Runner) export(ctx context.Context) error {
 // exportInto writes the model package into dir.
 func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	best := r.st.lane(r.st.Chosen)
-	fold := best.Folds[r.st.ChosenFold]
+	model := r.members()[0]
 	entry, err := r.env.Catalog.Find(best.Plugin)
 	if err != nil {
 		return err
@@ -76,12 +82,19 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		}
 		p.Kill()
 	}
-	mc := ModelConfig{Lane: best.ID, Fold: r.st.ChosenFold, Plugin: best.Plugin, PluginConfig: best.Config,
-		Checkpoint: filepath.Base(fold.Checkpoint), Data: r.st.Data}
+	fold := r.st.ChosenFold
+	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
+		fold = -1 // every training case
+	}
+	mc := ModelConfig{Lane: best.ID, Fold: fold, Plugin: best.Plugin, PluginConfig: model.PluginConfig,
+		Checkpoint: filepath.Base(model.Checkpoint), Data: r.st.Data, Vote: r.st.Vote, Deidentified: r.st.Deidentify}
+	if r.st.Deidentify {
+		mc.Data = ""
+	}
 	for _, c := range r.data.Test {
 		tc := TestCase{ID: c.ID}
 		for _, p := range c.Images {
-			s, err := fileio.SHA256(p)
+			s, err := fileio.PathSHA256(p)
 			if err != nil {
 				return err
 			}
@@ -102,14 +115,14 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	}
 	c := export.Contents{
 		TaskID: r.task.ID, AMIDVersion: Version, Plugin: export.Plugin{Name: best.Plugin, Version: version, Binary: entry.Path},
-		Lane: fmt.Sprintf("%s.f%d", best.ID, r.st.ChosenFold),
+		Lane: r.chosenLane(),
 		Task: rawTask, Fingerprint: fp, Plan: plan, Scores: r.scores(), ModelConfig: mc,
-		Checkpoints: []string{fold.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
+		Checkpoints: []string{model.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
 	}
 	if r.st.Union != nil {
 		// Each member's checkpoint under its lane's name (they share the file name
 		// final.ckpt in the run), recorded by the union's lane.trained entry.
-		c.Lane, c.Checkpoints = r.unionLane(), nil
+		c.Checkpoints = nil
 		for _, m := range r.st.Union {
 			dst := r.path("final", "members", m.Lane+".ckpt")
 			if err := copyFile(m.Checkpoint, dst); err != nil {
@@ -122,6 +135,9 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	}
 	if len(r.data.Test) > 0 {
 		c.Predictions, c.Submission = r.path("final", "predictions"), r.path("submission")
+		if _, err := os.Stat(r.path("final", "dicom")); err == nil {
+			c.DICOM = r.path("final", "dicom")
+		}
 	}
 	c.Compute, c.Trained = r.st.Compute, r.trainedOn()
 	if err := r.reviewDecisions(&c); err != nil {
@@ -134,16 +150,20 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 // trainedOn lists what trained the chosen model's checkpoints, each identity once.
 func (r *Runner) trainedOn() []compute.Identity {
 	var ids []compute.Identity
-	for _, m := range r.members() {
-		l := r.st.lane(m.Lane)
-		if l == nil {
-			continue
-		}
-		for _, f := range l.Folds {
-			if f.SHA256 == m.SHA256 && !f.Compute.IsZero() && !slices.Contains(ids, f.Compute) {
-				ids = append(ids, f.Compute)
+	add := func(sha string, id compute.Identity) {
+		for _, m := range r.members() {
+			if m.SHA256 == sha && !id.IsZero() && !slices.Contains(ids, id) {
+				ids = append(ids, id)
 			}
 		}
+	}
+	for _, l := range r.st.Lanes {
+		for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
+			add(l.Folds[k].SHA256, l.Folds[k].Compute)
+		}
+	}
+	if fm := r.st.Final; fm != nil {
+		add(fm.SHA256, fm.Compute)
 	}
 	return ids
 }
@@ -175,18 +195,46 @@ func (r *Runner) scores() export.Scores {
 	return s
 }
 
+// finalMode names how the submitted model was made.
+func (r *Runner) finalMode() string {
+	if r.finalMade() {
+		return r.st.Final.Mode
+	}
+	if r.st.Union != nil {
+		return "union"
+	}
+	return "fold model"
+}
+
+// finalText says how the final model was made, for the report.
+func (r *Runner) finalText() string {
+	fm := r.st.Final
+	if fm == nil {
+		return ""
+	}
+	if !r.finalMade() {
+		return " The final model could not be made (" + oneLine(fm.Error) + "); the fold model is submitted."
+	}
+	if fm.Mode == schedule.FinalAllData {
+		return fmt.Sprintf(" Final model: continued on all %d training cases from step %d to step %d (planned %d) in %v. Rule: %s How it applied: %s",
+			len(r.data.Train), fm.FromStep, fm.Steps, fm.Until, fm.Took.Round(1e9), fm.Rule, fm.Why)
+	}
+	return fmt.Sprintf(" Final model: the ensemble of the %d fold models, out-of-fold validation %.4f. Rule: %s How it applied: %s", len(r.st.Union), fm.OutOfFold, fm.Rule, fm.Why)
+}
+
 func (r *Runner) solutionReport() export.Report {
 	t := r.task
 	best := r.st.lane(r.st.Chosen)
+	model := r.members()[0]
 	m, n := best.Mean()
 	rep := export.Report{
 		Title:     firstNonEmpty(t.Title, t.ID),
 		Challenge: fmt.Sprintf("%s. %d-D %s, modality %s; %d training and %d test cases.", firstNonEmpty(t.Description, t.Title, t.ID), t.Dims, t.Kind, firstNonEmpty(t.Modality, "unspecified"), len(r.data.Train), len(r.data.Test)),
 		Evaluation: fmt.Sprintf("The task's metric is %s (%s is better). Validation uses the host's own %s metric on %d locked patient-level folds; the test set is scored only by the challenge's grader, when its answers are given.",
 			t.Metric.Name, t.Metric.Direction, t.Kind, r.st.Folds),
-		Method:         fmt.Sprintf("Planner %s; %d lanes explored on the first fold, the best trained on further folds within a %v budget.", r.st.Planner, len(r.st.Lanes), r.st.Budget),
+		Method:         fmt.Sprintf("Planner %s; %d lanes explored on the first fold by successive halving from checkpoints (%d rounds), then the final model (%s) within a %v budget.", r.st.Planner, len(r.st.Lanes), len(r.st.Rounds), r.finalMode(), r.st.Budget),
 		Architecture:   fmt.Sprintf("Plugin %s, lane %s: %s", best.Plugin, best.ID, best.Rationale),
-		Training:       fmt.Sprintf("Configuration:\n\n```json\n%s\n```\n\nFold %d model: %d steps in %v.", string(best.Config), r.st.ChosenFold, best.Folds[r.st.ChosenFold].Steps, best.Folds[r.st.ChosenFold].Took.Round(1e9)),
+		Training:       fmt.Sprintf("Configuration:\n\n```json\n%s\n```\n\nFold %d model: %d steps in %v.%s", string(model.PluginConfig), r.st.ChosenFold, best.Folds[r.st.ChosenFold].Steps, best.Folds[r.st.ChosenFold].Took.Round(1e9), r.finalText()),
 		Inference:      fmt.Sprintf("The fold %d model predicts each test case with the plugin's Predict; the host converts the predictions into the submission contract (%s).", r.st.ChosenFold, strings.Join(t.Submission.Columns, ", ")),
 		PostProcessing: "As configured in the lane's configuration; none is chosen on the test set.",
 		Result:         fmt.Sprintf("Mean validation %s %.4f over %d fold(s).", t.Metric.Name, m, n),
@@ -195,6 +243,7 @@ func (r *Runner) solutionReport() export.Report {
 	if g := r.st.TestScore; g != nil && g.Valid {
 		rep.Result += fmt.Sprintf(" The challenge's grader scores the test submission %s = %.4f.", g.Primary, g.Score)
 	}
+	rep.Data = r.dataText()
 	for _, l := range r.st.Lanes {
 		why := ""
 		for _, w := range r.st.Why {
@@ -205,6 +254,25 @@ func (r *Runner) solutionReport() export.Report {
 		rep.Candidates = append(rep.Candidates, export.Candidate{Lane: l.ID, Plugin: l.Plugin, Summary: oneLine(l.Rationale), Why: why})
 	}
 	return rep
+}
+
+// dataText is the report's Data and privacy section: what the DICOM SEG predictions
+// reference, and what de-identification did.
+func (r *Runner) dataText() string {
+	var parts []string
+	if r.st.Deidentify {
+		parts = append(parts, "The run was de-identified from its start: every case id is a pseudonym (a keyed hash; the key stays in the run folder and is not in this package), in the store, the audit log, the review decisions, the file names and this report.")
+	}
+	if _, err := os.Stat(r.path("final", "dicom")); err == nil {
+		s := "The test predictions are also DICOM SEG objects (`dicom/<case>.dcm`): one binary segment per label, with the task's label names and codes, frames only where there is foreground, "
+		if r.st.Deidentify {
+			s += "put through PS3.15's Basic Application Level Confidentiality Profile with their UIDs replaced. Their references (patient, study, series and source images) therefore no longer match the studies in PACS; they fit only the source series de-identified with the same run's key."
+		} else {
+			s += "referencing their source series, study and patient by the original UIDs, so they can be sent back to PACS beside their images."
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
 }
 
 func firstNonEmpty(s ...string) string {
@@ -240,7 +308,12 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	if data == "" {
 		data = mc.Data
 	}
-	d, err := t.Resolve(data)
+	var d *task.Dataset
+	if mc.Deidentified {
+		d, err = resolveDeidentified(t, pkg, out, data)
+	} else {
+		d, err = t.Resolve(data)
+	}
 	if err != nil {
 		return none, err
 	}
@@ -258,7 +331,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			return none, fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
 		}
 		for i, p := range c.Images {
-			s, err := fileio.SHA256(p)
+			s, err := fileio.PathSHA256(p)
 			if err != nil {
 				return none, err
 			}
@@ -289,7 +362,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			members[i] = m
 			members[i].Checkpoint = filepath.Join(pkg, "model", m.Checkpoint)
 		}
-		p, err := predictUnion(ctx, entry, opts, t, members, cases, filepath.Join(out, "predictions"))
+		p, err := predictUnion(ctx, entry, opts, t, members, mc.Vote, cases, filepath.Join(out, "predictions"))
 		if err != nil {
 			return none, err
 		}
@@ -301,6 +374,32 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 		return none, err
 	}
 	return p.Compute, nil
+}
+
+// resolveDeidentified resolves the test cases of a de-identified package: in the data
+// folder given, else the one its run folder (the package's parent, where the key stays)
+// recorded, with the run's pseudonyms.
+func resolveDeidentified(t *task.Task, pkg, out, data string) (*task.Dataset, error) {
+	runDir := filepath.Dir(filepath.Clean(pkg))
+	st, err := LoadState(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("the package's cases are pseudonymous, and its run folder, which holds the key that names them, is not %s: %w", runDir, err)
+	}
+	k, err := loadKeys(runDir)
+	if err != nil {
+		return nil, err
+	}
+	if data == "" {
+		data = st.Data
+	}
+	d, err := t.Resolve(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := pseudonymize(t, d, k, filepath.Join(out, "cases")); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // copyFile copies src to dst, creating dst's folder.

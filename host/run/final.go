@@ -3,8 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"amid/host/catalog"
 	"amid/host/evaluate"
 	"amid/host/grade"
+	"amid/host/schedule"
 	"amid/host/submit"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -76,23 +75,36 @@ func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options,
 	return &Predicted{Files: files, Compute: resp.Compute}, nil
 }
 
-// choose picks the lane with the best mean validation score, and the fold model of that
-// lane with the best validation score, and writes why.
+// choose picks exploration's winner (the lane with the best mean validation score when
+// none was recorded) and its fold model with the best validation score, and writes why.
 func (r *Runner) choose() (*LaneState, int, error) {
 	ranked := r.ranked()
 	if len(ranked) == 0 {
 		return nil, 0, errors.New("no lane finished a fold")
 	}
 	best := ranked[0]
+	if w := r.st.lane(r.st.Winner); w != nil {
+		best = w
+	}
 	m, n := best.Mean()
 	r.st.Why = []string{fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.task.Metric.Name, m, n, len(ranked))}
-	for _, l := range ranked[1:] {
+	for _, l := range ranked {
+		if l == best {
+			continue
+		}
 		lm, ln := l.Mean()
-		r.st.Why = append(r.st.Why, fmt.Sprintf("%s lost: mean validation %.4f over %d fold(s), %.4f below the winner", l.ID, lm, ln, m-lm))
+		why := fmt.Sprintf("%s lost: mean validation %.4f over %d fold(s), %.4f below the winner", l.ID, lm, ln, m-lm)
+		if l.Schedule.Stopped != "" {
+			why += "; " + l.Schedule.Stopped
+		}
+		r.st.Why = append(r.st.Why, why)
 	}
 	for _, l := range r.st.Lanes {
 		if _, n := l.Mean(); n == 0 {
 			why := "it finished no fold"
+			if l.Schedule.Stopped != "" {
+				why = l.Schedule.Stopped
+			}
 			for _, f := range l.Folds {
 				if f.Error != "" {
 					why = "it failed: " + oneLine(f.Error)
@@ -115,7 +127,16 @@ func (r *Runner) choose() (*LaneState, int, error) {
 			fold = k
 		}
 	}
+	if fm := r.st.Final; fm != nil && fm.Error == "" {
+		r.st.Why = append(r.st.Why, "final model ("+fm.Mode+"): "+fm.Why)
+	}
 	return best, fold, nil
+}
+
+// finalMade reports whether a final model (all data, or the fold ensemble) was made.
+func (r *Runner) finalMade() bool {
+	fm := r.st.Final
+	return fm != nil && fm.Error == "" && (fm.Checkpoint != "" || fm.Mode == schedule.FinalEnsemble && len(r.st.Union) > 0)
 }
 
 // final predicts the test set with the chosen lane and writes the submission.
@@ -128,11 +149,18 @@ func (r *Runner) final(ctx context.Context) error {
 	for _, w := range r.st.Why {
 		r.logf("%s", w)
 	}
-	if err := r.tryUnion(ctx, best); err != nil {
-		return err
+	if !r.finalMade() {
+		if err := r.tryUnion(ctx, best); err != nil {
+			return err
+		}
 	}
-	if r.st.Union == nil {
+	if r.st.Union == nil || r.st.Vote {
+		// Chosen on fold 0's validation cases with the fold model, and applied to the
+		// final model, which has no held-out cases.
 		if err := r.choosePostprocess(ctx, best, fold); err != nil {
+			return err
+		}
+		if err := r.applyConfig(best); err != nil {
 			return err
 		}
 	}
@@ -140,7 +168,7 @@ func (r *Runner) final(ctx context.Context) error {
 		r.logf("the task has no test cases: no submission to write")
 		return nil
 	}
-	ck := best.Folds[r.st.ChosenFold]
+	ck := r.members()[0]
 	for _, m := range r.members() {
 		sum, err := fileio.SHA256(m.Checkpoint)
 		if err != nil {
@@ -162,7 +190,12 @@ func (r *Runner) final(ctx context.Context) error {
 	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
-	subSum, err := treeHash(r.path("submission"))
+	if r.dicomTest() {
+		if err := r.writeSEGs(preds.Files); err != nil {
+			return err
+		}
+	}
+	subSum, err := fileio.PathSHA256(r.path("submission"))
 	if err != nil {
 		return err
 	}
@@ -236,28 +269,6 @@ func (r *Runner) verify(ctx context.Context) error {
 	return r.record(audit.RoleHost, "run.verified", nil, nil, details)
 }
 
-// treeHash is a sha256 over the relative paths and sha256s of every file under dir.
-func treeHash(dir string) (string, error) {
-	var b bytes.Buffer
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		s, err := fileio.SHA256(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(h[:]), nil
-}
-
 // finite maps NaN and infinities to 0, which JSON can hold.
 func finite(f float64) float64 {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -327,14 +338,54 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 	return nil
 }
 
-// members are the chosen model's members: the union's, or the chosen lane's fold model.
+// members are the chosen model's members: the union's or the fold ensemble's, the final
+// model trained on all data, or the chosen lane's fold model.
 func (r *Runner) members() []Member {
 	if r.st.Union != nil {
 		return r.st.Union
 	}
 	best := r.st.lane(r.st.Chosen)
+	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
+		return []Member{{Lane: best.ID + ".all", PluginConfig: fm.Config, Checkpoint: fm.Checkpoint, SHA256: fm.SHA256}}
+	}
 	f := best.Folds[r.st.ChosenFold]
 	return []Member{{Lane: best.ID, PluginConfig: best.Config, Checkpoint: f.Checkpoint, SHA256: f.SHA256}}
+}
+
+// applyConfig gives the final model the chosen lane's configuration (its post-processing
+// chosen on validation cases), the all-data model with its own planned total of steps.
+func (r *Runner) applyConfig(l *LaneState) error {
+	if !r.finalMade() {
+		return nil
+	}
+	if r.st.Final.Mode == schedule.FinalAllData {
+		cfg, err := withSteps(l.Config, r.st.Final.Until)
+		if err != nil {
+			return err
+		}
+		r.st.Final.Config = cfg
+		return nil
+	}
+	cfg, err := withSteps(l.Config, r.st.Final.Until)
+	if err != nil {
+		return err
+	}
+	for i := range r.st.Union {
+		r.st.Union[i].PluginConfig = cfg
+	}
+	return nil
+}
+
+// chosenLane names the chosen model in the audit log's lane.trained entries and the
+// package: "<lane>.f<k>", "<lane>.all", or the union's or ensemble's name.
+func (r *Runner) chosenLane() string {
+	if r.st.Union != nil {
+		return r.unionLane()
+	}
+	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
+		return r.st.Chosen + ".all"
+	}
+	return fmt.Sprintf("%s.f%d", r.st.Chosen, r.st.ChosenFold)
 }
 
 // predictChosen predicts cases into out with the chosen model.
@@ -348,5 +399,5 @@ func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out strin
 	if err != nil {
 		return nil, err
 	}
-	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, cases, out)
+	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, r.st.Vote, cases, out)
 }

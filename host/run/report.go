@@ -47,6 +47,42 @@ func Report(st *State) string {
 		}
 		b.WriteString("\n")
 	}
+	if len(st.Rounds) > 0 {
+		b.WriteString("## Rounds of successive halving (fold 0)\n\n")
+		for i, rd := range st.Rounds {
+			fmt.Fprintf(&b, "%d. at %v:", i+1, rd.Spent.Round(time.Second))
+			if len(rd.Jobs) > 0 {
+				fmt.Fprintf(&b, " trained %s.", strings.Join(rd.Jobs, "; "))
+			}
+			if len(rd.Stopped) > 0 {
+				fmt.Fprintf(&b, " Stopped: %s.", strings.Join(rd.Stopped, "; "))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n### Validation curves\n\n| lane | min steps | step time | curve (step: score) | stopped |\n|---|---:|---:|---|---|\n")
+		for _, l := range st.Lanes {
+			var pts []string
+			for _, p := range l.Schedule.Curve {
+				pts = append(pts, fmt.Sprintf("%d: %.4f", p.Step, p.Score))
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.3g s | %s | %s |\n", l.ID, l.Schedule.MinSteps, l.Schedule.StepSeconds, strings.Join(pts, ", "), l.Schedule.Stopped)
+		}
+		b.WriteString("\n")
+	}
+	if fm := st.Final; fm != nil {
+		b.WriteString("## Final model\n\n")
+		fmt.Fprintf(&b, "- Mode: %s, from lane %s\n- Rule: %s\n- How it applied: %s\n", fm.Mode, fm.Lane, fm.Rule, fm.Why)
+		if fm.Checkpoint != "" {
+			fmt.Fprintf(&b, "- Trained on every training case from step %d to step %d (planned %d) in %v\n", fm.FromStep, fm.Steps, fm.Until, fm.Took.Round(time.Second))
+		}
+		if fm.OutOfFold != 0 {
+			fmt.Fprintf(&b, "- Out-of-fold validation of the ensemble: %.4f\n", fm.OutOfFold)
+		}
+		if fm.Error != "" {
+			fmt.Fprintf(&b, "- Not made: %s\n", oneLine(fm.Error))
+		}
+		b.WriteString("\n")
+	}
 	if len(st.Why) > 0 {
 		b.WriteString("## Choice\n\n")
 		for _, w := range st.Why {

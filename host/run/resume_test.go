@@ -216,8 +216,14 @@ func TestResumeKeepsLLMPlanner(t *testing.T) {
 	if auth != "Bearer "+key {
 		t.Errorf("the refinement's Authorization header is %q; want the key from $%s", auth, llm.DefaultAPIKeyEnv)
 	}
-	if r.State().lane("refined") == nil {
-		t.Errorf("the refined lane was not added: %+v", r.State().Lanes)
+	// The refined lane trains when exploration has time left for its minimum; in 15 s it
+	// usually has none, and the notes say so.
+	noted := false
+	for _, n := range r.State().Notes {
+		noted = noted || strings.Contains(n, "lane refined, proposed after the first round")
+	}
+	if r.State().lane("refined") == nil && !noted {
+		t.Errorf("the refined lane was neither added nor noted: %+v, notes %q", r.State().Lanes, r.State().Notes)
 	}
 	refined := false
 	for _, en := range audittest.Entries(t, filepath.Join(runDir, "audit.db")) {

@@ -7,12 +7,14 @@
 //	run.db            the lanes and their events (amid/host/store), written by the supervisor
 //	audit.db          the hash-chained audit log (amid/host/audit)
 //	task.yaml         the task definition, copied
+//	deid.key, cases/  a de-identified run's secret key and pseudonymous links to its cases
 //	labels/           canonical labels (amid/host/ingest)
 //	fingerprint.json  the dataset fingerprint; contract.json the data contract
 //	folds.json        the locked folds
 //	plan.json         the lanes planned
 //	lanes/<lane>/f<k>/   checkpoints of the lane on fold k; val/ its validation predictions
-//	final/            the chosen model's test predictions; submission/ the submission
+//	final/            the chosen model's test predictions (and final/dicom/, their DICOM
+//	                  SEG objects when the test images are DICOM); submission/ the submission
 //	package/          the exported model package, and package.zip
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
@@ -22,13 +24,18 @@
 // without its key); Reopen rebuilds it, so that the refinement after exploration asks the
 // same planner.
 //
-// Scheduling: the budget is wall-clock time over all sessions of the run. Exploration
-// trains every planned lane on the first fold with an equal share of half the time left;
-// exploitation trains the best lanes (successive halving: the better half, at most
-// Finalists) on further folds while time remains, keeping a reserve for the final
-// prediction and verification. Each fold's validation predictions are scored with the
-// host's own metric (amid/host/evaluate); the lane with the best mean wins. Lanes train one
-// at a time on a CPU-only machine: each already uses every core.
+// Scheduling (amid/host/schedule): the budget is wall-clock time over all sessions of the
+// run. The plan sizes each lane to its first-round share and the minimum step count the
+// recorded learning curves give. Exploration trains the lanes on fold 0 by successive
+// halving from checkpoints: every lane a short first round, then the better half continues
+// from its checkpoint (optimizer state, learning rate over the planned total, data order
+// going on) in longer rounds, each round judged on the host's validation score of its
+// checkpoint; a lane whose curve has flattened stops and gives its time back; after the
+// first round the planner sees per-class scores and confusions and may add lanes. Lanes
+// run side by side on the executor's places. The winner then becomes the final model by
+// the plan's rule: its fold models ensembled, or the winner continued on every training
+// case until the reserve, which the final prediction, verification and export take. The
+// Executor (executor.go) carries the training and prediction out: [Local] on this machine.
 package run
 
 import (
@@ -38,6 +45,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"amid/host/audit"
@@ -68,6 +76,10 @@ type Options struct {
 	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
 	// layout); when set the challenge's grader scores the submission.
 	Answers string
+	// Deidentify makes the run pseudonymous from the start (see deid.go): case ids become
+	// keyed pseudonyms everywhere, and every DICOM object of the package goes through
+	// PS3.15's Basic Application Level Confidentiality Profile.
+	Deidentify bool
 }
 
 // DefaultBudget is a run's budget when neither the options nor the task give one.
@@ -77,6 +89,9 @@ const DefaultBudget = 20 * time.Minute
 type Env struct {
 	Catalog    *catalog.Catalog
 	Supervisor supervisor.Options
+	// Executor trains and predicts; nil: the local one ([Local]) over Supervisor and the
+	// run's store.
+	Executor Executor
 	// Events, when set, receives progress for a terminal or a window.
 	Events func(Event)
 	// Now is the clock (tests); nil: time.Now.
@@ -104,8 +119,11 @@ type Runner struct {
 	labels  map[string]string
 	audit   *audit.Log
 	store   *store.Store
-	began   time.Time
-	spent0  time.Duration
+	exec    Executor
+	// mu guards the state while lanes train side by side.
+	mu     sync.Mutex
+	began  time.Time
+	spent0 time.Duration
 	// resumeNote, when set, is the sentence that says why a resumed run's planner is not
 	// the one recorded; Run logs and audits it.
 	resumeNote string
@@ -165,7 +183,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
 		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
-		Phase: PhasePrepare, Answers: opts.Answers,
+		Phase: PhasePrepare, Answers: opts.Answers, Deidentify: opts.Deidentify,
 	}
 	if st.Seed == 0 {
 		st.Seed = 42
@@ -183,6 +201,11 @@ func New(opts Options, env Env) (*Runner, error) {
 	}
 	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
 	st.Created = r.now().UTC()
+	if st.Deidentify {
+		if err := newKey(dir); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
 	if err := st.save(dir); err != nil {
 		return nil, err
 	}
@@ -273,6 +296,10 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer r.store.Close()
+	r.exec = r.env.Executor
+	if r.exec == nil {
+		r.exec = &Local{Store: r.store, Opts: r.env.Supervisor, Device: r.st.Device}
+	}
 	if r.st.Phase == PhasePrepare {
 		if err := r.store.CreateRun(&store.Run{ID: r.st.ID, Created: r.st.Created, Task: r.task.ID}); err != nil && r.st.Spent == 0 {
 			return fmt.Errorf("run: %w", err)
@@ -300,7 +327,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		phase string
 		fn    func(context.Context) error
 	}{
-		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.exploreAndRefine}, {PhaseExploit, r.exploit},
+		{PhasePrepare, r.prepare}, {PhasePlan, r.plan}, {PhaseExplore, r.explore}, {PhaseExploit, r.exploit},
 		{PhaseFinal, r.final}, {PhaseVerify, r.verify}, {PhaseExport, r.export},
 	}
 	// Preparation is cheap and rebuilds what the later phases read in memory.
@@ -328,10 +355,3 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 
 // SetEvents sets the function that receives the run's events.
 func (r *Runner) SetEvents(f func(Event)) { r.env.Events = f }
-
-func (r *Runner) exploreAndRefine(ctx context.Context) error {
-	if err := r.explore(ctx); err != nil {
-		return err
-	}
-	return r.refine(ctx)
-}

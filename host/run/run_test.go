@@ -100,9 +100,14 @@ func TestRunEndToEnd(t *testing.T) {
 	if st.Phase != PhaseDone || st.Chosen == "" || st.Package == "" {
 		t.Fatalf("state %+v\n%s", st, log.String())
 	}
-	// The planner saw the first round's results and its new lane was explored.
-	if len(ref.saw) == 0 || st.lane("refined") == nil || st.lane("refined").Folds[0].Status == "" {
-		t.Errorf("the planner's refinement was not used: results seen %v, lanes %d", ref.saw, len(st.Lanes))
+	// The planner saw the first round's results; its new lane was explored, or the notes
+	// say why exploration had no time left for it.
+	noted := false
+	for _, n := range st.Notes {
+		noted = noted || strings.Contains(n, "lane refined, proposed after the first round") && strings.Contains(n, "is not trained")
+	}
+	if len(ref.saw) == 0 || !noted && (st.lane("refined") == nil || st.lane("refined").Folds[0].Status == "") {
+		t.Errorf("the planner's refinement was not used: results seen %v, lanes %d, notes %q", len(ref.saw), len(st.Lanes), st.Notes)
 	}
 	best := st.lane(st.Chosen)
 	m, n := best.Mean()
@@ -235,7 +240,7 @@ func TestKillAndResume(t *testing.T) {
 	// Wait until a lane has written a checkpoint, then kill the host and its plugins.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		ck, _ := filepath.Glob(filepath.Join(runDir, "lanes", "*", "f0", "*.ckpt"))
+		ck, _ := filepath.Glob(filepath.Join(runDir, "lanes", "*", "f0", "r*", "*.ckpt"))
 		if len(ck) > 0 {
 			break
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"amid/host/planner"
+	"amid/host/schedule"
 	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
@@ -48,16 +49,35 @@ const (
 
 // FoldState is one lane trained on one fold.
 type FoldState struct {
-	Status     string             `json:"status"`
-	Checkpoint string             `json:"checkpoint,omitempty"`
-	SHA256     string             `json:"sha256,omitempty"`
-	Steps      int64              `json:"steps,omitempty"`
+	Status     string `json:"status"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// LastCheckpoint is the newest checkpoint the plugin reported while training, which a
+	// resumed run continues from.
+	LastCheckpoint string             `json:"last_checkpoint,omitempty"`
+	SHA256         string             `json:"sha256,omitempty"`
+	Steps          int64              `json:"steps,omitempty"`
+	Score          float64            `json:"score"`
+	Extra          map[string]float64 `json:"extra,omitempty"`
+	Plugin         map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
+	Error          string             `json:"error,omitempty"`
+	Took           time.Duration      `json:"took"`
+	Compute        compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	// Rounds are the fold's rounds of successive halving, each continuing the last from its
+	// checkpoint; Checkpoint and Score above are the best round's.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one round of a lane-fold: trained to step Steps (it was asked for Until) in
+// Took on Place, its checkpoint and the host's validation score of it.
+type Round struct {
+	Until      int64              `json:"until"`
+	Steps      int64              `json:"steps"`
 	Score      float64            `json:"score"`
 	Extra      map[string]float64 `json:"extra,omitempty"`
-	Plugin     map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
-	Error      string             `json:"error,omitempty"`
+	Checkpoint string             `json:"checkpoint"`
+	SHA256     string             `json:"sha256"`
 	Took       time.Duration      `json:"took"`
-	Compute    compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	Place      string             `json:"place"`
 }
 
 // LaneState is one lane of the run.
@@ -65,6 +85,9 @@ type LaneState struct {
 	planner.Lane
 	ID    string            `json:"id"` // file-safe name
 	Folds map[int]FoldState `json:"folds"`
+	// Schedule is the lane as the schedule sees it: step time, minimum steps, the steps
+	// reached on fold 0, its validation curve, where it trains, and why it stopped.
+	Schedule schedule.Lane `json:"schedule"`
 }
 
 // Mean is the lane's mean validation score over its finished folds and their count (NaN
@@ -116,8 +139,66 @@ type State struct {
 	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
 	// models of the chosen lane and the next best, their predictions combined.
 	Union []Member `json:"union,omitempty"`
+	// Vote: the members are a fold ensemble whose label maps are combined by a vote (the
+	// union's are combined by their union).
+	Vote bool `json:"vote,omitempty"`
 	// Compute is what computed the test predictions.
 	Compute compute.Identity `json:"compute,omitzero"`
+	// Deidentify: the run is pseudonymous (Options.Deidentify).
+	Deidentify bool `json:"deidentify,omitempty"`
+	// ExploreEnd is the mark of Spent at which exploration's share of the budget is spent.
+	ExploreEnd time.Duration `json:"explore_end,omitempty"`
+	// Rounds are exploration's rounds in order: which lanes trained, which stopped and why.
+	Rounds []RoundLog `json:"rounds,omitempty"`
+	// Refined reports that the planner has seen the first round's results.
+	Refined bool `json:"refined,omitempty"`
+	// Winner is the lane exploration chose and WinnerWhy why.
+	Winner    string `json:"winner,omitempty"`
+	WinnerWhy string `json:"winner_why,omitempty"`
+	// Final is how the final model was made.
+	Final *FinalModel `json:"final,omitempty"`
+	// PluginStart is the longest time a plugin took to start and describe itself, which the
+	// reserve counts for each prediction of the final phases.
+	PluginStart time.Duration `json:"plugin_start,omitempty"`
+	// Device is the device setting the local places pass to the plugins ([LocalPlaces]):
+	// the host's (compute.EnvDevice) when a plugin found that device at planning, else cpu.
+	Device string `json:"device,omitempty"`
+}
+
+// RoundLog is one round of exploration as the run records it.
+type RoundLog struct {
+	Rung    int           `json:"rung"`
+	Jobs    []string      `json:"jobs"`    // "lane: steps from → until on place"
+	Stopped []string      `json:"stopped"` // "lane: why"
+	Spent   time.Duration `json:"spent"`   // the budget spent when the round was decided
+}
+
+// FinalModel is the model the run submits: the winner continued on all the data, or its
+// fold models ensembled.
+type FinalModel struct {
+	Mode string `json:"mode"` // schedule.FinalAllData or schedule.FinalEnsemble
+	Lane string `json:"lane"`
+	Rule string `json:"rule"` // the rule written in the plan
+	Why  string `json:"why"`  // how the rule applied
+	// From is the checkpoint the all-data model continued from, at step FromStep.
+	From     string `json:"from,omitempty"`
+	FromStep int64  `json:"from_step,omitempty"`
+	// Until is the planned last step, Steps the step reached, Config the configuration it
+	// trained with (its steps set to Until).
+	Until      int64           `json:"until,omitempty"`
+	Steps      int64           `json:"steps,omitempty"`
+	Config     json.RawMessage `json:"config,omitempty"`
+	Checkpoint string          `json:"checkpoint,omitempty"`
+	SHA256     string          `json:"sha256,omitempty"`
+	// Last is the newest checkpoint reported while it trained, which a resumed run
+	// continues from.
+	Last    string           `json:"last,omitempty"`
+	Took    time.Duration    `json:"took,omitempty"`
+	Compute compute.Identity `json:"compute,omitzero"`
+	// Folds is the ensemble's out-of-fold validation score (mean over its folds).
+	OutOfFold float64 `json:"out_of_fold,omitempty"`
+	// Error says why the final model could not be made; the best fold model is submitted.
+	Error string `json:"error,omitempty"`
 }
 
 // Grade is the grader's verdict on the submission, when answers were given.
@@ -129,6 +210,16 @@ type Grade struct {
 	Percentile float64            `json:"percentile"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Errors     []string           `json:"errors,omitempty"`
+}
+
+// laneNamed is the lane the planner named name (nil for none or "").
+func (s *State) laneNamed(name string) *LaneState {
+	for _, l := range s.Lanes {
+		if name != "" && l.Name == name {
+			return l
+		}
+	}
+	return nil
 }
 
 func (s *State) lane(id string) *LaneState {

@@ -4,29 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"amid/host/audit"
 	"amid/host/evaluate"
-	"amid/host/supervisor"
+	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
-// Shares of the budget.
-const (
-	// finalReserve is the part of the whole budget kept for the final prediction,
-	// verification and export.
-	finalReserve = 0.15
-	// exploreShare is the part of what is left after preparation that exploration uses.
-	exploreShare = 0.5
-	// minFoldTime is the shortest training worth starting.
-	minFoldTime = 5 * time.Second
-)
+// finalReserve is the part of the budget kept for the final prediction, verification and
+// export until a prediction has been timed (then amid/host/schedule.Reserve sizes it).
+const finalReserve = 0.15
+
+// exportTime is what the reserve adds for writing and zipping the package, hashing the
+// files and the audit log (a few seconds for the demo's package on the 2-core machine).
+const exportTime = 5 * time.Second
 
 func protoCases(cs []task.Case, labels map[string]string) []protocol.Case {
 	out := make([]protocol.Case, len(cs))
@@ -44,47 +41,309 @@ func (r *Runner) usable() time.Duration {
 	return r.remaining() - r.reserve()
 }
 
-// reserve is the time kept for the final phases: 15 % of the budget, or, once a
-// validation prediction has been timed, what the final phases' predictions are expected
-// to take (the test set twice, for the submission and its reproduction, and the chosen
-// fold's validation cases once per post-processing option, counted as four), if more.
+// reserve is the time kept for the final phases: 15 % of the budget until a validation
+// prediction has been timed, then what the final phases' predictions are expected to take
+// (the test set twice, for the submission and its reproduction, and the chosen fold's
+// validation cases once per post-processing option, counted as four, each prediction
+// starting the plugin once) with a quarter more, and the export.
 func (r *Runner) reserve() time.Duration {
-	res := time.Duration(finalReserve * float64(r.st.Budget))
-	if r.st.PredictPerCase > 0 {
-		n := 2*len(r.data.Test) + 4*len(r.data.Train)/max(r.st.Folds, 2)
-		res = max(res, time.Duration(n)*r.st.PredictPerCase)
-	}
-	return res
+	fallback := time.Duration(finalReserve * float64(r.st.Budget))
+	nval := len(r.data.Train) / max(r.st.Folds, 2)
+	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, 4, fallback) + exportTime
 }
 
-// explore trains every lane on fold 0.
+// explore trains the lanes on fold 0 in rounds of successive halving (amid/host/schedule)
+// until one is left, the winner, within exploration's share of the usable time. After
+// the first round the planner is shown the results and may add lanes, which train a
+// first round before the next promotion.
 func (r *Runner) explore(ctx context.Context) error {
-	todo := 0
+	if r.st.ExploreEnd == 0 {
+		r.st.ExploreEnd = r.spent() + time.Duration(schedule.ExploreShare*float64(r.usable()))
+		r.logf("exploration may train until %v of the %v budget is spent; the rest goes to the final model", r.st.ExploreEnd.Round(time.Second), r.st.Budget)
+	}
+	p := &schedule.Plan{Config: schedule.Config{Places: r.exec.Places()}}
 	for _, l := range r.st.Lanes {
-		if l.Folds[0].Status != FoldDone && l.Folds[0].Status != FoldFailed {
-			todo++
+		p.Lanes = append(p.Lanes, &l.Schedule)
+	}
+	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Decided: r.decided,
+		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
+	rd, err := e.Run(ctx, trainer{r})
+	if err != nil {
+		return err
+	}
+	if rd.Winner == "" {
+		return errors.New("every lane failed on the first fold; see the lanes' errors in run.json")
+	}
+	r.st.Winner, r.st.WinnerWhy = rd.Winner, rd.Why
+	r.logf("exploration chose %s: %s", rd.Winner, rd.Why)
+	return r.record(audit.RoleHost, "explore.done", nil, nil, map[string]any{"winner": rd.Winner, "why": rd.Why, "rounds": len(r.st.Rounds)})
+}
+
+// decided records a decision of exploration (which lanes train next, which stopped and
+// why) in the log, run.json and the audit log.
+func (r *Runner) decided(rd schedule.Round) error {
+	lg := RoundLog{Rung: rd.Rung, Stopped: rd.Stopped, Spent: r.spent()}
+	for _, j := range rd.Jobs {
+		lg.Jobs = append(lg.Jobs, fmt.Sprintf("%s: steps %d → %d on %s", j.Lane, j.From, j.Until, j.Place.Name))
+	}
+	for _, s := range rd.Stopped {
+		r.logf("lane %s", s)
+	}
+	if len(lg.Jobs) == 0 && len(lg.Stopped) == 0 {
+		return nil
+	}
+	r.st.Rounds = append(r.st.Rounds, lg)
+	if err := r.record(audit.RoleHost, "schedule.round", nil, nil, map[string]any{"rung": lg.Rung, "jobs": lg.Jobs, "stopped": lg.Stopped}); err != nil {
+		return err
+	}
+	return r.save()
+}
+
+// afterRound saves the state after a round and, once the first round is over, asks the
+// planner to refine the lanes.
+func (r *Runner) afterRound(ctx context.Context, p *schedule.Plan) error {
+	if err := r.save(); err != nil {
+		return err
+	}
+	if r.st.Refined {
+		return nil
+	}
+	for _, l := range p.Lanes {
+		if l.Stopped == "" && l.Rung == 0 {
+			return nil // the first round is not over
 		}
 	}
-	share := time.Duration(exploreShare * float64(r.usable()))
-	for _, l := range r.st.Lanes {
-		if f := l.Folds[0]; f.Status == FoldDone || f.Status == FoldFailed {
-			continue
-		}
-		limit := share / time.Duration(max(todo, 1))
-		if limit < minFoldTime {
-			limit = minFoldTime
-		}
-		if err := r.trainFold(ctx, l, 0, limit); err != nil {
-			return err
-		}
-		todo--
+	r.st.Refined = true
+	added, err := r.refine(ctx)
+	if err != nil {
+		return err
 	}
-	for _, l := range r.st.Lanes {
-		if l.Folds[0].Status == FoldDone {
-			return nil
+	for _, l := range added {
+		p.Lanes = append(p.Lanes, &l.Schedule)
+	}
+	return r.save()
+}
+
+// trainer trains the schedule's jobs: each a round of a lane on fold 0.
+type trainer struct{ r *Runner }
+
+// Train implements schedule.Trainer.
+func (t trainer) Train(ctx context.Context, j schedule.Job) (schedule.Outcome, error) {
+	return t.r.trainRound(ctx, t.r.st.lane(j.Lane), j)
+}
+
+// trainRound trains lane l on fold 0 from its last round's checkpoint to step j.Until
+// (within j.Limit, on j.Place), scores the round's checkpoint on the fold's validation
+// cases with the host's metric, and records the round.
+func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (schedule.Outcome, error) {
+	fl, err := r.folds()
+	if err != nil {
+		return schedule.Outcome{}, err
+	}
+	train, val, err := fl.Split(r.data.Train, 0)
+	if err != nil {
+		return schedule.Outcome{}, err
+	}
+	r.mu.Lock()
+	f := l.Folds[0]
+	rung := len(f.Rounds)
+	work := r.path("lanes", l.ID, "f0", fmt.Sprintf("r%d", rung))
+	resume := ""
+	if n := len(f.Rounds); n > 0 {
+		resume = f.Rounds[n-1].Checkpoint
+	}
+	if f.Status == FoldTraining && within(work, f.LastCheckpoint) {
+		resume = f.LastCheckpoint // this round was under way when the run stopped
+	}
+	f.Status, f.LastCheckpoint = FoldTraining, resume
+	l.Folds[0] = f
+	err = r.save()
+	r.mu.Unlock()
+	if err != nil {
+		return schedule.Outcome{}, err
+	}
+	if resume != "" {
+		r.logf("lane %s continues from %s", l.ID, resume)
+	}
+	out, err := r.trainOne(ctx, trainSpec{
+		lane: l, fold: 0, audit: l.ID + ".f0", work: work, cfg: l.Config, train: train, val: val,
+		resume: resume, until: int64(j.Until), limit: j.Limit, place: j.Place, seed: r.st.Seed,
+	})
+	if ctx.Err() != nil {
+		return schedule.Outcome{}, ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f = l.Folds[0]
+	if err != nil {
+		f.Status, f.Error = FoldFailed, err.Error()
+		if len(f.Rounds) > 0 {
+			f.Status = FoldDone // its earlier rounds stand
+		}
+		l.Folds[0] = f
+		return schedule.Outcome{}, errors.Join(err, r.save())
+	}
+	rd := Round{Until: int64(j.Until), Steps: out.res.Steps, Score: out.score.Value, Extra: out.score.Extra,
+		Checkpoint: out.res.Checkpoint, SHA256: out.res.SHA256, Took: out.took, Place: j.Place.Name}
+	f.Rounds = append(f.Rounds, rd)
+	f.Status, f.Steps, f.Took, f.Compute, f.Error = FoldDone, out.res.Steps, f.Took+out.took, out.res.Compute, ""
+	best := f.Rounds[0]
+	for _, x := range f.Rounds {
+		if x.Score >= best.Score {
+			best = x
 		}
 	}
-	return errors.New("every lane failed on the first fold; see the lanes' errors in run.json")
+	f.Checkpoint, f.SHA256, f.Score, f.Extra = best.Checkpoint, best.SHA256, best.Score, best.Extra
+	l.Folds[0] = f
+	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime}, r.save()
+}
+
+// within reports whether path lies inside dir.
+func within(dir, path string) bool {
+	if path == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// trainSpec is one training request of a lane.
+type trainSpec struct {
+	lane       *LaneState
+	fold       int    // the fold, or -1 for every training case
+	audit      string // the lane name of its lane.trained entry ("<lane>.f0", "<lane>.all")
+	work       string
+	cfg        []byte
+	train, val []task.Case
+	resume     string
+	until      int64
+	limit      time.Duration
+	place      Place
+	seed       int64
+}
+
+// trained is what trainOne gives back: the result, its wall time, the time its steps took
+// (from the first progress event after the start to the last), and the host's validation
+// score (nil without validation cases).
+type trained struct {
+	res      *Trained
+	took     time.Duration
+	stepTime time.Duration
+	score    *evaluate.Score
+}
+
+// trainOne trains s through the executor, records it in the audit log and scores its
+// checkpoint on s.val with the host's metric.
+func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
+	entry, err := r.env.Catalog.Find(s.lane.Plugin)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := r.protoTask()
+	if err != nil {
+		return nil, err
+	}
+	id := s.audit
+	r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Message: fmt.Sprintf("training %s to step %d for at most %v on %s", id, s.until, s.limit.Round(time.Second), s.place.Name)})
+	began := r.now()
+	var t0, t1 time.Time
+	var s0, s1 int64
+	res, err := r.exec.Train(ctx, &TrainJob{RunID: r.st.ID, ID: id, Entry: entry, Request: protocol.TrainRequest{
+		Task: pt, Config: s.cfg, Train: protoCases(s.train, r.labels), Validation: protoCases(s.val, r.labels),
+		WorkDir: s.work, ResumeFrom: s.resume, Seed: s.seed, TimeLimit: s.limit, Until: s.until,
+	}}, s.place, func(p *protocol.Progress) {
+		now := r.now()
+		if p.Losses != nil {
+			if t0.IsZero() {
+				t0, s0 = now, p.Step
+			}
+			t1, s1 = now, p.Step
+		}
+		// The plugin's ETA counts every configured step; the time limit ends it sooner.
+		if left := s.limit - now.Sub(began); left >= 0 && p.ETA > left {
+			q := *p
+			q.ETA = left
+			p = &q
+		}
+		r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Progress: p, Message: p.Message})
+		if p.Checkpoint != "" {
+			// Recorded at once, so that a run killed now resumes from it.
+			r.mu.Lock()
+			if s.fold >= 0 {
+				f := s.lane.Folds[s.fold]
+				f.LastCheckpoint = p.Checkpoint
+				s.lane.Folds[s.fold] = f
+			} else if r.st.Final != nil {
+				r.st.Final.Last = p.Checkpoint
+			}
+			if err := r.save(); err != nil {
+				r.logf("run state: %v", err)
+			}
+			r.mu.Unlock()
+		}
+	})
+	took := r.now().Sub(began)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.logf("%s failed: %v", id, err)
+			r.mu.Lock()
+			aerr := r.record(audit.PluginRole(s.lane.Plugin), "lane.failed", nil, nil, map[string]any{"lane": id, "fold": s.fold, "reason": err.Error()})
+			r.mu.Unlock()
+			if aerr != nil {
+				return nil, aerr
+			}
+		}
+		return nil, err
+	}
+	out := &trained{res: res, took: took}
+	if s1 > s0 {
+		// Progress events come at step ends: the steps between the first and the last took
+		// t1 − t0; the first one's time is counted at the same pace.
+		per := t1.Sub(t0) / time.Duration(s1-s0)
+		out.stepTime = per * time.Duration(res.Steps-startStep(s))
+	}
+	ids := func(cs []task.Case) []string {
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.ID
+		}
+		return out
+	}
+	if len(s.val) > 0 {
+		if out.score, err = r.validate(ctx, filepath.Join(filepath.Dir(s.work), "val"), entry.Name, s.cfg, res.Checkpoint, s.val); err != nil {
+			return nil, fmt.Errorf("validation: %w", err)
+		}
+	}
+	score := 0.0
+	if out.score != nil {
+		score = out.score.Value
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.record(audit.PluginRole(s.lane.Plugin), audit.ActionLaneTrained,
+		map[string]string{"plugin": entry.SHA256, "train_ids": idsHash(ids(s.train)), "validation_ids": idsHash(ids(s.val))},
+		map[string]string{"checkpoint": res.SHA256},
+		map[string]any{"lane": id, "fold": s.fold, "steps": res.Steps, "until": s.until, "score": score, "status": FoldDone, "test_cases_used": 0, "compute": res.Compute, "place": s.place.Name, "resumed_from": s.resume}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// startStep is the step a request starts from: 0, or its checkpoint's.
+func startStep(s trainSpec) int64 {
+	if s.resume == "" {
+		return 0
+	}
+	if f, ok := s.lane.Folds[max(s.fold, 0)]; ok {
+		for _, rd := range f.Rounds {
+			if rd.Checkpoint == s.resume {
+				return rd.Steps
+			}
+		}
+		return f.Steps
+	}
+	return 0
 }
 
 // ranked returns the lanes with a finished fold, best mean first.
@@ -103,140 +362,19 @@ func (r *Runner) ranked() []*LaneState {
 	return out
 }
 
-// exploit trains the better half of the lanes (at most Finalists) on the other folds, fold
-// by fold, while the budget allows a fold as long as the first one took.
-func (r *Runner) exploit(ctx context.Context) error {
-	fl, err := r.folds()
-	if err != nil {
-		return err
-	}
-	ranked := r.ranked()
-	keep := min(max((len(ranked)+1)/2, 1), r.st.Finalists)
-	finalists := ranked[:min(keep, len(ranked))]
-	for k := 1; k < fl.K; k++ {
-		for _, l := range finalists {
-			if f := l.Folds[k]; f.Status == FoldDone || f.Status == FoldFailed {
-				continue
-			}
-			first := l.Folds[0].Took
-			left := r.usable()
-			if left < max(first, minFoldTime) {
-				r.logf("exploitation stops at fold %d: %v left, a fold takes about %v", k, left.Round(time.Second), first.Round(time.Second))
-				return nil
-			}
-			if err := r.trainFold(ctx, l, k, max(first, minFoldTime)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// trainFold trains lane l on fold k within limit, predicts the fold's validation cases
-// and scores them with the host's metric.
-func (r *Runner) trainFold(ctx context.Context, l *LaneState, k int, limit time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	fl, err := r.folds()
-	if err != nil {
-		return err
-	}
-	train, val, err := fl.Split(r.data.Train, k)
-	if err != nil {
-		return err
-	}
-	entry, err := r.env.Catalog.Find(l.Plugin)
-	if err != nil {
-		return err
-	}
-	pt, err := r.protoTask()
-	if err != nil {
-		return err
-	}
-	work := r.path("lanes", l.ID, fmt.Sprintf("f%d", k))
-	laneID := fmt.Sprintf("%s.f%d", l.ID, k)
-	resume := ""
-	if prev := l.Folds[k]; prev.Status == FoldTraining {
-		if rec, err := r.store.Lane(r.st.ID, laneID); err == nil && rec.LastCheckpoint != "" {
-			if _, err := os.Stat(rec.LastCheckpoint); err == nil {
-				resume = rec.LastCheckpoint
-				r.logf("lane %s fold %d resumes from %s", l.ID, k, resume)
-			}
-		}
-	}
-	l.Folds[k] = FoldState{Status: FoldTraining}
-	if err := r.save(); err != nil {
-		return err
-	}
-	r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Message: fmt.Sprintf("training lane %s on fold %d for at most %v", l.ID, k, limit.Round(time.Second))})
+// validate predicts the validation cases with a checkpoint into out and scores them.
+func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, ckpt string, val []task.Case) (*evaluate.Score, error) {
 	began := r.now()
-	sup := &supervisor.Supervisor{Store: r.store, Opts: r.env.Supervisor, OnProgress: func(_ string, p *protocol.Progress) {
-		// The plugin's ETA counts every configured step; the time limit ends it sooner.
-		if left := limit - r.now().Sub(began); left >= 0 && p.ETA > left {
-			q := *p
-			q.ETA = left
-			p = &q
-		}
-		r.emit(Event{Phase: r.st.Phase, Lane: l.ID, Fold: k, Progress: p, Message: p.Message})
-	}}
-	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: r.st.ID, ID: laneID, Entry: entry, Request: protocol.TrainRequest{
-		Task: pt, Config: l.Config, Train: protoCases(train, r.labels), Validation: protoCases(val, r.labels),
-		WorkDir: work, ResumeFrom: resume, Seed: r.st.Seed + int64(k), TimeLimit: limit,
-	}})
-	took := r.now().Sub(began)
-	if ctx.Err() != nil {
-		return ctx.Err() // the fold stays "training": Resume continues it
-	}
-	if err != nil {
-		l.Folds[k] = FoldState{Status: FoldFailed, Error: err.Error(), Took: took}
-		r.logf("lane %s failed on fold %d: %v", l.ID, k, err)
-		if aerr := r.record(audit.PluginRole(l.Plugin), "lane.failed", nil, nil, map[string]any{"lane": laneID, "fold": k, "reason": err.Error()}); aerr != nil {
-			return aerr
-		}
-		return r.save()
-	}
-	fs := FoldState{Status: FoldDone, Checkpoint: rec.Checkpoint, SHA256: rec.CheckpointSHA256, Steps: rec.Step, Took: took, Compute: rec.Compute}
-	score, perr := r.validate(ctx, l, k, entry.Name, rec.Checkpoint, val)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if perr != nil {
-		fs.Status, fs.Error = FoldFailed, "validation: "+perr.Error()
-		r.logf("lane %s fold %d: %s", l.ID, k, fs.Error)
-	} else {
-		fs.Score, fs.Extra = score.Value, score.Extra
-		r.logf("lane %s fold %d: validation %s %.4f on %d cases after %d steps (%v), trained on %s", l.ID, k, score.Metric, score.Value, score.Cases, rec.Step, took.Round(time.Second), trainedOn(rec.Compute))
-	}
-	l.Folds[k] = fs
-	ids := make([]string, len(train))
-	for i, c := range train {
-		ids[i] = c.ID
-	}
-	vids := make([]string, len(val))
-	for i, c := range val {
-		vids[i] = c.ID
-	}
-	if err := r.record(audit.PluginRole(l.Plugin), audit.ActionLaneTrained,
-		map[string]string{"plugin": entry.SHA256, "train_ids": idsHash(ids), "validation_ids": idsHash(vids)},
-		map[string]string{"checkpoint": rec.CheckpointSHA256},
-		map[string]any{"lane": laneID, "fold": k, "steps": rec.Step, "score": fs.Score, "status": fs.Status, "test_cases_used": 0, "compute": rec.Compute}); err != nil {
-		return err
-	}
-	return r.save()
-}
-
-// validate predicts the validation cases of fold k and scores them.
-func (r *Runner) validate(ctx context.Context, l *LaneState, k int, plugin, ckpt string, val []task.Case) (*evaluate.Score, error) {
-	out := r.path("lanes", l.ID, fmt.Sprintf("f%d", k), "val")
-	began := r.now()
-	preds, err := r.predict(ctx, plugin, l.Config, ckpt, val, out)
+	preds, err := r.predict(ctx, plugin, cfg, ckpt, val, out)
 	if err != nil {
 		return nil, err
 	}
 	if len(val) > 0 {
 		// The slowest lane's time per case sets the final phases' reserve.
-		r.st.PredictPerCase = max(r.st.PredictPerCase, r.now().Sub(began)/time.Duration(len(val)))
+		per := max(r.now().Sub(began)-r.st.PluginStart, 0) / time.Duration(len(val))
+		r.mu.Lock()
+		r.st.PredictPerCase = max(r.st.PredictPerCase, per)
+		r.mu.Unlock()
 	}
 	pairs := make([]evaluate.Pair, 0, len(val))
 	for _, c := range val {
@@ -256,13 +394,13 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 	if err != nil {
 		return nil, err
 	}
-	return Predict(ctx, entry, r.env.Supervisor, r.task, cfg, ckpt, cases, out)
+	return r.exec.Predict(ctx, &PredictJob{Entry: entry, Task: r.task, Config: cfg, Checkpoint: ckpt, Cases: cases, Out: out})
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// trainedOn names the device an identity trained on ("unknown" when the plugin did not
-// say).
+// trainedOn names the device an identity trained on ("an unknown device" when the plugin
+// did not say).
 func trainedOn(id compute.Identity) string {
 	if id.IsZero() {
 		return "an unknown device"

@@ -56,6 +56,8 @@ type Lane struct {
 	Error            string           `json:"error,omitempty"` // one sentence when failed
 	Started          time.Time        `json:"started,omitzero"`
 	Ended            time.Time        `json:"ended,omitzero"`
+	// Validation is what the plugin measured on the validation cases at the end.
+	Validation map[string]float64 `json:"validation,omitempty"`
 }
 
 // Event is one entry of the append-only event log.
@@ -261,4 +263,31 @@ func (s *Store) Check() error {
 		}
 		return nil
 	})
+}
+
+// PutCalibration keeps what a plugin measured on this machine under key (the plugin's
+// sha256 and the compute identity it measured with), for later runs to reuse.
+func (s *Store) PutCalibration(key string, b []byte) error {
+	if key == "" {
+		return errors.New("store: calibration without a key")
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCalib).Put([]byte(key), b) })
+}
+
+// Calibration reads what PutCalibration kept under key; the error wraps ErrNotFound when
+// there is nothing.
+func (s *Store) Calibration(key string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketCalib).Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("calibration %s: %w", key, err)
+	}
+	return out, nil
 }

@@ -33,6 +33,7 @@ var (
 	bucketRuns    = []byte("runs")
 	bucketLanes   = []byte("lanes")
 	bucketEvents  = []byte("events")
+	bucketCalib   = []byte("calibrations")
 	keySchema     = []byte("schema")
 )
 
@@ -49,6 +50,11 @@ var migrations = []migration{
 			}
 		}
 		return nil
+	},
+	// 1 → 2: what plugins measured on this machine (a training step's speed).
+	func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketCalib)
+		return err
 	},
 }
 

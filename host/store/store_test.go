@@ -207,3 +207,27 @@ func TestCheckFindsInconsistency(t *testing.T) {
 		t.Errorf("Check = %v", err)
 	}
 }
+
+// TestCalibration keeps a plugin's measurement across a reopen; an unknown key is
+// ErrNotFound.
+func TestCalibration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "amid.db")
+	s, err := Open(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutCalibration("seg|cpu", []byte(`{"2d":1.5}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b, err := s.Calibration("seg|cpu"); err != nil || string(b) != `{"2d":1.5}` {
+		t.Errorf("after reopen: %s, %v", b, err)
+	}
+	if _, err := s.Calibration("other"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown key: %v", err)
+	}
+}

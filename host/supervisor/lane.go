@@ -72,7 +72,7 @@ func (s *Supervisor) RunLane(ctx context.Context, l *Lane) (*store.Lane, error) 
 		}
 		if err == nil {
 			rec.State, rec.Checkpoint, rec.CheckpointSHA256, rec.Ended = store.LaneFinished, res.Checkpoint, res.SHA256, time.Now().UTC()
-			rec.Compute = res.Compute
+			rec.Compute, rec.Validation = res.Compute, res.Validation
 			if res.Steps > rec.Step {
 				rec.Step = res.Steps
 			}

@@ -86,7 +86,7 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		}
 		cand := protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where}
 		if c.Lane == laneCNN {
-			cand.DeviceBytes = bytes
+			cand.MemoryBytes = bytes
 		}
 		out.Candidates = append(out.Candidates, cand)
 		return nil

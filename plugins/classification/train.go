@@ -146,7 +146,7 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 		rec.Config = c
 		var err error
 		l, err = trainOn(ctx, be, &rec, c, imgs, sizes, w, targets, resume, func(l *training.Loop) {
-			l.Dir, l.Send, l.Clock = req.WorkDir, prog.Send, clock
+			l.Dir, l.Until, l.Send, l.Clock = req.WorkDir, int(req.Until), prog.Send, clock
 		})
 		if l == nil {
 			return "", err
@@ -172,8 +172,8 @@ func shrink(c config) (config, string, bool) {
 
 // trainOn trains the cnn lane's network of configuration c on be from the checkpoint
 // resume ("" for a fresh start) to its final checkpoint, and frees its device memory;
-// place sets where the loop writes and reports. The loop it returns (nil when it failed
-// before one existed) names the newest checkpoint.
+// place sets where the loop writes and reports and the step it stops at. The loop it
+// returns (nil when it failed before one existed) names the newest checkpoint.
 func trainOn(ctx context.Context, be engine.Backend, rec *saved, c config, imgs []*cnn.Image, sizes []int, w [][]float64, targets [][]int32, resume string, place func(*training.Loop)) (*training.Loop, error) {
 	arch := c.Arch(rec.Channels, rec.outputs())
 	var loss *engine.HeadLoss

@@ -151,7 +151,7 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if _, err := parseConfig(b); err != nil {
 			return fmt.Errorf("detection plan: lane %s: %w", name, err)
 		}
-		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, DeviceBytes: bytes})
+		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes})
 		return nil
 	}
 	train := func(c config) config {

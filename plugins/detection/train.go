@@ -146,7 +146,7 @@ func trainOn(ctx context.Context, be engine.Backend, req *protocol.TrainRequest,
 	pcg := rand.NewPCG(uint64(c.Seed), 1)
 	rng := rand.New(pcg)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
 		Dir: req.WorkDir, Arch: arch, Record: rec, Model: ln.net, Opt: opt, Data: pcg,
 		Send: send, Clock: clock,
 	}

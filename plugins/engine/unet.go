@@ -30,7 +30,15 @@ type UNetConfig struct {
 	// full resolution) of the n = stages−1 decoder outputs weighs 2^−i, the lowest one 0
 	// (so it gets no head), all normalised to sum to 1 (nnU-Net).
 	DeepSupervision bool
+	// Position is the number of position planes (UNet.Position) the head takes beside the
+	// body's features, through a 1×1 convolution of PositionWidth channels: where a
+	// voxel lies enters after the body's last normalisation, which would erase it (an
+	// instance norm removes whatever is constant over a patch). 0: none.
+	Position int `json:",omitempty"`
 }
+
+// PositionWidth is the channels the position planes are mapped to before the head.
+const PositionWidth = 16
 
 // DeepSupervisionWeights are the loss weights of the decoder outputs of a U-Net of the
 // given stages with deep supervision, full resolution first (see UNetConfig).
@@ -54,8 +62,11 @@ func DeepSupervisionWeights(stages int) []float64 {
 // UNet is a built U-Net with its input, logits and loss.
 type UNet struct {
 	*Net
-	Input  *Tensor
-	Logits *Tensor
+	Input *Tensor
+	// Position holds the position planes of each sample (cfg.Position of them, at the
+	// input's size), nil without.
+	Position *Tensor
+	Logits   *Tensor
 	// Loss is the full-resolution loss; with deep supervision Aux are the losses of the
 	// lower-resolution outputs, highest resolution first, and Factor their down-sampling
 	// factors (D, H, W) relative to the input.
@@ -133,7 +144,12 @@ func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*U
 	for _, s := range auxLevels {
 		u.Factor = append(u.Factor, f.Factors[s])
 	}
-	u.Logits = b.Conv(f.Levels[0], cfg.Classes, one, one, [3]int{}, true)
+	feat := f.Levels[0]
+	if cfg.Position > 0 {
+		u.Position = b.Input(Shape{n, cfg.Position, patch[0], patch[1], patch[2]})
+		feat = b.Concat(feat, b.Conv(u.Position, PositionWidth, one, one, [3]int{}, true))
+	}
+	u.Logits = b.Conv(feat, cfg.Classes, one, one, [3]int{}, true)
 	u.Loss = b.SoftmaxLoss(u.Logits, ds[0], ds[0])
 	net, err := b.Build()
 	if err != nil {

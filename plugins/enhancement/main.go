@@ -179,7 +179,7 @@ func (enh) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if b, err = json.Marshal(c); err != nil {
 			return err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, DeviceBytes: bytes})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes})
 		return nil
 	}
 	// base: patches of at most 128², shrunk (to a multiple of 8) for small images.

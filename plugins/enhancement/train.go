@@ -164,7 +164,7 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c}, Model: u, Opt: opt,
 		Send: send, Clock: clock,
 	}

@@ -94,7 +94,7 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why, Device: where, DeviceBytes: bytes})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why, Device: where, MemoryBytes: bytes})
 	}
 	return out, nil
 }

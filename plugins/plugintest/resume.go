@@ -53,3 +53,46 @@ func CheckResume(t *testing.T, train Trainer, req *protocol.TrainRequest) {
 		}
 	}
 }
+
+// CheckRounds trains req in one run, and again in two rounds: the first stops after step
+// until (protocol.TrainRequest.Until) and the second continues from the first's final
+// checkpoint to the end, as the host's schedule trains a lane. It fails unless the first
+// round ends at step until and every step of the second reports bit-identical losses to the
+// uninterrupted run's: the learning rate followed the schedule over the configured steps
+// and the data order went on. req must report every step (report_every 1).
+func CheckRounds(t *testing.T, train Trainer, req *protocol.TrainRequest, until int64) {
+	t.Helper()
+	run := func(req *protocol.TrainRequest) (map[int64]map[string]float64, *protocol.TrainResult) {
+		t.Helper()
+		losses := map[int64]map[string]float64{}
+		res, err := train(context.Background(), req, func(p *protocol.Progress) error {
+			if p.Losses != nil {
+				losses[p.Step] = p.Losses
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return losses, res
+	}
+	whole, _ := run(req)
+	first := *req
+	first.Until, first.WorkDir = until, t.TempDir()
+	_, res := run(&first)
+	if res.Steps != until {
+		t.Fatalf("the first round stopped at step %d, not at %d", res.Steps, until)
+	}
+	second := *req
+	second.ResumeFrom, second.WorkDir = res.Checkpoint, t.TempDir()
+	resumed, _ := run(&second)
+	steps := slices.Sorted(maps.Keys(resumed))
+	if len(steps) == 0 || steps[0] != until+1 || steps[len(steps)-1] != slices.Max(slices.Collect(maps.Keys(whole))) {
+		t.Fatalf("the second round reported steps %v; the first stopped at %d, the whole run at %d", steps, until, len(whole))
+	}
+	for _, s := range steps {
+		if !maps.Equal(resumed[s], whole[s]) {
+			t.Errorf("step %d: losses %v in the second round, %v uninterrupted", s, resumed[s], whole[s])
+		}
+	}
+}

@@ -103,6 +103,9 @@ type Case struct {
 type PlanRequest struct {
 	Fingerprint []byte // dataset fingerprint as JSON
 	Task        Task
+	// Calibration is what an earlier Plan of this plugin measured on this machine (its
+	// PlanResponse.Calibration, which the host keeps), or empty: then the plugin measures.
+	Calibration []byte
 }
 
 // Candidate is one proposed configuration.
@@ -110,17 +113,25 @@ type Candidate struct {
 	Name      string
 	Config    []byte // JSON valid against the plugin's config schema
 	Rationale string
-	// Device is what the candidate was planned for: "cpu", or "vulkan:N NAME" (empty when
-	// the plugin does not say); DeviceBytes is the memory of that device one training run
-	// of it was planned to use (the host's RAM for "cpu"; 0 when the plugin has no
-	// estimate), so that a scheduler can pack lanes onto devices.
-	Device      string
-	DeviceBytes int64
+	// StepSeconds is the expected time of one training step on this machine (0: unknown);
+	// the host's schedule starts from it until it has observed the lane.
+	StepSeconds float64
+	// MemoryBytes is the memory a training step is planned to use, the device's on a GPU
+	// (0: unknown); the host packs lanes onto places with it.
+	MemoryBytes int64
+	// Device is what the candidate was planned for, and MemoryBytes counts: "cpu" (the
+	// host's memory), or "vulkan:N NAME" (the device's); empty when the plugin does not say.
+	Device string
 }
 
 // PlanResponse lists candidate configurations, best first.
 type PlanResponse struct {
 	Candidates []Candidate
+	// Skipped are the lanes the plugin did not plan, one sentence each saying why.
+	Skipped []string
+	// Calibration is what this Plan measured on this machine (opaque to the host, which
+	// keeps it and sends it back in later PlanRequests); empty when nothing was measured.
+	Calibration []byte
 }
 
 // TrainRequest asks a plugin to train one configuration.
@@ -139,6 +150,11 @@ type TrainRequest struct {
 	// at the step it stopped at. The host's scheduler shares
 	// a run's budget among lanes this way. sdk.Clock measures it.
 	TimeLimit time.Duration
+	// Until, when positive, is the last step of this request: the plugin stops after it and
+	// finishes normally, while its learning rate still follows the schedule over the
+	// configured number of steps. A later request with ResumeFrom continues the same
+	// schedule; the host trains a lane in rounds this way.
+	Until int64
 }
 
 // Progress is one training progress event.

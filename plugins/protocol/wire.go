@@ -80,27 +80,27 @@ func computeFromPB(c *pb.Compute) compute.Identity {
 }
 
 func planRequestToPB(r *PlanRequest) *pb.PlanRequest {
-	return &pb.PlanRequest{Fingerprint: r.Fingerprint, Task: taskToPB(r.Task)}
+	return &pb.PlanRequest{Fingerprint: r.Fingerprint, Task: taskToPB(r.Task), Calibration: r.Calibration}
 }
 
 func planRequestFromPB(r *pb.PlanRequest) *PlanRequest {
-	return &PlanRequest{Fingerprint: r.GetFingerprint(), Task: taskFromPB(r.GetTask())}
+	return &PlanRequest{Fingerprint: r.GetFingerprint(), Task: taskFromPB(r.GetTask()), Calibration: r.GetCalibration()}
 }
 
 func planToPB(r *PlanResponse) *pb.PlanResponse {
 	cs := make([]*pb.Candidate, len(r.Candidates))
 	for i, c := range r.Candidates {
-		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale, Device: c.Device, DeviceBytes: c.DeviceBytes}
+		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale, StepSeconds: c.StepSeconds, MemoryBytes: c.MemoryBytes, Device: c.Device}
 	}
-	return &pb.PlanResponse{Candidates: cs}
+	return &pb.PlanResponse{Candidates: cs, Skipped: r.Skipped, Calibration: r.Calibration}
 }
 
 func planFromPB(r *pb.PlanResponse) *PlanResponse {
 	cs := make([]Candidate, len(r.GetCandidates()))
 	for i, c := range r.GetCandidates() {
-		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale(), Device: c.GetDevice(), DeviceBytes: c.GetDeviceBytes()}
+		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale(), StepSeconds: c.GetStepSeconds(), MemoryBytes: c.GetMemoryBytes(), Device: c.GetDevice()}
 	}
-	return &PlanResponse{Candidates: cs}
+	return &PlanResponse{Candidates: cs, Skipped: r.GetSkipped(), Calibration: r.GetCalibration()}
 }
 
 func trainRequestToPB(r *TrainRequest) *pb.TrainRequest {
@@ -108,7 +108,7 @@ func trainRequestToPB(r *TrainRequest) *pb.TrainRequest {
 		LaneId: r.LaneID, Task: taskToPB(r.Task), Config: r.Config,
 		Train: casesToPB(r.Train), Validation: casesToPB(r.Validation),
 		WorkDir: r.WorkDir, ResumeFrom: r.ResumeFrom, Seed: r.Seed,
-		TimeLimitMs: r.TimeLimit.Milliseconds(),
+		TimeLimitMs: r.TimeLimit.Milliseconds(), Until: r.Until,
 	}
 }
 
@@ -117,7 +117,7 @@ func trainRequestFromPB(r *pb.TrainRequest) *TrainRequest {
 		LaneID: r.GetLaneId(), Task: taskFromPB(r.GetTask()), Config: r.GetConfig(),
 		Train: casesFromPB(r.GetTrain()), Validation: casesFromPB(r.GetValidation()),
 		WorkDir: r.GetWorkDir(), ResumeFrom: r.GetResumeFrom(), Seed: r.GetSeed(),
-		TimeLimit: time.Duration(r.GetTimeLimitMs()) * time.Millisecond,
+		TimeLimit: time.Duration(r.GetTimeLimitMs()) * time.Millisecond, Until: r.GetUntil(),
 	}
 }
 

@@ -8,18 +8,34 @@ import (
 	"amid/plugins/compute"
 )
 
-// TestTrainRequestWire checks that every field of a TrainRequest, the time limit
-// included, survives the trip through the wire types.
+// TestTrainRequestWire checks that every field of a TrainRequest, the time limit and the
+// stop step included, survives the trip through the wire types.
 func TestTrainRequestWire(t *testing.T) {
 	in := &TrainRequest{
 		LaneID: "l1", Task: Task{Kind: "segmentation", Dims: 3, Metric: "dice", Spec: []byte(`{}`)},
 		Config: []byte(`{"a":1}`), Train: []Case{{ID: "a", Images: []string{"/x"}, Label: "/y"}},
 		Validation: []Case{{ID: "b", Images: []string{"/z"}}}, WorkDir: "/w", ResumeFrom: "/w/c",
-		Seed: 7, TimeLimit: 1500 * time.Millisecond,
+		Seed: 7, TimeLimit: 1500 * time.Millisecond, Until: 120,
 	}
 	out := trainRequestFromPB(trainRequestToPB(in))
 	if !reflect.DeepEqual(in, out) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+	}
+}
+
+// TestPlanWire checks that a plan's step costs, memory, skipped lanes and calibration
+// survive the wire, and the calibration a request sends back.
+func TestPlanWire(t *testing.T) {
+	req := &PlanRequest{Fingerprint: []byte(`{}`), Task: Task{Kind: "segmentation", Dims: 3, Spec: []byte(`{}`)}, Calibration: []byte(`{"2d":1}`)}
+	if got := planRequestFromPB(planRequestToPB(req)); !reflect.DeepEqual(got, req) {
+		t.Errorf("plan request:\n got %+v\nwant %+v", got, req)
+	}
+	resp := &PlanResponse{
+		Candidates: []Candidate{{Name: "2d", Config: []byte(`{}`), Rationale: "r", StepSeconds: 0.25, MemoryBytes: 1 << 30}},
+		Skipped:    []string{"3d_fullres: too slow"}, Calibration: []byte(`{"2d":1}`),
+	}
+	if got := planFromPB(planToPB(resp)); !reflect.DeepEqual(got, resp) {
+		t.Errorf("plan:\n got %+v\nwant %+v", got, resp)
 	}
 }
 

@@ -36,6 +36,9 @@ type config struct {
 	Mirror   bool     `json:"mirror"` // flip test-time augmentation at prediction
 	// Slices is the number of neighbouring slices the 2.5d lane stacks as channels (odd).
 	Slices int `json:"slices,omitempty"`
+	// Coords gives the network each voxel's position in the patient frame as three more
+	// input channels (data.Norm.Coords).
+	Coords bool `json:"coords,omitempty"`
 	// DeepSupervision adds nnU-Net's auxiliary losses at lower resolutions.
 	DeepSupervision bool `json:"deep_supervision,omitempty"`
 	// Post is the post-processing Predict applies: one of postprocessing's names; Train
@@ -74,7 +77,7 @@ const configSchema = `{
   "title": "AMID segmentation plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["2d", "2.5d", "3d_fullres"]},
+    "lane": {"enum": ["2d", "2.5d", "3d_fullres", "3d_lowres"]},
     "patch": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W; D = 1 for 2d"},
     "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
     "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
@@ -93,6 +96,7 @@ const configSchema = `{
     "report_every": {"type": "integer", "minimum": 1},
     "mirror": {"type": "boolean"},
     "slices": {"type": "integer", "minimum": 3, "maximum": 15, "description": "2.5d: neighbouring slices stacked as channels, odd"},
+    "coords": {"type": "boolean", "description": "position as input: each voxel's patient-frame position as three more channels"},
     "deep_supervision": {"type": "boolean"},
     "postprocess": {"enum": ["none", "lcc", "small", "fill"]},
     "min_component": {"type": "integer", "minimum": 0},
@@ -148,7 +152,7 @@ func parseConfig(b []byte) (config, error) {
 		switch {
 		case c.Instances:
 			c.MinComponent = defaultMinSeed
-		case c.Lane == plan.Lane3D:
+		case c.is3D():
 			c.MinComponent = defaultMinComponent3D
 		default:
 			c.MinComponent = defaultMinComponent2D
@@ -158,9 +162,9 @@ func parseConfig(b []byte) (config, error) {
 		c.Slices = plan.Slices25D
 	}
 	switch {
-	case c.Lane != plan.Lane2D && c.Lane != plan.Lane25D && c.Lane != plan.Lane3D:
-		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D)
-	case c.Lane != plan.Lane3D && c.Patch[0] != 1:
+	case c.Lane != plan.Lane2D && c.Lane != plan.Lane25D && !c.is3D():
+		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D, plan.Lane3DLow)
+	case !c.is3D() && c.Patch[0] != 1:
 		return c, fmt.Errorf("segmentation configuration: a %s patch has D = 1, not %d", c.Lane, c.Patch[0])
 	case c.Lane == plan.Lane25D && (c.Slices < 3 || c.Slices%2 == 0 || c.Slices > maxSlices):
 		return c, fmt.Errorf("segmentation configuration: slices %d is not an odd number from 3 to %d", c.Slices, maxSlices)
@@ -195,6 +199,9 @@ func parseConfig(b []byte) (config, error) {
 	return c, nil
 }
 
+// is3D reports whether the lane's patches are volumes (3d_fullres and 3d_lowres).
+func (c config) is3D() bool { return c.Lane == plan.Lane3D || c.Lane == plan.Lane3DLow }
+
 // maxSlices bounds a 2.5d stack.
 const maxSlices = 15
 
@@ -202,10 +209,14 @@ const maxSlices = 15
 func (c config) stack() int { return max(1, c.Slices) }
 
 // net is the U-Net the configuration describes for channels image channels (each of
-// stack() slices in 2.5d).
+// stack() slices in 2.5d), with the position planes at its head with coords.
 func (c config) net(channels int) engine.UNetConfig {
+	pos := 0
+	if c.Coords {
+		pos = data.CoordChannels
+	}
 	return engine.UNetConfig{
-		In: channels * c.stack(), Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
+		Position: pos, In: channels * c.stack(), Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
 		Convs: 2, Norm: engine.Instance, Slope: 0.01, DeepSupervision: c.DeepSupervision,
 	}
 }
@@ -214,11 +225,11 @@ func (c config) net(channels int) engine.UNetConfig {
 func (c config) norm() data.Norm {
 	switch c.Modality {
 	case "ct":
-		return data.Norm{Modality: data.CT, CT: data.CTStats{Lo: c.CT.Low, Hi: c.CT.High, Mean: c.CT.Mean, Std: c.CT.Std}}
+		return data.Norm{Modality: data.CT, CT: data.CTStats{Lo: c.CT.Low, Hi: c.CT.High, Mean: c.CT.Mean, Std: c.CT.Std}, Coords: c.Coords}
 	case "rgb":
-		return data.Norm{Modality: data.RGB}
+		return data.Norm{Modality: data.RGB, Coords: c.Coords}
 	}
-	return data.Norm{Modality: data.MR}
+	return data.Norm{Modality: data.MR, Coords: c.Coords}
 }
 
 // spacingXYZ is the target spacing in the volume's (X, Y, Z) order; zero keeps the grid.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/vk"
@@ -94,4 +95,14 @@ func plannedBytes(info *vk.Info, c config, channels int) int64 {
 		return plan.Estimate(c.net(channels), c.Batch, c.Patch)
 	}
 	return trainingBytes(*info, c.net(channels), c.Batch, c.Patch)
+}
+
+// calibrationBackend is where Plan measures the engine's rate: the device the lanes are
+// planned for (info; nil for the CPU). A device that fails to open measures the CPU, and
+// the plugin's log says so.
+func calibrationBackend(info *vk.Info) engine.Backend {
+	if info == nil {
+		return engine.NewCPU(runtime.GOMAXPROCS(0))
+	}
+	return device.Open(0, device.ToLog)
 }

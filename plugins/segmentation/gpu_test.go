@@ -243,11 +243,11 @@ func TestDevicePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s: %s", faults, c.Rationale)
-			if !strings.HasPrefix(c.Device, "vulkan:") || c.DeviceBytes <= 0 || c.DeviceBytes > budget {
-				t.Errorf("%s lane %s planned for %q, %d bytes; the budget is %d", faults, c.Name, c.Device, c.DeviceBytes, budget)
+			if !strings.HasPrefix(c.Device, "vulkan:") || c.MemoryBytes <= 0 || c.MemoryBytes > budget {
+				t.Errorf("%s lane %s planned for %q, %d bytes; the budget is %d", faults, c.Name, c.Device, c.MemoryBytes, budget)
 			}
-			if n := trainingBytes(*info, cfg.net(1), cfg.Batch, cfg.Patch); n != c.DeviceBytes {
-				t.Errorf("%s lane %s reports %d bytes, the engine counts %d", faults, c.Name, c.DeviceBytes, n)
+			if n := trainingBytes(*info, cfg.net(1), cfg.Batch, cfg.Patch); n != c.MemoryBytes {
+				t.Errorf("%s lane %s reports %d bytes, the engine counts %d", faults, c.Name, c.MemoryBytes, n)
 			}
 			out[c.Name] = c
 		}
@@ -255,8 +255,8 @@ func TestDevicePlan(t *testing.T) {
 	}
 	small, large := planFor(fmt.Sprintf("mem-cap=%d", 256<<20)), planFor("")
 	for name, c := range small {
-		if c.DeviceBytes >= large[name].DeviceBytes {
-			t.Errorf("lane %s: %d bytes planned with 256 MiB, %d with 2 GiB", name, c.DeviceBytes, large[name].DeviceBytes)
+		if c.MemoryBytes >= large[name].MemoryBytes {
+			t.Errorf("lane %s: %d bytes planned with 256 MiB, %d with 2 GiB", name, c.MemoryBytes, large[name].MemoryBytes)
 		}
 	}
 }

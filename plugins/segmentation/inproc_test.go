@@ -18,8 +18,9 @@ import (
 )
 
 // TestPlanLanes plans the plan package's ISLES-like and CT-like fingerprints: both get a
-// 2d, a 2.5d and a 3d_fullres candidate, each valid against the schema and accepted by
-// parseConfig; a 2-D task gets the 2d lane only.
+// 2d, a 2.5d, a 3d_fullres and a 3d_lowres candidate (both are large enough to coarsen),
+// each valid against the schema and accepted by parseConfig; a 2-D task gets the 2d lane
+// only.
 func TestPlanLanes(t *testing.T) {
 	d, _ := seg{}.Describe(context.Background(), nil)
 	s, err := schema.Describe(d)
@@ -46,7 +47,7 @@ func TestPlanLanes(t *testing.T) {
 					t.Errorf("%s %s: %v", name, c.Name, err)
 				}
 			}
-			want := "2d 2.5d 3d_fullres"
+			want := "2d 2.5d 3d_fullres 3d_lowres"
 			if dims == 2 {
 				want = "2d"
 			}

@@ -24,6 +24,14 @@ func TestResumeSameBatches(t *testing.T) {
 	plugintest.CheckResume(t, seg{}.Train, req)
 }
 
+// TestRounds trains 6 steps in one run, and in two rounds (to step 2, then on from its
+// final checkpoint): steps 3 to 6 have bit-identical losses.
+func TestRounds(t *testing.T) {
+	cases := discCases(t, 3, 11)
+	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(6, 3, 1), Train: cases, WorkDir: t.TempDir(), Seed: 9}
+	plugintest.CheckRounds(t, seg{}.Train, req, 2)
+}
+
 // volumeCases writes n 24×24×8 volumes (1 mm) of noise with a bright ball of radius 3–4.5
 // and its label (value 1), as NIfTI.
 func volumeCases(t *testing.T, n int, seed uint64) []protocol.Case {

@@ -12,10 +12,10 @@
 //     a step budget of 40 % of the memory available (MemAvailable and the cgroup limits,
 //     budget.go), or on a GPU of 80 % of its memory with each estimate the engine's count
 //     of training there (device.go), gives one candidate per lane, naming its device and
-//     the bytes planned there: "2d", and for 3-D tasks "2.5d" and
-//     "3d_fullres". The task spec (amid/plugins/taskspec, optional) gives the label
-//     values, or asks for instances (cells): then the network learns background, interior
-//     and boundary, and Predict writes instance ids.
+//     the bytes planned there: "2d", and for 3-D tasks "2.5d", "3d_fullres" and
+//     "3d_lowres". The task spec (amid/plugins/taskspec, optional) gives the label values,
+//     or asks for instances (cells): then the network learns background, interior and
+//     boundary, and Predict writes instance ids.
 //   - Train: reads each case's image (one file, which may hold several channels, or one
 //     single-channel file per channel on a common grid) and label, samples patches with
 //     the data package's Loader, trains with AdamW and a poly learning rate, reports progress every report_every steps, writes a
@@ -35,11 +35,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
-	"time"
+	"strings"
 
 	"amid/plugins/engine"
 	"amid/plugins/internal/device"
@@ -104,51 +105,90 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
+	if req.Task.Dims == 3 {
+		low, err := plan.LowRes(f, budget)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation plan: %w", err)
+		}
+		if low != nil {
+			lanes = append(lanes, *low)
+		}
+	}
 	out := &protocol.PlanResponse{}
+	var calib calibration
+	timed := sp != nil && sp.LaneSeconds > 0
+	if timed {
+		var fresh bool
+		if calib, fresh, err = calibrate(req.Calibration, calibrationBackend(dev)); err != nil {
+			return nil, fmt.Errorf("segmentation plan: %w", err)
+		}
+		if fresh {
+			if out.Calibration, err = json.Marshal(calib); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var cheapest *plan.Config // of the lanes too slow, the one whose minimum takes least
+	var fitted []plan.Config
 	for _, l := range lanes {
 		if req.Task.Dims == 2 && l.Lane != plan.Lane2D {
 			continue
 		}
+		if timed {
+			t := plan.Time{Lane: sp.LaneSeconds, MinSteps: minSteps(sp.MinSteps, l.Lane), Train: sp.TrainSeconds, StepSeconds: calib.stepSeconds}
+			if err := plan.FitTime(&l, t); errors.Is(err, plan.ErrTime) {
+				out.Skipped = append(out.Skipped, strings.TrimPrefix(err.Error(), plan.ErrTime.Error()+": "))
+				need := float64(t.MinSteps) * l.StepSeconds
+				if cheapest == nil || need < float64(minSteps(sp.MinSteps, cheapest.Lane))*cheapest.StepSeconds {
+					c := l
+					cheapest = &c
+				}
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("segmentation plan: %w", err)
+			}
+		}
+		fitted = append(fitted, l)
+	}
+	if len(fitted) == 0 && cheapest != nil {
+		// No lane reaches its minimum in the time a lane gets: the budget is too short for
+		// a fair comparison, so only the cheapest lane is planned, and it says so.
+		cheapest.Rationale = append(cheapest.Rationale, fmt.Sprintf("no lane reaches its minimum steps in the %.0f s a lane trains in the first round: only this one, the cheapest, is planned, at its smallest sensible size", sp.LaneSeconds))
+		fitted = append(fitted, *cheapest)
+	}
+	for _, l := range fitted {
 		c, err := fromPlan(l, f, sp)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation plan: %w", err)
-		}
-		short := sp != nil && sp.LaneSeconds > 0 && sp.LaneSeconds < shortLane.Seconds()
-		if short {
-			c.Widths = halve(c.Widths)
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return nil, err
 		}
 		bytes := plannedBytes(dev, c, f.Channels)
-		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, about %d MiB per step on %s (of %d MiB planned to)", l.Lane, l.Patch, l.Batch, l.Stages(), bytes>>20, device.Where(dev), budget.Bytes>>20)
+		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, widths %v, about %d MiB per step on %s (of %d MiB planned to)", l.Lane, l.Patch, l.Batch, l.Stages(), l.Net.Widths, bytes>>20, device.Where(dev), budget.Bytes>>20)
 		for _, r := range l.Rationale {
 			why += "; " + r
 		}
-		if short {
-			why += fmt.Sprintf("; widths halved to %v: a lane has about %.0f s to train, under %v, and a narrower network takes about a quarter of the compute per step", c.Widths, sp.LaneSeconds, shortLane)
-		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, Device: device.Where(dev), DeviceBytes: bytes})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, StepSeconds: l.StepSeconds, MemoryBytes: bytes, Device: device.Where(dev)})
 	}
 	if len(out.Candidates) == 0 {
-		return nil, fmt.Errorf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)
+		msg := fmt.Sprintf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)
+		if len(out.Skipped) > 0 {
+			msg += ": " + strings.Join(out.Skipped, "; ")
+		}
+		return nil, errors.New(msg)
 	}
 	return out, nil
 }
 
-// shortLane is the lane time under which Plan halves the planned widths: nnU-Net's widths
-// (32 up to 320) are sized for a GPU, and a few minutes on a CPU train a narrower network
-// further (the quality runs of TestQuality use half widths).
-const shortLane = 30 * time.Minute
-
-// halve halves every width, keeping at least 8.
-func halve(w []int) []int {
-	out := make([]int, len(w))
-	for i, x := range w {
-		out[i] = max(x/2, 8)
+// minSteps is the minimum steps of lane from the host's table ("" for any lane), 1 when
+// none is given.
+func minSteps(m map[string]int, lane string) int {
+	if n, ok := m[lane]; ok {
+		return max(n, 1)
 	}
-	return out
+	return max(m[""], 1)
 }
 
 // withClasses is the fingerprint JSON fp with its class count set to k and its class
@@ -173,6 +213,9 @@ func fromPlan(l plan.Config, f plan.Fingerprint, sp *taskspec.Spec) (config, err
 		Lane: l.Lane, Patch: l.Patch, Batch: l.Batch, Widths: l.Net.Widths, Kernels: l.Net.Kernels, Pools: l.Net.Pools,
 		Spacing: l.Spacing, Steps: plannedEpochs * defaultEpoch, Epoch: defaultEpoch, LR: defaultLR,
 		FgProb: defaultFgProb, Report: defaultReport, DeepSupervision: true,
+	}
+	if l.Steps > 0 { // fitted to its time: the planned total the schedule spans
+		c.Steps, c.Epoch = l.Steps, min(defaultEpoch, l.Steps)
 	}
 	if l.Lane == plan.Lane25D {
 		c.Slices = l.Slices

@@ -27,7 +27,11 @@ type model struct {
 	infer.Model
 	cfg config
 	u   *engine.UNet
-	nw  *infer.NetWindow
+	// nw runs the windows (Model.Run); a network with position planes runs pred on the
+	// windows Model.Predict is given instead, and err keeps its first failure.
+	nw   *infer.NetWindow
+	pred *engine.Predictor
+	err  error
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
@@ -80,19 +84,39 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 	}
 	u.SetTraining(false)
 	opt := infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch}
-	nw, err := infer.NewNetWindow(u.Net, u.Input, u.Loss, opt)
-	if err != nil {
+	m := &model{cfg: c, u: u, Model: infer.Model{Options: opt, Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels}}
+	if u.Position == nil {
+		if m.nw, err = infer.NewNetWindow(u.Net, u.Input, u.Loss, opt); err != nil {
+			u.Free()
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		m.Run = m.nw.Run
+		return m, nil
+	}
+	// The position planes go to an input of their own (feed): the windows are cut on the
+	// host and each batch of them runs through a Predictor.
+	if m.pred, err = engine.NewPredictor(u.Net, u.Loss); err != nil {
 		u.Free()
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	return &model{cfg: c, u: u, nw: nw, Model: infer.Model{
-		Options: opt, Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels, Run: nw.Run,
-	}}, nil
+	m.Predict = func(in, out []float32) {
+		feed(u, in, batch, c.stack())
+		if err := m.pred.Run(); err != nil && m.err == nil {
+			m.err = err
+		}
+		copy(out, u.Loss.Prob())
+	}
+	return m, nil
 }
 
 // Close frees the model's device memory (nothing on the CPU).
 func (m *model) Close() {
-	m.nw.Close()
+	if m.nw != nil {
+		m.nw.Close()
+	}
+	if m.pred != nil {
+		m.pred.Close()
+	}
 	m.u.Free()
 }
 
@@ -117,7 +141,11 @@ func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, err er
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
 		return nil, nil, err
 	}
+	m.err = nil
 	_, prob, err := infer.Segment(img, m.Model)
+	if err == nil {
+		err = m.err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}

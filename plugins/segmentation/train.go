@@ -138,7 +138,7 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
+		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
 		Send: send, Clock: clock,
 	}
@@ -152,12 +152,12 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 	}
 	defer tr.Close()
 	l.Fetch = tr.ToHost
-	aug := &data.Augment{Flip: [3]bool{true, true, c.Lane == plan.Lane3D}}
+	aug := &data.Augment{Flip: [3]bool{true, true, c.is3D()}}
 	// Batch k of the stream is drawn from (seed, k) alone: a resumed run starts the
 	// loader at the step it resumes from and sees the batches an uninterrupted one would.
 	ld, err := data.NewLoader(data.Config{
 		Sampler: data.Sampler{Patch: c.samplePatch(), FgProb: c.FgProb, Stack: c.Lane == plan.Lane25D}, Augment: aug,
-		Batch: c.Batch, Channels: ch, Seed: uint64(c.Seed), Start: l.At.Step,
+		Batch: c.Batch, Channels: c.norm().Planes(ch), Seed: uint64(c.Seed), Start: l.At.Step,
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {
@@ -176,7 +176,7 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 		if err != nil {
 			return 0, nil, err
 		}
-		copy(u.Input.Data, b.Image) // a 2.5d stack's slices are the channels' planes in order
+		feed(u, b.Image, c.Batch, S) // a 2.5d stack's slices are the channels' planes in order
 		labels := b.Label
 		if S > 1 {
 			for i := range c.Batch {

@@ -75,16 +75,40 @@ type Spec struct {
 	Output string `json:"output,omitempty"`
 	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
-	// LaneSeconds, set in a Plan request, is about how long the host expects to train one
-	// lane on one fold; a plugin plans smaller models when it is short (0: unknown).
+	// LaneSeconds, set in a Plan request, is the time a lane trains in its first round
+	// (its share of the exploration time): a plugin plans each lane small enough to make
+	// MinSteps steps in it, and leaves out, saying why, a lane that cannot at its smallest
+	// sensible size (0: unknown).
 	LaneSeconds float64 `json:"lane_seconds,omitempty"`
+	// TrainSeconds, set in a Plan request, is about how long the lane that wins trains in
+	// all (its rounds and the final model): the planned total of steps, which the
+	// learning-rate schedule spans, is what fits in it (0: unknown).
+	TrainSeconds float64 `json:"train_seconds,omitempty"`
+	// MinSteps, set in a Plan request, is the fewest steps a lane must make in its first
+	// round, by lane name ("" for any other lane), from the learning curves the host records.
+	MinSteps map[string]int `json:"min_steps,omitempty"`
 }
 
 // Label is one label value of a segmentation.
 type Label struct {
 	Value int    `json:"value"`
 	Name  string `json:"name"`
+	// Code and Category name the label's concept in a coding scheme (SNOMED CT "SCT",
+	// DICOM "DCM", …): the Segmented Property Type and Category of the label's segment in
+	// DICOM SEG predictions, and what DICOM labels' segments are matched by. Optional.
+	Code     Code `json:"code,omitzero"`
+	Category Code `json:"category,omitzero"`
 }
+
+// Code is a coded concept: a value in a coding scheme, with its meaning.
+type Code struct {
+	Scheme  string `json:"scheme"`
+	Value   string `json:"value"`
+	Meaning string `json:"meaning,omitempty"`
+}
+
+// IsZero reports whether c names no concept.
+func (c Code) IsZero() bool { return c.Scheme == "" && c.Value == "" }
 
 // Attribute is one categorical attribute with its classes in index order. Group gathers
 // attributes that are judged together (TopCoW's anterior and posterior edge vectors).
@@ -179,6 +203,11 @@ func (s *Spec) Check() error {
 	for _, l := range s.Labels {
 		if l.Value < 0 || seen[l.Value] {
 			return fmt.Errorf("%w: label value %d is negative or repeated", ErrSpec, l.Value)
+		}
+		for _, c := range []Code{l.Code, l.Category} {
+			if !c.IsZero() && (c.Scheme == "" || c.Value == "") {
+				return fmt.Errorf("%w: label %q: a code needs both its scheme and its value", ErrSpec, l.Name)
+			}
 		}
 		seen[l.Value] = true
 	}

@@ -57,8 +57,9 @@ func NewCase(name string, img, lab *volume.Volume, n Norm, classes []int) (*Case
 	if c.Image, err = n.Apply(img); err != nil {
 		return nil, fmt.Errorf("case %s: %w", name, err)
 	}
-	c.Min = make([]float32, c.C)
 	S := img.NumVoxels()
+	c.C = len(c.Image) / S // with the position planes of Norm.Coords
+	c.Min = make([]float32, c.C)
 	for ch := range c.C {
 		m := float32(math.Inf(1))
 		for _, v := range c.Image[ch*S : (ch+1)*S] {

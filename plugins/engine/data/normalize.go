@@ -31,6 +31,58 @@ type CTStats struct{ Lo, Hi, Mean, Std float64 }
 type Norm struct {
 	Modality Modality
 	CT       CTStats
+	// Coords adds CoordChannels planes after the image's: each voxel's position in the
+	// patient frame (L, P, S), so that a network can tell apart structures that look alike
+	// but lie in different places (engine.UNetConfig.Position takes them).
+	Coords bool
+}
+
+// CoordChannels is the number of planes Norm.Coords adds: for each patient axis (L, P, S)
+// the position in units of CoordScale, and the sine and cosine of the position over
+// periods of CoordPeriods, so that a linear map of them (a network's head) can favour a
+// class in some places and not in others.
+const CoordChannels = 3 * (1 + 2*len(CoordPeriods))
+
+// CoordScale is the unit of the position planes in mm: a tenth of a metre keeps a body's
+// positions within a few units, as normalised intensities are.
+const CoordScale = 100.0
+
+// CoordPeriods are the periods, in mm, of the position planes' sines and cosines: about a
+// brain's lobe and a whole head or abdomen.
+var CoordPeriods = [2]float64{64, 256}
+
+// Planes is the number of planes Apply returns for an image of c channels.
+func (n Norm) Planes(c int) int {
+	if n.Coords {
+		return c + CoordChannels
+	}
+	return c
+}
+
+// coords are the CoordChannels position planes of v's grid.
+func coords(v *volume.Volume) []float32 {
+	S := v.NumVoxels()
+	out := make([]float32, CoordChannels*S)
+	i := 0
+	for z := range v.Dims[2] {
+		for y := range v.Dims[1] {
+			for x := range v.Dims[0] {
+				w := v.VoxelToWorld([3]float64{float64(x), float64(y), float64(z)})
+				k := 0
+				for a := range 3 {
+					out[k*S+i] = float32(w[a] / CoordScale)
+					k++
+					for _, p := range CoordPeriods {
+						sn, cs := math.Sincos(2 * math.Pi * w[a] / p)
+						out[k*S+i], out[(k+1)*S+i] = float32(sn), float32(cs)
+						k += 2
+					}
+				}
+				i++
+			}
+		}
+	}
+	return out
 }
 
 // ErrNonFinite is wrapped by errors about NaN or infinite voxels.
@@ -42,7 +94,8 @@ var ErrLabel = errors.New("label map")
 
 const minStd = 1e-8 // nnU-Net's floor on the standard deviation
 
-// Apply returns v normalised, as C planes of X·Y·Z float32 values. A NaN or infinite voxel
+// Apply returns v normalised, as C planes of X·Y·Z float32 values (and the position planes
+// after them with Coords). A NaN or infinite voxel
 // is an error (wrapping ErrNonFinite) naming its position.
 func (n Norm) Apply(v *volume.Volume) ([]float32, error) {
 	f := v.Float32()
@@ -120,6 +173,9 @@ func (n Norm) Apply(v *volume.Volume) ([]float32, error) {
 		default:
 			return nil, fmt.Errorf("unknown modality %d", n.Modality)
 		}
+	}
+	if n.Coords {
+		out = append(out, coords(v)...)
 	}
 	return out, nil
 }

@@ -21,20 +21,8 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 		return nil, fmt.Errorf("%w: budget of %d bytes", ErrBudget, b.Bytes)
 	}
 	sp, why := targetSpacing(f)
-	med := MedianShape(f, sp)
-	total := 0.0 // dataset voxels after resampling
-	for _, c := range f.Cases {
-		v := 1.0
-		for a := range 3 {
-			v *= float64(c.Dims[a]) * c.Spacing[a] / sp[a]
-		}
-		total += v
-	}
-	base := Config{Spacing: sp, MedianShape: med, Norm: normalization(f), RareClasses: rare(f)}
-	base.Rationale = []string{why, fmt.Sprintf("median shape after resampling: %v (D, H, W)", med)}
-	if len(base.RareClasses) > 0 {
-		base.Rationale = append(base.Rationale, fmt.Sprintf("classes %v are under %g of the voxels: oversample foreground", base.RareClasses, rareFrequency))
-	}
+	base, total := baseConfig(f, sp, why)
+	med := base.MedianShape
 	type lane struct {
 		name   string
 		slices int
@@ -64,6 +52,26 @@ func Plan(f Fingerprint, b Budget) ([]Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// baseConfig is what every lane planned at spacing sp shares (why says how sp was
+// chosen), and the dataset's voxels after resampling to sp.
+func baseConfig(f Fingerprint, sp [3]float64, why string) (Config, float64) {
+	med := MedianShape(f, sp)
+	total := 0.0
+	for _, c := range f.Cases {
+		v := 1.0
+		for a := range 3 {
+			v *= float64(c.Dims[a]) * c.Spacing[a] / sp[a]
+		}
+		total += v
+	}
+	base := Config{Spacing: sp, MedianShape: med, Norm: normalization(f), RareClasses: rare(f)}
+	base.Rationale = []string{why, fmt.Sprintf("median shape after resampling: %v (D, H, W)", med)}
+	if len(base.RareClasses) > 0 {
+		base.Rationale = append(base.Rationale, fmt.Sprintf("classes %v are under %g of the voxels: oversample foreground", base.RareClasses, rareFrequency))
+	}
+	return base, total
 }
 
 // fit chooses the patch, topology and batch of c: starting from start (the median

@@ -19,9 +19,10 @@ import (
 
 // Lane names.
 const (
-	Lane2D  = "2d"
-	Lane25D = "2.5d"
-	Lane3D  = "3d_fullres"
+	Lane2D    = "2d"
+	Lane25D   = "2.5d"
+	Lane3D    = "3d_fullres"
+	Lane3DLow = "3d_lowres"
 )
 
 // Rules, from nnU-Net v2's default planner (peers.md §3.1) unless said otherwise.
@@ -121,8 +122,12 @@ type Config struct {
 	Slices int               `json:"slices"`
 	Net    engine.UNetConfig `json:"net"`
 	// Bytes is the estimated memory of a training step (see Estimate).
-	Bytes int64         `json:"bytes"`
-	Norm  Normalization `json:"norm"`
+	Bytes int64 `json:"bytes"`
+	// Steps is the planned total of steps and StepSeconds a step's time on this machine,
+	// when the lane was fitted to its time (FitTime); 0 otherwise.
+	Steps       int           `json:"steps,omitempty"`
+	StepSeconds float64       `json:"step_seconds,omitempty"`
+	Norm        Normalization `json:"norm"`
 	// RareClasses are foreground classes under 0.1 % of the labelled voxels, where a
 	// trainer should oversample foreground patches.
 	RareClasses []int `json:"rare_classes,omitempty"`

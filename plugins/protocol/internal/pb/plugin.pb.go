@@ -428,6 +428,7 @@ type PlanRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Fingerprint   []byte                 `protobuf:"bytes,1,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"` // dataset fingerprint as JSON
 	Task          *Task                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Calibration   []byte                 `protobuf:"bytes,3,opt,name=calibration,proto3" json:"calibration,omitempty"` // what an earlier Plan on this machine measured (opaque), or empty
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -476,13 +477,21 @@ func (x *PlanRequest) GetTask() *Task {
 	return nil
 }
 
+func (x *PlanRequest) GetCalibration() []byte {
+	if x != nil {
+		return x.Calibration
+	}
+	return nil
+}
+
 type Candidate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"` // JSON, valid against the config schema
 	Rationale     string                 `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
-	Device        string                 `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`                               // what it was planned for: cpu, or vulkan:N and the device's name
-	DeviceBytes   int64                  `protobuf:"varint,5,opt,name=device_bytes,json=deviceBytes,proto3" json:"device_bytes,omitempty"` // the memory of that device one training run was planned to use (0: not estimated)
+	StepSeconds   float64                `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"` // expected seconds per training step on this machine, 0: unknown
+	MemoryBytes   int64                  `protobuf:"varint,5,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`  // memory a training step is planned to use (the device's on a GPU)
+	Device        string                 `protobuf:"bytes,6,opt,name=device,proto3" json:"device,omitempty"`                                // what it was planned for: cpu, or vulkan:N and the device's name ("": not said)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -538,6 +547,20 @@ func (x *Candidate) GetRationale() string {
 	return ""
 }
 
+func (x *Candidate) GetStepSeconds() float64 {
+	if x != nil {
+		return x.StepSeconds
+	}
+	return 0
+}
+
+func (x *Candidate) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
 func (x *Candidate) GetDevice() string {
 	if x != nil {
 		return x.Device
@@ -545,16 +568,11 @@ func (x *Candidate) GetDevice() string {
 	return ""
 }
 
-func (x *Candidate) GetDeviceBytes() int64 {
-	if x != nil {
-		return x.DeviceBytes
-	}
-	return 0
-}
-
 type PlanResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Candidates    []*Candidate           `protobuf:"bytes,1,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	Skipped       []string               `protobuf:"bytes,2,rep,name=skipped,proto3" json:"skipped,omitempty"`         // lanes not planned, one sentence each saying why
+	Calibration   []byte                 `protobuf:"bytes,3,opt,name=calibration,proto3" json:"calibration,omitempty"` // what this Plan measured on this machine, for the host to keep
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -596,6 +614,20 @@ func (x *PlanResponse) GetCandidates() []*Candidate {
 	return nil
 }
 
+func (x *PlanResponse) GetSkipped() []string {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *PlanResponse) GetCalibration() []byte {
+	if x != nil {
+		return x.Calibration
+	}
+	return nil
+}
+
 type TrainRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LaneId        string                 `protobuf:"bytes,1,opt,name=lane_id,json=laneId,proto3" json:"lane_id,omitempty"`
@@ -607,6 +639,7 @@ type TrainRequest struct {
 	ResumeFrom    string                 `protobuf:"bytes,7,opt,name=resume_from,json=resumeFrom,proto3" json:"resume_from,omitempty"` // checkpoint to resume from, empty for a fresh start
 	Seed          int64                  `protobuf:"varint,8,opt,name=seed,proto3" json:"seed,omitempty"`
 	TimeLimitMs   int64                  `protobuf:"varint,9,opt,name=time_limit_ms,json=timeLimitMs,proto3" json:"time_limit_ms,omitempty"` // train at most this long, then finish normally; 0: no limit
+	Until         int64                  `protobuf:"varint,10,opt,name=until,proto3" json:"until,omitempty"`                                 // stop after this step (the schedule still spans the configured steps); 0: the last
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -700,6 +733,13 @@ func (x *TrainRequest) GetSeed() int64 {
 func (x *TrainRequest) GetTimeLimitMs() int64 {
 	if x != nil {
 		return x.TimeLimitMs
+	}
+	return 0
+}
+
+func (x *TrainRequest) GetUntil() int64 {
+	if x != nil {
+		return x.Until
 	}
 	return 0
 }
@@ -1184,20 +1224,24 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04Case\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06images\x18\x02 \x03(\tR\x06images\x12\x14\n" +
-	"\x05label\x18\x03 \x01(\tR\x05label\"Y\n" +
+	"\x05label\x18\x03 \x01(\tR\x05label\"{\n" +
 	"\vPlanRequest\x12 \n" +
 	"\vfingerprint\x18\x01 \x01(\fR\vfingerprint\x12(\n" +
-	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\"\x90\x01\n" +
+	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12 \n" +
+	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\xb3\x01\n" +
 	"\tCandidate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1c\n" +
-	"\trationale\x18\x03 \x01(\tR\trationale\x12\x16\n" +
-	"\x06device\x18\x04 \x01(\tR\x06device\x12!\n" +
-	"\fdevice_bytes\x18\x05 \x01(\x03R\vdeviceBytes\"I\n" +
+	"\trationale\x18\x03 \x01(\tR\trationale\x12!\n" +
+	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\x12!\n" +
+	"\fmemory_bytes\x18\x05 \x01(\x03R\vmemoryBytes\x12\x16\n" +
+	"\x06device\x18\x06 \x01(\tR\x06device\"\x85\x01\n" +
 	"\fPlanResponse\x129\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x19.amid.plugin.v1.CandidateR\n" +
-	"candidates\"\xbf\x02\n" +
+	"candidates\x12\x18\n" +
+	"\askipped\x18\x02 \x03(\tR\askipped\x12 \n" +
+	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\xd5\x02\n" +
 	"\fTrainRequest\x12\x17\n" +
 	"\alane_id\x18\x01 \x01(\tR\x06laneId\x12(\n" +
 	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12\x16\n" +
@@ -1210,7 +1254,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\vresume_from\x18\a \x01(\tR\n" +
 	"resumeFrom\x12\x12\n" +
 	"\x04seed\x18\b \x01(\x03R\x04seed\x12\"\n" +
-	"\rtime_limit_ms\x18\t \x01(\x03R\vtimeLimitMs\"\xd6\x03\n" +
+	"\rtime_limit_ms\x18\t \x01(\x03R\vtimeLimitMs\x12\x14\n" +
+	"\x05until\x18\n" +
+	" \x01(\x03R\x05until\"\xd6\x03\n" +
 	"\bProgress\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x1f\n" +
 	"\vtotal_steps\x18\x02 \x01(\x03R\n" +

@@ -1,0 +1,345 @@
+// Command benchquality is make bench-quality: AMID's loop on real labelled images at fixed
+// budgets, the old schedule against the new one, beside the shortcuts a careless model
+// could hide behind.
+//
+// It writes two tasks as task.yaml folders from the ITK examples' real T1 brain MR and
+// its label maps (tasks.go): a multi-class one (five tissue classes) and a binary one (the
+// brain mask), each cut into nine slabs of seven slices, six to train and three to test.
+// For each it prints the shortcuts (shortcuts.go). It then runs the old loop (the commit
+// named by -old, built from git into the work folder) at 20 minutes and the new one at 10
+// minutes on the multi-class task with two seeds each, and the new one at 5 minutes on
+// the binary task, each through the same driver (driver.go), and prints the test Dice,
+// the share of the budget spent, the steps each lane made with its minimum, and the
+// learning curves the minimum comes from (amid/host/schedule's curves.json). The old
+// loop's results are kept under the work folder by commit, task, budget and seed, and not
+// run again (-rerun-old runs them again).
+//
+// -record trains every lane the plugin plans for the multi-class task's first round in
+// rounds on fold 0, scoring each round on the fold's validation slab, and writes the curves
+// to host/schedule/curves.json (record.go).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"amid/host/schedule"
+)
+
+func main() {
+	realdata := flag.String("realdata", os.Getenv("AMID_REALDATA"), "the real-image cache (.ci/realdata.sh)")
+	work := flag.String("work", ".cache/bench-quality", "the work folder")
+	old := flag.String("old", "ddf52c3", "the commit of the old loop")
+	rerunOld := flag.Bool("rerun-old", false, "run the old loop again even when its results are kept")
+	record := flag.Bool("record", false, "record learning curves into host/schedule/curves.json instead")
+	only := flag.String("only", "", "run only these runs (comma-separated names such as new-10m-s1; empty: all)")
+	flag.Parse()
+	if *realdata == "" {
+		*realdata = ".cache/realdata"
+	}
+	if err := bench(context.Background(), *realdata, *work, *old, *rerunOld, *record, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-quality:", err)
+		os.Exit(1)
+	}
+}
+
+// runSpec is one run of a loop on a task.
+type runSpec struct {
+	Task   string
+	Loop   string // old or new
+	Budget time.Duration
+	Seed   int64
+}
+
+func (r runSpec) name() string {
+	return fmt.Sprintf("%s-%s-%s-s%d", r.Task, r.Loop, strings.TrimSuffix(r.Budget.String(), "0s"), r.Seed)
+}
+
+var runs = []runSpec{
+	{"t1-tissue", "old", 20 * time.Minute, 1}, {"t1-tissue", "old", 20 * time.Minute, 2},
+	{"t1-tissue", "new", 10 * time.Minute, 1}, {"t1-tissue", "new", 10 * time.Minute, 2},
+	{"t1-brain", "new", 5 * time.Minute, 1},
+}
+
+func bench(ctx context.Context, realdata, work, old string, rerunOld, record bool, only string) error {
+	work, err := filepath.Abs(work)
+	if err != nil {
+		return err
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("bench-quality on %s; load average at the start: %s\n", time.Now().Format(time.RFC3339), strings.TrimSpace(string(load)))
+	slabs := map[string][2][]slab{}
+	for _, t := range tasks {
+		dir := filepath.Join(work, "tasks", t.ID)
+		train, test, err := writeTask(realdata, dir, t)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", t.ID, err)
+		}
+		slabs[t.ID] = [2][]slab{train, test}
+		sc, err := shortcuts(ctx, dir, t, train, test)
+		if err != nil {
+			return fmt.Errorf("task %s: shortcuts: %w", t.ID, err)
+		}
+		fmt.Printf("\n%s (%s): %d training and %d test slabs; shortcuts on the test slabs (mean Dice over the foreground classes):\n", t.ID, t.Title, len(train), len(test))
+		for _, s := range sc {
+			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Dice, s.About)
+		}
+		if err := writeJSON(filepath.Join(work, "tasks", t.ID+".shortcuts.json"), sc); err != nil {
+			return err
+		}
+	}
+	newBin := filepath.Join(work, "bin", "new")
+	if err := build(".", newBin); err != nil {
+		return err
+	}
+	if record {
+		return recordCurves(ctx, filepath.Join(work, "tasks", "t1-tissue"), newBin, filepath.Join(work, "record"))
+	}
+	oldBin := filepath.Join(work, "bin", "old-"+old)
+	var results []result
+	for _, r := range runs {
+		if only != "" && !strings.Contains(","+only+",", ","+r.name()+",") {
+			continue
+		}
+		bin, dir := newBin, filepath.Join(work, "runs", r.name())
+		if r.Loop == "old" {
+			bin, dir = oldBin, filepath.Join(work, "runs", "old-"+old, r.name())
+			if _, err := os.Stat(filepath.Join(oldBin, "driver")); err != nil {
+				if err := buildOld(old, oldBin); err != nil {
+					return err
+				}
+			}
+		}
+		res, err := runOne(r, bin, filepath.Join(work, "tasks", r.Task), dir, r.Loop == "old" && !rerunOld)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.name(), err)
+		}
+		results = append(results, res)
+		fmt.Println(res.row())
+	}
+	fmt.Println()
+	fmt.Println(table(results))
+	if c, err := schedule.Recorded(); err == nil {
+		fmt.Printf("\nThe learning curves behind the minimum step count (host/schedule/curves.json, %s):\n", c.Recorded)
+		for _, row := range c.Table() {
+			fmt.Println("  " + row)
+		}
+		for _, lane := range []string{"2d", "2.5d", "3d_fullres", "3d_lowres"} {
+			_, why := c.MinSteps("segmentation", lane)
+			fmt.Printf("  minimum of %s: %s\n", lane, why)
+		}
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	fmt.Printf("\nload average at the end: %s\n", strings.TrimSpace(string(load)))
+	return writeJSON(filepath.Join(work, "results.json"), results)
+}
+
+// build builds the segmentation plugin and the driver of the tree at src into bin.
+func build(src, bin string) error {
+	if err := os.MkdirAll(filepath.Join(src, ".cache", "benchdriver"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(src, ".cache", "benchdriver", "main.go"), []byte(driverSource), 0o644); err != nil {
+		return err
+	}
+	for _, c := range [][]string{
+		{"go", "build", "-o", filepath.Join(bin, "plugins", "amid-plugin-segmentation"), "./plugins/segmentation"},
+		{"go", "build", "-o", filepath.Join(bin, "driver"), "./.cache/benchdriver"},
+	} {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s in %s: %w\n%s", strings.Join(c, " "), src, err, out)
+		}
+	}
+	return nil
+}
+
+// buildOld extracts the tree of commit from git and builds it into bin.
+func buildOld(commit, bin string) error {
+	src := bin + ".src"
+	if err := os.RemoveAll(src); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("sh", "-c", "git archive "+commit+" | tar -x -C "+src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive %s: %w\n%s", commit, err, out)
+	}
+	return build(src, bin)
+}
+
+// result is one run's outcome, from its run.json.
+type result struct {
+	Run      string        `json:"run"`
+	Task     string        `json:"task"`
+	Loop     string        `json:"loop"`
+	Budget   time.Duration `json:"budget"`
+	Seed     int64         `json:"seed"`
+	Test     float64       `json:"test_dice"`
+	Spent    time.Duration `json:"spent"`
+	Chosen   string        `json:"chosen"`
+	Final    string        `json:"final,omitempty"`
+	Lanes    []laneResult  `json:"lanes"`
+	Took     time.Duration `json:"took"`
+	Recalled bool          `json:"recalled,omitempty"` // kept from an earlier bench
+}
+
+type laneResult struct {
+	ID       string  `json:"id"`
+	Steps    int64   `json:"steps"`     // on fold 0
+	AllSteps int64   `json:"all_steps"` // of the final model on all the data, when made
+	MinSteps int     `json:"min_steps"`
+	Score    float64 `json:"score"`
+	Stopped  string  `json:"stopped,omitempty"`
+}
+
+// runOne runs r with the binaries in bin on the task folder into dir, or reads the result
+// kept there when keep.
+func runOne(r runSpec, bin, task, dir string, keep bool) (result, error) {
+	if keep {
+		var res result
+		if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil && json.Unmarshal(b, &res) == nil {
+			res.Recalled = true
+			return res, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return result{}, err
+	}
+	if err := os.RemoveAll(dir + ".home"); err != nil {
+		return result{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return result{}, err
+	}
+	logf, err := os.Create(dir + ".log")
+	if err != nil {
+		return result{}, err
+	}
+	defer logf.Close()
+	began := time.Now()
+	cmd := exec.Command(filepath.Join(bin, "driver"), filepath.Join(bin, "plugins"), filepath.Join(task, "task.yaml"), filepath.Join(task, "answers"), dir, r.Budget.String(), fmt.Sprint(r.Seed))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("%w (log: %s)", err, logf.Name())
+	}
+	res, err := readResult(dir)
+	if err != nil {
+		return result{}, err
+	}
+	res.Run, res.Task, res.Loop, res.Seed, res.Took = r.name(), r.Task, r.Loop, r.Seed, time.Since(began)
+	return res, writeJSON(filepath.Join(dir, "result.json"), res)
+}
+
+// readResult reads what a run's run.json says, in the fields both loops write.
+func readResult(dir string) (result, error) {
+	var st struct {
+		Budget    time.Duration `json:"budget"`
+		Spent     time.Duration `json:"spent"`
+		Chosen    string        `json:"chosen"`
+		TestScore *struct {
+			Score float64 `json:"score"`
+		} `json:"test_score"`
+		Lanes []struct {
+			ID    string `json:"id"`
+			Folds map[string]struct {
+				Status string  `json:"status"`
+				Steps  int64   `json:"steps"`
+				Score  float64 `json:"score"`
+			} `json:"folds"`
+			Schedule *schedule.Lane `json:"schedule"`
+		} `json:"lanes"`
+		Final *struct {
+			Mode  string `json:"mode"`
+			Lane  string `json:"lane"`
+			Steps int64  `json:"steps"`
+		} `json:"final"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return result{}, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return result{}, err
+	}
+	res := result{Budget: st.Budget, Spent: st.Spent, Chosen: st.Chosen}
+	if st.TestScore == nil {
+		return res, fmt.Errorf("%s: no test score", dir)
+	}
+	res.Test = st.TestScore.Score
+	if st.Final != nil {
+		res.Final = st.Final.Mode
+	}
+	for _, l := range st.Lanes {
+		lr := laneResult{ID: l.ID, Steps: l.Folds["0"].Steps, Score: l.Folds["0"].Score}
+		if l.Schedule != nil {
+			lr.MinSteps, lr.Stopped = l.Schedule.MinSteps, l.Schedule.Stopped
+		}
+		if st.Final != nil && st.Final.Lane == l.ID {
+			lr.AllSteps = st.Final.Steps
+		}
+		res.Lanes = append(res.Lanes, lr)
+	}
+	return res, nil
+}
+
+// lanes says the steps each lane made on fold 0, its minimum, and the final model's.
+func (r result) lanes() string {
+	var out []string
+	for _, l := range r.Lanes {
+		s := fmt.Sprintf("%s %d", strings.TrimPrefix(l.ID, "segmentation_"), l.Steps)
+		if l.MinSteps > 0 {
+			s += fmt.Sprintf(" (min %d)", l.MinSteps)
+		}
+		if l.AllSteps > 0 {
+			s += fmt.Sprintf(" → %d on all data", l.AllSteps)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
+}
+
+func (r result) row() string {
+	kept := ""
+	if r.Recalled {
+		kept = " (kept from an earlier bench)"
+	}
+	return fmt.Sprintf("%-24s test Dice %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
+}
+
+// table is the results as the README's Markdown table.
+func table(rs []result) string {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Task < rs[j].Task })
+	var b strings.Builder
+	b.WriteString("| task | loop | budget | seed | test Dice | budget spent | final model | steps per lane on fold 0 (minimum) |\n|---|---|---:|---:|---:|---:|---|---|\n")
+	for _, r := range rs {
+		final := r.Final
+		if final == "" {
+			final = "fold model"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %v | %d | %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
+	}
+	return b.String()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,225 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"amid/host/audit"
+	"amid/host/schedule"
+)
+
+// exploit makes the final model from exploration's winner by the rule of the plan
+// (schedule.FinalRule): the winner's fold models ensembled when every fold can be trained
+// in the time left, otherwise the winner continued on every training case from its best
+// checkpoint until the reserve. The choice and why go into run.json, the log and the
+// audit log; a final model that cannot be made leaves the winner's fold model as the
+// submitted one, and says why.
+func (r *Runner) exploit(ctx context.Context) error {
+	w := r.st.lane(r.st.Winner)
+	if w == nil {
+		return fmt.Errorf("exploration recorded no winner")
+	}
+	if f := r.st.Final; f != nil && (f.Checkpoint != "" || f.Error != "" || f.Mode == schedule.FinalEnsemble && len(r.st.Union) > 0) {
+		return nil // made before a resume
+	}
+	if r.st.Final == nil {
+		d := schedule.Final(&w.Schedule, r.usable(), r.ensembleFolds())
+		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until)}
+		r.logf("final model: %s", d.Why)
+		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": d.Mode, "lane": w.ID, "rule": schedule.FinalRule, "why": d.Why, "until": d.Until}); err != nil {
+			return err
+		}
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch r.st.Final.Mode {
+	case schedule.FinalFold:
+		return nil
+	case schedule.FinalEnsemble:
+		err = r.trainFolds(ctx, w)
+	default:
+		err = r.trainAllData(ctx, w)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		r.st.Final.Error = err.Error()
+		note := fmt.Sprintf("the final model (%s) could not be made: %v; the winner's fold-0 model is submitted", r.st.Final.Mode, err)
+		r.logf("%s", note)
+		r.st.Notes = append(r.st.Notes, note)
+		r.st.Union = nil
+		return r.record(audit.RoleHost, "final.failed", nil, nil, map[string]any{"mode": r.st.Final.Mode, "reason": err.Error()})
+	}
+	return nil
+}
+
+// ensembleFolds is the number of folds an ensemble would have: the run's folds when the
+// task's predictions can be combined, else 1 (no ensemble).
+func (r *Runner) ensembleFolds() int {
+	if combinable(r.task.Spec()) {
+		return r.st.Folds
+	}
+	return 1
+}
+
+// placeOf is the place lane l trained on (its worker split and device), or the first.
+func (r *Runner) placeOf(l *LaneState) Place {
+	j := schedule.Pack([]schedule.Job{{Lane: l.ID, Expected: time.Second}}, r.exec.Places(), []*schedule.Lane{&l.Schedule})[0]
+	if j.Place.Name == "" {
+		return r.exec.Places()[0]
+	}
+	return j.Place
+}
+
+// trainAllData continues the winner on every training case (the training and validation
+// cases of its folds) from its best checkpoint, with its learning rate annealed to zero at
+// the planned last step, within the time left before the reserve.
+func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
+	fm := r.st.Final
+	f0 := w.Folds[0]
+	from, fromStep := f0.Checkpoint, f0.Steps
+	for _, rd := range f0.Rounds {
+		if rd.Checkpoint == from {
+			fromStep = rd.Steps
+		}
+	}
+	if fm.From == "" {
+		// The planned end counts the steps still to make from the best checkpoint.
+		fm.Until = fromStep + (fm.Until - int64(w.Schedule.Steps))
+		fm.From, fm.FromStep = from, fromStep
+	}
+	cfg, err := withSteps(w.Config, fm.Until)
+	if err != nil {
+		return err
+	}
+	fm.Config = cfg
+	work := r.path("lanes", w.ID, "all")
+	resume := fm.From
+	if within(work, fm.Last) {
+		if _, err := os.Stat(fm.Last); err == nil {
+			resume = fm.Last // it was under way when the run stopped
+		}
+	}
+	limit := r.usable()
+	if limit <= 0 {
+		return fmt.Errorf("no time is left before the reserve")
+	}
+	if err := r.save(); err != nil {
+		return err
+	}
+	out, err := r.trainOne(ctx, trainSpec{
+		lane: w, fold: -1, audit: w.ID + ".all", work: work, cfg: cfg, train: r.data.Train,
+		resume: resume, until: fm.Until, limit: limit, place: r.placeOf(w), seed: r.st.Seed,
+	})
+	if err != nil {
+		return err
+	}
+	fm.Checkpoint, fm.SHA256, fm.Steps, fm.Compute = out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.res.Compute
+	fm.Took += out.took
+	r.logf("the final model of %s trained on all %d training cases from step %d to %d (planned %d) in %v", w.ID, len(r.data.Train), fm.FromStep, fm.Steps, fm.Until, out.took.Round(time.Second))
+	if err := r.record(audit.RoleHost, "final.made", map[string]string{"from": f0.SHA256}, map[string]string{"checkpoint": fm.SHA256},
+		map[string]any{"mode": fm.Mode, "lane": w.ID, "from_step": fm.FromStep, "steps": fm.Steps, "until": fm.Until, "why": fm.Why, "cases": len(r.data.Train)}); err != nil {
+		return err
+	}
+	return r.save()
+}
+
+// trainFolds trains the winner on every fold to the planned step: fold 0 continues from
+// its last round's checkpoint, the others train from scratch, all with the learning rate
+// annealed at that step; it scores each fold model on its fold's validation cases and makes
+// the ensemble of the fold models (judged by the mean of the out-of-fold scores).
+func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
+	fl, err := r.folds()
+	if err != nil {
+		return err
+	}
+	fm := r.st.Final
+	cfg, err := withSteps(w.Config, fm.Until)
+	if err != nil {
+		return err
+	}
+	fm.Config = cfg
+	place := r.placeOf(w)
+	for k := range fl.K {
+		f := w.Folds[k]
+		if f.Status == FoldDone && (k > 0 || f.Steps >= fm.Until) {
+			continue
+		}
+		train, val, err := fl.Split(r.data.Train, k)
+		if err != nil {
+			return err
+		}
+		work := r.path("lanes", w.ID, fmt.Sprintf("f%d", k), "final")
+		resume := ""
+		if k == 0 && len(f.Rounds) > 0 {
+			resume = f.Rounds[len(f.Rounds)-1].Checkpoint
+		}
+		if within(work, f.LastCheckpoint) {
+			resume = f.LastCheckpoint
+		}
+		prev := f
+		f.Status, f.LastCheckpoint = FoldTraining, resume
+		w.Folds[k] = f
+		if err := r.save(); err != nil {
+			return err
+		}
+		limit := time.Duration(schedule.LimitSlack * float64(r.usable()) / float64(fl.K-k))
+		out, err := r.trainOne(ctx, trainSpec{
+			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfg, train: train, val: val,
+			resume: resume, until: fm.Until, limit: limit, place: place, seed: r.st.Seed + int64(k),
+		})
+		if err != nil {
+			if k == 0 {
+				w.Folds[0] = prev
+			} else {
+				w.Folds[k] = FoldState{Status: FoldFailed, Error: err.Error()}
+			}
+			return err
+		}
+		f = w.Folds[k]
+		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra
+		f.Took, f.Compute = f.Took+out.took, out.res.Compute
+		w.Folds[k] = f
+		r.logf("lane %s fold %d: validation %s %.4f after %d steps, trained on %s", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps, trainedOn(out.res.Compute))
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	var members []Member
+	for k := range fl.K {
+		f := w.Folds[k]
+		members = append(members, Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfg, Checkpoint: f.Checkpoint, SHA256: f.SHA256})
+	}
+	m, n := w.Mean()
+	r.st.Union, r.st.Vote = members, true
+	fm.OutOfFold = m
+	r.logf("the final model is the ensemble of %s's %d fold models: out-of-fold validation %.4f", w.ID, n, m)
+	out := map[string]string{}
+	for _, mb := range members {
+		out[mb.Lane] = mb.SHA256
+	}
+	if err := r.record(audit.RoleHost, "final.made", nil, out, map[string]any{"mode": schedule.FinalEnsemble, "lane": w.ID, "out_of_fold": m, "folds": n, "until": fm.Until, "why": fm.Why}); err != nil {
+		return err
+	}
+	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": len(members), "score": m, "status": FoldDone})
+}
+
+// withSteps is the configuration cfg with its planned total of steps set to n, when it
+// has a "steps" field (the built-in plugins' configurations do).
+func withSteps(cfg json.RawMessage, n int64) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		return nil, err
+	}
+	if _, ok := m["steps"]; !ok {
+		return cfg, nil
+	}
+	m["steps"], _ = json.Marshal(n)
+	return json.Marshal(m)
+}

@@ -1,0 +1,159 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Outcome is what a job's round gave: the step reached, the validation score taken at its
+// end, its wall time and the time its steps took (0: not measured).
+type Outcome struct {
+	Steps    int
+	Score    float64
+	Took     time.Duration
+	StepTime time.Duration
+}
+
+// Trainer carries out a job's round: host/run's is an executor training a lane-fold and
+// the host's metric scoring it; tests use [Sim].
+type Trainer interface {
+	Train(ctx context.Context, j Job) (Outcome, error)
+}
+
+// Explorer runs successive halving on a trainer.
+type Explorer struct {
+	Plan *Plan
+	// Spent is the run's clock: the budget spent so far.
+	Spent func() time.Duration
+	// End is the mark of the clock at which exploration's share is spent.
+	End time.Duration
+	// Decided, when set, is called with each decision before its round trains (to record
+	// which lanes train and which stopped, and why), and with the last, Done, one.
+	Decided func(Round) error
+	// After, when set, is called after each round has trained (to save the run's state, or
+	// to add the lanes a planner proposes from the results: appended to Plan.Lanes, they
+	// train a first round before the next promotion). Its error ends exploration.
+	After func(Round) error
+}
+
+// Run trains rounds until exploration is over and returns the last decision (Done, with
+// the winner). A job that fails stops its lane with the error; ctx's error ends Run.
+func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Round{}, err
+		}
+		e.Plan.Explore = max(e.End-e.Spent(), 0)
+		rd := e.Plan.Next()
+		if !rd.Done && e.Plan.Explore <= 0 {
+			rd = e.outOfTime(rd)
+		}
+		if e.Decided != nil {
+			if err := e.Decided(rd); err != nil {
+				return rd, err
+			}
+		}
+		if rd.Done {
+			return rd, nil
+		}
+		if err := e.round(ctx, t, &rd); err != nil {
+			return rd, err
+		}
+	}
+}
+
+// outOfTime is the decision instead of rd once exploration's time is spent: the best lane
+// so far goes on to the final model; when none has trained yet, the planner's first trains
+// its minimal first round.
+func (e *Explorer) outOfTime(rd Round) Round {
+	var best *Lane
+	for _, l := range e.Plan.active() {
+		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
+			best = l
+		}
+	}
+	var stopped []string
+	if best == nil && len(rd.Jobs) > 0 {
+		first := rd.Jobs[0]
+		for _, l := range e.Plan.active() {
+			if l.ID != first.Lane {
+				l.Stopped = "exploration's time ran out before its first round"
+				stopped = append(stopped, l.ID+": "+l.Stopped)
+			}
+		}
+		rd.Jobs, rd.Stopped = rd.Jobs[:1], append(stopped, rd.Stopped...)
+		return rd
+	}
+	for _, l := range e.Plan.active() {
+		if l != best {
+			l.Stopped = "exploration's time ran out"
+			stopped = append(stopped, l.ID+": "+l.Stopped)
+		}
+	}
+	end := e.Plan.Next()
+	end.Stopped = append(append(rd.Stopped, stopped...), end.Stopped...)
+	return end
+}
+
+// round trains rd's jobs, records what they gave (a failed job stops its lane) and calls
+// After.
+func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
+	outs, errs := e.run(ctx, t, rd.Jobs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, j := range rd.Jobs {
+		l := e.Plan.lane(j.Lane)
+		if errs[i] != nil {
+			l.Stopped = "failed: " + errs[i].Error()
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+			continue
+		}
+		o := outs[i]
+		l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
+	}
+	if e.After != nil {
+		return e.After(*rd)
+	}
+	return nil
+}
+
+func (p *Plan) lane(id string) *Lane {
+	for _, l := range p.Lanes {
+		if l.ID == id {
+			return l
+		}
+	}
+	panic(fmt.Sprintf("schedule: job for unknown lane %q", id))
+}
+
+// run trains jobs, those of one place one after another and the places side by side.
+func (e *Explorer) run(ctx context.Context, t Trainer, jobs []Job) ([]Outcome, []error) {
+	outs, errs := make([]Outcome, len(jobs)), make([]error, len(jobs))
+	byPlace := map[string][]int{}
+	var names []string
+	for i, j := range jobs {
+		if _, ok := byPlace[j.Place.Name]; !ok {
+			names = append(names, j.Place.Name)
+		}
+		byPlace[j.Place.Name] = append(byPlace[j.Place.Name], i)
+	}
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Add(1)
+		go func(idx []int) {
+			defer wg.Done()
+			for _, i := range idx {
+				if ctx.Err() != nil {
+					errs[i] = ctx.Err()
+					continue
+				}
+				outs[i], errs[i] = t.Train(ctx, jobs[i])
+			}
+		}(byPlace[n])
+	}
+	wg.Wait()
+	return outs, errs
+}

@@ -1,0 +1,535 @@
+// Package schedule decides how a run spends its budget: which lanes train next, to which
+// step, for how long and where; which lanes stop and why; when exploration ends and how
+// the final model is made. It is arithmetic over the plan, the budget, the step costs
+// observed so far and the validation curves, with no plugin, file or clock of its own, so
+// that it is tested with a simulated executor and recorded learning curves ([Sim]).
+//
+// # Successive halving from checkpoints
+//
+// Exploration trains every lane on the first fold for a short first round (rung 0), then
+// keeps the better 1/Eta of the lanes (by the validation score taken at the end of their
+// last round) and continues them from their checkpoints, with their optimizer state, their
+// learning-rate schedule over the planned total and their data order going on, for a round
+// Eta times as long, and so on until one lane is left: successive halving (ASHA's rungs
+// without its asynchrony; nnU-Net's planner has no such search, Hyperband is this with
+// several brackets). Each rung spends the same share of the exploration time, so a lane at
+// rung k has trained about Eta^k times as long as one at rung 0.
+//
+//   - A lane whose validation curve has flattened (it gained less than [Flat] over its last
+//     round) is not promoted; its time goes back to the lanes still running and, once no
+//     lane is left to explore, to the final model.
+//   - No lane trains fewer steps than the minimum in its first round ([Lane.MinSteps], from
+//     recorded learning curves: [Curves.MinSteps]); a lane whose minimum does not fit the
+//     first round's share is not admitted ([Admit]), and the schedule says why.
+//   - Lanes run side by side on several places ([Place]) when the executor has them; a
+//     lane-fold goes back to a place with the worker split and device it started on, which
+//     are part of its compute identity.
+//
+// # The final model
+//
+// Exploration has a share of the usable time ([ExploreShare]); the rest, and what
+// exploration gave back, goes to the final model, made by the rule [Final] applies and
+// the run records: when every fold of the winner can be trained to the winner's step
+// count in the time left, the fold models are ensembled and judged out of fold (as
+// nnU-Net does); otherwise the winner continues on every training case from its last
+// checkpoint until the reserve, its learning rate annealed to zero at the end.
+//
+// The reserve is the time the final prediction, verification and export take, measured
+// from the validation predictions once there are some ([Reserve]), so that a run ends
+// between 95 % and 100 % of its budget.
+package schedule
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Defaults of a [Config].
+const (
+	// Eta is the halving factor: the better 1/Eta of the lanes go on, for rounds Eta times
+	// as long.
+	Eta = 2
+	// ExploreShare is the part of the usable time exploration may use; the rest is the
+	// final model's.
+	ExploreShare = 0.5
+	// Flat is the gain in validation score over a round under which a lane's curve has
+	// flattened: a hundredth of the Dice's range, a change smaller than the spread of
+	// scores between seeds measured by make bench-quality.
+	Flat = 0.01
+	// FinalOptimism is how many more steps than the time left holds at the observed pace
+	// the all-data model is planned for.
+	FinalOptimism = 1.1
+	// LimitSlack multiplies a round's expected time into its time limit: the limit is a
+	// guard for a lane slower than measured, and the step (Until) ends a round.
+	LimitSlack = 1.5
+)
+
+// Place is where one lane-fold trains at a time.
+type Place struct {
+	Name    string `json:"name"`
+	Device  string `json:"device"`
+	Workers int    `json:"workers"`
+	// Memory is what a lane may use there in bytes; 0: unknown (anything fits).
+	Memory int64 `json:"memory,omitempty"`
+}
+
+// fits reports whether lane l may train on p: its memory fits, and a lane that has
+// trained already goes back to the same device and worker split.
+func (p Place) fits(l *Lane) bool {
+	if p.Memory > 0 && l.Memory > p.Memory {
+		return false
+	}
+	if l.Device != "" && (l.Device != p.Device || l.Workers != p.Workers) {
+		return false
+	}
+	return true
+}
+
+// Point is one validation score of a lane: after Step steps, Seconds of training.
+type Point struct {
+	Step    int     `json:"step"`
+	Score   float64 `json:"score"`
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// Lane is a lane as the schedule sees it.
+type Lane struct {
+	ID string `json:"id"`
+	// StepSeconds is the time of a training step: the plan's estimate until the lane has
+	// trained, then what was observed.
+	StepSeconds float64 `json:"step_seconds"`
+	// Overhead is the time a round takes besides its steps (starting the plugin, loading
+	// the data, the validation prediction); the observed one once the lane has trained.
+	Overhead float64 `json:"overhead_seconds"`
+	// MinSteps is the fewest steps the lane trains in its first round.
+	MinSteps int `json:"min_steps"`
+	// Memory is what a training step needs (bytes), 0: unknown.
+	Memory int64 `json:"memory,omitempty"`
+	// Steps is the step the lane has reached; Curve its validation scores, one per round.
+	Steps int     `json:"steps"`
+	Curve []Point `json:"curve,omitempty"`
+	// Device and Workers are where it first trained ("" before): it stays there.
+	Device  string `json:"device,omitempty"`
+	Workers int    `json:"workers,omitempty"`
+	// Stopped, when not empty, says why the lane trains no more (failed, flattened, not
+	// promoted, not admitted).
+	Stopped string `json:"stopped,omitempty"`
+	// Rung is the number of rounds the lane has finished.
+	Rung int `json:"rung"`
+}
+
+// Score is the lane's last validation score (NaN before any).
+func (l *Lane) Score() float64 {
+	if len(l.Curve) == 0 {
+		return math.NaN()
+	}
+	return l.Curve[len(l.Curve)-1].Score
+}
+
+// Best is the lane's best validation score and its point (NaN before any).
+func (l *Lane) Best() Point {
+	b := Point{Score: math.NaN()}
+	for _, p := range l.Curve {
+		if math.IsNaN(b.Score) || p.Score > b.Score {
+			b = p
+		}
+	}
+	return b
+}
+
+// flattened says whether the lane's last round gained less than Flat, and by how much.
+func (l *Lane) flattened() (bool, float64) {
+	n := len(l.Curve)
+	if n < 2 {
+		return false, 0
+	}
+	gain := l.Curve[n-1].Score - l.Curve[n-2].Score
+	return gain < Flat, gain
+}
+
+// Config is a run's schedule.
+type Config struct {
+	// Eta: 0 means the package default.
+	Eta int
+	// Places where lanes train; at least one.
+	Places []Place
+}
+
+func (c Config) eta() int {
+	if c.Eta >= 2 {
+		return c.Eta
+	}
+	return Eta
+}
+
+// Job is one round of one lane: continue from step From to step Until (the round's last),
+// within Limit, on Place.
+type Job struct {
+	Lane  string
+	Place Place
+	From  int
+	Until int
+	// Expected is the round's expected time, Limit its guard (LimitSlack × Expected).
+	Expected time.Duration
+	Limit    time.Duration
+}
+
+// Round is what runs next.
+type Round struct {
+	// Rung is the rung the jobs train (0: the first round).
+	Rung int
+	Jobs []Job
+	// Stopped are the lanes this decision stopped, each with its reason (the lane's
+	// Stopped is set too).
+	Stopped []string
+	// Done reports that exploration is over; Winner is then the lane the final model
+	// starts from, and Why says why it won.
+	Done   bool
+	Winner string
+	Why    string
+}
+
+// Rounds is how many rounds successive halving takes for n lanes: one per rung until a
+// single lane is left, at least one.
+func Rounds(n, eta int) int {
+	r := 0
+	for n > 1 {
+		n = (n + eta - 1) / eta
+		r++
+	}
+	return max(r, 1)
+}
+
+// FirstShare is the time each of n lanes trains in the first round when exploration may
+// use explore on places places: the exploration time over the rounds successive halving
+// takes, over the waves of lanes the places run one after another. The planner sizes the
+// lanes to it.
+func FirstShare(explore time.Duration, n, places, eta int) time.Duration {
+	n, places = max(n, 1), max(places, 1)
+	waves := (n + places - 1) / places
+	return explore / time.Duration(Rounds(n, eta)*waves)
+}
+
+// WinnerShare is about how long the lane that wins trains in all when usable is the time
+// left for training, explore exploration's share of it, and n lanes start on places: its
+// share of every round, and the final model's time.
+func WinnerShare(usable, explore time.Duration, n, places, eta int) time.Duration {
+	n, places = max(n, 1), max(places, 1)
+	rounds := Rounds(n, eta)
+	total := usable - explore
+	for k := n; ; k = (k + eta - 1) / eta {
+		waves := (k + places - 1) / places
+		total += explore / time.Duration(rounds*waves)
+		if k <= 1 || (k+eta-1)/eta == k {
+			break
+		}
+		if (k+eta-1)/eta == 1 {
+			break
+		}
+	}
+	return total
+}
+
+// Admit keeps the lanes whose minimum steps fit the first round's share, in order (the
+// planner's ranking), as many as fit: a lane whose MinSteps × StepSeconds + Overhead
+// exceeds FirstShare of the lanes kept so far is left out, and the sentence says why. When
+// none fits (a budget too short for any lane's minimum) the first is kept all the same, and
+// a sentence says so.
+func Admit(lanes []*Lane, explore time.Duration, places, eta int) (kept []*Lane, out []string) {
+	defer func() {
+		if len(kept) == 0 && len(lanes) > 0 {
+			l := lanes[0]
+			l.Stopped = ""
+			kept = []*Lane{l}
+			out = append(out, fmt.Sprintf("%s is trained all the same, as no lane's minimum fits the budget: it will be judged before its minimum", l.ID))
+		}
+	}()
+	for _, l := range lanes {
+		share := FirstShare(explore, len(kept)+1, places, eta)
+		need := l.firstRound()
+		if need > share {
+			why := fmt.Sprintf("%s is not trained: its minimum of %d steps takes about %v at %.3g s a step, more than the %v a lane gets in the first round",
+				l.ID, l.MinSteps, need.Round(time.Second), l.StepSeconds, share.Round(time.Second))
+			l.Stopped = why
+			out = append(out, why)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept, out
+}
+
+// firstRound is the time the lane's minimum first round takes.
+func (l *Lane) firstRound() time.Duration {
+	return seconds(float64(l.MinSteps)*l.StepSeconds + l.Overhead)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Plan is the state of exploration the schedule decides from.
+type Plan struct {
+	Config
+	Lanes []*Lane
+	// Explore is the exploration time left: its share of the usable time less what it has
+	// spent.
+	Explore time.Duration
+}
+
+// active are the lanes not stopped.
+func (p *Plan) active() []*Lane {
+	var out []*Lane
+	for _, l := range p.Lanes {
+		if l.Stopped == "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Next decides the next round: the first round of lanes that have none, else the
+// promotion of the better 1/Eta of the lanes at the highest rung, else the end of
+// exploration.
+func (p *Plan) Next() Round {
+	act := p.active()
+	var fresh []*Lane
+	for _, l := range act {
+		if l.Rung == 0 {
+			fresh = append(fresh, l)
+		}
+	}
+	if len(fresh) > 0 {
+		return p.round(fresh, len(act))
+	}
+	var rd Round
+	// Flattened lanes stop: their time goes back to the others.
+	for _, l := range act {
+		if flat, gain := l.flattened(); flat && len(act) > 1 {
+			l.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round (steps %d to %d), under %.2g", gain, l.Curve[len(l.Curve)-2].Step, l.Steps, Flat)
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+		}
+	}
+	act = p.active()
+	if len(act) > 1 {
+		rung := 0
+		for _, l := range act {
+			rung = max(rung, l.Rung)
+		}
+		// Lanes behind the highest rung (added after the first round) catch up first.
+		var behind []*Lane
+		for _, l := range act {
+			if l.Rung < rung {
+				behind = append(behind, l)
+			}
+		}
+		if len(behind) > 0 {
+			r := p.round(behind, len(act))
+			r.Stopped = append(rd.Stopped, r.Stopped...)
+			return r
+		}
+		sort.SliceStable(act, func(i, j int) bool { return act[i].Score() > act[j].Score() })
+		keep := (len(act) + p.eta() - 1) / p.eta()
+		for _, l := range act[keep:] {
+			l.Stopped = fmt.Sprintf("not promoted after %d round(s): validation %.4f, outside the better 1/%d (%s %.4f)", l.Rung, l.Score(), p.eta(), act[keep-1].ID, act[keep-1].Score())
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+		}
+		act = act[:keep]
+		if len(act) > 1 {
+			r := p.round(act, len(act))
+			r.Stopped = append(rd.Stopped, r.Stopped...)
+			return r
+		}
+	}
+	// Exploration is over: the best score of any lane that trained wins.
+	var best *Lane
+	for _, l := range p.Lanes {
+		if len(l.Curve) == 0 {
+			continue
+		}
+		if best == nil || l.Best().Score > best.Best().Score {
+			best = l
+		}
+	}
+	rd.Done = true
+	if best != nil {
+		rd.Winner = best.ID
+		b := best.Best()
+		rd.Why = fmt.Sprintf("%s has the best validation score, %.4f at step %d", best.ID, b.Score, b.Step)
+	}
+	return rd
+}
+
+// round is the next round of lanes (n lanes still explored): each gets the exploration
+// time left over the rounds still to come, over the waves its places run, at least its
+// minimum in a first round, and is packed onto the places.
+func (p *Plan) round(lanes []*Lane, n int) Round {
+	places := max(len(p.Places), 1)
+	waves := (len(lanes) + places - 1) / places
+	per := p.Explore / time.Duration(Rounds(n, p.eta())*waves)
+	rd := Round{Rung: lanes[0].Rung}
+	for _, l := range lanes {
+		if l.StepSeconds <= 0 {
+			// A step's time is unknown (a plugin that does not say, before the lane has
+			// trained): the round is its share of time, its steps what fits.
+			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
+			continue
+		}
+		train := per.Seconds() - l.Overhead
+		steps := int(train / l.StepSeconds)
+		if l.Rung == 0 {
+			steps = max(steps, l.MinSteps)
+		}
+		steps = max(steps, 1)
+		exp := seconds(float64(steps)*l.StepSeconds + l.Overhead)
+		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: time.Duration(LimitSlack * float64(exp))})
+	}
+	rd.Jobs = Pack(rd.Jobs, p.Places, p.Lanes)
+	return rd
+}
+
+// Pack assigns each job a place: longest first, each to the place that frees first among
+// those the lane fits (its memory, and the device and worker split it started on), as in
+// LPT scheduling. Jobs that fit no place keep the zero Place.
+func Pack(jobs []Job, places []Place, lanes []*Lane) []Job {
+	byID := map[string]*Lane{}
+	for _, l := range lanes {
+		byID[l.ID] = l
+	}
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return jobs[order[a]].Expected > jobs[order[b]].Expected })
+	free := make([]time.Duration, len(places))
+	out := slices.Clone(jobs)
+	for _, i := range order {
+		l := byID[jobs[i].Lane]
+		best := -1
+		for k, pl := range places {
+			if l != nil && !pl.fits(l) {
+				continue
+			}
+			if best < 0 || free[k] < free[best] {
+				best = k
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		out[i].Place = places[best]
+		free[best] += jobs[i].Expected
+	}
+	return out
+}
+
+// Makespan is the wall time of jobs packed onto places: the longest sum of expected times
+// on one place.
+func Makespan(jobs []Job) time.Duration {
+	per := map[string]time.Duration{}
+	var m time.Duration
+	for _, j := range jobs {
+		per[j.Place.Name] += j.Expected
+		m = max(m, per[j.Place.Name])
+	}
+	return m
+}
+
+// Observe records a finished round of lane l: the step reached, the validation score, the
+// round's wall time and the seconds its steps took (0 when not measured: then the wall
+// time less the overhead counts).
+func (l *Lane) Observe(steps int, score float64, took, stepTime time.Duration, place Place) {
+	done := steps - l.Steps
+	if done > 0 {
+		per := stepTime.Seconds() / float64(done)
+		if stepTime <= 0 {
+			per = max(took.Seconds()-l.Overhead, 0) / float64(done)
+		}
+		if per > 0 {
+			l.StepSeconds = per
+			l.Overhead = max(took.Seconds()-per*float64(done), 0)
+		}
+	}
+	l.Steps = steps
+	prev := 0.0
+	if n := len(l.Curve); n > 0 {
+		prev = l.Curve[n-1].Seconds
+	}
+	l.Curve = append(l.Curve, Point{Step: steps, Score: score, Seconds: prev + took.Seconds()})
+	l.Rung++
+	if l.Device == "" {
+		l.Device, l.Workers = place.Device, place.Workers
+	}
+}
+
+// Reserve is the time kept for the final phases: predicting the test set twice (the
+// submission and its reproduction) and the chosen fold's validation cases once per
+// post-processing option, at perCase each, plus the fixed cost of starting the plugin for
+// each of those predictions, with a quarter more for safety; before any prediction was
+// timed, fallback.
+func Reserve(perCase, perStart time.Duration, test, val, options int, fallback time.Duration) time.Duration {
+	if perCase <= 0 {
+		return fallback
+	}
+	cases := 2*test + options*val
+	starts := 2 + options
+	return time.Duration(1.25 * float64(time.Duration(cases)*perCase+time.Duration(starts)*perStart))
+}
+
+// Final modes.
+const (
+	FinalAllData  = "all-data"
+	FinalEnsemble = "fold-ensemble"
+	// FinalFold: no time is left for a final model; the winner's fold model is submitted.
+	FinalFold = "fold-model"
+)
+
+// Decision is how the final model is made and why.
+type Decision struct {
+	Mode string
+	// Until is the planned total step of the all-data model: its learning rate anneals to
+	// zero there; Limit is its time limit.
+	Until int
+	Limit time.Duration
+	Why   string
+}
+
+// FinalRule is the rule the run writes in its plan.
+const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
+
+// Final applies FinalRule to the winner w with left the time until the reserve and folds
+// the number of folds the task's predictions can be ensembled over (1: none; the winner
+// has trained fold 0).
+func Final(w *Lane, left time.Duration, folds int) Decision {
+	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	flat, gain := w.flattened()
+	if folds > 1 && flat {
+		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
+		// costing an overhead.
+		n := int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
+		if n >= w.Steps && n > 0 {
+			per := seconds(float64(n)*c + o)
+			return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
+				Why: fmt.Sprintf("the %v left holds every fold of %s to step %d (at least its %d): fold 0 continues, the other %d train, and the %d fold models are ensembled", left.Round(time.Second), w.ID, n, w.Steps, folds-1, folds)}
+		}
+	}
+	// A tenth more steps than the time holds at the observed pace: a lane that runs faster
+	// than it was seen to (the machine less busy) would otherwise stop with time left,
+	// while one that runs slower is stopped by its time limit a little before its
+	// learning rate reaches zero.
+	more := max(int(FinalOptimism*(left.Seconds()-o)/c), 0)
+	if more < 1 {
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
+	}
+	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
+	switch {
+	case folds > 1 && !flat && len(w.Curve) > 1:
+		why += fmt.Sprintf("; its validation curve still rises (%+.4f over its last round), so steps pay more than fold models", gain)
+	case folds > 1 && !flat:
+		why += "; one validation score cannot show a flattened curve, so steps are what pays"
+	case folds > 1:
+		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v, more than is left", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
+	}
+	return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: left, Why: why}
+}

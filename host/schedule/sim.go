@@ -1,0 +1,82 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Sim is a simulated executor for testing a schedule without plugin processes: each lane
+// follows a recorded learning curve, its steps take its true step time (which the plan's
+// estimate may miss), each round costs an overhead more, and each place keeps its own
+// clock. It implements [Trainer]; Now is the run's clock.
+type Sim struct {
+	Curves   map[string]Curve   // by lane id
+	Cost     map[string]float64 // the true seconds of a step, by lane id
+	Overhead float64            // seconds a round costs besides its steps
+
+	mu    sync.Mutex
+	base  time.Duration
+	clock map[string]time.Duration
+	// Runs are the rounds trained, in the order they started on each place.
+	Runs []SimRun
+}
+
+// SimRun is one simulated round: a lane on a place from Start to End of the run's clock.
+type SimRun struct {
+	Lane       string
+	Place      string
+	Start, End time.Duration
+	From, To   int
+}
+
+// Now is the run's clock: the latest of the places' clocks, to which every place is
+// brought (a round ends when its last job does).
+func (s *Sim) Now() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.base
+	for _, c := range s.clock {
+		m = max(m, c)
+	}
+	s.base = m
+	for k := range s.clock {
+		s.clock[k] = m
+	}
+	return m
+}
+
+// Advance adds d to the run's clock (time spent outside training: the final phases).
+func (s *Sim) Advance(d time.Duration) {
+	now := s.Now()
+	s.mu.Lock()
+	s.base = now + d
+	s.mu.Unlock()
+}
+
+// Train implements Trainer: the steps that fit the job's limit, at the lane's true cost.
+func (s *Sim) Train(ctx context.Context, j Job) (Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, err
+	}
+	cv, ok := s.Curves[j.Lane]
+	if !ok {
+		return Outcome{}, fmt.Errorf("no curve for lane %s", j.Lane)
+	}
+	cost := s.Cost[j.Lane]
+	steps := j.Until - j.From
+	if fit := int((j.Limit.Seconds() - s.Overhead) / cost); j.Limit > 0 && fit < steps {
+		steps = max(fit, 0) // the time limit ends the round first
+	}
+	took := seconds(float64(steps)*cost + s.Overhead)
+	s.mu.Lock()
+	if s.clock == nil {
+		s.clock = map[string]time.Duration{}
+	}
+	start := max(s.clock[j.Place.Name], s.base)
+	s.clock[j.Place.Name] = start + took
+	s.Runs = append(s.Runs, SimRun{Lane: j.Lane, Place: j.Place.Name, Start: start, End: start + took, From: j.From, To: j.From + steps})
+	s.mu.Unlock()
+	return Outcome{Steps: j.From + steps, Score: cv.At(j.From + steps), Took: took, StepTime: seconds(float64(steps) * cost)}, nil
+}
