@@ -118,7 +118,7 @@ func newMonitorScreen(a *App) *monitorScreen {
 	// Every column shows at the smallest window (892 px wide): the lane's name gets the
 	// room, the numbers what "12345/12345" and "training" need, the device its kind and
 	// number ("vulkan:0 NVIDIA GeForce…" is cut).
-	for i, w := range []float32{170, 40, 90, 50, 100, 70, 130, 60, 100} {
+	for i, w := range []float32{150, 40, 85, 50, 95, 60, 120, 60, 130} {
 		m.table.SetColumnWidth(i, w)
 	}
 	m.log = widget.NewList(func() int { return len(m.view.Log) },

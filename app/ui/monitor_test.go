@@ -115,7 +115,7 @@ func TestMonitorRealRun(t *testing.T) {
 	}
 	// The plugins' default device setting, auto, takes the CPU on a machine without a GPU
 	// (and never lavapipe).
-	if d := m.cell(widget.TableCellID{Row: row, Col: 6}); d != "cpu" && !strings.HasPrefix(d, "vulkan:") {
+	if d := m.cell(widget.TableCellID{Row: row, Col: 8}); d != "cpu" && !strings.HasPrefix(d, "vulkan:") {
 		t.Errorf("lane row %+v shows device %q", m.view.Rows[row], d)
 	}
 	if m.status.Text != "Running" || m.pauseB.Disabled() || m.cancelB.Disabled() || !m.resumeB.Disabled() {
