@@ -16,6 +16,7 @@ import (
 	"amid/host/planner"
 	"amid/host/schedule"
 	"amid/host/supervisor"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
@@ -40,7 +41,7 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 	}
 	var out []*catalog.Entry
 	var refused []string
-	setting, gpu := settingIn(r.env.Supervisor.Env), false
+	var described []compute.Identity
 	for i := range es {
 		e := &es[i]
 		if err := e.Usable(); err != nil {
@@ -57,17 +58,12 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 		for _, k := range d.Tasks {
 			if k.Kind == r.task.Kind && slices.Contains(k.Dims, r.task.Dims) {
 				out = append(out, e)
-				gpu = gpu || strings.HasPrefix(d.Compute.Device, "vulkan")
+				described = append(described, d.Compute)
 				break
 			}
 		}
 	}
-	// The lanes train where the setting puts them when a plugin found its device (the
-	// identity it describes is a GPU's); else on the CPU's places.
-	r.st.Device = "cpu"
-	if gpu && setting != "cpu" {
-		r.st.Device = setting
-	}
+	r.st.Device = placesDevice(settingIn(r.env.Supervisor.Env), described)
 	if l, ok := r.exec.(*Local); ok {
 		l.Device = r.st.Device
 	}
@@ -79,6 +75,24 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 		return nil, fmt.Errorf("%s", msg)
 	}
 	return out, nil
+}
+
+// placesDevice is the device setting the local places pass on: setting (the host's; none
+// is the plugins' default, auto) when a plugin found that device (the identity it
+// describes is a GPU's), else cpu.
+func placesDevice(setting string, described []compute.Identity) string {
+	if setting == "cpu" {
+		return "cpu"
+	}
+	if setting == "" {
+		setting = "auto"
+	}
+	for _, id := range described {
+		if strings.HasPrefix(id.Device, "vulkan") {
+			return setting
+		}
+	}
+	return "cpu"
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
