@@ -39,6 +39,15 @@ var calibrationNets = map[string]struct {
 
 const calibrateSteps = 3
 
+// calibrateTime bounds the measurement: the host waits 30 s for Plan (its supervisor's
+// call deadline), which also opens the device and plans the lanes. Each reference net has
+// its share; a step past it ends the timing of a size (after at least one timed step),
+// and a device too slow to time the larger size in what is left (lavapipe, a CPU behind
+// Vulkan, takes seconds a step) is rated on the smaller alone, its overhead taken as
+// zero (lavapipe: about 14 s on 2 cores, at 0.4 GFLOP/s). The CPU measures both sizes
+// well within it (1.6 s on 2 cores, at 25 GFLOP/s).
+const calibrateTime = 16 * time.Second
+
 // calibrate returns the calibration of the request's bytes when it was measured under be's
 // compute identity (the device the lanes are planned for), else measures it there (a few
 // seconds) and says so.
@@ -49,20 +58,26 @@ func calibrate(prev []byte, be engine.Backend) (calibration, bool, error) {
 		return c, false, nil
 	}
 	c = calibration{Compute: id, Rate: map[string]float64{}, Overhead: map[string]float64{}}
+	share := calibrateTime / time.Duration(len(calibrationNets))
 	for name, ref := range calibrationNets {
 		// Two sizes of the same net: the step time's slope over the operations is the
 		// rate, its intercept the per-step overhead.
+		end := time.Now().Add(share)
 		small := ref.patch
 		small[1], small[2] = small[1]/2, small[2]/2
-		t1, err := timeSteps(be, ref.cfg, ref.batch, small)
-		if err != nil {
-			return c, false, err
-		}
-		t2, err := timeSteps(be, ref.cfg, ref.batch, ref.patch)
+		t1, err := timeSteps(be, ref.cfg, ref.batch, small, end)
 		if err != nil {
 			return c, false, err
 		}
 		f1, f2 := plan.Flops(ref.cfg, ref.batch, small), plan.Flops(ref.cfg, ref.batch, ref.patch)
+		if warmAndOne := 2 * t1 * f2 / f1; warmAndOne > time.Until(end).Seconds() {
+			c.Rate[name], c.Overhead[name] = f1/t1, 0
+			continue
+		}
+		t2, err := timeSteps(be, ref.cfg, ref.batch, ref.patch, end)
+		if err != nil {
+			return c, false, err
+		}
 		rate := (f2 - f1) / max(t2-t1, 1e-6)
 		if t2 <= t1 {
 			rate = f2 / t2
@@ -74,8 +89,9 @@ func calibrate(prev []byte, be engine.Backend) (calibration, bool, error) {
 }
 
 // timeSteps is the median time of calibrateSteps training steps of cfg on n random
-// patches on be, after a warm-up step, each as a lane trains it (an engine.Trainer's step).
-func timeSteps(be engine.Backend, cfg engine.UNetConfig, n int, patch [3]int) (float64, error) {
+// patches on be, after a warm-up step, each as a lane trains it (an engine.Trainer's step);
+// of fewer (at least one) when a step ends after end.
+func timeSteps(be engine.Backend, cfg engine.UNetConfig, n int, patch [3]int, end time.Time) (float64, error) {
 	u, err := engine.BuildUNet(be, cfg, n, patch, 1)
 	if err != nil {
 		return 0, fmt.Errorf("calibration: %w", err)
@@ -106,6 +122,9 @@ func timeSteps(be engine.Backend, cfg engine.UNetConfig, n int, patch [3]int) (f
 		}
 		if i > 0 {
 			times = append(times, time.Since(began).Seconds())
+		}
+		if i > 0 && time.Now().After(end) {
+			break
 		}
 	}
 	for i := 1; i < len(times); i++ { // median of a few: insertion sort
