@@ -352,7 +352,7 @@ func TestResultsScreen(t *testing.T) {
 	if rows[0][0] != "b" || rows[0][2] != "0.8500" || rows[0][3] != "f0 0.8000, f1 0.9000" || rows[0][4] != "yes (fold 1)" {
 		t.Errorf("row 0 = %v", rows[0])
 	}
-	if rows[1][0] != "a" || rows[2][0] != "c" || rows[2][3] != "f0 failed" {
+	if rows[1][0] != "a" || rows[2][0] != "c" || rows[2][3] != "f0 failed: out of memory" {
 		t.Errorf("rows = %v", rows)
 	}
 	if !strings.Contains(a.results.why.Text, "a lost: mean 0.70") {
