@@ -122,6 +122,8 @@ type State struct {
 	// was recorded, which resume with the rules.
 	PlannerSpec *PlannerSpec `json:"planner_spec,omitempty"`
 	Seed        int64        `json:"seed"`
+	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
+	Steps int `json:"steps,omitempty"`
 	Folds       int          `json:"folds"`
 	Finalists   int          `json:"finalists"`
 	Created     time.Time    `json:"created"`

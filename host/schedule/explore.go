@@ -52,7 +52,7 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			}
 			return rd, nil
 		}
-		if e.Plan.Explore <= 0 {
+		if e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
 			// Out of exploration time: the best lane so far goes on to the final model.
 			var best *Lane
 			for _, l := range e.Plan.active() {

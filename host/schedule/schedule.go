@@ -156,6 +156,12 @@ type Config struct {
 	Eta int
 	// Places where lanes train; at least one.
 	Places []Place
+	// Steps, when positive, fixes the rounds by step counts rather than by time: every
+	// lane's first round trains Steps steps and each later round Eta times as many as the
+	// one before, with no time limit, and exploration ends only when one lane is left. Two
+	// runs with the same seed then train the same steps wherever and however fast they
+	// run (a comparison of executors; the final model still follows the time left).
+	Steps int
 }
 
 func (c Config) eta() int {
@@ -366,11 +372,27 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 			steps = max(steps, l.MinSteps)
 		}
 		steps = max(steps, 1)
+		if p.Steps > 0 {
+			steps = p.Steps * pow(p.eta(), l.Rung)
+		}
 		exp := seconds(float64(steps)*l.StepSeconds + l.Overhead)
-		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: time.Duration(LimitSlack * float64(exp))})
+		limit := time.Duration(LimitSlack * float64(exp))
+		if p.Steps > 0 {
+			limit = 0 // the step ends the round
+		}
+		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: limit})
 	}
 	rd.Jobs = Pack(rd.Jobs, p.Places, p.Lanes)
 	return rd
+}
+
+// pow is b to the power e (e ≥ 0).
+func pow(b, e int) int {
+	n := 1
+	for range e {
+		n *= b
+	}
+	return n
 }
 
 // Pack assigns each job a place: longest first, each to the place that frees first among
