@@ -122,8 +122,6 @@ type State struct {
 	// was recorded, which resume with the rules.
 	PlannerSpec *PlannerSpec `json:"planner_spec,omitempty"`
 	Seed        int64        `json:"seed"`
-	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
-	Steps int `json:"steps,omitempty"`
 	Folds       int          `json:"folds"`
 	Finalists   int          `json:"finalists"`
 	Created     time.Time    `json:"created"`
@@ -160,6 +158,8 @@ type State struct {
 	// PluginStart is the longest time a plugin took to start and describe itself, which the
 	// reserve counts for each prediction of the final phases.
 	PluginStart time.Duration `json:"plugin_start,omitempty"`
+	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
+	Steps int `json:"steps,omitempty"`
 }
 
 // RoundLog is one round of exploration as the run records it.
