@@ -115,7 +115,7 @@ func (f *fixture) job(id string, steps, ms, every int) *run.TrainJob {
 	cfg := fmt.Sprintf(`{"steps":%d,"step_ms":%d,"checkpoint_every":%d}`, steps, ms, every)
 	return &run.TrainJob{RunID: "run1", ID: id, Entry: f.entry, Request: protocol.TrainRequest{
 		Task: protocol.Task{Kind: "segmentation", Dims: 2, Metric: "dice", Spec: []byte(`{}`)}, Config: []byte(cfg),
-		Train: []protocol.Case{{ID: "a", Images: []string{filepath.Join(f.data, "a.raw")}}},
+		Train:   []protocol.Case{{ID: "a", Images: []string{filepath.Join(f.data, "a.raw")}}},
 		WorkDir: filepath.Join(f.runs, "lanes", id, "r0"), Seed: 1,
 	}}
 }
