@@ -300,21 +300,22 @@ func (e *Executor) Train(ctx context.Context, job *run.TrainJob, place run.Place
 }
 
 // describe says how a job ended in one clause: "Slurm job 12 ended NODE_FAIL (NodeDown)
-// on amid1".
+// on amid1", "process 4711 ended signal: killed".
 func describe(kind, id string, st State) string {
 	s := kind + " " + id
 	switch {
 	case st.Phase == Unknown:
 		return s + " is no longer known and wrote no end"
-	case st.Outcome == Cancelled:
-		s += " was cancelled"
-	case st.Outcome == TimedOut:
-		s += " ran out of its time limit"
+	case st.Outcome == Cancelled || st.Outcome == TimedOut:
+		s += map[Outcome]string{Cancelled: " was cancelled", TimedOut: " ran out of its time limit"}[st.Outcome]
+		if st.Reason != "" {
+			s += " (" + st.Reason + ")"
+		}
 	default:
 		s += " ended"
-	}
-	if st.Reason != "" {
-		s += " (" + st.Reason + ")"
+		if st.Reason != "" {
+			s += " " + st.Reason
+		}
 	}
 	if st.Node != "" {
 		s += " on " + st.Node

@@ -473,32 +473,60 @@ func TestReattach(t *testing.T) {
 	}
 }
 
-// Stop cancels a job that no Train follows (left by a killed session).
+// Stop cancels a job that no Train follows (one a killed session left running).
 func TestStop(t *testing.T) {
 	f := newFixture(t)
 	e := executor(f.runs)
 	job := f.job("s.f0", 400, 25, 10)
-	var pl progressLog
-	ck := pl.on("checkpoint")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go e.Train(ctx, job, e.Places()[0], pl.add)
-	waitFor(t, ck, "checkpoint", time.Minute)
-	// A second session of the run, which never asks for that lane-fold.
-	other := executor(f.runs)
-	if err := other.Stop(context.Background()); err != nil {
+	// What a session killed while its job trained leaves: the spec, the job, its record.
+	req, err := NewRequest(job.Request)
+	if err != nil {
 		t.Fatal(err)
 	}
-	pid := pidOf(t, job.Request.WorkDir)
-	deadline := time.Now().Add(30 * time.Second)
-	for laneExecAlive(strconv.Itoa(pid)) {
+	spec := &Spec{Version: specVersion, RunID: "run1", ID: job.ID, Plugin: Plugin{Name: "echo", Path: f.entry.Path, SHA256: f.entry.SHA256}, Place: e.Places()[0], Request: req}
+	path, err := spec.Write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := Dir(job.Request.WorkDir)
+	id, err := launcher().Submit(context.Background(), &Job{Dir: dir, Spec: path, Name: "s", Place: spec.Place})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Record{ID: job.ID, Submissions: []Submission{{Job: id, Kind: "process"}}}).write(dir); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		evs, _ := ReadEvents(filepath.Join(dir, EventsFile))
+		if ck, _ := newestCheckpoint(evs, job.Request.WorkDir); ck != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lane exec wrote no checkpoint within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := e.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for laneExecAlive(id) {
 		if time.Now().After(deadline) {
 			t.Fatal("Stop left the job running")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	rec, _ := readRecord(Dir(job.Request.WorkDir))
+	rec, _ := readRecord(dir)
 	if !rec.last().HostCancelled {
 		t.Errorf("job.json does not say the host cancelled it: %+v", rec.last())
+	}
+	// A later session continues the lane from where the cancelled job stopped.
+	res, err := e.Train(context.Background(), job, e.Places()[0], nil)
+	if err != nil || res.Steps != 400 {
+		t.Fatalf("continued: %+v %v", res, err)
+	}
+	if rec, _ := readRecord(dir); len(rec.Submissions) != 2 || rec.Submissions[1].ResumeFrom == "" {
+		t.Errorf("job.json after the later session: %+v", rec)
 	}
 }

@@ -89,6 +89,8 @@ type Launcher struct {
 	json    bool  // squeue speaks JSON
 	noAcct  bool  // sacct said the cluster keeps no accounting
 	lastErr error // the last squeue's error, returned while it is fresh
+	// downs is why its node was down, by lost job.
+	downs map[string]string
 }
 
 // New checks that Slurm's commands are at hand and returns a launcher.
@@ -270,8 +272,21 @@ func (l *Launcher) State(ctx context.Context, id string) (lanejob.State, error) 
 	}
 	st := j.state()
 	if j.State == "NODE_FAIL" && j.Node != "" {
-		// Why the node went down, while Slurm still says.
-		if why := l.NodeReason(ctx, j.Node); why != "" {
+		// Why the node went down, as Slurm said when the job was first seen lost (the
+		// reason goes when the node comes back).
+		l.mu.Lock()
+		why, seen := l.downs[id]
+		l.mu.Unlock()
+		if !seen {
+			why = l.NodeReason(ctx, j.Node)
+			l.mu.Lock()
+			if l.downs == nil {
+				l.downs = map[string]string{}
+			}
+			l.downs[id] = why
+			l.mu.Unlock()
+		}
+		if why != "" {
 			st.Reason += ": node " + j.Node + " " + why
 		}
 	}
