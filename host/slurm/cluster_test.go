@@ -225,7 +225,6 @@ func echoJob(t *testing.T, e *catalog.Entry, runs, id string, steps, ms int) *ru
 type watch struct {
 	mu   sync.Mutex
 	msgs []string
-	ckpt bool
 	wait map[string]chan struct{}
 }
 
