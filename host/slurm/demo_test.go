@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/host/audit/audittest"
 	"amid/host/catalog"
 	"amid/host/export"
 	"amid/host/lanejob"
@@ -61,26 +62,32 @@ func segmentation(t *testing.T) string {
 	return segDir
 }
 
-// threeLanes plans the rules' 2D, 2.5D and low-resolution 3D lanes (the demo's quickest)
-// and adds none after the first round: three lanes on two places, two rounds of halving.
-type threeLanes struct{}
+// lanes plans those of the rules' lanes it names (by the plugin's candidate name) and
+// adds none after the first round.
+type lanes []string
 
-func (threeLanes) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
+func (ls lanes) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
 	if len(in.Results) > 0 {
 		return nil, nil
 	}
 	all, err := planner.Rules{}.Plan(ctx, in)
 	var out []planner.Lane
 	for _, l := range all {
-		if strings.HasSuffix(l.Name, "/2d") || strings.HasSuffix(l.Name, "/2.5d") || strings.HasSuffix(l.Name, "/3d_lowres") {
-			out = append(out, l)
+		for _, n := range ls {
+			if strings.HasSuffix(l.Name, "/"+n) {
+				out = append(out, l)
+			}
 		}
 	}
 	return out, err
 }
 
+// threeLanes are the demo's quickest lanes: on two places, two rounds of halving.
+var threeLanes = lanes{"2d", "2.5d", "3d_lowres"}
+
 // demoRun is what a run of the demo needs: the task, the store's folder, the plugins.
 type demoRun struct {
+	Steps   int    `json:"steps"`
 	Task    string `json:"task"`
 	Home    string `json:"home"`
 	Plugins string `json:"plugins"`
@@ -127,7 +134,7 @@ func (d demoRun) env(onSlurm bool) (run.Env, func(), error) {
 func (d demoRun) options() run.Options {
 	// A budget the fixed steps overrun: the final model is the winner's fold model, and
 	// no post-processing is tried, in both runs alike.
-	return run.Options{Task: d.Task, Dir: d.Dir, Budget: 20 * time.Second, Folds: 3, Steps: demoSteps, Seed: 42, Planner: threeLanes{}, PlannerName: "three lanes"}
+	return run.Options{Task: d.Task, Dir: d.Dir, Budget: 20 * time.Second, Folds: 3, Steps: d.Steps, Seed: 42, Planner: threeLanes, PlannerName: "three lanes"}
 }
 
 // demoHost is the host of the demo's run on Slurm, in a process of its own that the test
@@ -184,7 +191,7 @@ func TestDemoOnSlurm(t *testing.T) {
 	if err := synth.Demo(data, 6, 3); err != nil {
 		t.Fatal(err)
 	}
-	base := demoRun{Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins}
+	base := demoRun{Steps: demoSteps, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins}
 
 	// The same run on this machine.
 	local := base
@@ -270,7 +277,7 @@ func TestDemoOnSlurm(t *testing.T) {
 			fmt.Fprintf(&log, "%s %s %s\n", e.Phase, e.Lane, e.Message)
 		}
 	}
-	r, err = run.Open(sl.Dir, threeLanes{}, env)
+	r, err = run.Open(sl.Dir, threeLanes, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,4 +365,67 @@ func laneOf(st *run.State, id string) *run.LaneState {
 		}
 	}
 	return nil
+}
+
+// A job of a run cancelled from outside (scancel by someone else): its lane fails with
+// Slurm's reason, in the run's record and its audit log, and the run goes on to the end
+// with the other lanes.
+func TestRunGoesOnAfterScancel(t *testing.T) {
+	needCluster(t)
+	plugins := segmentation(t)
+	data := t.TempDir()
+	if err := synth.Demo(data, 6, 3); err != nil {
+		t.Fatal(err)
+	}
+	// Twenty steps: the 2.5D lane's job is still training when the test cancels it.
+	d := demoRun{Steps: 20, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Dir: filepath.Join(t.TempDir(), "run")}
+	env, done, err := d.env(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	opts := d.options()
+	opts.Planner = lanes{"2d", "2.5d"}
+	r, err := run.New(opts, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := filepath.Join(d.Dir, "lanes", "segmentation_2.5d", "f0", "r0", lanejob.DirName)
+	cancelled := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			evs, _ := lanejob.ReadEvents(filepath.Join(job, lanejob.EventsFile))
+			for _, e := range evs {
+				if e.Kind == lanejob.KindProgress {
+					id := e.Job
+					exec.Command("scancel", id).Run()
+					cancelled <- id
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancelled <- ""
+	}()
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	id := <-cancelled
+	if id == "" {
+		t.Fatal("the 2.5D lane's job never trained")
+	}
+	st := r.State()
+	l := laneOf(st, "segmentation_2.5d")
+	want := "Slurm job " + id + " was cancelled on amid1, not by AMID"
+	if st.Phase != run.PhaseDone || st.Chosen != "segmentation_2d" || l.Folds[0].Error != want || l.Schedule.Stopped != "failed: "+want {
+		t.Errorf("phase %s, chosen %s; the cancelled lane: error %q, stopped %q; want %q", st.Phase, st.Chosen, l.Folds[0].Error, l.Schedule.Stopped, want)
+	}
+	failed := false
+	for _, e := range audittest.Entries(t, filepath.Join(d.Dir, "audit.db")) {
+		failed = failed || e.Action == "lane.failed" && strings.Contains(string(e.Details), want)
+	}
+	if !failed {
+		t.Error("the audit log does not record the lane's failure with Slurm's reason")
+	}
 }
