@@ -8,16 +8,20 @@ GO    ?= go
 BIN   := bin
 # Debian packages: cgo and GL/X11 headers for Fyne, protoc for the plugin protocol, OpenBLAS
 # for the training engine, Xvfb, xdotool, ImageMagick and Mesa's software GL for the
-# desktop's smoke test (.ci/screenshots.sh); GDCM (libgdcm-tools, python3-gdcm), dcmtk and
-# OpenJPEG's tools, the references the DICOM decoders are tested and benchmarked against;
-# the Vulkan loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI
-# runs every GPU kernel), glslc and spirv-val for the engine's compute shaders, and
-# vulkaninfo. npm (for fetching real test images) is installed from Debian only when no npm
-# command is on the PATH, since many machines carry their own Node.js.
+# desktop's smoke test (.ci/screenshots.sh); the DICOM tests' reference tools: GDCM
+# (libgdcm-tools, python3-gdcm), dcmtk and OpenJPEG's tools (the decoders' references),
+# dicom3tools (dciodvfy validates the DICOM objects AMID writes), plastimatch (the anchor
+# for rasterising RTSTRUCT contours), pydicom with numpy (reads them back) and dcm2niix
+# (the anchor for how DICOM series become volumes: geometry, tilt, spacing); the Vulkan
+# loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
+# GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo. npm
+# (for fetching real test images) is installed from Debian only when no npm command is on
+# the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
             xvfb xdotool imagemagick libgl1-mesa-dri \
             libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
+            dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
 FUZZTIME ?= 3000x
 
@@ -178,7 +182,7 @@ gpu-bundle: deps
 # minimum step count into host/schedule/curves.json instead.
 OLD ?= ddf52c3
 bench-quality: deps realdata
-	AMID_REALDATA=$(CURDIR)/.cache/realdata $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \
+	AMID_REALDATA=$${AMID_REALDATA:-$(CURDIR)/.cache/realdata} $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \
 		$(if $(RERUN_OLD),-rerun-old) $(if $(RECORD),-record) $(if $(ONLY),-only $(ONLY))
 
 # bench-plugins-models: training samples/s of each built-in plugin's default model (its

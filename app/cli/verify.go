@@ -84,6 +84,9 @@ func printVerification(w io.Writer, v *export.Verification) {
 	}
 	fmt.Fprintf(w, "package %s verified: %d files match the manifest\n", v.Path, v.Files)
 	fmt.Fprintf(w, "audit log intact: %d entries, last hash %s\n", v.AuditEntries, v.AuditLastHash)
+	if v.SEGs > 0 {
+		fmt.Fprintf(w, "%d DICOM SEG objects read back to their predictions\n", v.SEGs)
+	}
 	if v.Reproduced {
 		fmt.Fprintf(w, "predictions %s (%d files)\n", v.ReproduceNote, v.Compared)
 		fmt.Fprintf(w, "  package computed with: %s\n  re-run computed with:  %s\n", v.Compute, v.Rerun)

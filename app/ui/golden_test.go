@@ -16,6 +16,7 @@ import (
 
 	"amid/host/config"
 	"amid/host/run"
+	"amid/host/schedule"
 	"amid/plugins/protocol"
 )
 
@@ -58,7 +59,12 @@ func TestScreensGolden(t *testing.T) {
 		{"monitor", func(t *testing.T, a *App, q loop) map[string]string {
 			m := a.monitor
 			dir := filepath.Join(t.TempDir(), "r")
-			writeState(t, dir, &run.State{ID: "r", Phase: run.PhasePlan, Budget: 10 * time.Minute, Spent: 4 * time.Minute})
+			writeState(t, dir, &run.State{ID: "r", Phase: run.PhaseExplore, Budget: 10 * time.Minute, Spent: 4 * time.Minute, Lanes: []*run.LaneState{
+				{ID: "unet", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 50}},
+					Schedule: schedule.Lane{Rung: 2, Curve: []schedule.Point{{Step: 20, Score: 0.41}, {Step: 50, Score: 0.63}}}},
+				{ID: "nnunet", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 20}},
+					Schedule: schedule.Lane{Rung: 1, Curve: []schedule.Point{{Step: 20, Score: 0.22}}, Stopped: "not promoted after 1 round(s)"}},
+			}})
 			m.show(dir)
 			a.tabs.SelectIndex(tabMonitor)
 			for i := 1; i <= 5; i++ {

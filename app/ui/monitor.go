@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"amid/host/planner/llm"
 	"amid/host/run"
+	"amid/host/schedule"
 )
 
 // maxLog bounds the log lines kept on screen.
@@ -38,7 +40,12 @@ type laneRow struct {
 	Loss        float64
 	LossName    string
 	ETA         time.Duration
-	reported    int64 // the step of the last progress report this monitor saw, 0 before one
+	// Round is the rounds of successive halving the lane has finished, Curve its
+	// validation scores after each (fold 0), and Stopped why it trains no more.
+	Round    int
+	Curve    []float64
+	Stopped  string
+	reported int64 // the step of the last progress report this monitor saw, 0 before one
 }
 
 // monitorState is what the monitor shows; events change it on the run's goroutine and
@@ -85,7 +92,7 @@ type monitorScreen struct {
 	cancelB *widget.Button
 }
 
-var laneColumns = []string{"lane", "fold", "status", "step", "loss", "ETA"}
+var laneColumns = []string{"lane", "fold", "status", "round", "step", "loss", "validation curve", "ETA"}
 
 func newMonitorScreen(a *App) *monitorScreen {
 	m := &monitorScreen{a: a, title: widget.NewLabelWithStyle("No run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -108,7 +115,7 @@ func newMonitorScreen(a *App) *monitorScreen {
 	m.table.ShowHeaderColumn = false
 	// Every column shows at the smallest window (892 px wide): the lane's name gets the
 	// room, the numbers what "12345/12345" and "training" need.
-	for i, w := range []float32{240, 50, 100, 110, 80, 80} {
+	for i, w := range []float32{200, 40, 90, 50, 100, 70, 170, 70} {
 		m.table.SetColumnWidth(i, w)
 	}
 	m.log = widget.NewList(func() int { return len(m.view.Log) },
@@ -144,20 +151,36 @@ func (m *monitorScreen) cell(id widget.TableCellID) string {
 	case 0:
 		return r.Lane
 	case 1:
+		if r.Fold < 0 {
+			return "all"
+		}
 		return fmt.Sprintf("f%d", r.Fold)
 	case 2:
+		if r.Stopped != "" {
+			return "stopped"
+		}
 		return r.Status
 	case 3:
+		if r.Round > 0 {
+			return fmt.Sprint(r.Round)
+		}
+	case 4:
 		if r.Total > 0 {
 			return fmt.Sprintf("%d/%d", r.Step, r.Total)
 		}
 		return fmt.Sprint(r.Step)
-	case 4:
+	case 5:
 		if r.LossName == "" {
 			return ""
 		}
 		return fmt.Sprintf("%.4g", r.Loss)
-	case 5:
+	case 6:
+		parts := make([]string, len(r.Curve))
+		for i, v := range r.Curve {
+			parts[i] = fmt.Sprintf("%.2f", v)
+		}
+		return strings.Join(parts, "→")
+	case 7:
 		if r.ETA > 0 {
 			return r.ETA.Round(time.Second).String()
 		}
@@ -259,6 +282,20 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 			row := m.rowLocked(fmt.Sprintf("%s/f%d", l.ID, k), l.ID, k)
 			row.Status = f.Status
 			row.Step = max(row.Step, f.Steps)
+			if k == 0 {
+				row.Round, row.Stopped = l.Schedule.Rung, l.Schedule.Stopped
+				row.Curve = row.Curve[:0]
+				for _, p := range l.Schedule.Curve {
+					row.Curve = append(row.Curve, p.Score)
+				}
+			}
+		}
+	}
+	if fm := st.Final; fm != nil && fm.Mode == schedule.FinalAllData {
+		row := m.rowLocked(fm.Lane+"/f-1", fm.Lane, -1)
+		row.Status, row.Step = fm.Mode, max(row.Step, fm.Steps)
+		if fm.Checkpoint != "" {
+			row.Status = run.FoldDone
 		}
 	}
 }
@@ -283,7 +320,7 @@ func (m *monitorScreen) event(gen int, e run.Event) {
 		m.logLocked(e.Time, "phase "+e.Phase)
 	}
 	if e.Lane != "" {
-		key := fmt.Sprintf("%s/f%d", e.Lane, e.Fold)
+		key := fmt.Sprintf("%s/f%d", e.Lane, e.Fold) // fold -1: the final model on all the data
 		row := m.rowLocked(key, e.Lane, e.Fold)
 		if row.Status == "" || row.Status == run.FoldPending {
 			row.Status = run.FoldTraining
@@ -307,6 +344,9 @@ func (m *monitorScreen) event(gen int, e run.Event) {
 		where := ""
 		if e.Lane != "" {
 			where = fmt.Sprintf("%s f%d: ", e.Lane, e.Fold)
+			if e.Fold < 0 {
+				where = e.Lane + " (all data): "
+			}
 		}
 		m.logLocked(e.Time, where+e.Message)
 	}

@@ -110,7 +110,7 @@ func TestMonitorRealRun(t *testing.T) {
 		t.Fatalf("the run ended before showing progress: %q\n%s", m.status.Text, monitorLog())
 	}
 	first := m.view.Rows[row].Step
-	if step, loss := m.cell(widget.TableCellID{Row: row, Col: 3}), m.cell(widget.TableCellID{Row: row, Col: 4}); step == "" || step == "0" || loss == "" {
+	if step, loss := m.cell(widget.TableCellID{Row: row, Col: 4}), m.cell(widget.TableCellID{Row: row, Col: 5}); step == "" || step == "0" || loss == "" {
 		t.Errorf("lane row %+v shows step %q and loss %q", m.view.Rows[row], step, loss)
 	}
 	if m.status.Text != "Running" || m.pauseB.Disabled() || m.cancelB.Disabled() || !m.resumeB.Disabled() {

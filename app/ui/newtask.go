@@ -117,6 +117,7 @@ type newTaskScreen struct {
 	out      *widget.Entry
 	answers  *widget.Entry
 	planner  *widget.RadioGroup
+	deid     *widget.Check
 	llmURL   *widget.Entry
 	llmModel *widget.Entry
 	llmKey   *widget.Entry
@@ -161,6 +162,7 @@ func newNewTaskScreen(a *App) *newTaskScreen {
 	})
 	s.planner.Horizontal = true
 	s.planner.SetSelected("rules")
+	s.deid = widget.NewCheck("De-identify: pseudonymous case ids, PS3.15 Basic Profile on DICOM (fixed when the run starts)", nil)
 	browseFile := widget.NewButton("File…", func() {
 		d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
 			if err == nil && r != nil {
@@ -193,6 +195,7 @@ func newNewTaskScreen(a *App) *newTaskScreen {
 		widget.NewFormItem("Run folder", s.out),
 		widget.NewFormItem("Answers", s.answers),
 		widget.NewFormItem("Planner", s.planner),
+		widget.NewFormItem("Privacy", s.deid),
 	)
 	title := widget.NewLabelWithStyle("New task", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	s.obj = container.NewVScroll(container.NewVBox(title, form, s.found, llmBox, container.NewHBox(s.start), s.status))
@@ -311,10 +314,11 @@ func (s *newTaskScreen) startRun() {
 	}
 	out := strings.TrimSpace(s.out.Text)
 	answers := strings.TrimSpace(s.answers.Text)
+	deidentify := s.deid.Checked
 	s.start.Disable()
 	s.status.SetText("Creating the run…")
 	go func() {
-		r, err := s.create(def, d.Parsed.ID, data, out, answers, budget, pl, spec)
+		r, err := s.create(def, d.Parsed.ID, data, out, answers, budget, pl, spec, deidentify)
 		s.a.do(func() {
 			s.start.Enable()
 			if err != nil {
@@ -329,7 +333,7 @@ func (s *newTaskScreen) startRun() {
 }
 
 // create makes the run folder with its task and returns its runner.
-func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget time.Duration, pl planner.Planner, spec run.PlannerSpec) (*run.Runner, error) {
+func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget time.Duration, pl planner.Planner, spec run.PlannerSpec, deidentify bool) (*run.Runner, error) {
 	if out == "" {
 		runs, err := s.a.runsDir()
 		if err != nil {
@@ -356,7 +360,7 @@ func (s *newTaskScreen) create(def []byte, id, data, out, answers string, budget
 	if err != nil {
 		return nil, err
 	}
-	r, err := run.New(run.Options{Task: tf.Name(), Data: data, Dir: out, Budget: budget, Planner: pl, PlannerSpec: &spec, Answers: answers}, env)
+	r, err := run.New(run.Options{Task: tf.Name(), Data: data, Dir: out, Budget: budget, Planner: pl, PlannerSpec: &spec, Answers: answers, Deidentify: deidentify}, env)
 	if err != nil {
 		return nil, err
 	}

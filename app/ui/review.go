@@ -90,7 +90,7 @@ func loadReview(dir string) (*reviewData, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "final", "predictions.json"), err)
 	}
 	images := map[string][]string{}
-	if ds, err := t.Resolve(st.Data); err == nil {
+	if ds, err := run.Cases(dir); err == nil {
 		for _, c := range append(ds.Train, ds.Test...) {
 			images[c.ID] = c.Images
 		}
@@ -107,6 +107,10 @@ func loadReview(dir string) (*reviewData, error) {
 		c := &reviewCase{ID: id, Images: images[id], Dice: math.NaN()}
 		if len(files) > 0 {
 			c.Pred = files[0]
+		}
+		if _, err := os.Stat(filepath.Join(dir, "final", "dicom", id+".dcm")); err == nil {
+			// What goes back to PACS is the DICOM SEG: review that.
+			c.Pred = filepath.Join(dir, "final", "dicom", id+".dcm")
 		}
 		if x, ok := byCase[id]; ok {
 			c.Decision, c.Note = x.Decision, x.Note
@@ -388,7 +392,7 @@ func loadCase(c *reviewCase, spec *taskspec.Spec) (*caseView, error) {
 		}
 		switch spec.Kind {
 		case taskspec.Segmentation:
-			v, err := imageio.Read(path)
+			v, err := imageio.ReadLabels(path, img)
 			return v, nil, "", err
 		case taskspec.Enhancement:
 			return nil, nil, "the prediction is an image: " + path, nil

@@ -20,6 +20,7 @@ import (
 
 	"amid/host/config"
 	"amid/host/run"
+	"amid/host/schedule"
 	"amid/host/synth"
 	"amid/plugins/protocol"
 	"amid/viewer/bridge"
@@ -308,7 +309,7 @@ func TestMonitorEvents(t *testing.T) {
 	m.event(m.gen, run.Event{Phase: run.PhaseExplore, Lane: "nnunet", Fold: 0, Progress: &protocol.Progress{Step: 1, Losses: map[string]float64{"ce": 2}}})
 	m.event(m.gen, run.Event{Phase: run.PhaseExploit, Message: "finalists: unet"})
 	q.drain()
-	if len(m.view.Rows) != 2 || m.cell(widget.TableCellID{Row: 0, Col: 3}) != "50/50" || m.cell(widget.TableCellID{Row: 0, Col: 4}) != "0.2" {
+	if len(m.view.Rows) != 2 || m.cell(widget.TableCellID{Row: 0, Col: 4}) != "50/50" || m.cell(widget.TableCellID{Row: 0, Col: 5}) != "0.2" {
 		t.Errorf("rows %+v", m.view.Rows)
 	}
 	// The "loss" series of unet and the first-named loss of nnunet.
@@ -600,5 +601,40 @@ func TestSavedFolders(t *testing.T) {
 	t.Cleanup(func() { b.W.Close() })
 	if runs, _ := b.runsDir(); runs != filepath.Join(other, "runs") {
 		t.Errorf("with $%s set, runs go to %s, want %s", config.EnvHome, runs, filepath.Join(other, "runs"))
+	}
+}
+
+// The lanes table shows each lane's rounds, its validation curve and that it stopped, and
+// the final model on all the data as its own row.
+func TestMonitorRounds(t *testing.T) {
+	a, q := newApp(t)
+	m := a.monitor
+	dir := filepath.Join(t.TempDir(), "r")
+	writeState(t, dir, &run.State{ID: "r", Phase: run.PhaseExploit, Budget: 10 * time.Minute, Lanes: []*run.LaneState{
+		{ID: "a", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 300}},
+			Schedule: schedule.Lane{Rung: 2, Curve: []schedule.Point{{Step: 100, Score: 0.4}, {Step: 300, Score: 0.61}}}},
+		{ID: "b", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 100}},
+			Schedule: schedule.Lane{Rung: 1, Curve: []schedule.Point{{Step: 100, Score: 0.3}}, Stopped: "not promoted"}},
+	}, Final: &run.FinalModel{Mode: schedule.FinalAllData, Lane: "a", Steps: 900, Checkpoint: "/x/final.ckpt"}})
+	m.show(dir)
+	q.drain()
+	cells := func(row int) []string {
+		var out []string
+		for c := range laneColumns {
+			out = append(out, m.cell(widget.TableCellID{Row: row, Col: c}))
+		}
+		return out
+	}
+	if len(m.view.Rows) != 3 {
+		t.Fatalf("rows %+v", m.view.Rows)
+	}
+	if got := strings.Join(cells(0), "|"); got != "a|f0|done|2|300||0.40→0.61|" {
+		t.Errorf("lane a: %s", got)
+	}
+	if got := strings.Join(cells(1), "|"); got != "b|f0|stopped|1|100||0.30|" {
+		t.Errorf("lane b: %s", got)
+	}
+	if got := strings.Join(cells(2), "|"); got != "a|all|done||900|||" {
+		t.Errorf("final model: %s", got)
 	}
 }

@@ -39,7 +39,7 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 		}
 		name = image
 		if labels != "" {
-			if lab, err = imageio.Read(labels); err != nil {
+			if lab, err = imageio.ReadLabels(labels, ct); err != nil {
 				return nil, err
 			}
 		}

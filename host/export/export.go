@@ -16,6 +16,7 @@
 //	model/config.json the chosen lane's configuration
 //	model/...         the weights (checkpoint files)
 //	predictions/...   the predictions on the test set
+//	dicom/ID.dcm      when the test images are DICOM: each prediction as a DICOM SEG
 //	submission/...    the submission files in the challenge's format
 //
 // # What ties the package to its audit log
@@ -78,6 +79,7 @@ const (
 	DirPlugin       = "plugin"
 	DirModel        = "model"
 	DirPredictions  = "predictions"
+	DirDICOM        = "dicom"
 	DirSubmission   = "submission"
 )
 
@@ -110,6 +112,7 @@ type Contents struct {
 
 	Checkpoints []string // weight files, copied to model/<base name>; at least one
 	Predictions string   // folder copied to predictions/ (every plain file under it); "" for none
+	DICOM       string   // folder of DICOM SEG predictions, copied to dicom/; "" for none
 	Submission  string   // folder copied to submission/; "" for none
 
 	Report Report
@@ -361,7 +364,10 @@ func write(root string, c *Contents) (*Manifest, error) {
 		}
 		weights = append(weights, rel)
 	}
-	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}} {
+	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}, {c.DICOM, DirDICOM}} {
+		if t.src == "" && t.dst == DirDICOM {
+			continue
+		}
 		if err := os.MkdirAll(filepath.Join(root, t.dst), 0o755); err != nil {
 			return nil, fmt.Errorf("export: %w", err)
 		}

@@ -22,6 +22,9 @@ type Report struct {
 	Inference      string
 	PostProcessing string
 	Result         string // the chosen candidate's result, on validation and, if known, test
+	// Data says what the package holds of the data (DICOM SEG predictions, whether
+	// they reference the archive's originals or de-identified UIDs); empty: no section.
+	Data string
 	// Chosen is the chosen candidate's lane ID; Candidates say why each won or lost.
 	Chosen     string
 	Candidates []Candidate
@@ -68,6 +71,9 @@ func RenderReport(m *Manifest, r Report, s Scores) string {
 	section("Training", r.Training)
 	section("Inference", r.Inference)
 	section("Post-processing", r.PostProcessing)
+	if strings.TrimSpace(r.Data) != "" {
+		section("Data and privacy", r.Data)
+	}
 
 	b.WriteString("## Internal validation\n\n")
 	b.WriteString(validationTable(s, r.Chosen))

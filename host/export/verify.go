@@ -46,9 +46,11 @@ type Verification struct {
 	// for byte (Exact), or, when the re-run's compute identity differs from the package's,
 	// within compute.Table's tolerances. ReproduceNote says how in one sentence, or why
 	// reproducibility was not checked.
-	Reproduced    bool
-	Exact         bool
-	Compared      int
+	Reproduced bool
+	Exact      bool
+	Compared   int
+	// SEGs counts the DICOM SEG objects under dicom/ that read back to their predictions.
+	SEGs          int
 	ReproduceNote string
 	// Compute is what computed the package's predictions (its manifest's record), Rerun
 	// what computed the re-run's.
@@ -91,6 +93,9 @@ func (v *Verification) err() error {
 //     and audit.jsonl with its sha256;
 //   - when the manifest names a lane, every weight file's sha256 is among the Outputs of
 //     a lane.trained entry for that lane;
+//   - every DICOM SEG under dicom/ reads back (amid/viewer/dicom/seg, its segments
+//     matched to task.yaml's labels by name) to the label map of its prediction, the
+//     predictions/ file with the same name;
 //   - when opt.Reproduce is set and every check above passed, a re-run into a clean
 //     temporary folder gives byte-identical files under predictions/.
 //
@@ -285,6 +290,7 @@ func (v *Verification) check(fsys fs.FS) {
 		v.fail("model/ holds no weight file besides config.json")
 	}
 	v.checkAudit(fsys, m, actual, listed)
+	v.checkDICOM(fsys, listed)
 }
 
 func isWeight(p string) bool { return strings.HasPrefix(p, DirModel+"/") && p != FileModelConfig }

@@ -15,9 +15,13 @@
 //   - topcow-roi: the ROI text file to a 3D box (minimum corner and size, in voxels);
 //   - topcow-edges: the edge YAML to one class per attribute;
 //   - dentex-coco: the COCO JSON to boxes per image with the three category ids;
-//   - csv: the table's value per case to a score.
+//   - csv: the table's value per case to a score;
+//   - dicom: a DICOM SEG or RTSTRUCT to a label map on the grid of the case's image (a
+//     DICOM series), its segments or ROIs matched with the task's labels through the
+//     label source's names, else by code, else by name (amid/viewer/dicom/seg and
+//     amid/viewer/dicom/rtstruct say how frames are placed and contours filled).
 //
-// Converted files are named <case id>.png or <case id>.json. Beside each lies
+// Converted files are named <case id>.png, <case id>.json or <case id>.nii.gz. Beside each lies
 // <name>.source, the hash of everything it was made from; a later call that finds the same
 // hash keeps the file. Every unusable label is an error naming its file.
 package ingest
@@ -92,6 +96,8 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 			p, err = conv.tissue(c)
 		case task.LabelPUMANuclei, task.LabelTopCoWROI, task.LabelTopCoWEdges, task.LabelDENTEX, task.LabelCSV:
 			p, err = conv.json(c, format)
+		case task.LabelDICOM:
+			p, err = conv.dicomLabel(c)
 		default:
 			err = fmt.Errorf("ingest: label format %q is not known", format)
 		}

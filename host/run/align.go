@@ -16,8 +16,13 @@ import (
 // written into dir; the case's image list then names that file. Predictions are made on
 // the first channel's grid, which is the label's. It returns how many channels it moved.
 // Files already in dir are reused, so a resumed run and a reproduction do the same work
-// once.
+// once. First, a channel that is a series chosen in a DICOM study folder gets a folder of
+// its own under dir/series (task.Dataset.LinkSeries), so that everything after reads
+// that series alone.
 func align(ctx context.Context, d *task.Dataset, dir string) (int, error) {
+	if err := d.LinkSeries(filepath.Join(dir, "series")); err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, split := range [][]task.Case{d.Train, d.Test} {
 		for i := range split {

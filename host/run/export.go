@@ -34,6 +34,9 @@ type ModelConfig struct {
 	Checkpoint   string          `json:"checkpoint"` // file name under model/
 	Data         string          `json:"data"`       // the data folder the test cases were read from
 	Test         []TestCase      `json:"test"`
+	// Deidentified: the test cases are named by pseudonyms, and Data is left out (it may
+	// name the patients); the run folder's key maps them back (see Reproduce).
+	Deidentified bool `json:"deidentified,omitempty"`
 	// Members, when set, make the model a union: each member predicts and the host
 	// combines their predictions (the fields above then describe the chosen lane).
 	Members []Member `json:"members,omitempty"`
@@ -84,11 +87,14 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		fold = -1 // every training case
 	}
 	mc := ModelConfig{Lane: best.ID, Fold: fold, Plugin: best.Plugin, PluginConfig: model.PluginConfig,
-		Checkpoint: filepath.Base(model.Checkpoint), Data: r.st.Data, Vote: r.st.Vote}
+		Checkpoint: filepath.Base(model.Checkpoint), Data: r.st.Data, Vote: r.st.Vote, Deidentified: r.st.Deidentify}
+	if r.st.Deidentify {
+		mc.Data = ""
+	}
 	for _, c := range r.data.Test {
 		tc := TestCase{ID: c.ID}
 		for _, p := range c.Images {
-			s, err := fileio.SHA256(p)
+			s, err := fileio.PathSHA256(p)
 			if err != nil {
 				return err
 			}
@@ -129,6 +135,9 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	}
 	if len(r.data.Test) > 0 {
 		c.Predictions, c.Submission = r.path("final", "predictions"), r.path("submission")
+		if _, err := os.Stat(r.path("final", "dicom")); err == nil {
+			c.DICOM = r.path("final", "dicom")
+		}
 	}
 	c.Compute, c.Trained = r.st.Compute, r.trainedOn()
 	if err := r.reviewDecisions(&c); err != nil {
@@ -234,6 +243,7 @@ func (r *Runner) solutionReport() export.Report {
 	if g := r.st.TestScore; g != nil && g.Valid {
 		rep.Result += fmt.Sprintf(" The challenge's grader scores the test submission %s = %.4f.", g.Primary, g.Score)
 	}
+	rep.Data = r.dataText()
 	for _, l := range r.st.Lanes {
 		why := ""
 		for _, w := range r.st.Why {
@@ -244,6 +254,25 @@ func (r *Runner) solutionReport() export.Report {
 		rep.Candidates = append(rep.Candidates, export.Candidate{Lane: l.ID, Plugin: l.Plugin, Summary: oneLine(l.Rationale), Why: why})
 	}
 	return rep
+}
+
+// dataText is the report's Data and privacy section: what the DICOM SEG predictions
+// reference, and what de-identification did.
+func (r *Runner) dataText() string {
+	var parts []string
+	if r.st.Deidentify {
+		parts = append(parts, "The run was de-identified from its start: every case id is a pseudonym (a keyed hash; the key stays in the run folder and is not in this package), in the store, the audit log, the review decisions, the file names and this report.")
+	}
+	if _, err := os.Stat(r.path("final", "dicom")); err == nil {
+		s := "The test predictions are also DICOM SEG objects (`dicom/<case>.dcm`): one binary segment per label, with the task's label names and codes, frames only where there is foreground, "
+		if r.st.Deidentify {
+			s += "put through PS3.15's Basic Application Level Confidentiality Profile with their UIDs replaced. Their references (patient, study, series and source images) therefore no longer match the studies in PACS; they fit only the source series de-identified with the same run's key."
+		} else {
+			s += "referencing their source series, study and patient by the original UIDs, so they can be sent back to PACS beside their images."
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
 }
 
 func firstNonEmpty(s ...string) string {
@@ -279,7 +308,12 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	if data == "" {
 		data = mc.Data
 	}
-	d, err := t.Resolve(data)
+	var d *task.Dataset
+	if mc.Deidentified {
+		d, err = resolveDeidentified(t, pkg, out, data)
+	} else {
+		d, err = t.Resolve(data)
+	}
 	if err != nil {
 		return none, err
 	}
@@ -297,7 +331,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			return none, fmt.Errorf("test case %s of the package is not in %s", tc.ID, data)
 		}
 		for i, p := range c.Images {
-			s, err := fileio.SHA256(p)
+			s, err := fileio.PathSHA256(p)
 			if err != nil {
 				return none, err
 			}
@@ -340,6 +374,32 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 		return none, err
 	}
 	return p.Compute, nil
+}
+
+// resolveDeidentified resolves the test cases of a de-identified package: in the data
+// folder given, else the one its run folder (the package's parent, where the key stays)
+// recorded, with the run's pseudonyms.
+func resolveDeidentified(t *task.Task, pkg, out, data string) (*task.Dataset, error) {
+	runDir := filepath.Dir(filepath.Clean(pkg))
+	st, err := LoadState(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("the package's cases are pseudonymous, and its run folder, which holds the key that names them, is not %s: %w", runDir, err)
+	}
+	k, err := loadKeys(runDir)
+	if err != nil {
+		return nil, err
+	}
+	if data == "" {
+		data = st.Data
+	}
+	d, err := t.Resolve(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := pseudonymize(t, d, k, filepath.Join(out, "cases")); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // copyFile copies src to dst, creating dst's folder.

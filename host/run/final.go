@@ -3,8 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,7 +190,12 @@ func (r *Runner) final(ctx context.Context) error {
 	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
-	subSum, err := treeHash(r.path("submission"))
+	if r.dicomTest() {
+		if err := r.writeSEGs(preds.Files); err != nil {
+			return err
+		}
+	}
+	subSum, err := fileio.PathSHA256(r.path("submission"))
 	if err != nil {
 		return err
 	}
@@ -264,28 +267,6 @@ func (r *Runner) verify(ctx context.Context) error {
 		}
 	}
 	return r.record(audit.RoleHost, "run.verified", nil, nil, details)
-}
-
-// treeHash is a sha256 over the relative paths and sha256s of every file under dir.
-func treeHash(dir string) (string, error) {
-	var b bytes.Buffer
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		s, err := fileio.SHA256(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	h := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(h[:]), nil
 }
 
 // finite maps NaN and infinities to 0, which JSON can hold.

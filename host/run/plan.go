@@ -328,7 +328,10 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 			l.Schedule.StepSeconds, l.Schedule.Overhead = base.Schedule.StepSeconds, base.Schedule.Overhead
 			l.Schedule.MinSteps = max(l.Schedule.MinSteps, base.Schedule.MinSteps)
 		}
-		share := schedule.FirstShare(left, len(kept)+1+activeLanes(r.st.Lanes), max(len(r.exec.Places()), 1), schedule.Eta)
+		// Its first round shares what exploration has left with one more round of every
+		// lane still explored (the promotion that follows takes what remains).
+		n, places := len(kept)+1+activeLanes(r.st.Lanes), max(len(r.exec.Places()), 1)
+		share := left / time.Duration((n+places-1)/places)
 		if need := time.Duration((float64(l.Schedule.MinSteps)*l.Schedule.StepSeconds + l.Schedule.Overhead) * float64(time.Second)); need > share && r.st.Steps == 0 {
 			note := fmt.Sprintf("lane %s, proposed after the first round (%s), is not trained: its minimum of %d steps takes about %v, exploration has about %v a lane left",
 				l.ID, l.Rationale, l.Schedule.MinSteps, need.Round(time.Second), max(share, 0).Round(time.Second))

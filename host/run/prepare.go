@@ -15,6 +15,7 @@ import (
 	"amid/host/folds"
 	"amid/host/ingest"
 	"amid/host/profile"
+	"amid/viewer/dicom/deid"
 	"amid/viewer/fileio"
 )
 
@@ -67,17 +68,30 @@ func (r *Runner) prepare(ctx context.Context) error {
 		map[string]any{"id": r.task.ID, "kind": r.task.Kind, "dims": r.task.Dims, "metric": r.task.Metric.Name, "budget_s": r.st.Budget.Seconds(), "planner": r.st.Planner}); err != nil {
 		return err
 	}
-	d, err := r.task.Resolve(r.st.Data)
+	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
 		return err
 	}
 	r.data = d
+	if r.st.Deidentify {
+		key, err := os.ReadFile(r.path(keyFile))
+		if err != nil {
+			return err
+		}
+		if err := r.record(audit.RoleHost, "data.deidentified", nil, nil,
+			map[string]any{"case_ids": "pseudonyms", "key_id": keyID(key), "dicom_profile": deid.Method}); err != nil {
+			return err
+		}
+	}
 	moved, err := align(ctx, d, r.path("channels"))
 	if err != nil {
 		return err
 	}
 	if moved > 0 {
 		r.logf("%d channels were on another grid than their case's first channel and were resampled onto it", moved)
+	}
+	if err := r.recordSeries(d); err != nil {
+		return err
 	}
 	trainIDs, testIDs := make([]string, len(d.Train)), make([]string, len(d.Test))
 	for i, c := range d.Train {
@@ -153,7 +167,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 // load rebuilds the in-memory data of a prepared run and checks that neither the data
 // nor the folds changed since.
 func (r *Runner) load(ctx context.Context) error {
-	d, err := r.task.Resolve(r.st.Data)
+	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
 		return err
 	}

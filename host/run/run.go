@@ -7,12 +7,14 @@
 //	run.db            the lanes and their events (amid/host/store), written by the supervisor
 //	audit.db          the hash-chained audit log (amid/host/audit)
 //	task.yaml         the task definition, copied
+//	deid.key, cases/  a de-identified run's secret key and pseudonymous links to its cases
 //	labels/           canonical labels (amid/host/ingest)
 //	fingerprint.json  the dataset fingerprint; contract.json the data contract
 //	folds.json        the locked folds
 //	plan.json         the lanes planned
 //	lanes/<lane>/f<k>/   checkpoints of the lane on fold k; val/ its validation predictions
-//	final/            the chosen model's test predictions; submission/ the submission
+//	final/            the chosen model's test predictions (and final/dicom/, their DICOM
+//	                  SEG objects when the test images are DICOM); submission/ the submission
 //	package/          the exported model package, and package.zip
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
@@ -79,6 +81,10 @@ type Options struct {
 	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
 	// layout); when set the challenge's grader scores the submission.
 	Answers string
+	// Deidentify makes the run pseudonymous from the start (see deid.go): case ids become
+	// keyed pseudonyms everywhere, and every DICOM object of the package goes through
+	// PS3.15's Basic Application Level Confidentiality Profile.
+	Deidentify bool
 }
 
 // DefaultBudget is a run's budget when neither the options nor the task give one.
@@ -186,7 +192,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
 		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
-		Phase: PhasePrepare, Answers: opts.Answers, Steps: opts.Steps,
+		Phase: PhasePrepare, Answers: opts.Answers, Steps: opts.Steps, Deidentify: opts.Deidentify,
 	}
 	if st.Seed == 0 {
 		st.Seed = 42
@@ -204,6 +210,11 @@ func New(opts Options, env Env) (*Runner, error) {
 	}
 	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
 	st.Created = r.now().UTC()
+	if st.Deidentify {
+		if err := newKey(dir); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
 	if err := st.save(dir); err != nil {
 		return nil, err
 	}

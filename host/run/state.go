@@ -144,6 +144,8 @@ type State struct {
 	Vote bool `json:"vote,omitempty"`
 	// Compute is what computed the test predictions.
 	Compute compute.Identity `json:"compute,omitzero"`
+	// Deidentify: the run is pseudonymous (Options.Deidentify).
+	Deidentify bool `json:"deidentify,omitempty"`
 	// ExploreEnd is the mark of Spent at which exploration's share of the budget is spent.
 	ExploreEnd time.Duration `json:"explore_end,omitempty"`
 	// Rounds are exploration's rounds in order: which lanes trained, which stopped and why.

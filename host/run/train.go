@@ -64,9 +64,8 @@ func (r *Runner) explore(ctx context.Context) error {
 	for _, l := range r.st.Lanes {
 		p.Lanes = append(p.Lanes, &l.Schedule)
 	}
-	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, After: func(rd schedule.Round) error {
-		return r.afterRound(ctx, p, rd)
-	}}
+	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Decided: r.decided,
+		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
 	rd, err := e.Run(ctx, trainer{r})
 	if err != nil {
 		return err
@@ -79,9 +78,9 @@ func (r *Runner) explore(ctx context.Context) error {
 	return r.record(audit.RoleHost, "explore.done", nil, nil, map[string]any{"winner": rd.Winner, "why": rd.Why, "rounds": len(r.st.Rounds)})
 }
 
-// afterRound records a round of exploration (which lanes trained, which stopped and why)
-// in run.json and the audit log, and after the first round asks the planner to refine.
-func (r *Runner) afterRound(ctx context.Context, p *schedule.Plan, rd schedule.Round) error {
+// decided records a decision of exploration (which lanes train next, which stopped and
+// why) in the log, run.json and the audit log.
+func (r *Runner) decided(rd schedule.Round) error {
 	lg := RoundLog{Rung: rd.Rung, Stopped: rd.Stopped, Spent: r.spent()}
 	for _, j := range rd.Jobs {
 		lg.Jobs = append(lg.Jobs, fmt.Sprintf("%s: steps %d → %d on %s", j.Lane, j.From, j.Until, j.Place.Name))
@@ -89,16 +88,23 @@ func (r *Runner) afterRound(ctx context.Context, p *schedule.Plan, rd schedule.R
 	for _, s := range rd.Stopped {
 		r.logf("lane %s", s)
 	}
-	if len(lg.Jobs) > 0 || len(lg.Stopped) > 0 {
-		r.st.Rounds = append(r.st.Rounds, lg)
-		if err := r.record(audit.RoleHost, "schedule.round", nil, nil, map[string]any{"rung": lg.Rung, "jobs": lg.Jobs, "stopped": lg.Stopped}); err != nil {
-			return err
-		}
+	if len(lg.Jobs) == 0 && len(lg.Stopped) == 0 {
+		return nil
 	}
+	r.st.Rounds = append(r.st.Rounds, lg)
+	if err := r.record(audit.RoleHost, "schedule.round", nil, nil, map[string]any{"rung": lg.Rung, "jobs": lg.Jobs, "stopped": lg.Stopped}); err != nil {
+		return err
+	}
+	return r.save()
+}
+
+// afterRound saves the state after a round and, once the first round is over, asks the
+// planner to refine the lanes.
+func (r *Runner) afterRound(ctx context.Context, p *schedule.Plan) error {
 	if err := r.save(); err != nil {
 		return err
 	}
-	if rd.Done || r.st.Refined {
+	if r.st.Refined {
 		return nil
 	}
 	for _, l := range p.Lanes {

@@ -88,7 +88,10 @@ func (c *Curves) MinSteps(kind, lane string) (int, string) {
 	}
 	scope := "lane " + lane
 	if len(use) == 0 {
-		use, scope = all, "every "+kind+" lane (none recorded for "+lane+")"
+		use, scope = all, "every "+kind+" lane"
+		if lane != "" {
+			scope += " (none recorded for " + lane + ")"
+		}
 	}
 	if len(use) == 0 {
 		return 1, "no learning curve of a " + kind + " task is recorded"

@@ -29,9 +29,12 @@ type Explorer struct {
 	Spent func() time.Duration
 	// End is the mark of the clock at which exploration's share is spent.
 	End time.Duration
-	// After, when set, is called after each round (to save the run's state, or to add the
-	// lanes a planner proposes from the results: appended to Plan.Lanes, they train a first
-	// round before the next promotion). Its error ends exploration.
+	// Decided, when set, is called with each decision before its round trains (to record
+	// which lanes train and which stopped, and why), and with the last, Done, one.
+	Decided func(Round) error
+	// After, when set, is called after each round has trained (to save the run's state, or
+	// to add the lanes a planner proposes from the results: appended to Plan.Lanes, they
+	// train a first round before the next promotion). Its error ends exploration.
 	After func(Round) error
 }
 
@@ -44,58 +47,77 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
 		rd := e.Plan.Next()
-		if rd.Done {
-			if e.After != nil {
-				if err := e.After(rd); err != nil {
-					return rd, err
-				}
-			}
-			return rd, nil
+		if !rd.Done && e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
+			rd = e.outOfTime(rd)
 		}
-		if e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
-			// Out of exploration time: the best lane so far goes on to the final model.
-			var best *Lane
-			for _, l := range e.Plan.active() {
-				if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
-					best = l
-				}
-			}
-			var stopped []string
-			for _, l := range e.Plan.active() {
-				if l != best {
-					l.Stopped = "exploration's time ran out"
-					stopped = append(stopped, l.ID+": "+l.Stopped)
-				}
-			}
-			end := e.Plan.Next()
-			end.Stopped = append(stopped, end.Stopped...)
-			if e.After != nil {
-				if err := e.After(end); err != nil {
-					return end, err
-				}
-			}
-			return end, nil
-		}
-		outs, errs := e.run(ctx, t, rd.Jobs)
-		if err := ctx.Err(); err != nil {
-			return rd, err
-		}
-		for i, j := range rd.Jobs {
-			l := e.Plan.lane(j.Lane)
-			if errs[i] != nil {
-				l.Stopped = "failed: " + errs[i].Error()
-				rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
-				continue
-			}
-			o := outs[i]
-			l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
-		}
-		if e.After != nil {
-			if err := e.After(rd); err != nil {
+		if e.Decided != nil {
+			if err := e.Decided(rd); err != nil {
 				return rd, err
 			}
 		}
+		if rd.Done {
+			return rd, nil
+		}
+		if err := e.round(ctx, t, &rd); err != nil {
+			return rd, err
+		}
 	}
+}
+
+// outOfTime is the decision instead of rd once exploration's time is spent: the best lane
+// so far goes on to the final model; when none has trained yet, the planner's first trains
+// its minimal first round.
+func (e *Explorer) outOfTime(rd Round) Round {
+	var best *Lane
+	for _, l := range e.Plan.active() {
+		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
+			best = l
+		}
+	}
+	var stopped []string
+	if best == nil && len(rd.Jobs) > 0 {
+		first := rd.Jobs[0]
+		for _, l := range e.Plan.active() {
+			if l.ID != first.Lane {
+				l.Stopped = "exploration's time ran out before its first round"
+				stopped = append(stopped, l.ID+": "+l.Stopped)
+			}
+		}
+		rd.Jobs, rd.Stopped = rd.Jobs[:1], append(stopped, rd.Stopped...)
+		return rd
+	}
+	for _, l := range e.Plan.active() {
+		if l != best {
+			l.Stopped = "exploration's time ran out"
+			stopped = append(stopped, l.ID+": "+l.Stopped)
+		}
+	}
+	end := e.Plan.Next()
+	end.Stopped = append(append(rd.Stopped, stopped...), end.Stopped...)
+	return end
+}
+
+// round trains rd's jobs, records what they gave (a failed job stops its lane) and calls
+// After.
+func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
+	outs, errs := e.run(ctx, t, rd.Jobs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, j := range rd.Jobs {
+		l := e.Plan.lane(j.Lane)
+		if errs[i] != nil {
+			l.Stopped = "failed: " + errs[i].Error()
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+			continue
+		}
+		o := outs[i]
+		l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
+	}
+	if e.After != nil {
+		return e.After(*rd)
+	}
+	return nil
 }
 
 func (p *Plan) lane(id string) *Lane {

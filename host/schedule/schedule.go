@@ -241,8 +241,18 @@ func WinnerShare(usable, explore time.Duration, n, places, eta int) time.Duratio
 
 // Admit keeps the lanes whose minimum steps fit the first round's share, in order (the
 // planner's ranking), as many as fit: a lane whose MinSteps × StepSeconds + Overhead
-// exceeds FirstShare of the lanes kept so far is left out, and the sentence says why.
+// exceeds FirstShare of the lanes kept so far is left out, and the sentence says why. When
+// none fits (a budget too short for any lane's minimum) the first is kept all the same, and
+// a sentence says so.
 func Admit(lanes []*Lane, explore time.Duration, places, eta int) (kept []*Lane, out []string) {
+	defer func() {
+		if len(kept) == 0 && len(lanes) > 0 {
+			l := lanes[0]
+			l.Stopped = ""
+			kept = []*Lane{l}
+			out = append(out, fmt.Sprintf("%s is trained all the same, as no lane's minimum fits the budget: it will be judged before its minimum", l.ID))
+		}
+	}()
 	for _, l := range lanes {
 		share := FirstShare(explore, len(kept)+1, places, eta)
 		need := l.firstRound()
@@ -366,8 +376,14 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 	per := p.Explore / time.Duration(Rounds(n, p.eta())*waves)
 	rd := Round{Rung: lanes[0].Rung}
 	for _, l := range lanes {
+		if l.StepSeconds <= 0 && p.Steps == 0 {
+			// A step's time is unknown (a plugin that does not say, before the lane has
+			// trained): the round is its share of time, its steps what fits.
+			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
+			continue
+		}
 		train := per.Seconds() - l.Overhead
-		steps := int(train / max(l.StepSeconds, 1e-6))
+		steps := int(train / l.StepSeconds)
 		if l.Rung == 0 {
 			steps = max(steps, l.MinSteps)
 		}
@@ -502,14 +518,15 @@ type Decision struct {
 }
 
 // FinalRule is the rule the run writes in its plan.
-const FinalRule = "The final model is the fold ensemble when every fold of the winner can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, as far as the time allows, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end, because a model on all the data has nothing held out to score it on and more data and steps are what the recorded curves reward."
+const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
 // the number of folds the task's predictions can be ensembled over (1: none; the winner
 // has trained fold 0).
 func Final(w *Lane, left time.Duration, folds int) Decision {
 	c, o := max(w.StepSeconds, 1e-6), w.Overhead
-	if folds > 1 {
+	flat, gain := w.flattened()
+	if folds > 1 && flat {
 		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
 		// costing an overhead.
 		n := int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
@@ -528,8 +545,13 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
 	}
 	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
-	if folds > 1 {
-		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
+	switch {
+	case folds > 1 && !flat && len(w.Curve) > 1:
+		why += fmt.Sprintf("; its validation curve still rises (%+.4f over its last round), so steps pay more than fold models", gain)
+	case folds > 1 && !flat:
+		why += "; one validation score cannot show a flattened curve, so steps are what pays"
+	case folds > 1:
+		why += fmt.Sprintf("; every one of %d folds to step %d would take about %v, more than is left", folds, w.Steps, (time.Duration(folds-1) * seconds(float64(w.Steps)*c+o)).Round(time.Second))
 	}
 	return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: left, Why: why}
 }

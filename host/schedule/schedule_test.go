@@ -23,6 +23,8 @@ func saturating(lane string, a, tau float64) Curve {
 type world struct {
 	sim   *Sim
 	lanes []*Lane
+	// explored is the clock when exploration ended.
+	explored time.Duration
 }
 
 func newWorld(overhead float64, spec ...struct {
@@ -65,7 +67,8 @@ func (w *world) run(t *testing.T, budget time.Duration, places []Place, final ti
 		t.Fatalf("exploration ended without a winner: %+v", rd)
 	}
 	win := p.lane(rd.Winner)
-	left := budget - reserve - w.sim.Now()
+	w.explored = w.sim.Now()
+	left := budget - reserve - w.explored
 	d := Final(win, left, 5)
 	if d.Mode == FinalAllData {
 		j := Pack([]Job{{Lane: win.ID, From: win.Steps, Until: d.Until, Limit: d.Limit}}, places, w.lanes)[0]
@@ -133,13 +136,8 @@ func TestFlatGivesTimeBack(t *testing.T) {
 	}
 	w := newWorld(2, specs...)
 	budget, final := 10*time.Minute, 10*time.Second
-	var ended time.Duration
-	rd, d, _ := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, final)
-	for _, r := range w.sim.Runs {
-		if r.Lane != "best" || r.To != d.Until {
-			ended = max(ended, r.End)
-		}
-	}
+	rd, _, _ := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, final)
+	ended := w.explored
 	if rd.Winner != "best" {
 		t.Errorf("winner %s: %s", rd.Winner, rd.Why)
 	}
@@ -203,12 +201,19 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
-// TestFinalRule: with time for every fold the fold ensemble is chosen, else all data.
+// TestFinalRule: with a flattened curve and time for every fold the fold ensemble is
+// chosen; with a curve still rising, or too little time, all data.
 func TestFinalRule(t *testing.T) {
-	w := &Lane{ID: "2d", Steps: 1000, StepSeconds: 0.1, Overhead: 5}
+	flat := []Point{{Step: 500, Score: 0.8}, {Step: 1000, Score: 0.805}}
+	w := &Lane{ID: "2d", Steps: 1000, StepSeconds: 0.1, Overhead: 5, Curve: flat}
 	if d := Final(w, 10*time.Minute, 5); d.Mode != FinalEnsemble {
 		t.Errorf("4 folds × 105 s in 10 min: %s (%s)", d.Mode, d.Why)
 	}
+	w.Curve = []Point{{Step: 500, Score: 0.7}, {Step: 1000, Score: 0.8}}
+	if d := Final(w, 10*time.Minute, 5); d.Mode != FinalAllData || !strings.Contains(d.Why, "still rises") {
+		t.Errorf("a rising curve: %s (%s)", d.Mode, d.Why)
+	}
+	w.Curve = flat
 	d := Final(w, 5*time.Minute, 5)
 	if d.Mode != FinalAllData || d.Until != 1000+3245 {
 		t.Errorf("5 min: %s to step %d (%s), want all data to step 4245 (1.1 × (300 − 5) / 0.1 more)", d.Mode, d.Until, d.Why)
@@ -249,5 +254,71 @@ func TestPack(t *testing.T) {
 	}
 	if m := Makespan(jobs); m != 11*time.Second {
 		t.Errorf("makespan %v, want 11 s (8 + 3 on small)", m)
+	}
+}
+
+// TestNoTimeLeft: when planning took exploration's whole share, the planner's first lane
+// still trains its minimal first round and wins; the others say why they did not train.
+func TestNoTimeLeft(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0.1, 50}, laneSpec{"b", 0.9, 300, 0.1, 0.1, 50})
+	w.sim.Advance(time.Minute)
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}}, Lanes: w.lanes}
+	rd, err := (&Explorer{Plan: p, Spent: w.sim.Now, End: 30 * time.Second}).Run(context.Background(), w.sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Winner != "a" || w.lanes[0].Steps != 50 || !strings.Contains(w.lanes[1].Stopped, "before its first round") {
+		t.Errorf("winner %q, a at step %d, b stopped for %q", rd.Winner, w.lanes[0].Steps, w.lanes[1].Stopped)
+	}
+}
+
+// TestRecordedCurves: the committed curves parse, give every planned segmentation lane a
+// minimum, and a simulated 10-minute run over them (lanes at the step times the recording
+// measured) ends within 95–100 % of its budget with every first round at its minimum.
+func TestRecordedCurves(t *testing.T) {
+	c, err := Recorded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Curves) == 0 {
+		t.Fatal("no recorded curve: make bench-quality RECORD=1")
+	}
+	w := &world{sim: &Sim{Curves: map[string]Curve{}, Cost: map[string]float64{}, Overhead: 4}}
+	for _, cv := range c.Curves {
+		if _, dup := w.sim.Curves[cv.Lane]; dup {
+			continue
+		}
+		n, why := c.MinSteps(cv.Kind, cv.Lane)
+		if n < 1 || why == "" {
+			t.Errorf("%s: minimum %d (%s)", cv.Lane, n, why)
+		}
+		w.sim.Curves[cv.Lane], w.sim.Cost[cv.Lane] = cv, cv.StepSeconds
+		w.lanes = append(w.lanes, &Lane{ID: cv.Lane, StepSeconds: cv.StepSeconds, Overhead: 4, MinSteps: n})
+	}
+	budget := 10 * time.Minute
+	rd, _, out := w.run(t, budget, []Place{{Name: "cpu", Device: "cpu", Workers: 2}}, 30*time.Second)
+	t.Logf("winner %s (%s); not admitted %v", rd.Winner, rd.Why, out)
+	minOf := map[string]int{}
+	for _, l := range w.lanes {
+		minOf[l.ID] = l.MinSteps
+	}
+	for _, r := range w.sim.Runs {
+		if r.From == 0 && r.To < minOf[r.Lane] {
+			t.Errorf("lane %s's first round made %d steps, under its minimum %d", r.Lane, r.To, minOf[r.Lane])
+		}
+	}
+	if f := w.sim.Now().Seconds() / budget.Seconds(); f < 0.95 || f > 1 {
+		t.Errorf("the run ended at %.1f%% of its budget", 100*f)
+	}
+}
+
+// TestUnknownStepTime: a lane whose plugin gave no step time trains its first round for its
+// share of time (the time limit ends it), then at the pace it was seen to train.
+func TestUnknownStepTime(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0, 1}, laneSpec{"b", 0.7, 300, 0.1, 0.1, 1})
+	w.run(t, 5*time.Minute, []Place{{Name: "cpu"}}, 10*time.Second)
+	first := w.sim.Runs[0]
+	if first.Lane != "a" || first.To < 100 || math.Abs(w.lanes[0].StepSeconds-0.1) > 1e-9 {
+		t.Errorf("lane a's first round: %+v; step time then %.3g", first, w.lanes[0].StepSeconds)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"amid/viewer/dicom"
 )
 
 // ErrData marks a data folder that does not match its task definition.
@@ -19,8 +21,18 @@ var ErrData = errors.New("data does not match the task")
 type Case struct {
 	ID      string
 	Patient string
-	Images  []string // one file per image pattern
+	Images  []string // one file (or DICOM folder) per image pattern
 	Label   string   // the label file (per-case formats) or table (table formats); "" for test
+	// Series are, per image, the DICOM series chosen in the case's folder when the
+	// image is a DICOM folder (a study), by the task's series selector; nil for files.
+	// LinkSeries points Images at the chosen series alone.
+	Series []*dicom.SeriesInfo
+	// Notes say, a sentence each, what was passed over in the case's DICOM folders
+	// (localizers, reports, series with too few slices); Warnings how a chosen series
+	// is resampled when read (gantry tilt, uneven slice spacing). Neither names a UID.
+	Notes, Warnings []string
+	// shared: the DICOM folder of image i holds more than its chosen series.
+	shared []bool
 }
 
 // Dataset is a task's cases found in a data folder.
@@ -87,10 +99,18 @@ func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp)
 			if i == 0 {
 				f = firstExisting(root, first, id)
 			}
-			if _, err := os.Stat(f); err != nil {
+			st, err := os.Stat(f)
+			if err != nil {
 				return nil, fmt.Errorf("%w: %s case %s: image %s is missing", ErrData, name, id, f)
 			}
 			c.Images = append(c.Images, f)
+			c.Series = append(c.Series, nil)
+			c.shared = append(c.shared, false)
+			if st.IsDir() {
+				if err := t.chooseSeries(&c, i, name); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if s.Label.Path != "" {
 			c.Label = Expand(root, s.Label.Path, id)
@@ -138,33 +158,55 @@ func Expand(root, pattern, id string) string {
 	return filepath.Join(root, filepath.FromSlash(strings.ReplaceAll(pattern, "{id}", id)))
 }
 
-// IDs lists the case ids of the files under root that match pattern, sorted. The id
-// stands for one path segment (or part of one).
+// IDs lists the case ids under root that match pattern, sorted. The id stands for one path
+// segment (or part of one). In the last segment it names files ("train/{id}.nii.gz"), or
+// files and folders when it is the whole segment ("train/{id}"); a pattern ending in "/"
+// names folders ("train/{id}/"); in a folder's name, what follows must exist
+// ("studies/{id}/CT/", "cases/{id}/image.nii.gz"). A folder case is a DICOM folder.
 func IDs(root, pattern string) ([]string, error) {
-	dir, base := filepath.Split(filepath.FromSlash(pattern))
-	if strings.Contains(dir, "{id}") {
-		return nil, fmt.Errorf("%w: pattern %s has {id} in a folder name", ErrInvalid, pattern)
+	segs := strings.Split(pattern, "/")
+	k := slices.IndexFunc(segs, func(s string) bool { return strings.Contains(s, "{id}") })
+	if k < 0 {
+		return nil, fmt.Errorf("%w: pattern %s has no {id}", ErrInvalid, pattern)
 	}
-	prefix, suffix, _ := strings.Cut(base, "{id}")
-	ents, err := os.ReadDir(filepath.Join(root, dir))
+	prefix, suffix, _ := strings.Cut(segs[k], "{id}")
+	ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(strings.Join(segs[:k], "/"))))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	last := k == len(segs)-1
 	var ids []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.IsDir() || len(n) <= len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
+		if len(n) <= len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
 			continue
 		}
 		id := n[len(prefix) : len(n)-len(suffix)]
 		if strings.HasPrefix(id, ".") {
 			continue
 		}
+		if last {
+			// A file, or a folder when {id} is the whole name.
+			if isDir(filepath.Join(root, filepath.FromSlash(strings.Join(segs[:k], "/")), n)) && segs[k] != "{id}" {
+				continue
+			}
+		} else {
+			st, err := os.Stat(Expand(root, pattern, id))
+			if err != nil || (strings.HasSuffix(pattern, "/") && !st.IsDir()) {
+				continue
+			}
+		}
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// isDir reports whether path is a folder (a link to one counts).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }

@@ -30,6 +30,49 @@
 // Case ids come from the first image pattern: every file that matches it with one path
 // segment in place of {id} is a case. Every error names the file and the field.
 //
+// Labels drawn in a DICOM tool arrive as DICOM SEG or RTSTRUCT, one object per case
+// (format dicom; amid/host/ingest turns them into label maps on the case's image grid).
+// Segments and ROIs match the task's labels by name, or segments by code; names maps the
+// ones whose names differ (its keys are segment labels, ROI names, code meanings or
+// SCHEME:VALUE codes, its values label names; mapping to the background label leaves a
+// segment out). The labels' codes also name the segments of DICOM SEG predictions:
+//
+//	labels:
+//	  - {value: 0, name: background}
+//	  - {value: 1, name: liver, code: {scheme: SCT, value: "10200004", meaning: Liver}}
+//	  - {value: 2, name: lesion, code: {scheme: SCT, value: "52988006", meaning: Lesion}}
+//	data:
+//	  train:
+//	    images: ["train/images/{id}"]          # a series folder per case
+//	    label: {path: "train/labels/{id}.dcm", format: dicom, names: {"GTV-1": lesion}}
+//	  test:
+//	    images: ["test/images/{id}"]
+//
+// A case may be a DICOM folder, as PACS exports a study: {id} names the folder
+// ("train/{id}/", "studies/{id}/CT/"; a last segment of {id} alone finds files and
+// folders). The folder is searched through its subfolders, or through its DICOMDIR when
+// it has one; localizers, reports, presentation states, key objects, dose reports and
+// segmentations are passed over, each with a note in the profile. data.series picks,
+// per image pattern, the series to read (amid/viewer/dicom's Selector): its modality,
+// a regular expression found in its Series Description (without regard to case), its
+// orientation (axial, coronal or sagittal), a minimum slice count (2 unless given, in a
+// 3D task: one image is not a volume), and a preference (thinnest slices, most slices)
+// when several fit. When the rule leaves no series or several, Resolve's error lists
+// each candidate (Series Instance UID, description, slice count, spacing). A series whose
+// slices do not lie on a regular grid (gantry tilt, uneven spacing) is resampled onto one
+// when read, with a warning in the profile and the audit log:
+//
+//	channels: [t1, t2]
+//	data:
+//	  train:
+//	    images: ["studies/{id}/", "studies/{id}/"]    # both channels from one study
+//	    label: {path: "labels/{id}.nii.gz"}
+//	  test:
+//	    images: ["test/{id}/", "test/{id}/"]
+//	  series:
+//	    - {modality: MR, description: "t1", orientation: axial, min_slices: 20, prefer: thinnest}
+//	    - {modality: MR, description: "t2", prefer: most}
+//
 // The plugin-facing part of a task is [Task.Spec] (amid/plugins/taskspec).
 package task
 
@@ -46,6 +89,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"amid/plugins/taskspec"
+	"amid/viewer/dicom"
 )
 
 // MaxFileBytes bounds a task file.
@@ -90,6 +134,9 @@ type Data struct {
 	// Patient is a regular expression on the case id whose first group names the patient
 	// (empty: each case is its own patient). Folds never split a patient.
 	Patient string `yaml:"patient"`
+	// Series picks, per image pattern, the series of a case whose image is a DICOM folder
+	// (see the package doc); a pattern without one takes the folder's only image series.
+	Series []dicom.Selector `yaml:"series"`
 }
 
 // Split is one split's file patterns.
@@ -117,9 +164,10 @@ const (
 	LabelTopCoWEdges = "topcow-edges" // TopCoW edge YAML per case
 	LabelDENTEX      = "dentex-coco"  // one COCO JSON with category_id_1/2/3 (table)
 	LabelCSV         = "csv"          // one CSV with an id and a value column (table)
+	LabelDICOM       = "dicom"        // a DICOM SEG or RTSTRUCT per case
 )
 
-var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV}
+var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV, LabelDICOM}
 
 // Table reports whether format keeps every case's label in one file.
 func Table(format string) bool { return format == LabelDENTEX || format == LabelCSV }
@@ -130,6 +178,9 @@ type LabelSource struct {
 	Format      string `yaml:"format"`
 	IDColumn    string `yaml:"id_column"`
 	ValueColumn string `yaml:"value_column"`
+	// Names maps DICOM segments and ROIs to the task's labels (format dicom): segment
+	// label, ROI name, code meaning or SCHEME:VALUE code → label name.
+	Names map[string]string `yaml:"names"`
 }
 
 // Metric is the task's metric.
@@ -244,6 +295,12 @@ func (t *Task) Validate() error {
 	if err := t.Data.Test.check("data.test", false); err != nil {
 		return err
 	}
+	if err := t.Data.checkSeries(); err != nil {
+		return err
+	}
+	if err := t.checkNames(); err != nil {
+		return err
+	}
 	if n := len(t.Channels); n > 0 && len(t.Data.Train.Images) > 1 && n != len(t.Data.Train.Images) {
 		return fieldErr("channels", "%d names for %d image patterns in data.train.images", n, len(t.Data.Train.Images))
 	}
@@ -334,6 +391,28 @@ func (s *Split) check(field string, train bool) error {
 	}
 	if l.Format == LabelCSV && (l.IDColumn == "" || l.ValueColumn == "") {
 		return fieldErr(field+".label", "a csv label needs id_column and value_column")
+	}
+	return nil
+}
+
+// checkNames checks the DICOM label name mapping: only for format dicom, and onto the
+// task's label names.
+func (t *Task) checkNames() error {
+	l := t.Data.Train.Label
+	if len(l.Names) == 0 {
+		return nil
+	}
+	if l.Format != LabelDICOM {
+		return fieldErr("data.train.label.names", "only a dicom label has names to map")
+	}
+	known := make([]string, len(t.Labels))
+	for i, x := range t.Labels {
+		known[i] = x.Name
+	}
+	for k, v := range l.Names {
+		if strings.TrimSpace(k) == "" || !slices.Contains(known, v) {
+			return fieldErr("data.train.label.names", "%q → %q: the label must be one of %v", k, v, known)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"amid/assets/realdata"
 )
 
 const valid = `id: demo
@@ -57,6 +59,9 @@ func TestInvalidNamesTheField(t *testing.T) {
 		{"id_column: case_id", "id_column: id", "submission.id_column"},
 		{"budget: 90s", "budget: soon", "budget"},
 		{"dims: 3", "dims: 3\nkinds: x", "kinds"},
+		{`path: "train/{id}_seg.nii.gz"`, `path: "train/{id}_seg.nii.gz", names: {GTV: lesion}`, "data.train.label.names"},
+		{`path: "train/{id}_seg.nii.gz"`, `path: "train/{id}_seg.dcm", format: dicom, names: {GTV: tumour}`, "data.train.label.names"},
+		{"{value: 1, name: lesion}", "{value: 1, name: lesion, code: {scheme: SCT}}", "code needs both"},
 	}
 	for _, c := range cases {
 		src := strings.Replace(valid, c.from, c.to, 1)
@@ -153,5 +158,42 @@ func TestDetect(t *testing.T) {
 	}
 	if _, _, err := Detect(root, cands); err == nil {
 		t.Error("a folder whose sample submission fits no task was matched")
+	}
+}
+
+// TestDICOMTask: a dicom label with a name mapping and label codes parses, and a pattern
+// that ends in {id} finds case folders (DICOM series) as well as files.
+func TestDICOMTask(t *testing.T) {
+	y := strings.NewReplacer(
+		"{value: 1, name: lesion}", `{value: 1, name: lesion, code: {scheme: SCT, value: "52988006", meaning: Lesion}}`,
+		`"train/{id}_ct.nii.gz"]`, `"train/images/{id}"]`,
+		`path: "train/{id}_seg.nii.gz"`, `path: "train/labels/{id}.dcm", format: dicom, names: {"GTV-1": lesion}`,
+	).Replace(valid)
+	tk, err := Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Labels[1].Code.Value != "52988006" || tk.Data.Train.Label.Names["GTV-1"] != "lesion" {
+		t.Errorf("labels %+v, names %v", tk.Labels, tk.Data.Train.Label.Names)
+	}
+	root := t.TempDir()
+	for _, p := range []string{"train/labels/p1_a.dcm", "train/labels/p2_b.dcm", "test/p3_ct.nii.gz"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A case folder is read as DICOM (its series chosen): pydicom's 5-slice CT.
+	for _, id := range []string{"p1_a", "p2_b"} {
+		copyTree(t, realdata.Path(t, realdata.Pydicom+"/dicomdirtests/98892001/CT5N"), filepath.Join(root, "train/images", id))
+	}
+	d, err := tk.Resolve(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Train) != 2 || d.Train[0].ID != "p1_a" || d.Train[0].Images[0] != filepath.Join(root, "train/images/p1_a") || d.Train[1].Label != filepath.Join(root, "train/labels/p2_b.dcm") {
+		t.Errorf("train cases %+v", d.Train)
 	}
 }

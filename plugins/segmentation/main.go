@@ -123,6 +123,8 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 			}
 		}
 	}
+	var cheapest *plan.Config // of the lanes too slow, the one whose minimum takes least
+	var fitted []plan.Config
 	for _, l := range lanes {
 		if req.Task.Dims == 2 && l.Lane != plan.Lane2D {
 			continue
@@ -131,11 +133,25 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 			t := plan.Time{Lane: sp.LaneSeconds, MinSteps: minSteps(sp.MinSteps, l.Lane), Train: sp.TrainSeconds, StepSeconds: calib.stepSeconds}
 			if err := plan.FitTime(&l, t); errors.Is(err, plan.ErrTime) {
 				out.Skipped = append(out.Skipped, strings.TrimPrefix(err.Error(), plan.ErrTime.Error()+": "))
+				need := float64(t.MinSteps) * l.StepSeconds
+				if cheapest == nil || need < float64(minSteps(sp.MinSteps, cheapest.Lane))*cheapest.StepSeconds {
+					c := l
+					cheapest = &c
+				}
 				continue
 			} else if err != nil {
 				return nil, fmt.Errorf("segmentation plan: %w", err)
 			}
 		}
+		fitted = append(fitted, l)
+	}
+	if len(fitted) == 0 && cheapest != nil {
+		// No lane reaches its minimum in the time a lane gets: the budget is too short for
+		// a fair comparison, so only the cheapest lane is planned, and it says so.
+		cheapest.Rationale = append(cheapest.Rationale, fmt.Sprintf("no lane reaches its minimum steps in the %.0f s a lane trains in the first round: only this one, the cheapest, is planned, at its smallest sensible size", sp.LaneSeconds))
+		fitted = append(fitted, *cheapest)
+	}
+	for _, l := range fitted {
 		c, err := fromPlan(l, f, sp)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation plan: %w", err)

@@ -93,7 +93,22 @@ type Spec struct {
 type Label struct {
 	Value int    `json:"value"`
 	Name  string `json:"name"`
+	// Code and Category name the label's concept in a coding scheme (SNOMED CT "SCT",
+	// DICOM "DCM", …): the Segmented Property Type and Category of the label's segment in
+	// DICOM SEG predictions, and what DICOM labels' segments are matched by. Optional.
+	Code     Code `json:"code,omitzero"`
+	Category Code `json:"category,omitzero"`
 }
+
+// Code is a coded concept: a value in a coding scheme, with its meaning.
+type Code struct {
+	Scheme  string `json:"scheme"`
+	Value   string `json:"value"`
+	Meaning string `json:"meaning,omitempty"`
+}
+
+// IsZero reports whether c names no concept.
+func (c Code) IsZero() bool { return c.Scheme == "" && c.Value == "" }
 
 // Attribute is one categorical attribute with its classes in index order. Group gathers
 // attributes that are judged together (TopCoW's anterior and posterior edge vectors).
@@ -188,6 +203,11 @@ func (s *Spec) Check() error {
 	for _, l := range s.Labels {
 		if l.Value < 0 || seen[l.Value] {
 			return fmt.Errorf("%w: label value %d is negative or repeated", ErrSpec, l.Value)
+		}
+		for _, c := range []Code{l.Code, l.Category} {
+			if !c.IsZero() && (c.Scheme == "" || c.Value == "") {
+				return fmt.Errorf("%w: label %q: a code needs both its scheme and its value", ErrSpec, l.Name)
+			}
 		}
 		seen[l.Value] = true
 	}

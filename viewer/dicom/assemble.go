@@ -31,22 +31,44 @@ func (s *slice) name() string {
 // Tolerances of the geometry checks.
 const (
 	gapFactor   = 1.5   // a step above gapFactor × median is a missing slice
-	stepRelTol  = 0.02  // steps may differ from the median by 2% …
-	stepAbsTol  = 0.1   // … plus 0.1 mm (positions are often written to 0.1 mm)
+	posRelTol   = 0.02  // a slice may lie 2% of the step …
+	posAbsTol   = 0.1   // … plus 0.1 mm off its place on a regular grid (positions are often written to 0.1 mm)
+	driftPx     = 0.25  // a slice may lie a quarter pixel …
+	driftMM     = 0.1   // … and at least 0.1 mm off the normal through the first slice
 	orientTol   = 1e-3  // direction cosines of all slices agree to this
 	duplicateMM = 1e-3  // positions closer than this along the normal are the same slice
-	shearRelTol = 0.01  // in-plane drift of the stack, relative to its length …
-	shearAbsTol = 0.05  // … plus this, mm
 	integerTol  = 1e-12 // a rescale value this close to an integer is one
 )
+
+// stack is the frames of a series in slice order with the grid they are read onto.
+type stack struct {
+	files []*file
+	sl    []slice
+	h0    *header
+	// grid has the output volume's dims and geometry (no data yet).
+	grid *volume.Volume
+	// rs maps the stored slices onto grid when they do not lie on a regular grid (gantry
+	// tilt, uneven spacing); nil when they do.
+	rs       *resampling
+	warnings []string
+}
 
 // assemble stacks the frames of files (one multi-frame file, or single-frame files of one
 // series) into a volume.
 func assemble(files []*file) (*volume.Volume, *Meta, error) {
+	st, err := newStack(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st.read()
+}
+
+// newStack orders the frames of files and works out their grid from the headers alone.
+func newStack(files []*file) (*stack, error) {
 	if len(files) > 1 {
 		for _, f := range files {
 			if f.h.frames > 1 {
-				return nil, nil, fmt.Errorf("%w: %s has %d frames in a series of %d files; read multi-frame files one by one",
+				return nil, fmt.Errorf("%w: %s has %d frames in a series of %d files; read multi-frame files one by one",
 					volume.ErrFormat, filepath.Base(f.path), f.h.frames, len(files))
 			}
 		}
@@ -55,12 +77,15 @@ func assemble(files []*file) (*volume.Volume, *Meta, error) {
 	var sl []slice
 	for _, f := range files {
 		h := f.h
+		if h.rows <= 0 || h.cols <= 0 || h.frames <= 0 {
+			return nil, fmt.Errorf("%w: %s has %d rows, %d columns and %d frames", volume.ErrFormat, filepath.Base(f.path), h.rows, h.cols, h.frames)
+		}
 		if h.rows != h0.rows || h.cols != h0.cols || h.spp != h0.spp || h.photometric != h0.photometric {
-			return nil, nil, fmt.Errorf("%w: %s is %d×%d %s, %s is %d×%d %s", volume.ErrGeometry,
+			return nil, fmt.Errorf("%w: %s is %d×%d %s, %s is %d×%d %s", volume.ErrGeometry,
 				filepath.Base(files[0].path), h0.cols, h0.rows, h0.photometric, filepath.Base(f.path), h.cols, h.rows, h.photometric)
 		}
 		for i := 0; i < h.frames; i++ {
-			s := slice{f: f, frame: i, frameInfo: frameInfo{h.geometry, h.rescale}, min: f.px.min[i], max: f.px.max[i]}
+			s := slice{f: f, frame: i, frameInfo: frameInfo{h.geometry, h.rescale}}
 			if h.perFrame != nil {
 				s.frameInfo = h.perFrame[i]
 			}
@@ -68,12 +93,50 @@ func assemble(files []*file) (*volume.Volume, *Meta, error) {
 		}
 	}
 	v := &volume.Volume{Dims: [4]int{h0.cols, h0.rows, len(sl), h0.spp}, Spacing: [3]float64{1, 1, 1}, Direction: volume.Identity}
-	if err := place(v, sl, h0); err != nil {
+	rs, err := place(v, sl, h0)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{files: files, sl: sl, h0: h0, grid: v, rs: rs}
+	if rs != nil {
+		st.grid = rs.out
+		st.warnings = rs.warnings
+	}
+	return st, nil
+}
+
+// read fills the stack's volume from the decoded pixels of its files.
+func (st *stack) read() (*volume.Volume, *Meta, error) {
+	sl := st.sl
+	for i := range sl {
+		if px := sl[i].f.px; px != nil {
+			sl[i].min, sl[i].max = px.min[sl[i].frame], px.max[sl[i].frame]
+		}
+	}
+	v := st.stored()
+	m := meta(st.files, sl)
+	if err := fill(v, sl, st.h0, m); err != nil {
 		return nil, nil, err
 	}
-	m := meta(files, sl)
-	if err := fill(v, sl, h0, m); err != nil {
-		return nil, nil, err
+	return st.finish(v, m)
+}
+
+// stored is an empty volume of the stack's slices as stored, on the output grid's axes.
+func (st *stack) stored() *volume.Volume {
+	g := st.grid
+	return &volume.Volume{Dims: [4]int{st.h0.cols, st.h0.rows, len(st.sl), st.h0.spp}, Spacing: g.Spacing, Origin: g.Origin, Direction: g.Direction}
+}
+
+// finish resamples v, filled with the stored slices, onto the output grid when the stack
+// needs it, and checks it.
+func (st *stack) finish(v *volume.Volume, m *Meta) (*volume.Volume, *Meta, error) {
+	if st.rs != nil {
+		var err error
+		if v, err = st.rs.apply(v); err != nil {
+			return nil, nil, err
+		}
+		m.Slices = v.Dims[2]
+		m.Warnings = st.warnings
 	}
 	if err := v.Validate(); err != nil {
 		return nil, nil, err
@@ -81,8 +144,11 @@ func assemble(files []*file) (*volume.Volume, *Meta, error) {
 	return v, m, nil
 }
 
-// place sorts the slices and sets the geometry of v.
-func place(v *volume.Volume, sl []slice, h0 *header) error {
+// place sorts the slices and sets the geometry of v. A stack whose slices do not lie on a
+// regular grid (uneven steps, or slices shifted in their plane as by a gantry tilt) gets
+// a resampling onto one; a missing slice, repeated positions and slices of different
+// orientations or pixel spacings are errors.
+func place(v *volume.Volume, sl []slice, h0 *header) (*resampling, error) {
 	s0 := &sl[0]
 	if s0.hasSpacing && s0.spacing[0] > 0 && s0.spacing[1] > 0 {
 		// Pixel Spacing is (between rows, between columns) = (Y, X).
@@ -106,41 +172,41 @@ func place(v *volume.Volume, sl []slice, h0 *header) error {
 		sort.SliceStable(sl, func(i, j int) bool { return sl[i].f.h.instance < sl[j].f.h.instance })
 		if s0.hasIOP {
 			if err := setDirection(v, s0.iop); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if s0.hasIPP {
 			v.Origin = s0.ipp
 		}
-		return nil
+		return nil, nil
 	}
 	iop := sl[0].iop
 	if err := setDirection(v, iop); err != nil {
-		return err
+		return nil, err
 	}
 	n := [3]float64{v.Direction[2], v.Direction[5], v.Direction[8]}
 	for i := range sl {
 		s := &sl[i]
 		if s.spacing != sl[0].spacing {
-			return fmt.Errorf("%w: %s and %s have different pixel spacings %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), sl[0].spacing, s.spacing)
+			return nil, fmt.Errorf("%w: %s and %s have different pixel spacings %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), sl[0].spacing, s.spacing)
 		}
 		for k := range iop {
 			if math.Abs(s.iop[k]-iop[k]) > orientTol {
-				return fmt.Errorf("%w: %s and %s have different orientations %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), iop, s.iop)
+				return nil, fmt.Errorf("%w: %s and %s have different orientations %v and %v", volume.ErrGeometry, sl[0].name(), s.name(), iop, s.iop)
 			}
 		}
-		s.proj = s.ipp[0]*n[0] + s.ipp[1]*n[1] + s.ipp[2]*n[2]
+		s.proj = dot(s.ipp, n)
 	}
 	sort.SliceStable(sl, func(i, j int) bool { return sl[i].proj < sl[j].proj })
 	v.Origin = sl[0].ipp
 	if len(sl) == 1 {
-		return nil
+		return nil, nil
 	}
 	steps := make([]float64, len(sl)-1)
 	for i := range steps {
 		steps[i] = sl[i+1].proj - sl[i].proj
 		if steps[i] < duplicateMM {
-			return fmt.Errorf("%w: %s and %s lie at the same position %.4f mm along the normal; the series holds several volumes (echoes, time points)",
+			return nil, fmt.Errorf("%w: %s and %s lie at the same position %.4f mm along the normal; the series holds several volumes (echoes, time points)",
 				volume.ErrGeometry, sl[i].name(), sl[i+1].name(), sl[i].proj)
 		}
 	}
@@ -152,32 +218,36 @@ func place(v *volume.Volume, sl []slice, h0 *header) error {
 	}
 	for i, d := range steps {
 		if d > gapFactor*med {
-			return fmt.Errorf("%w: missing slice: a gap of %.3f mm between %s (slice %d, %.3f mm) and %s (slice %d, %.3f mm) is more than %.1f× the median step of %.3f mm",
+			return nil, fmt.Errorf("%w: missing slice: a gap of %.3f mm between %s (slice %d, %.3f mm) and %s (slice %d, %.3f mm) is more than %.1f× the median step of %.3f mm",
 				volume.ErrGeometry, d, sl[i].name(), i+1, sl[i].proj, sl[i+1].name(), i+2, sl[i+1].proj, gapFactor, med)
 		}
 	}
-	tol := stepRelTol*med + stepAbsTol
-	for i, d := range steps {
-		if math.Abs(d-med) > tol {
-			return fmt.Errorf("%w: non-uniform slice spacing: the step between %s and %s is %.3f mm, the median %.3f mm",
-				volume.ErrGeometry, sl[i].name(), sl[i+1].name(), d, med)
-		}
-	}
-	last := sl[len(sl)-1]
-	length := last.proj - sl[0].proj
+	length := sl[len(sl)-1].proj - sl[0].proj
 	v.Spacing[2] = length / float64(len(sl)-1)
-	// The in-plane drift of the last slice from the first: a tilted-gantry stack is sheared
-	// and cannot be described by an orthogonal direction matrix.
-	var drift float64
-	for r := 0; r < 3; r++ {
-		d := last.ipp[r] - sl[0].ipp[r] - length*n[r]
-		drift += d * d
+	// Where each slice lies: along the normal, from the first slice (z), and in its
+	// plane, off the normal through the first slice (u along rows, v along columns).
+	r := [3]float64{v.Direction[0], v.Direction[3], v.Direction[6]}
+	c := [3]float64{v.Direction[1], v.Direction[4], v.Direction[7]}
+	z, du, dv := make([]float64, len(sl)), make([]float64, len(sl)), make([]float64, len(sl))
+	uneven, shifted := false, false
+	posTol := posAbsTol + posRelTol*v.Spacing[2]
+	driftTol := math.Max(driftMM, driftPx*math.Min(v.Spacing[0], v.Spacing[1]))
+	for k := range sl {
+		d := sub(sl[k].ipp, sl[0].ipp)
+		z[k], du[k], dv[k] = sl[k].proj-sl[0].proj, dot(d, r), dot(d, c)
+		uneven = uneven || math.Abs(z[k]-float64(k)*v.Spacing[2]) > posTol
+		shifted = shifted || math.Hypot(du[k], dv[k]) > driftTol
 	}
-	if drift = math.Sqrt(drift); drift > shearRelTol*length+shearAbsTol {
-		return fmt.Errorf("%w: the slices are sheared: %s lies %.3f mm off the normal through %s (gantry tilt?)",
-			volume.ErrGeometry, last.name(), drift, sl[0].name())
+	if !uneven && !shifted {
+		return nil, nil
 	}
-	return nil
+	if !uneven {
+		z = nil
+	}
+	if !shifted {
+		du, dv = nil, nil
+	}
+	return newResampling(v, sl, z, du, dv, sorted[0], h0)
 }
 
 // setDirection sets the direction columns to the row direction, the column direction and
@@ -202,8 +272,9 @@ func setDirection(v *volume.Volume, iop [6]float64) error {
 	return nil
 }
 
-func dot(a, b [3]float64) float64 { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
-func norm(a [3]float64) float64   { return math.Sqrt(dot(a, a)) }
+func dot(a, b [3]float64) float64    { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
+func sub(a, b [3]float64) [3]float64 { return [3]float64{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }
+func norm(a [3]float64) float64      { return math.Sqrt(dot(a, a)) }
 
 // meta gathers the non-identifying description of the volume.
 func meta(files []*file, sl []slice) *Meta {

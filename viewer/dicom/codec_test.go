@@ -103,7 +103,7 @@ func syntaxOf(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	// The syntax comes from the meta information, even when the data set is bad.
-	l, _ := scan(b)
+	l, _ := scan(b, scanMode{})
 	if l == nil {
 		return ""
 	}
@@ -254,7 +254,7 @@ func TestFragmentedFrames(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l, err := scan(b); err != nil || len(l.fragments) <= 16 {
+			if l, err := scan(b, scanMode{}); err != nil || len(l.fragments) <= 16 {
 				t.Fatalf("%d fragments (%v), want more than the 16 frames", len(l.fragments), err)
 			}
 			v, _, err := ReadFile(out)
@@ -308,7 +308,7 @@ func TestLossyMatchesGDCM(t *testing.T) {
 // frame in the files used) lies in its bytes.
 func fragmentSpan(t *testing.T, b []byte, frame int) (start, end int) {
 	t.Helper()
-	l, err := scan(b)
+	l, err := scan(b, scanMode{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package dicom reads DICOM images into volumes: one file (a single slice or a multi-frame
-// image) with ReadFile, or a folder of slices with ReadSeries and ReadDir.
+// image) with ReadFile, a folder with ReadDir (its one image series) or ReadSeries (all),
+// and a study as PACS exports it with Scan and Select.
 //
 // Data elements are parsed with github.com/suyashkumar/dicom; this package first walks the
 // elements itself, checking every length (and the nesting of sequences) against the file
@@ -16,11 +17,30 @@
 // syntax and its UID.
 //
 // Large files are read only as far as their pixel data ends, so trailing padding is never
-// read; ReadSeries parses and decodes the files of a folder on GOMAXPROCS goroutines, and
-// the frames of a compressed multi-frame file are decoded in parallel. Errors name the
-// file (or folder and series), and the frame for compressed data, and wrap
-// volume.ErrFormat, ErrTruncated, ErrTooLarge, ErrGeometry or ErrDType, and ErrUnsupported
-// for valid encodings this package does not decode.
+// read. The files of a folder are read on GOMAXPROCS goroutines: their headers first
+// (only the first kilobytes of each file), then the chosen series' pixel data; a series of
+// native 16-bit greyscale slices is read straight into the volume (each file's pixel data
+// and nothing else, converted in one pass), and the frames of a compressed multi-frame
+// file are decoded in parallel. Errors name the file (or folder and series), and the
+// frame for compressed data, and wrap volume.ErrFormat, ErrTruncated, ErrTooLarge,
+// ErrGeometry or ErrDType, ErrUnsupported for valid encodings this package does not
+// decode, and ErrSeries when a folder does not hold the one series asked for.
+//
+// # Studies
+//
+// Scan reads the headers of every file in a folder and its subfolders (hidden ones and
+// DICOMDIR files below the top passed over), or of the files the folder's DICOMDIR lists
+// when it has one, and sorts them into image series (SeriesInfo: UID, number,
+// description, modality, orientation, slice count, spacing, transfer syntax, warnings)
+// and skipped objects, each with its reason: files that are not DICOM, objects without
+// pixel data, structured reports (dose reports among them), presentation states, key
+// object selections, segmentations, RT objects, dose report screen captures, localizers
+// (Image Type LOCALIZER) and series whose slices lie in several orientations. A damaged
+// DICOM file is an error. Select picks one series with a Selector (modality, a
+// Series Description pattern, orientation, minimum slice count, a preference for the
+// thinnest or most slices); when none or several fit, its error lists each candidate
+// with its Series Instance UID, description, slice count and spacing. ReadDir is Scan,
+// Select with the zero Selector, and SeriesInfo.Read.
 //
 // # Values
 //
@@ -44,12 +64,25 @@
 // spacing the first (between rows), Z spacing the mean distance between slice positions
 // (Slice Thickness is not a spacing). Direction has the row direction, the column direction
 // and the normal as columns; Origin is the position of the first slice. A gap larger than
-// 1.5 times the median step is a missing slice and an error, as are steps that differ from
-// the median by more than 2% + 0.1 mm (positions are often
-// written to 0.1 mm), repeated positions and sheared (tilted) stacks.
-// Multi-frame files take per-frame positions from their functional groups when present.
-// Files without positions keep Instance Number order, with Spacing Between Slices or Slice
-// Thickness (else 1 mm) as Z spacing.
+// 1.5 times the median step is a missing slice: an error that names the gap in mm and the
+// two files around it; repeated positions are an error too.
+//
+// A stack that does not lie on a regular grid is resampled onto one, as dcm2niix does
+// (see resample.go), with a sentence in Meta.Warnings (and SeriesInfo.Warnings): slices
+// shifted in their plane (a CT gantry tilt; any slice more than a quarter pixel, and
+// 0.1 mm, off the normal through the first) are moved onto that normal, on a grid grown
+// to hold them; uneven steps (a slice more than 2% of the step plus 0.1 mm off its place
+// on the regular grid; positions are often written to 0.1 mm) are resampled onto steps
+// of the smallest step. Both interpolate linearly.
+//
+// Multi-frame files (enhanced CT and MR among them) take each frame's position,
+// orientation, pixel spacing and rescale from their Per-frame Functional Groups (Plane
+// Position, Plane Orientation, Pixel Measures, Pixel Value Transformation), else the
+// Shared ones, else the top level; each slice, of a multi-frame file or a series of
+// files, is rescaled by its own slope and intercept. Files without positions keep
+// Instance Number order, with Spacing Between Slices or Slice Thickness (else 1 mm) as Z
+// spacing. dcm2niix_test.go compares every real image of the test cache, and tilted,
+// uneven and enhanced series made from real slices, with Debian's dcm2niix.
 //
 // # Privacy
 //
@@ -94,6 +127,9 @@ type Meta struct {
 	Slices         int     `json:"slices"` // Z of the volume
 	Files          int     `json:"files"`
 	SliceThickness float64 `json:"sliceThickness,omitempty"` // nominal, mm; not the spacing
+	// Warnings say how a stack that does not lie on a regular grid (gantry tilt, uneven
+	// slice spacing) was resampled onto one; empty when it was read as stored.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // IdentifyingFields names the Meta fields that can identify or link a patient's record.

@@ -18,6 +18,13 @@ type spec struct {
 	slope, intercept      string // Rescale Slope/Intercept as DS text, omitted when empty
 	ipp, iop, spacing     string // as DS text (backslash-separated), omitted when empty
 	series                string // Series Instance UID
+	number                int    // Series Number, omitted when 0
+	modality              string // OT when empty
+	description           string // Series Description
+	imageType             string // Image Type (backslash-separated), omitted when empty
+	sopClass              string // Secondary Capture when empty
+	padding               int    // Pixel Padding Value when hasPadding
+	hasPadding            bool
 	instance              int
 	patientName           string
 	patientID             string
@@ -55,6 +62,12 @@ func (s spec) defaults() spec {
 	}
 	if s.series == "" {
 		s.series = "1.2.826.0.1.3680043.10.1.1"
+	}
+	if s.modality == "" {
+		s.modality = "OT"
+	}
+	if s.sopClass == "" {
+		s.sopClass = sopSecondaryCapture
 	}
 	return s
 }
@@ -114,7 +127,7 @@ func gen(s spec) []byte {
 	s = s.defaults()
 	var meta enc
 	meta.elem(0x0002, 0x0001, "OB", []byte{0, 1})
-	meta.str(0x0002, 0x0002, "UI", "1.2.840.10008.5.1.4.1.1.7") // Secondary Capture Image Storage
+	meta.str(0x0002, 0x0002, "UI", s.sopClass)
 	meta.str(0x0002, 0x0003, "UI", "1.2.826.0.1.3680043.10.1.2")
 	meta.str(0x0002, 0x0010, "UI", s.ts)
 	var f enc
@@ -123,13 +136,18 @@ func gen(s spec) []byte {
 	f.elem(0x0002, 0x0000, "UL", binary.LittleEndian.AppendUint32(nil, uint32(len(meta.b))))
 	f.b = append(f.b, meta.b...)
 
-	f.str(0x0008, 0x0016, "UI", "1.2.840.10008.5.1.4.1.1.7")
-	f.str(0x0008, 0x0060, "CS", "OT")
+	f.str(0x0008, 0x0008, "CS", s.imageType)
+	f.str(0x0008, 0x0016, "UI", s.sopClass)
+	f.str(0x0008, 0x0060, "CS", s.modality)
 	f.str(0x0008, 0x0070, "LO", "AMID test generator")
+	f.str(0x0008, 0x103E, "LO", s.description)
 	f.str(0x0010, 0x0010, "PN", s.patientName)
 	f.str(0x0010, 0x0020, "LO", s.patientID)
 	f.str(0x0010, 0x0030, "DA", s.birthDate)
 	f.str(0x0020, 0x000E, "UI", s.series)
+	if s.number != 0 {
+		f.str(0x0020, 0x0011, "IS", fmt.Sprint(s.number))
+	}
 	if s.instance != 0 {
 		f.str(0x0020, 0x0013, "IS", fmt.Sprint(s.instance))
 	}
@@ -154,6 +172,13 @@ func gen(s spec) []byte {
 		rep = 1
 	}
 	f.us(0x0028, 0x0103, rep)
+	if s.hasPadding {
+		if s.signed {
+			f.elem(0x0028, 0x0120, "SS", binary.LittleEndian.AppendUint16(nil, uint16(int16(s.padding))))
+		} else {
+			f.us(0x0028, 0x0120, s.padding)
+		}
+	}
 	f.str(0x0028, 0x1052, "DS", s.intercept)
 	f.str(0x0028, 0x1053, "DS", s.slope)
 	if s.fragments != nil {

@@ -55,6 +55,11 @@ type header struct {
 	manufacturer       string
 	description        string
 	seriesUID          string
+	seriesNumber       int
+	sopClass           string   // SOP Class UID: what kind of object the file is
+	imageType          []string // Image Type values (ORIGINAL\PRIMARY\AXIAL, …\LOCALIZER)
+	padding            float64  // Pixel Padding Value, rescaled; valid when hasPadding
+	hasPadding         bool
 	perFrame           []frameInfo // len frames when the file has per-frame functional groups
 }
 
@@ -71,21 +76,9 @@ func parseHeader(l *layout) (h *header, err error) {
 			h, err = nil, fmt.Errorf("%w: parsing the header: %v", volume.ErrFormat, r)
 		}
 	}()
-	b := withMeta(l.header, syntaxFor(l.bo, l.implicit))
-	p, err := dcm.NewParser(bytes.NewReader(b), int64(len(b)), nil, dcm.SkipPixelData(), dcm.AllowUnknownSpecificCharacterSet())
+	el, err := parseElements(l)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", volume.ErrFormat, err)
-	}
-	el := elements{}
-	for {
-		e, err := p.Next()
-		if errors.Is(err, dcm.ErrorEndOfDICOM) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: parsing the header: %v", volume.ErrFormat, err)
-		}
-		el[e.Tag] = e
+		return nil, err
 	}
 	h = &header{
 		rows:        el.int(tag.Rows, 0),
@@ -102,6 +95,9 @@ func parseHeader(l *layout) (h *header, err error) {
 		manufacturer: el.str(tag.Manufacturer),
 		description:  el.str(tag.SeriesDescription),
 		seriesUID:    el.str(tag.SeriesInstanceUID),
+		seriesNumber: el.int(tag.SeriesNumber, 0),
+		sopClass:     el.str(tag.SOPClassUID),
+		imageType:    el.strs(tag.ImageType),
 		thickness:    el.float(tag.SliceThickness, 0),
 		between:      el.float(tag.SpacingBetweenSlices, 0),
 	}
@@ -118,7 +114,36 @@ func parseHeader(l *layout) (h *header, err error) {
 	if err := h.functionalGroups(el); err != nil {
 		return nil, err
 	}
+	if p := el.floats(tag.PixelPaddingValue); len(p) > 0 {
+		v := p[0]
+		if h.signed && v > math.MaxInt16 && h.bitsAlloc == 16 {
+			// Written as US in a signed image: the same 16 bits, read as signed.
+			v = float64(int16(uint16(v)))
+		}
+		h.padding, h.hasPadding = v*h.rescale.slope+h.rescale.intercept, true
+	}
 	return h, nil
+}
+
+// parseElements decodes the elements the scan kept (l.header) with the DICOM library. It
+// may panic on malformed values; callers recover.
+func parseElements(l *layout) (elements, error) {
+	b := withMeta(l.header, syntaxFor(l.bo, l.implicit))
+	p, err := dcm.NewParser(bytes.NewReader(b), int64(len(b)), nil, dcm.SkipPixelData(), dcm.AllowUnknownSpecificCharacterSet())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", volume.ErrFormat, err)
+	}
+	el := elements{}
+	for {
+		e, err := p.Next()
+		if errors.Is(err, dcm.ErrorEndOfDICOM) {
+			return el, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: parsing the header: %v", volume.ErrFormat, err)
+		}
+		el[e.Tag] = e
+	}
 }
 
 // functionalGroups fills the per-frame geometry and rescale of an enhanced multi-frame
@@ -213,11 +238,21 @@ func (el elements) window() [2]float64 {
 }
 
 func (el elements) str(t tag.Tag) string {
-	s, _ := el.value(t).([]string)
+	s := el.strs(t)
 	if len(s) == 0 {
 		return ""
 	}
-	return strings.TrimSpace(s[0])
+	return s[0]
+}
+
+// strs returns the values of a string element, each trimmed.
+func (el elements) strs(t tag.Tag) []string {
+	s, _ := el.value(t).([]string)
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strings.TrimSpace(v)
+	}
+	return out
 }
 
 // value returns the value of element t ([]string, []int, []float64, …), nil when absent.

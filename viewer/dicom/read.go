@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 
 	"amid/viewer/volume"
@@ -19,7 +16,45 @@ type file struct {
 	path string
 	ts   string
 	h    *header
-	px   *pixels
+	px   *pixels // nil when only the header was read
+	// Of a file whose header alone was read (readHead): its size, whether it has pixel
+	// data, and where the value of native pixel data lies (pixOff −1 when not known).
+	size      int64
+	hasPixels bool
+	pixOff    int64
+	pixLen    uint32
+}
+
+// headStart is how much of a file readHead reads first; it doubles until the header is
+// read. Most headers take a few KiB (Siemens' private CSA headers tens of KiB).
+const headStart = 16 << 10
+
+// readHead parses the header of one file (everything before its pixel data), reading as
+// little of the file as it can. Errors name the file; a file that is not DICOM at all
+// gives an error wrapping errNotDICOM.
+func readHead(path string) (*file, error) {
+	fh, size, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	var b []byte
+	for n := min(size, headStart); ; n = min(2*n, size) {
+		if b, err = extend(fh, b, n); err != nil {
+			return nil, fmt.Errorf("dicom: %s: %w", path, err)
+		}
+		l, err := scan(b, scanMode{headerOnly: true})
+		if err == nil && (l.hasPixels || n == size) {
+			h, err := parseHeader(l)
+			if err != nil {
+				return nil, fmt.Errorf("dicom: %s: %w", path, err)
+			}
+			return &file{path: path, ts: l.ts, h: h, size: size, hasPixels: l.hasPixels, pixOff: l.pixelOffset, pixLen: l.pixelLen}, nil
+		}
+		if n == size || errors.Is(err, errNotDICOM) {
+			return nil, fmt.Errorf("dicom: %s: %w", path, err)
+		}
+	}
 }
 
 // Files up to wholeSize are read in one go. Of larger ones, headSize bytes (usually the
@@ -32,34 +67,49 @@ const (
 	headSize  = 64 << 10
 )
 
-// readFile parses one file and decodes its pixels. Errors name the file.
-func readFile(path string) (*file, error) {
+// open opens a file to read and returns its size; a folder is an error.
+func open(path string) (*os.File, int64, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
+		return nil, 0, fmt.Errorf("dicom: %w", err)
+	}
+	st, err := fh.Stat()
+	if err == nil && st.IsDir() {
+		err = fmt.Errorf("%s: %w: a folder, not a file", path, volume.ErrFormat)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, 0, fmt.Errorf("dicom: %w", err)
+	}
+	return fh, st.Size(), nil
+}
+
+// extend returns b, the first bytes of fh, grown to its first n bytes.
+func extend(fh *os.File, b []byte, n int64) ([]byte, error) {
+	nb := make([]byte, n)
+	copy(nb, b)
+	if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return nb, nil
+}
+
+// readFile parses one file and decodes its pixels. Errors name the file.
+func readFile(path string) (*file, error) {
+	fh, size, err := open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("dicom: %s: %w: a folder, not a file", path, volume.ErrFormat)
-	}
-	size := st.Size()
 	n := size
 	if size > wholeSize {
 		n = headSize
 	}
 	var b []byte
 	for {
-		// Read bytes len(b)…n, keeping what was read before.
-		nb := make([]byte, n)
-		copy(nb, b)
-		if _, err := fh.ReadAt(nb[len(b):], int64(len(b))); err != nil && !errors.Is(err, io.EOF) {
+		if b, err = extend(fh, b, n); err != nil {
 			return nil, fmt.Errorf("dicom: %s: %w", path, err)
 		}
-		b = nb
 		f, err := parseFile(b)
 		if err == nil {
 			f.path = path
@@ -79,7 +129,7 @@ func readFile(path string) (*file, error) {
 
 // parseFile parses the bytes of one file.
 func parseFile(b []byte) (*file, error) {
-	l, err := scan(b)
+	l, err := scan(b, scanMode{})
 	if err != nil {
 		return nil, err
 	}
@@ -125,100 +175,8 @@ func decode(b []byte, path string) (*volume.Volume, *Meta, error) {
 	return assemble([]*file{f})
 }
 
-// ReadSeries reads every DICOM file in dir (not its subfolders; hidden files and DICOMDIR
-// are skipped), in parallel, splits them by Series Instance UID and assembles each series
-// into a volume. Series are sorted by UID. Any file that cannot be read, or any series
-// that cannot be assembled (missing slice, uneven spacing, …), is an error.
-func ReadSeries(dir string) ([]Series, error) {
-	groups, err := readGroups(dir)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Series, 0, len(groups))
-	for _, g := range groups {
-		v, m, err := assemble(g.files)
-		if err != nil {
-			return nil, fmt.Errorf("dicom: %s: series %s: %w", dir, g.uid, err)
-		}
-		out = append(out, Series{UID: g.uid, Files: len(g.files), Volume: v, Meta: m})
-	}
-	return out, nil
-}
-
-// ReadDir reads the one series in dir as a volume. A folder holding several series is an
-// error that names each of them.
-func ReadDir(dir string) (*volume.Volume, *Meta, error) {
-	groups, err := readGroups(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(groups) > 1 {
-		names := make([]string, len(groups))
-		for i, g := range groups {
-			names[i] = fmt.Sprintf("%s (%d files)", g.uid, len(g.files))
-		}
-		return nil, nil, fmt.Errorf("dicom: %s: %w: the folder holds %d series, not one: %s; use ReadSeries",
-			dir, volume.ErrFormat, len(groups), strings.Join(names, ", "))
-	}
-	v, m, err := assemble(groups[0].files)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dicom: %s: series %s: %w", dir, groups[0].uid, err)
-	}
-	return v, m, nil
-}
-
 // maxErrors is how many file errors a folder read reports one by one.
 const maxErrors = 5
-
-type group struct {
-	uid   string
-	files []*file
-}
-
-// readGroups parses the files of dir on GOMAXPROCS goroutines and groups them by series.
-func readGroups(dir string) ([]group, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %w", err)
-	}
-	var paths []string
-	for _, e := range ents {
-		n := e.Name()
-		if e.IsDir() || strings.HasPrefix(n, ".") || strings.EqualFold(n, "DICOMDIR") {
-			continue
-		}
-		paths = append(paths, filepath.Join(dir, n))
-	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("dicom: %s: %w: the folder holds no files", dir, volume.ErrFormat)
-	}
-	files := make([]*file, len(paths))
-	errs := make([]error, len(paths))
-	parallel(len(paths), func(i int) { files[i], errs[i] = readFile(paths[i]) })
-	var bad []error
-	for _, err := range errs {
-		if err != nil {
-			bad = append(bad, err)
-		}
-	}
-	if len(bad) > maxErrors {
-		// A folder of thousands of non-DICOM files should not give thousands of lines.
-		bad = append(bad[:maxErrors], fmt.Errorf("dicom: %s: %d more files could not be read", dir, len(bad)-maxErrors))
-	}
-	if err := errors.Join(bad...); err != nil {
-		return nil, err
-	}
-	byUID := map[string][]*file{}
-	for _, f := range files {
-		byUID[f.h.seriesUID] = append(byUID[f.h.seriesUID], f)
-	}
-	groups := make([]group, 0, len(byUID))
-	for uid, fs := range byUID {
-		groups = append(groups, group{uid: uid, files: fs})
-	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].uid < groups[j].uid })
-	return groups, nil
-}
 
 // parallel calls f(0), …, f(n−1) on up to GOMAXPROCS goroutines, each taking the next
 // index as it finishes the last, and returns when all calls have returned.

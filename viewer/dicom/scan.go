@@ -21,6 +21,10 @@ const undefined = 0xFFFFFFFF
 // exhaust the stack (real files nest a handful of levels: functional groups use three).
 const maxDepth = 16
 
+// errNotDICOM marks bytes that are not DICOM at all (neither the magic nor a data element
+// at the start), as opposed to a DICOM file that is damaged.
+var errNotDICOM = fmt.Errorf("%w: not a DICOM file", volume.ErrFormat)
+
 // maxInflated bounds the size of a deflated data set once inflated (a guard against
 // decompression bombs); 1 GiB is far above any deflated DICOM image in practice.
 var maxInflated int64 = 1 << 30
@@ -42,6 +46,22 @@ type layout struct {
 	encapsulated bool
 	offsets      []uint32
 	fragments    [][]byte
+
+	mode scanMode
+	// pixelOffset is where the value of Pixel Data starts in the file (−1 when unknown:
+	// a deflated data set), pixelLen its value length (undefined when encapsulated);
+	// both are set when the scan stopped at the pixel data (headerOnly).
+	pixelOffset int64
+	pixelLen    uint32
+}
+
+// scanMode says what scan records.
+type scanMode struct {
+	// headerOnly stops the scan at the Pixel Data element, recording where its value
+	// lies instead of reading it, so that only the head of a file need be read.
+	headerOnly bool
+	// keep are the top-level elements copied into the header; used when nil.
+	keep map[tag.Tag]bool
 }
 
 // scanner walks data elements, checking every length against the bytes that remain, so
@@ -53,8 +73,11 @@ type scanner struct {
 }
 
 // scan finds the transfer syntax, the header and the pixel data of a DICOM file's bytes.
-func scan(b []byte) (*layout, error) {
-	l := &layout{bo: binary.LittleEndian}
+func scan(b []byte, mode scanMode) (*layout, error) {
+	l := &layout{bo: binary.LittleEndian, mode: mode, pixelOffset: -1}
+	if l.mode.keep == nil {
+		l.mode.keep = used
+	}
 	off := 0
 	switch {
 	case len(b) >= 132 && string(b[128:132]) == "DICM":
@@ -66,11 +89,11 @@ func scan(b []byte) (*layout, error) {
 		// library and other toolkits do for such legacy files.
 		bo, implicit, ok := guessEncoding(b)
 		if !ok {
-			return nil, fmt.Errorf("%w: no DICM magic at byte 128 and no recognisable data element at byte 0", volume.ErrFormat)
+			return nil, fmt.Errorf("%w: no DICM magic at byte 128 and no recognisable data element at byte 0", errNotDICOM)
 		}
 		l.bo, l.implicit = bo, implicit
 		l.ts = syntaxFor(bo, implicit)
-		return l, l.scanDataSet(b)
+		return l, l.scanDataSet(b, 0)
 	}
 	// File meta information: explicit VR little endian, group 0002.
 	meta := scanner{b: b, bo: binary.LittleEndian}
@@ -97,15 +120,21 @@ func scan(b []byte) (*layout, error) {
 			return nil, fmt.Errorf("%w: file meta information has no transfer syntax and the data set is not recognisable", volume.ErrFormat)
 		}
 		l.bo, l.implicit, l.ts = bo, implicit, syntaxFor(bo, implicit)
-		return l, l.scanDataSet(b[off:])
+		return l, l.scanDataSet(b[off:], off)
 	}
 	s, err := lookupSyntax(l.ts)
 	if err != nil {
-		return nil, err
+		if !mode.headerOnly {
+			return nil, err
+		}
+		// The header of a file whose pixel data this package cannot decode is still read
+		// (to list its series); every encapsulated syntax is explicit VR little endian.
+		s = syntax{bo: binary.LittleEndian}
 	}
 	l.bo, l.implicit = s.bo, s.implicit
-	body := b[off:]
+	body, base := b[off:], off
 	if s.deflate {
+		base = -1
 		r := flate.NewReader(bytes.NewReader(body))
 		inflated, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
 		if err != nil {
@@ -116,7 +145,7 @@ func scan(b []byte) (*layout, error) {
 		}
 		body = inflated
 	}
-	err = l.scanDataSet(body)
+	err = l.scanDataSet(body, base)
 	var se *shortError
 	if errors.As(err, &se) && !s.deflate {
 		se.need += int64(off) // from the start of the data set to the start of the file
@@ -135,9 +164,9 @@ type shortError struct {
 func (e *shortError) Error() string { return volume.ErrTruncated.Error() + ": " + e.msg }
 func (e *shortError) Unwrap() error { return volume.ErrTruncated }
 
-// scanDataSet walks the top level of the data set in b and records the header and the
-// pixel data.
-func (l *layout) scanDataSet(b []byte) error {
+// scanDataSet walks the top level of the data set in b, which starts at byte base of the
+// file (−1: not in the file, inflated), and records the header and the pixel data.
+func (l *layout) scanDataSet(b []byte, base int) error {
 	if !l.implicit && len(b) >= 8 && !isVR(b[4:6]) {
 		// Some writers declare explicit VR and write implicit; read what is there, as
 		// pydicom does.
@@ -156,13 +185,21 @@ func (l *layout) scanDataSet(b []byte) error {
 		}
 		if t == tag.PixelData {
 			l.hasPixels = true
+			if l.mode.headerOnly {
+				if base >= 0 {
+					l.pixelOffset = int64(base + off + hl)
+				}
+				l.pixelLen = vl
+				l.encapsulated = vl == undefined
+				return nil
+			}
 			return l.scanPixels(&s, off+hl, vl)
 		}
 		next, err := s.value(t, vr, vl, off+hl, len(b), 0)
 		if err != nil {
 			return err
 		}
-		if used[t] {
+		if l.mode.keep[t] {
 			l.header = append(l.header, b[off:next]...)
 		}
 		off = next
@@ -182,6 +219,10 @@ var used = map[tag.Tag]bool{
 	tag.SpacingBetweenSlices:             true,
 	tag.ImagerPixelSpacing:               true,
 	tag.SeriesInstanceUID:                true,
+	tag.SeriesNumber:                     true,
+	tag.SOPClassUID:                      true,
+	tag.ImageType:                        true,
+	tag.PixelPaddingValue:                true,
 	tag.InstanceNumber:                   true,
 	tag.ImagePositionPatient:             true,
 	tag.ImageOrientationPatient:          true,

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 )
 
@@ -106,6 +107,41 @@ func SHA256(path string) (string, error) {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return sum, nil
+}
+
+// PathSHA256 is the lower-case hex sha256 of a file, or of a folder (a DICOM series, a
+// submission) as the sha256 of one "path TAB sha256" line per file under it
+// (slash-separated relative paths, in lexical order). Links are followed.
+func PathSHA256(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return SHA256(real)
+	}
+	var b strings.Builder
+	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		s, err := SHA256(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(real, p)
+		fmt.Fprintf(&b, "%s\t%s\n", filepath.ToSlash(rel), s)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(h[:]), nil
 }
 
 // SHA256FS returns the lower-case hex sha256 of the file name in fsys (a folder or a zip)

@@ -4,7 +4,10 @@
 //	NIfTI-1/-2   .nii .nii.gz            read, write
 //	MetaImage    .mha .mhd (+.raw/.zraw) read, write
 //	NRRD         .nrrd .nhdr .seg.nrrd   read, write
-//	DICOM        .dcm, or a folder       read (a folder must hold one series)
+//	DICOM        .dcm, or a folder       read (a folder, searched through its subfolders
+//	                                     or DICOMDIR, must hold one image series); a DICOM
+//	                                     SEG reads as its label map on the grid of its frames
+//	DICOM labels SEG, RTSTRUCT           ReadLabels places them on their image's grid
 //	PNG TIFF BMP .png .tif .tiff .bmp    read; PNG and TIFF write
 //	InVesalius   .inv3                   read (the CT; masks through package inv3)
 //
@@ -132,6 +135,8 @@ func Load(path string) (*volume.Volume, Format, error) {
 	case DICOM:
 		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
 			v, _, err = dicom.ReadDir(path)
+		} else if kind := labelObject(path); kind == objSEG {
+			v, err = readSEG(path, nil)
 		} else {
 			v, _, err = dicom.ReadFile(path)
 		}

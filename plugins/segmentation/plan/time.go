@@ -44,7 +44,8 @@ const StepShare = 0.7
 // shrinks the patch (to half the median shape, at least MinPatchEdge) as fit does; it sets
 // c.Steps, the planned total, to what fits t.Train. A lane that does not fit at its
 // smallest sensible size is an error wrapping ErrTime that says how long its minimum
-// would take. The memory estimate only falls as the lane shrinks.
+// would take, with c at that size (its StepSeconds and Steps set). The memory estimate
+// only falls as the lane shrinks.
 func FitTime(c *Config, t Time) error {
 	if t.Lane <= 0 || t.StepSeconds == nil || t.MinSteps < 1 {
 		c.Steps = 0
@@ -66,6 +67,9 @@ func FitTime(c *Config, t Time) error {
 			shrink(fmt.Sprintf("widths %v", c.Net.Widths))
 		default:
 			if !c.shrinkPatch() {
+				c.StepSeconds = cost()
+				c.Steps = max(1, int(t.Train/c.StepSeconds))
+				c.Bytes = Estimate(c.Net, c.Batch, c.Patch)
 				return fmt.Errorf("%w: lane %s at its smallest sensible size (batch %d, widths %v, patch %v) takes about %.3g s a step, so its minimum of %d steps takes about %.0f s, more than %.0f%% of the %.0f s a lane trains in the first round",
 					ErrTime, c.Lane, c.Batch, c.Net.Widths, c.Patch, cost(), t.MinSteps, float64(t.MinSteps)*cost(), 100*StepShare, t.Lane)
 			}

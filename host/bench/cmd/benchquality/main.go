@@ -294,23 +294,28 @@ func readResult(dir string) (result, error) {
 	return res, nil
 }
 
-func (r result) row() string {
-	var lanes []string
+// lanes says the steps each lane made on fold 0, its minimum, and the final model's.
+func (r result) lanes() string {
+	var out []string
 	for _, l := range r.Lanes {
-		s := fmt.Sprintf("%s %d", l.ID, l.Steps)
+		s := fmt.Sprintf("%s %d", strings.TrimPrefix(l.ID, "segmentation_"), l.Steps)
 		if l.MinSteps > 0 {
 			s += fmt.Sprintf(" (min %d)", l.MinSteps)
 		}
 		if l.AllSteps > 0 {
-			s += fmt.Sprintf(", all data to %d", l.AllSteps)
+			s += fmt.Sprintf(" → %d on all data", l.AllSteps)
 		}
-		lanes = append(lanes, s)
+		out = append(out, s)
 	}
+	return strings.Join(out, "; ")
+}
+
+func (r result) row() string {
 	kept := ""
 	if r.Recalled {
 		kept = " (kept from an earlier bench)"
 	}
-	return fmt.Sprintf("%-24s test Dice %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, strings.Join(lanes, "; "))
+	return fmt.Sprintf("%-24s test Dice %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
 }
 
 // table is the results as the README's Markdown table.
@@ -319,22 +324,11 @@ func table(rs []result) string {
 	var b strings.Builder
 	b.WriteString("| task | loop | budget | seed | test Dice | budget spent | final model | steps per lane on fold 0 (minimum) |\n|---|---|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rs {
-		var lanes []string
-		for _, l := range r.Lanes {
-			s := fmt.Sprintf("%s %d", l.ID, l.Steps)
-			if l.MinSteps > 0 {
-				s += fmt.Sprintf(" (%d)", l.MinSteps)
-			}
-			if l.AllSteps > 0 {
-				s += fmt.Sprintf(" → %d on all data", l.AllSteps)
-			}
-			lanes = append(lanes, s)
-		}
 		final := r.Final
 		if final == "" {
 			final = "fold model"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %v | %d | %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, strings.Join(lanes, "; "))
+		fmt.Fprintf(&b, "| %s | %s | %v | %d | %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
 	}
 	return b.String()
 }

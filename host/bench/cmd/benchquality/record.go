@@ -61,6 +61,9 @@ func recordCurves(ctx context.Context, dir, bin, work string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.RemoveAll(filepath.Join(work, "amid.db")); err != nil {
+		return err
+	}
 	st, err := store.Open(filepath.Join(work, "amid.db"), 0)
 	if err != nil {
 		return err
@@ -102,6 +105,9 @@ func recordCurves(ctx context.Context, dir, bin, work string) error {
 	}
 	out := schedule.Curves{Recorded: fmt.Sprintf("make bench-quality -record on %s: the lanes the segmentation plugin plans for a %.0f s first round (minimum %d steps) on the t1-tissue task, trained in rounds on %d slabs and scored on %d",
 		time.Now().Format("2006-01-02"), recordShare, recordMin, len(train), len(val))}
+	if err := st.CreateRun(&store.Run{ID: "record", Created: time.Now().UTC(), Task: t.ID}); err != nil {
+		return err
+	}
 	sup := &supervisor.Supervisor{Store: st, Opts: opts}
 	for _, c := range plan.Candidates {
 		for _, seed := range recordSeeds {
