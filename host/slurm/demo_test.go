@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -427,5 +428,87 @@ func TestRunGoesOnAfterScancel(t *testing.T) {
 	}
 	if !failed {
 		t.Error("the audit log does not record the lane's failure with Slurm's reason")
+	}
+}
+
+// Cancel in the CLI (Ctrl-C, SIGTERM) and in the Monitor cancels the run's context: every
+// job of the run still training is cancelled on the cluster (scancel), each job folder
+// records that AMID cancelled it, and the run stops in exploration with its state saved,
+// to be resumed.
+func TestCancelStopsTheRunsJobs(t *testing.T) {
+	needCluster(t)
+	plugins := segmentation(t)
+	data := t.TempDir()
+	if err := synth.Demo(data, 6, 3); err != nil {
+		t.Fatal(err)
+	}
+	// Four hundred steps: both lanes' jobs are still training when the run is cancelled.
+	d := demoRun{Steps: 400, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Dir: filepath.Join(t.TempDir(), "run")}
+	env, done, err := d.env(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	opts := d.options()
+	opts.Planner = lanes{"2d", "2.5d"}
+	r, err := run.New(opts, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- r.Run(ctx) }()
+	training := func() int {
+		n := 0
+		for _, dir := range jobFolders(t, d.Dir) {
+			evs, _ := lanejob.ReadEvents(filepath.Join(dir, lanejob.EventsFile))
+			for _, e := range evs {
+				if e.Kind == lanejob.KindProgress {
+					n++
+					break
+				}
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for training() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the two lanes' jobs did not train within 3 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err = <-ended:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the cancelled run did not stop within 2 minutes")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled run ended with %v", err)
+	}
+	l := launcher(t, 0)
+	dirs := jobFolders(t, d.Dir)
+	if len(dirs) != 2 {
+		t.Fatalf("%d job folders, want the two lanes'", len(dirs))
+	}
+	for _, dir := range dirs {
+		rec := readRecord(t, dir)
+		sub := rec.Submissions[len(rec.Submissions)-1]
+		st, err := l.State(context.Background(), sub.Job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sub.HostCancelled || st.Phase != lanejob.Ended || st.Outcome != lanejob.Cancelled {
+			t.Errorf("%s: job %s recorded as cancelled by AMID: %v; Slurm says %+v, want it cancelled", dir, sub.Job, sub.HostCancelled, st)
+		}
+	}
+	st, err := run.LoadState(d.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != run.PhaseExplore {
+		t.Errorf("the cancelled run saved phase %s, want explore", st.Phase)
 	}
 }
