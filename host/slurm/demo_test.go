@@ -201,6 +201,8 @@ func TestDemoOnSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	here := &shown{}
+	env.Events = here.add
 	began := time.Now()
 	r, err := run.New(local.options(), env)
 	if err != nil {
@@ -271,7 +273,9 @@ func TestDemoOnSlurm(t *testing.T) {
 	defer done()
 	var log strings.Builder
 	var mu sync.Mutex
+	there := &shown{}
 	env.Events = func(e run.Event) {
+		there.add(e)
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Message != "" {
@@ -337,6 +341,19 @@ func TestDemoOnSlurm(t *testing.T) {
 		}
 	}
 
+	// The Monitor and the CLI see a lane on Slurm as one here: the same training progress
+	// (step and losses) for every step the resumed host followed from the start (the
+	// second round's).
+	for _, l := range ref.Lanes {
+		a, b := here.steps(l.ID, demoSteps), there.steps(l.ID, demoSteps)
+		if l.ID == ref.Winner && len(a) == 0 {
+			t.Errorf("the winner %s showed no progress after step %d", l.ID, demoSteps)
+		}
+		if strings.Join(a, "; ") != strings.Join(b, "; ") {
+			t.Errorf("lane %s's progress after step %d: here %q, on Slurm %q", l.ID, demoSteps, a, b)
+		}
+	}
+
 	// amid verify.
 	v, err := export.Verify(context.Background(), got.Package, export.VerifyOptions{Reproduce: func(ctx context.Context, pkg, out string) (compute.Identity, error) {
 		return run.Reproduce(ctx, pkg, out, "", supervisor.Options{})
@@ -344,6 +361,38 @@ func TestDemoOnSlurm(t *testing.T) {
 	if err != nil || !v.Reproduced || !v.Exact {
 		t.Errorf("the package on Slurm does not verify: %v (%s); problems %q", err, v.ReproduceNote, v.Problems)
 	}
+}
+
+// shown is the training progress a run's events carry, as the Monitor and the CLI show it.
+type shown struct {
+	mu sync.Mutex
+	by map[string][]string // by lane: "step losses"
+}
+
+func (s *shown) add(e run.Event) {
+	if e.Progress == nil || e.Progress.Losses == nil || e.Fold != 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string][]string{}
+	}
+	s.by[e.Lane] = append(s.by[e.Lane], fmt.Sprintf("step %d/%d %v", e.Progress.Step, e.Progress.TotalSteps, e.Progress.Losses))
+}
+
+// steps is lane's progress after step from.
+func (s *shown) steps(lane string, from int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, p := range s.by[lane] {
+		var n int
+		if fmt.Sscanf(p, "step %d/", &n); n > from {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func readRecord(t *testing.T, dir string) *lanejob.Record {
