@@ -136,8 +136,9 @@ learn:
 # a one-node cluster on loopback that .ci/slurm.sh starts before and stops after, whatever
 # the tests' outcome: jobs of what the plan asks for, a plugin changed on the shared folder
 # refused on the node, jobs cancelled by the run and from outside, a node failure, and the
-# demo task on Slurm against the same run here. The race pass runs the package too (its
-# TestMain starts the cluster itself) but leaves the demo's trainings to this one.
+# demo task on Slurm against the same run here (about 2 minutes). The race pass runs them
+# once more under the race detector (their TestMain starts the cluster when none answers,
+# through the same script, and stops it after).
 slurm: deps
 	@.ci/slurm.sh start
 	@rc=0; $(GO) test -count=1 -timeout 10m ./host/slurm/... || rc=$$?; .ci/slurm.sh stop; exit $$rc
