@@ -35,6 +35,15 @@ type Executor interface {
 	Predict(ctx context.Context, job *PredictJob) (*Predicted, error)
 }
 
+// A Stopper is an executor whose work can outlive the host (a cluster's jobs). The run
+// calls Stop when a session ends, however it ends: it stops whatever of the run's work is
+// still queued or running with no lane waiting for it (a job of an earlier session that
+// was never re-attached), so that a cancelled or finished run leaves nothing running. A
+// host killed outright calls nothing, and the next session re-attaches to its work.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
 // Place is where one lane-fold trains: a device and the number of workers the plugin
 // splits its work into there (amid/host/schedule). The worker split is part of a result's
 // compute identity, so a lane-fold that continues from its checkpoint goes back to a place
@@ -48,6 +57,9 @@ type TrainJob struct {
 	ID      string
 	Entry   *catalog.Entry
 	Request protocol.TrainRequest
+	// Memory is what the plan says a training step needs, in bytes (0: unknown): a
+	// cluster executor asks for it.
+	Memory int64
 }
 
 // Trained is a lane-fold's final result.
@@ -104,8 +116,8 @@ func LocalPlaces(cores int) []Place {
 	return []Place{{Name: "cpu", Device: "cpu", Workers: max(cores, 1)}}
 }
 
-// placeEnv is the environment that puts a plugin process on place p.
-func placeEnv(p Place) []string {
+// PlaceEnv is the environment that puts a plugin process on place p.
+func PlaceEnv(p Place) []string {
 	var env []string
 	if p.Workers > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(p.Workers))
@@ -119,7 +131,7 @@ func placeEnv(p Place) []string {
 // Train implements Executor.
 func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress func(*protocol.Progress)) (*Trained, error) {
 	opts := l.Opts
-	opts.Env = append(append([]string(nil), opts.Env...), placeEnv(place)...)
+	opts.Env = append(append([]string(nil), opts.Env...), PlaceEnv(place)...)
 	sup := &supervisor.Supervisor{Store: l.Store, Opts: opts}
 	if progress != nil {
 		sup.OnProgress = func(_ string, p *protocol.Progress) { progress(p) }

@@ -195,6 +195,8 @@ type State struct {
 	// PluginStart is the longest time a plugin took to start and describe itself, which the
 	// reserve counts for each prediction of the final phases.
 	PluginStart time.Duration `json:"plugin_start,omitempty"`
+	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
+	Steps int `json:"steps,omitempty"`
 }
 
 // RoundLog is one round of exploration as the run records it.

@@ -47,7 +47,7 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
 		rd := e.Plan.Next()
-		if !rd.Done && e.Plan.Explore <= 0 {
+		if !rd.Done && e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
 			rd = e.outOfTime(rd)
 		}
 		if e.Decided != nil {
