@@ -91,9 +91,11 @@ type Record struct {
 
 // Submission is one job of a lane-fold.
 type Submission struct {
-	Job        string    `json:"job"`
-	Kind       string    `json:"kind"` // the launcher's
-	Submitted  time.Time `json:"submitted"`
+	Job       string    `json:"job"`
+	Kind      string    `json:"kind"` // the launcher's
+	Submitted time.Time `json:"submitted"`
+	// Started is when its job wrote its start event (it waited in the queue until then).
+	Started    time.Time `json:"started,omitzero"`
 	ResumeFrom string    `json:"resume_from,omitempty"`
 	// HostCancelled: the host cancelled it (the run was cancelled or paused); the lane
 	// continues from its newest checkpoint when the run does.
@@ -220,6 +222,8 @@ func (e *Executor) Train(ctx context.Context, job *run.TrainJob, place run.Place
 	}
 	f := &forward{progress: progress}
 	kind := e.Launcher.Kind()
+	called := time.Now()
+	var queued time.Duration // the waits for a place in this call, each job's from its submission
 	for {
 		sub := rec.last()
 		switch {
@@ -237,6 +241,9 @@ func (e *Executor) Train(ctx context.Context, job *run.TrainJob, place run.Place
 		end, st, err := e.follow(ctx, dir, rec, f)
 		if err != nil {
 			return nil, err
+		}
+		if !sub.Started.IsZero() {
+			queued += max(sub.Started.Sub(later(sub.Submitted, called)), 0)
 		}
 		if ctx.Err() != nil {
 			// Cancelled: the job ended (or will) at its last checkpoint, and the run
@@ -256,6 +263,7 @@ func (e *Executor) Train(ctx context.Context, job *run.TrainJob, place run.Place
 				return nil, errors.Join(err, rec.write(dir))
 			}
 			sub.Outcome = "finished"
+			res.Queued = queued
 			return res, rec.write(dir)
 		}
 		if end != nil && end.State == EndFailed {
@@ -297,6 +305,23 @@ func (e *Executor) Train(ctx context.Context, job *run.TrainJob, place run.Place
 			return nil, err
 		}
 	}
+}
+
+// started records when sub's job first wrote its start event among evs.
+func (sub *Submission) started(evs []Event) {
+	for _, ev := range evs {
+		if sub.Started.IsZero() && ev.Job == sub.Job && ev.Kind == KindStart {
+			sub.Started = ev.Time
+		}
+	}
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // describe says how a job ended in one clause: "Slurm job 12 ended NODE_FAIL (NodeDown)
@@ -422,6 +447,7 @@ func (e *Executor) follow(ctx context.Context, dir string, rec *Record, f *forwa
 		return nil, State{}, err
 	}
 	f.replay(evs, sub.Job)
+	sub.started(evs)
 	end := endOf(evs, sub.Job)
 	kind := e.Launcher.Kind()
 	var st State
@@ -484,6 +510,7 @@ func (e *Executor) follow(ctx context.Context, dir string, rec *Record, f *forwa
 		if err != nil {
 			return nil, st, err
 		}
+		sub.started(more)
 		for _, ev := range more {
 			if ev.Job != sub.Job {
 				continue

@@ -35,11 +35,15 @@ var echoBin string
 const (
 	envExec = "AMID_LANEJOB_TEST_EXEC" // be `amid lane exec SPEC`
 	envHost = "AMID_LANEJOB_TEST_HOST" // be a host following one lane-fold, to be killed
+	envWait = "AMID_LANEJOB_TEST_WAIT" // wait this long before the lane exec starts (a queue)
 )
 
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv(envExec) != "":
+		if d, err := time.ParseDuration(os.Getenv(envWait)); err == nil {
+			time.Sleep(d)
+		}
 		os.Exit(laneExec(os.Args[len(os.Args)-1]))
 	case os.Getenv(envHost) != "":
 		os.Exit(host(os.Getenv(envHost)))
@@ -228,6 +232,32 @@ func TestTrainInAProcess(t *testing.T) {
 	}
 	if rec, _ := readRecord(Dir(job.Request.WorkDir)); len(rec.Submissions) != 1 {
 		t.Errorf("asked again, it submitted %d jobs", len(rec.Submissions))
+	}
+}
+
+// A job that waits for its place (a cluster's queue) reports the wait, from its submission
+// to its start event, so that the run keeps it out of the lane's training time.
+func TestQueuedReported(t *testing.T) {
+	f := newFixture(t)
+	e := executor(f.runs)
+	l := launcher()
+	// 1.5 s: well above the process start and the executor's 50 ms tail, well below the
+	// time the whole job takes here.
+	l.Env = append(l.Env, envWait+"=1.5s")
+	e.Launcher = l
+	res, err := e.Train(context.Background(), f.job("a.f0", 5, 0, 5), l.Places()[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queued < 1500*time.Millisecond || res.Queued > 10*time.Second {
+		t.Errorf("queued %v, want the 1.5 s the job waited before it started", res.Queued)
+	}
+	plain, err := executor(f.runs).Train(context.Background(), f.job("b.f0", 5, 0, 5), l.Places()[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Queued >= 1500*time.Millisecond {
+		t.Errorf("a job that started at once reports %v queued", plain.Queued)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"time"
 
 	"amid/host/catalog"
 	"amid/host/schedule"
@@ -71,6 +72,10 @@ type Trained struct {
 	// figure; the run scores with the host's metric).
 	Validation map[string]float64
 	Compute    compute.Identity
+	// Queued is the time the lane-fold waited for a place before its job started (a
+	// cluster's queue); 0 for a local run. It counts on the run's clock but not as the
+	// lane's training time.
+	Queued time.Duration
 }
 
 // PredictJob is one prediction of cases with a checkpoint.

@@ -195,7 +195,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	f.Checkpoint, f.SHA256, f.Score, f.Extra = best.Checkpoint, best.SHA256, best.Score, best.Extra
 	l.Folds[0] = f
 	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step)", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)))
-	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime}, r.save()
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
 }
 
 // within reports whether path lies inside dir.
