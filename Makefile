@@ -14,7 +14,9 @@ BIN   := bin
 # for rasterising RTSTRUCT contours), pydicom with numpy (reads them back) and dcm2niix
 # (the anchor for how DICOM series become volumes: geometry, tilt, spacing); the Vulkan
 # loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
-# GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo. npm
+# GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo; Slurm
+# (slurm-wlm: slurmctld, slurmd and the client commands) and munge, for the one-node
+# cluster on loopback the Slurm executor's tests run against (.ci/slurm.sh). npm
 # (for fetching real test images) is installed from Debian only when no npm command is on
 # the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
@@ -22,10 +24,11 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             xvfb xdotool imagemagick libgl1-mesa-dri \
             libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
             dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
-            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools
+            libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools \
+            slurm-wlm munge
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn floats-alt e2e fuzz-short \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn slurm floats-alt e2e fuzz-short \
         fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
         bench-plugins-models bench-viewer bench-quality screenshots generate clean
 
@@ -87,7 +90,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
+test: deps realdata check race learn slurm floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -128,6 +131,17 @@ race:
 # the detection plugin's TestLearnsBoxes, TestLearnsPoints and TestLearnsBox3D.
 learn:
 	$(GO) test -count=1 -timeout 20m -run '^TestLearns' ./plugins/detection
+
+# slurm runs the Slurm executor's tests (amid/host/slurm) without the race detector against
+# a one-node cluster on loopback that .ci/slurm.sh starts before and stops after, whatever
+# the tests' outcome: jobs of what the plan asks for, a plugin changed on the shared folder
+# refused on the node, jobs cancelled by the run and from outside, a node failure, and the
+# demo task on Slurm against the same run here (about 2 minutes). The race pass runs them
+# once more under the race detector (their TestMain starts the cluster when none answers,
+# through the same script, and stops it after).
+slurm: deps
+	@.ci/slurm.sh start
+	@rc=0; $(GO) test -count=1 -timeout 10m ./host/slurm/... || rc=$$?; .ci/slurm.sh stop; exit $$rc
 
 # fuzz-short runs every fuzz target briefly; fuzz runs each for minutes.
 fuzz-short:

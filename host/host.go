@@ -63,6 +63,9 @@ type Host struct {
 	Store      *store.Store
 	Catalog    *catalog.Catalog
 	Supervisor supervisor.Options
+	// Executor is where new runs train (the settings'); ExecutorOverride, when it sets
+	// fields, replaces them for this session of any run, one that resumes included.
+	Executor, ExecutorOverride config.Executor
 }
 
 // Open opens the store of the data folder s names and the plugin catalog over its plugin
@@ -75,6 +78,9 @@ func Open(s config.Settings, log io.Writer) (*Host, error) {
 	}
 	devEnv, err := s.DeviceEnv()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.Executor.Validate(); err != nil {
 		return nil, err
 	}
 	sums, err := BuiltinSums()
@@ -92,11 +98,19 @@ func Open(s config.Settings, log io.Writer) (*Host, error) {
 		Store:      st,
 		Catalog:    &catalog.Catalog{Builtin: p.BuiltinPlugins, User: p.UserPlugins, Store: st, BuiltinSums: sums},
 		Supervisor: sup,
+		Executor:   s.Executor,
 	}, nil
 }
 
-// Env is what a run needs from the host.
-func (h *Host) Env() run.Env { return run.Env{Catalog: h.Catalog, Supervisor: h.Supervisor} }
+// Env is what a run needs from the host: its executor is the one the run recorded, or
+// the settings' for a new run (NewExecutor).
+func (h *Host) Env() run.Env {
+	settings, override := h.Executor, h.ExecutorOverride
+	return run.Env{Catalog: h.Catalog, Supervisor: h.Supervisor,
+		NewExecutor: func(dir string, local *run.Local) (run.Executor, error) {
+			return NewExecutor(dir, settings, override, local)
+		}}
+}
 
 // Close closes the store.
 func (h *Host) Close() error { return h.Store.Close() }

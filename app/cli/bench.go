@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"amid/host/bench"
+	"amid/host/config"
 )
 
 func benchCmd() *cobra.Command {
@@ -40,7 +41,7 @@ ones.`,
 				}
 				o.Out = d
 			}
-			env, done, err := runEnv(cmd.ErrOrStderr())
+			env, done, err := runEnv(cmd.ErrOrStderr(), config.Executor{}, false)
 			if err != nil {
 				return err
 			}

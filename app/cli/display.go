@@ -45,6 +45,9 @@ func (d *display) event(e hostrun.Event) {
 	key := fmt.Sprintf("%s fold %d", e.Lane, e.Fold)
 	if p.Message != "" { // a plugin's message: a line of its own, never throttled
 		d.line(e, key+": "+p.Message)
+		if p.Losses == nil && p.Validation == nil {
+			return // a message at the step reached (a cluster job's state): the line is all
+		}
 	}
 	loss := ""
 	for k, v := range p.Losses {

@@ -22,10 +22,14 @@ func TestDisplayMessages(t *testing.T) {
 	d.event(ev(10, ""))
 	d.event(ev(20, "")) // within 10 s of the first: throttled
 	d.event(ev(25, "time limit reached after step 25"))
+	// A message with no figures (a cluster job's state, at the step reached) is a line
+	// and no progress line.
+	d.event(hostrun.Event{Time: at, Phase: "explore", Lane: "unet", Fold: 0, Progress: &protocol.Progress{Step: 25, TotalSteps: 100, Message: "Slurm job 12: running on node7"}})
 	d.close()
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], "step 10/100, dice_ce 0.5000") ||
-		lines[1] != "15:04:05  explore  unet fold 0: time limit reached after step 25" {
-		t.Errorf("display wrote:\n%s\nwant the step-10 line, then the message", b.String())
+	if len(lines) != 3 || !strings.Contains(lines[0], "step 10/100, dice_ce 0.5000") ||
+		lines[1] != "15:04:05  explore  unet fold 0: time limit reached after step 25" ||
+		lines[2] != "15:04:05  explore  unet fold 0: Slurm job 12: running on node7" {
+		t.Errorf("display wrote:\n%s\nwant the step-10 line, then the messages", b.String())
 	}
 }

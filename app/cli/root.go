@@ -31,6 +31,7 @@ func commands() []*cobra.Command {
 		demoCmd(),
 		runCmd(),
 		resumeCmd(),
+		laneCmd(),
 		reportCmd(),
 		reproduceCmd(),
 		benchCmd(),

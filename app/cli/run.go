@@ -11,15 +11,33 @@ import (
 	"github.com/spf13/cobra"
 
 	"amid/assets"
+	"amid/host/config"
 	"amid/host/planner"
 	"amid/host/planner/llm"
 	hostrun "amid/host/run"
 	"amid/host/task"
 )
 
+// executorFlags are the flags that say where a run trains its lane-folds.
+func executorFlags(cmd *cobra.Command, e *config.Executor, resume bool) {
+	f := cmd.Flags()
+	kinds := config.ExecutorLocal + ", " + config.ExecutorProcess + " or " + config.ExecutorSlurm
+	if resume {
+		f.StringVar(&e.Kind, "executor", "", "where lane-folds train: "+kinds+" (default: where the run trained before)")
+	} else {
+		f.StringVar(&e.Kind, "executor", "", "where lane-folds train: "+kinds+" (default: $"+config.EnvExecutor+", else local)")
+	}
+	f.StringVar(&e.Partition, "partition", "", "with --executor slurm: the partition the jobs ask for (default: $"+config.EnvSlurmPartition+", else the cluster's)")
+	f.StringVar(&e.Account, "account", "", "with --executor slurm: the account the jobs are charged to (default: $"+config.EnvSlurmAccount+")")
+	f.IntVar(&e.Jobs, "slurm-jobs", 0, "with --executor slurm: lane-folds at once on CPUs (default: $"+config.EnvSlurmJobs+", else 4)")
+	f.IntVar(&e.CPUs, "slurm-cpus", 0, "with --executor slurm: cores a job, the lane's worker split (default: $"+config.EnvSlurmCPUs+", else 4)")
+	f.IntVar(&e.GPUs, "slurm-gpus", 0, "with --executor slurm: lane-folds at once on a GPU each (default: $"+config.EnvSlurmGPUs+", else 0)")
+}
+
 func runCmd() *cobra.Command {
 	var o hostrun.Options
 	var plannerName, llmURL, llmModel, challenge string
+	var ex config.Executor
 	cmd := &cobra.Command{
 		Use:   "run TASK|FOLDER --out DIR",
 		Short: "Develop a model for a task end to end: profile, plan, train, verify, export",
@@ -58,7 +76,7 @@ or patient identifiers.`,
 				}
 				o.Task = path
 			}
-			env, done, err := runEnv(cmd.ErrOrStderr())
+			env, done, err := runEnv(cmd.ErrOrStderr(), ex, false)
 			if err != nil {
 				return err
 			}
@@ -87,13 +105,16 @@ or patient identifiers.`,
 	f.IntVar(&o.Folds, "folds", 5, "cross-validation folds")
 	f.IntVar(&o.Finalists, "finalists", 2, "lanes trained on more than the first fold")
 	f.Int64Var(&o.Seed, "seed", 42, "seed of the folds and the training")
+	f.IntVar(&o.Steps, "steps", 0, "train each lane this many steps in its first round and twice as many in each later one, rather than by time (two runs with the same seed then choose alike on any executor)")
 	f.BoolVar(&o.Deidentify, "deidentify", false, "pseudonymous case ids throughout the run, and PS3.15's Basic Profile on every DICOM object of the package (choose it before the run starts)")
+	executorFlags(cmd, &ex, false)
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func resumeCmd() *cobra.Command {
 	var o hostrun.ResumeOptions
+	var ex config.Executor
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run that stopped (Ctrl-C, a crash, a killed process) from its last checkpoints",
@@ -104,7 +125,7 @@ run recorded; when that endpoint is not configured or does not answer, the run s
 continues with the rules. --planner rules|llm replaces the recorded planner.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, done, err := runEnv(cmd.ErrOrStderr())
+			env, done, err := runEnv(cmd.ErrOrStderr(), ex, true)
 			if err != nil {
 				return err
 			}
@@ -121,6 +142,7 @@ continues with the rules. --planner rules|llm replaces the recorded planner.`,
 	f.StringVar(&o.Planner, "planner", "", "rules or llm (default: the planner the run was started with)")
 	f.StringVar(&o.LLM.BaseURL, "llm-url", "", "the LLM endpoint's base URL (default: the one the run recorded)")
 	f.StringVar(&o.LLM.Model, "llm-model", "", "the LLM's model name (default: the one the run recorded)")
+	executorFlags(cmd, &ex, true)
 	return cmd
 }
 
@@ -140,11 +162,21 @@ func reportCmd() *cobra.Command {
 	}
 }
 
-// runEnv opens the plugin catalog for a run; call done when the run ends.
-func runEnv(stderr io.Writer) (hostrun.Env, func(), error) {
+// runEnv opens the plugin catalog for a run, its executor the settings' with the flags'
+// fields in place (for a resumed run, in place of the ones it recorded); call done when
+// the run ends.
+func runEnv(stderr io.Writer, ex config.Executor, resume bool) (hostrun.Env, func(), error) {
+	if err := ex.Validate(); err != nil {
+		return hostrun.Env{}, nil, err
+	}
 	h, err := openHost(stderr)
 	if err != nil {
 		return hostrun.Env{}, nil, err
+	}
+	if resume {
+		h.ExecutorOverride = ex
+	} else {
+		h.Executor = h.Executor.Merge(ex)
 	}
 	return h.Env(), func() { h.Close() }, nil
 }

@@ -72,25 +72,7 @@ func resultRows(st *run.State) [][]string {
 	})
 	var rows [][]string
 	for _, l := range lanes {
-		m, n := l.Mean()
-		mean := "—"
-		if n > 0 {
-			mean = fmt.Sprintf("%.4f", m)
-		}
-		ks := make([]int, 0, len(l.Folds))
-		for k := range l.Folds {
-			ks = append(ks, k)
-		}
-		sort.Ints(ks)
-		var per []string
-		for _, k := range ks {
-			f := l.Folds[k]
-			if f.Status == run.FoldDone {
-				per = append(per, fmt.Sprintf("f%d %.4f", k, f.Score))
-			} else {
-				per = append(per, fmt.Sprintf("f%d %s", k, f.Status))
-			}
-		}
+		mean, per := l.MeanText(), l.FoldTexts(false)
 		chosen := ""
 		if l.ID == st.Chosen {
 			chosen = fmt.Sprintf("yes (fold %d)", st.ChosenFold)

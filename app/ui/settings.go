@@ -3,7 +3,9 @@ package ui
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -18,8 +20,9 @@ import (
 )
 
 // settingsScreen edits the data folder, the plugin folder, the device plugins compute on
-// (with the machine's devices listed) and the LLM endpoint defaults; the theme follows the
-// system.
+// (with the machine's devices listed), the LLM endpoint defaults and where new runs train
+// their lanes (config.Executor: this machine, or a Slurm cluster with its partition,
+// account and jobs at once); the theme follows the system.
 type settingsScreen struct {
 	a                        *App
 	obj                      fyne.CanvasObject
@@ -27,6 +30,9 @@ type settingsScreen struct {
 	device                   *widget.Select
 	devices                  *widget.Label
 	llmURL, llmModel, llmKey *widget.Entry
+	executor                 *widget.Select
+	partition, account       *widget.Entry
+	jobs, cpus, gpus         *widget.Entry
 	status                   *widget.Label
 }
 
@@ -37,10 +43,14 @@ var deviceChoices = []string{config.DeviceAuto, config.DeviceCPU, config.DeviceV
 // plugin lists the same ones).
 const devicePlugin = "segmentation"
 
+// executorChoices are the executor kinds the Settings screen offers, as config names them.
+var executorChoices = []string{config.ExecutorLocal, config.ExecutorProcess, config.ExecutorSlurm}
+
 func newSettingsScreen(a *App) *settingsScreen {
 	p := a.A.Preferences()
 	s := &settingsScreen{a: a, home: widget.NewEntry(), plugins: widget.NewEntry(), llmURL: widget.NewEntry(),
-		llmModel: widget.NewEntry(), llmKey: widget.NewEntry(), status: widget.NewLabel("")}
+		llmModel: widget.NewEntry(), llmKey: widget.NewEntry(), partition: widget.NewEntry(), account: widget.NewEntry(),
+		jobs: widget.NewEntry(), cpus: widget.NewEntry(), gpus: widget.NewEntry(), status: widget.NewLabel("")}
 	s.status.Wrapping = fyne.TextWrapWord
 	// The folders shown are the saved ones, or when none are saved the ones in use.
 	use, _ := a.folders.Paths()
@@ -53,12 +63,33 @@ func newSettingsScreen(a *App) *settingsScreen {
 	}
 	s.device = widget.NewSelect(opts, nil)
 	s.device.SetSelected(saved)
-	s.devices = widget.NewLabel("auto takes a discrete GPU, then an integrated one, else the CPU (never a software Vulkan device such as lavapipe).")
+	s.devices = widget.NewLabel("")
 	s.devices.Wrapping = fyne.TextWrapWord
+	s.devices.Hide() // until the devices are listed
 	list := widget.NewButton("List devices", s.listDevices)
 	s.llmURL.SetText(p.String(prefLLMURL))
 	s.llmModel.SetText(p.String(prefLLMModel))
 	s.llmKey.SetText(p.StringWithFallback(prefLLMKeyEnv, "AMID_LLM_API_KEY"))
+	// The executor shown is the saved one (the environment's, when it names one, applies
+	// in its place and the note says so).
+	ex := savedExecutor(p)
+	s.executor = widget.NewSelect(executorChoices, func(k string) { s.slurmFields(k == config.ExecutorSlurm) })
+	s.partition.SetPlaceHolder("the cluster's default")
+	s.account.SetPlaceHolder("the user's default")
+	s.jobs.SetPlaceHolder("CPU jobs at once (4)")
+	s.cpus.SetPlaceHolder("cores a job (4)")
+	s.gpus.SetPlaceHolder("GPU jobs at once (0)")
+	s.partition.SetText(ex.Partition)
+	s.account.SetText(ex.Account)
+	for _, f := range []struct {
+		e *widget.Entry
+		n int
+	}{{s.jobs, ex.Jobs}, {s.cpus, ex.CPUs}, {s.gpus, ex.GPUs}} {
+		if f.n > 0 {
+			f.e.SetText(strconv.Itoa(f.n))
+		}
+	}
+	s.executor.SetSelected(cmp.Or(ex.Kind, config.ExecutorLocal))
 	folder := func(e *widget.Entry) fyne.CanvasObject {
 		b := widget.NewButton("Folder…", func() {
 			dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
@@ -73,24 +104,76 @@ func newSettingsScreen(a *App) *settingsScreen {
 		widget.NewFormItem("Data folder", folder(s.home)),
 		widget.NewFormItem("Plugin folder", folder(s.plugins)),
 		widget.NewFormItem("Device", container.NewBorder(nil, nil, nil, list, s.device)),
-		widget.NewFormItem("", s.devices),
 		widget.NewFormItem("LLM base URL", s.llmURL),
 		widget.NewFormItem("LLM model", s.llmModel),
 		widget.NewFormItem("LLM key variable", s.llmKey),
+		widget.NewFormItem("Lanes train", s.executor),
+		widget.NewFormItem("Slurm partition", s.partition),
+		widget.NewFormItem("Slurm account", s.account),
+		widget.NewFormItem("Slurm jobs", container.NewGridWithColumns(3, s.jobs, s.cpus, s.gpus)),
 	)
 	save := widget.NewButton("Save", s.save)
 	save.Importance = widget.HighImportance
-	note := widget.NewLabel("The theme follows the system's light or dark setting. $" + config.EnvHome + ", $" +
-		config.EnvPluginDir + " and $" + config.EnvDevice + ", when set, take precedence over these settings. The LLM key is read from the named environment variable, never stored.")
+	note := widget.NewLabel("The device auto takes a discrete GPU, then an integrated one, else the CPU (never a software Vulkan device such as lavapipe). " +
+		"The theme follows the system's light or dark setting. $" + config.EnvHome + ", $" +
+		config.EnvPluginDir + " and $" + config.EnvDevice + ", when set, take precedence over these settings. The LLM key is read from the named environment variable, never stored. " +
+		"Lanes train on this machine (local), in a process of their own each (process) or as Slurm jobs (slurm), from the next run started on; a run keeps where it began. $" +
+		config.EnvExecutor + " and $AMID_SLURM_…, when set, take precedence.")
 	note.Wrapping = fyne.TextWrapWord
 	title := widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	s.obj = container.NewVBox(title, form, container.NewHBox(save), note, s.status)
+	// It scrolls once the devices are listed, rather than growing the window.
+	s.obj = container.NewVScroll(container.NewVBox(title, form, s.devices, container.NewHBox(save), note, s.status))
 	return s
 }
 
-// save stores the settings; new folders apply to the next store opened (a restart).
+// slurmFields enables the Slurm fields when the Slurm executor is chosen.
+func (s *settingsScreen) slurmFields(on bool) {
+	for _, e := range []*widget.Entry{s.partition, s.account, s.jobs, s.cpus, s.gpus} {
+		if on {
+			e.Enable()
+		} else {
+			e.Disable()
+		}
+	}
+}
+
+// executorEntered is the executor the fields say, or what is wrong with them.
+func (s *settingsScreen) executorEntered() (config.Executor, error) {
+	e := config.Executor{Kind: s.executor.Selected, Partition: strings.TrimSpace(s.partition.Text), Account: strings.TrimSpace(s.account.Text)}
+	for _, f := range []struct {
+		what string
+		e    *widget.Entry
+		n    *int
+	}{{"CPU jobs at once", s.jobs, &e.Jobs}, {"cores a job", s.cpus, &e.CPUs}, {"GPU jobs at once", s.gpus, &e.GPUs}} {
+		t := strings.TrimSpace(f.e.Text)
+		if t == "" {
+			continue
+		}
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 0 {
+			return config.Executor{}, fmt.Errorf("the Slurm executor's %s is %q, not a whole number of at least 0", f.what, t)
+		}
+		*f.n = n
+	}
+	return e, e.Validate()
+}
+
+// save stores the settings; new folders apply to the next store opened (a restart), the
+// device and the executor to the next run started.
 func (s *settingsScreen) save() {
+	ex, err := s.executorEntered()
+	if err != nil {
+		s.status.SetText("Not saved: " + err.Error() + ".")
+		return
+	}
 	p := s.a.A.Preferences()
+	p.SetString(prefExecutor, ex.Kind)
+	p.SetString(prefPartition, ex.Partition)
+	p.SetString(prefAccount, ex.Account)
+	p.SetInt(prefSlurmJobs, ex.Jobs)
+	p.SetInt(prefSlurmCPUs, ex.CPUs)
+	p.SetInt(prefSlurmGPUs, ex.GPUs)
+	s.a.setExecutor(config.Settings{Executor: ex}.WithEnv().Executor)
 	p.SetString(prefHome, strings.TrimSpace(s.home.Text))
 	p.SetString(prefPluginDir, strings.TrimSpace(s.plugins.Text))
 	p.SetString(prefLLMURL, strings.TrimSpace(s.llmURL.Text))
@@ -101,7 +184,7 @@ func (s *settingsScreen) save() {
 		return
 	}
 	p.SetString(prefDevice, s.device.Selected)
-	msg := "Saved. The device applies to the next run, the folders the next time AMID starts"
+	msg := "Saved. The device and the executor apply to the next run started, the folders the next time AMID starts"
 	if env := config.EnvOverrides(); len(env) > 0 {
 		msg += ", unless $" + strings.Join(env, " and $") + " (set now) still names them"
 	}
@@ -112,6 +195,7 @@ func (s *settingsScreen) save() {
 // each Vulkan device by number.
 func (s *settingsScreen) listDevices() {
 	s.devices.SetText("Asking the " + devicePlugin + " plugin…")
+	s.devices.Show()
 	go func() {
 		env, err := s.a.env()
 		var hw []string

@@ -229,6 +229,12 @@ const (
 	prefLLMModel     = "llm_model"
 	prefLLMKeyEnv    = "llm_key_env"
 	prefDevice       = "device"
+	prefExecutor     = "executor"
+	prefPartition    = "slurm_partition"
+	prefAccount      = "slurm_account"
+	prefSlurmJobs    = "slurm_jobs"
+	prefSlurmCPUs    = "slurm_cpus"
+	prefSlurmGPUs    = "slurm_gpus"
 	maxRecent        = 20
 )
 
@@ -242,9 +248,25 @@ func rememberRun(p fyne.Preferences, dir string) {
 	p.SetStringList(prefRecentRuns, list)
 }
 
-// savedSettings are the folders and the device the Settings screen saved.
+// savedSettings are the folders, the device and the executor the Settings screen saved.
 func savedSettings(p fyne.Preferences) config.Settings {
-	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice)}
+	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice), Executor: savedExecutor(p)}
+}
+
+// savedExecutor is where the Settings screen saved that new runs train.
+func savedExecutor(p fyne.Preferences) config.Executor {
+	return config.Executor{Kind: p.String(prefExecutor), Partition: p.String(prefPartition), Account: p.String(prefAccount),
+		Jobs: p.Int(prefSlurmJobs), CPUs: p.Int(prefSlurmCPUs), GPUs: p.Int(prefSlurmGPUs)}
+}
+
+// setExecutor makes e where the runs started from now on train (an open host's too).
+func (a *App) setExecutor(e config.Executor) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.folders.Executor = e
+	if a.host != nil {
+		a.host.Executor = e
+	}
 }
 
 // setDevice makes the plugins of the next runs compute on device (a config.CheckDevice

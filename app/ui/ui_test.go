@@ -354,7 +354,7 @@ func TestResultsScreen(t *testing.T) {
 	if rows[0][0] != "b" || rows[0][2] != "0.8500" || rows[0][3] != "f0 0.8000, f1 0.9000" || rows[0][4] != "yes (fold 1)" {
 		t.Errorf("row 0 = %v", rows[0])
 	}
-	if rows[1][0] != "a" || rows[2][0] != "c" || rows[2][3] != "f0 failed" {
+	if rows[1][0] != "a" || rows[2][0] != "c" || rows[2][3] != "f0 failed: out of memory" {
 		t.Errorf("rows = %v", rows)
 	}
 	if !strings.Contains(a.results.why.Text, "a lost: mean 0.70") {
@@ -524,6 +524,51 @@ func TestSettingsSave(t *testing.T) {
 	}
 	if !strings.HasPrefix(s.status.Text, "Saved.") {
 		t.Errorf("status %q", s.status.Text)
+	}
+}
+
+// The executor chosen in the Settings screen is saved, and the runs started from then on
+// train there (the open host's executor), the environment's keys taking precedence; a
+// field that is not a number is refused with a sentence, and nothing is saved.
+func TestSettingsExecutor(t *testing.T) {
+	for _, k := range []string{config.EnvExecutor, config.EnvSlurmPartition, config.EnvSlurmAccount, config.EnvSlurmJobs, config.EnvSlurmCPUs, config.EnvSlurmGPUs} {
+		t.Setenv(k, "")
+	}
+	a, _ := newApp(t)
+	if _, err := a.env(); err != nil {
+		t.Fatal(err)
+	}
+	s := a.settings
+	if s.executor.Selected != config.ExecutorLocal || !s.partition.Disabled() {
+		t.Errorf("a fresh Settings screen shows executor %q (partition enabled: %v), want local with the Slurm fields off", s.executor.Selected, !s.partition.Disabled())
+	}
+	s.executor.SetSelected(config.ExecutorSlurm)
+	if s.partition.Disabled() || s.gpus.Disabled() {
+		t.Error("the Slurm fields stay disabled with the Slurm executor chosen")
+	}
+	s.jobs.SetText("many")
+	s.save()
+	if p := a.A.Preferences(); !strings.Contains(s.status.Text, `"many"`) || p.String(prefExecutor) != "" {
+		t.Errorf("a job count of %q: status %q, executor saved %q", s.jobs.Text, s.status.Text, p.String(prefExecutor))
+	}
+	s.partition.SetText(" gpu ")
+	s.account.SetText("radiology")
+	s.jobs.SetText("8")
+	s.cpus.SetText("")
+	s.gpus.SetText("2")
+	t.Setenv(config.EnvSlurmAccount, "overridden")
+	s.save()
+	want := config.Executor{Kind: config.ExecutorSlurm, Partition: "gpu", Account: "radiology", Jobs: 8, GPUs: 2}
+	if got := savedExecutor(a.A.Preferences()); got != want {
+		t.Errorf("saved %+v, want %+v", got, want)
+	}
+	want.Account = "overridden"
+	if a.host.Executor != want || a.folders.Executor != want {
+		t.Errorf("new runs train on %+v (window: %+v), want %+v", a.host.Executor, a.folders.Executor, want)
+	}
+	again := newSettingsScreen(a)
+	if again.executor.Selected != config.ExecutorSlurm || again.partition.Text != "gpu" || again.jobs.Text != "8" || again.cpus.Text != "" {
+		t.Errorf("the screen shows the saved executor as %q, partition %q, jobs %q, cores %q", again.executor.Selected, again.partition.Text, again.jobs.Text, again.cpus.Text)
 	}
 }
 

@@ -11,6 +11,16 @@
 //	                 integrated one, else the CPU; never a software Vulkan device), cpu,
 //	                 vulkan (any Vulkan device, a software one included) or vulkan:N
 //
+// and where new runs train their lanes (Executor):
+//
+//	AMID_EXECUTOR         local (this machine, the default), process (a process of its own
+//	                      per lane-fold on this machine) or slurm (a Slurm job per lane-fold)
+//	AMID_SLURM_PARTITION  the partition the jobs ask for (default: the cluster's)
+//	AMID_SLURM_ACCOUNT    the account they are charged to (default: the user's)
+//	AMID_SLURM_JOBS       lane-folds at once on CPUs (default 4)
+//	AMID_SLURM_CPUS       cores a job, its worker split (default 4)
+//	AMID_SLURM_GPUS       lane-folds at once on a GPU each (default 0)
+//
 // The built-in plugin folder is plugins next to the running executable (bin/plugins for
 // bin/amid).
 package config
@@ -27,20 +37,27 @@ import (
 
 // Environment variable names.
 const (
-	EnvHome      = "AMID_HOME"
-	EnvPluginDir = "AMID_PLUGIN_DIR"
-	EnvDevice    = compute.EnvDevice
+	EnvHome           = "AMID_HOME"
+	EnvPluginDir      = "AMID_PLUGIN_DIR"
+	EnvDevice         = compute.EnvDevice
+	EnvExecutor       = "AMID_EXECUTOR"
+	EnvSlurmPartition = "AMID_SLURM_PARTITION"
+	EnvSlurmAccount   = "AMID_SLURM_ACCOUNT"
+	EnvSlurmJobs      = "AMID_SLURM_JOBS"
+	EnvSlurmCPUs      = "AMID_SLURM_CPUS"
+	EnvSlurmGPUs      = "AMID_SLURM_GPUS"
 )
 
-// Settings are the folders and the device chosen for AMID; an empty field takes its
-// default.
+// Settings are the folders chosen for AMID, the device its plugins compute on and where
+// runs train; an empty field takes its default.
 type Settings struct {
 	Home           string // the data folder: the store, the runs
 	PluginDir      string // the user's plugin folder
 	BuiltinPlugins string // the built-in plugin folder (tests); default: plugins next to the executable
 	// Device is where plugins compute (DeviceAuto when empty; see CheckDevice), passed to
 	// every plugin process as AMID_DEVICE.
-	Device string
+	Device   string
+	Executor Executor
 }
 
 // Device settings: DeviceAuto, DeviceCPU, DeviceVulkan, or "vulkan:N" for device N.
@@ -65,12 +82,61 @@ func CheckDevice(s string) error {
 	return fmt.Errorf("device %q is not auto, cpu, vulkan or vulkan:N (N a device's number)", s)
 }
 
+// Executors.
+const (
+	ExecutorLocal   = "local"
+	ExecutorProcess = "process"
+	ExecutorSlurm   = "slurm"
+)
+
+// Executor says where a new run trains its lane-folds; a run keeps the executor it
+// started with. Zero fields take their defaults.
+type Executor struct {
+	// Kind is ExecutorLocal (""), ExecutorProcess or ExecutorSlurm.
+	Kind string `json:"kind"`
+	// Slurm's: the partition and account the jobs ask for, how many lane-folds train at
+	// once on CPUs and on a GPU each, and the cores of a job.
+	Partition string `json:"partition,omitempty"`
+	Account   string `json:"account,omitempty"`
+	Jobs      int    `json:"jobs,omitempty"`
+	CPUs      int    `json:"cpus,omitempty"`
+	GPUs      int    `json:"gpus,omitempty"`
+}
+
+// Validate says what is wrong with an executor's settings, in one sentence.
+func (e Executor) Validate() error {
+	switch e.Kind {
+	case "", ExecutorLocal, ExecutorProcess, ExecutorSlurm:
+	default:
+		return fmt.Errorf("executor %q is not %s, %s or %s", e.Kind, ExecutorLocal, ExecutorProcess, ExecutorSlurm)
+	}
+	if e.Jobs < 0 || e.CPUs < 0 || e.GPUs < 0 {
+		return fmt.Errorf("the Slurm executor's jobs (%d), cores a job (%d) and GPU jobs (%d) cannot be negative", e.Jobs, e.CPUs, e.GPUs)
+	}
+	return nil
+}
+
+// Merge is e with the fields o sets in place of e's.
+func (e Executor) Merge(o Executor) Executor {
+	for _, f := range []struct{ dst, src *string }{{&e.Kind, &o.Kind}, {&e.Partition, &o.Partition}, {&e.Account, &o.Account}} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	for _, f := range []struct{ dst, src *int }{{&e.Jobs, &o.Jobs}, {&e.CPUs, &o.CPUs}, {&e.GPUs, &o.GPUs}} {
+		if *f.src != 0 {
+			*f.dst = *f.src
+		}
+	}
+	return e
+}
+
 // FromEnv returns the settings the environment gives, the CLI's settings.
 func FromEnv() Settings { return Settings{}.WithEnv() }
 
 // WithEnv returns s with each setting the environment names ($AMID_HOME, $AMID_PLUGIN_DIR,
-// $AMID_DEVICE) in place of the one s has: the environment takes precedence over saved
-// settings.
+// $AMID_DEVICE, the executor's) in place of the one s has: the environment takes
+// precedence over saved settings.
 func (s Settings) WithEnv() Settings {
 	if h := os.Getenv(EnvHome); h != "" {
 		s.Home = h
@@ -78,6 +144,12 @@ func (s Settings) WithEnv() Settings {
 	if d := os.Getenv(EnvPluginDir); d != "" {
 		s.PluginDir = d
 	}
+	num := func(name string) int {
+		n, _ := strconv.Atoi(os.Getenv(name)) // not a number: not set (Validate sees the rest)
+		return n
+	}
+	s.Executor = s.Executor.Merge(Executor{Kind: os.Getenv(EnvExecutor), Partition: os.Getenv(EnvSlurmPartition), Account: os.Getenv(EnvSlurmAccount),
+		Jobs: num(EnvSlurmJobs), CPUs: num(EnvSlurmCPUs), GPUs: num(EnvSlurmGPUs)})
 	if d := strings.TrimSpace(os.Getenv(EnvDevice)); d != "" {
 		s.Device = d
 	}
@@ -97,10 +169,11 @@ func (s Settings) DeviceEnv() ([]string, error) {
 	return []string{EnvDevice + "=" + d}, nil
 }
 
-// EnvOverrides lists the environment variables set that take precedence over saved settings.
+// EnvOverrides lists the environment variables set that take precedence over saved
+// settings.
 func EnvOverrides() []string {
 	var out []string
-	for _, e := range []string{EnvHome, EnvPluginDir, EnvDevice} {
+	for _, e := range []string{EnvHome, EnvPluginDir, EnvDevice, EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs} {
 		if os.Getenv(e) != "" {
 			out = append(out, e)
 		}

@@ -51,6 +51,9 @@ func TestWithEnv(t *testing.T) {
 	if got := EnvOverrides(); !slices.Equal(got, []string{EnvHome}) {
 		t.Errorf("EnvOverrides = %v", got)
 	}
+	for _, e := range []string{EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs} {
+		t.Setenv(e, "")
+	}
 	if FromEnv() != (Settings{Home: "/env/home"}) {
 		t.Errorf("FromEnv = %+v", FromEnv())
 	}
@@ -83,5 +86,26 @@ func TestDevice(t *testing.T) {
 	}
 	if _, err := (Settings{Device: "gpu"}).DeviceEnv(); err == nil || !strings.Contains(err.Error(), "AMID_DEVICE") {
 		t.Errorf("a bad setting: %v", err)
+	}
+}
+
+// The executor's settings come from the environment field by field, over saved ones, and
+// a kind that is none of the executors is refused in a sentence.
+func TestExecutorFromEnv(t *testing.T) {
+	t.Setenv(EnvExecutor, "slurm")
+	t.Setenv(EnvSlurmPartition, "gpu")
+	t.Setenv(EnvSlurmAccount, "")
+	t.Setenv(EnvSlurmJobs, "8")
+	t.Setenv(EnvSlurmCPUs, "")
+	t.Setenv(EnvSlurmGPUs, "")
+	s := Settings{Executor: Executor{Kind: "local", Account: "rad", CPUs: 2}}.WithEnv()
+	if want := (Executor{Kind: "slurm", Partition: "gpu", Account: "rad", Jobs: 8, CPUs: 2}); s.Executor != want {
+		t.Errorf("WithEnv: %+v, want %+v", s.Executor, want)
+	}
+	if !slices.Contains(EnvOverrides(), EnvSlurmJobs) {
+		t.Errorf("EnvOverrides = %v", EnvOverrides())
+	}
+	if err := (Executor{Kind: "kubernetes"}).Validate(); err == nil {
+		t.Error("an unknown executor was accepted")
 	}
 }

@@ -21,7 +21,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"amid/plugins/metrics"
@@ -169,8 +171,10 @@ func meanDice(p, l *volume.Volume) (float64, error) {
 	if len(present) == 0 {
 		return 1, nil
 	}
+	// Summed in label order: a map's order changes from run to run, and with it the last
+	// bit of the sum, which a schedule comparing two runs' scores would see.
 	var sum float64
-	for k := range present {
+	for _, k := range slices.Sorted(maps.Keys(present)) {
 		sum += 2 * float64(inter[k]) / float64(np[k]+nl[k])
 	}
 	return sum / float64(len(present)), nil

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"amid/host/catalog"
 	"amid/host/schedule"
@@ -36,6 +37,15 @@ type Executor interface {
 	Predict(ctx context.Context, job *PredictJob) (*Predicted, error)
 }
 
+// A Stopper is an executor whose work can outlive the host (a cluster's jobs). The run
+// calls Stop when a session ends, however it ends: it stops whatever of the run's work is
+// still queued or running with no lane waiting for it (a job of an earlier session that
+// was never re-attached), so that a cancelled or finished run leaves nothing running. A
+// host killed outright calls nothing, and the next session re-attaches to its work.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
 // Place is where one lane-fold trains: a device and the number of workers the plugin
 // splits its work into there (amid/host/schedule). The worker split is part of a result's
 // compute identity, so a lane-fold that continues from its checkpoint goes back to a place
@@ -49,6 +59,9 @@ type TrainJob struct {
 	ID      string
 	Entry   *catalog.Entry
 	Request protocol.TrainRequest
+	// Memory is what the plan says a training step needs, in bytes (0: unknown): a
+	// cluster executor asks for it.
+	Memory int64
 }
 
 // Trained is a lane-fold's final result.
@@ -60,6 +73,10 @@ type Trained struct {
 	// figure; the run scores with the host's metric).
 	Validation map[string]float64
 	Compute    compute.Identity
+	// Queued is the time the lane-fold waited for a place before its job started (a
+	// cluster's queue); 0 for a local run. It counts on the run's clock but not as the
+	// lane's training time.
+	Queued time.Duration
 }
 
 // PredictJob is one prediction of cases with a checkpoint.
@@ -78,7 +95,7 @@ type PredictJob struct {
 type Local struct {
 	Store *store.Store
 	Opts  supervisor.Options
-	// Slots lists the places; empty: [LocalPlaces] of this machine and Device.
+	// Slots lists the places; empty: [DevicePlaces] of this machine and Device.
 	Slots []Place
 	// Device is the device setting the places pass on ("" or "cpu": the CPU's places).
 	Device string
@@ -89,7 +106,7 @@ func (l *Local) Places() []Place {
 	if len(l.Slots) > 0 {
 		return l.Slots
 	}
-	return LocalPlaces(runtime.NumCPU(), l.Device)
+	return DevicePlaces(runtime.NumCPU(), l.Device)
 }
 
 // settingIn is the device setting an environment gives a plugin (the last
@@ -108,16 +125,22 @@ func settingIn(env []string) string {
 // with cores, and below four a lane trains faster alone than beside another.
 const minCoresPerLane = 4
 
-// LocalPlaces are the places of a machine with cores cores and the device setting device
-// (compute.EnvDevice's values). On the CPU ("cpu", or "" for none): two lanes side by
-// side, each with half the cores, when each half has at least minCoresPerLane; else one
-// lane with every core. Any other setting (auto, vulkan, vulkan:N) is one place with every
-// core, which passes the setting on: the plugin resolves it to a device, or falls back to
-// the CPU and says so (two lanes do not share a GPU: packing them is the schedule's).
-func LocalPlaces(cores int, device string) []Place {
+// DevicePlaces are the places of a machine with cores cores and the device setting device
+// (compute.EnvDevice's values): on the CPU ("cpu", or "" for none) its [LocalPlaces]; any
+// other setting (auto, vulkan, vulkan:N) is one place with every core, which passes the
+// setting on: the plugin resolves it to a device, or falls back to the CPU and says so
+// (two lanes do not share a GPU: packing them is the schedule's).
+func DevicePlaces(cores int, device string) []Place {
 	if device != "" && device != "cpu" {
 		return []Place{{Name: "device", Device: device, Workers: max(cores, 1)}}
 	}
+	return LocalPlaces(cores)
+}
+
+// LocalPlaces are the CPU places of a machine with cores cores: two lanes side by side,
+// each with half the cores, when each half has at least minCoresPerLane; else one lane
+// with every core.
+func LocalPlaces(cores int) []Place {
 	if cores >= 2*minCoresPerLane {
 		w := cores / 2
 		return []Place{{Name: "cpu0", Device: "cpu", Workers: w}, {Name: "cpu1", Device: "cpu", Workers: w}}
@@ -125,8 +148,8 @@ func LocalPlaces(cores int, device string) []Place {
 	return []Place{{Name: "cpu", Device: "cpu", Workers: max(cores, 1)}}
 }
 
-// placeEnv is the environment that puts a plugin process on place p.
-func placeEnv(p Place) []string {
+// PlaceEnv is the environment that puts a plugin process on place p.
+func PlaceEnv(p Place) []string {
 	var env []string
 	if p.Workers > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(p.Workers))
@@ -140,7 +163,7 @@ func placeEnv(p Place) []string {
 // Train implements Executor.
 func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress func(*protocol.Progress)) (*Trained, error) {
 	opts := l.Opts
-	opts.Env = append(append([]string(nil), opts.Env...), placeEnv(place)...)
+	opts.Env = append(append([]string(nil), opts.Env...), PlaceEnv(place)...)
 	sup := &supervisor.Supervisor{Store: l.Store, Opts: opts}
 	if progress != nil {
 		sup.OnProgress = func(_ string, p *protocol.Progress) { progress(p) }

@@ -10,7 +10,7 @@ import (
 // The local places follow the device setting: the CPU's (two side by side where each half
 // has minCoresPerLane cores) unless a plugin found the setting's GPU, and then one place
 // that passes the setting to the plugin process.
-func TestLocalPlaces(t *testing.T) {
+func TestDevicePlaces(t *testing.T) {
 	cpu := compute.Identity{Engine: "e", Device: "cpu", Workers: 16}
 	gpu := compute.Identity{Engine: "e", Device: "vulkan NVIDIA GeForce RTX 4090 (NVIDIA 550.54)", Workers: 1}
 	for _, c := range []struct {
@@ -29,14 +29,14 @@ func TestLocalPlaces(t *testing.T) {
 			t.Errorf("setting %q, plugins on %v: places for %q, want %q", c.setting, c.described, got, c.want)
 		}
 	}
-	if ps := LocalPlaces(16, "cpu"); len(ps) != 2 || ps[0].Device != "cpu" || ps[0].Workers != 8 {
+	if ps := DevicePlaces(16, "cpu"); len(ps) != 2 || ps[0].Device != "cpu" || ps[0].Workers != 8 {
 		t.Errorf("16 cores on the CPU: %+v", ps)
 	}
-	ps := LocalPlaces(16, "vulkan:1")
+	ps := DevicePlaces(16, "vulkan:1")
 	if len(ps) != 1 || ps[0].Device != "vulkan:1" || ps[0].Workers != 16 {
 		t.Fatalf("16 cores and a GPU: %+v", ps)
 	}
-	if env := placeEnv(ps[0]); !slices.Contains(env, compute.EnvDevice+"=vulkan:1") {
+	if env := PlaceEnv(ps[0]); !slices.Contains(env, compute.EnvDevice+"=vulkan:1") {
 		t.Errorf("the GPU place's environment %v does not pass the setting on", env)
 	}
 	// The host's setting reaches Local through the supervisor's environment; the last

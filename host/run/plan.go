@@ -158,10 +158,17 @@ func (r *Runner) plan(ctx context.Context) error {
 	// and the minimum steps, so that they size the lanes to the time they get.
 	spec := r.task.Spec()
 	spec.LaneSeconds, spec.TrainSeconds, spec.MinSteps = doc.FirstRound, doc.TrainSeconds, doc.MinSteps
+	if r.st.Steps > 0 {
+		// Fixed step counts: the plugins plan their own sizes, untimed, and time bounds
+		// neither the lanes planned nor those admitted.
+		spec.LaneSeconds, spec.TrainSeconds, doc.FirstRound, doc.TrainSeconds = 0, 0, 0, 0
+		r.logf("each lane trains %d steps in the first round and %d times as many in each later one, however long they take", r.st.Steps, schedule.Eta)
+	} else {
+		r.logf("a lane trains %v in the first round and the winner about %v in all; minimum %s", first.Round(time.Second), time.Duration(doc.TrainSeconds*float64(time.Second)).Round(time.Second), doc.MinStepsWhy)
+	}
 	if pt.Spec, err = json.Marshal(spec); err != nil {
 		return err
 	}
-	r.logf("a lane trains %v in the first round and the winner about %v in all; minimum %s", first.Round(time.Second), time.Duration(doc.TrainSeconds*float64(time.Second)).Round(time.Second), doc.MinStepsWhy)
 	taskJSON, err := json.Marshal(r.task.Spec())
 	if err != nil {
 		return err
@@ -170,6 +177,9 @@ func (r *Runner) plan(ctx context.Context) error {
 		Task: taskJSON, Kind: r.task.Kind, Dims: r.task.Dims, Metric: r.task.Metric.Name, HigherIsBetter: true,
 		Fingerprint: fp, Budget: r.st.Budget, Remaining: r.remaining(), Slots: len(places),
 		FirstRound: first, MinSteps: doc.MinSteps,
+	}
+	if r.st.Steps > 0 {
+		in.Remaining, in.FirstRound = 0, 0
 	}
 	for _, e := range entries {
 		p, err := supervisor.Start(ctx, e, r.env.Supervisor)
@@ -223,7 +233,9 @@ func (r *Runner) plan(ctx context.Context) error {
 		r.st.Lanes = append(r.st.Lanes, l)
 		sched = append(sched, &l.Schedule)
 	}
-	_, doc.NotAdmitted = schedule.Admit(sched, explore, len(places), schedule.Eta)
+	if r.st.Steps == 0 {
+		_, doc.NotAdmitted = schedule.Admit(sched, explore, len(places), schedule.Eta)
+	}
 	for _, w := range doc.NotAdmitted {
 		r.logf("%s", w)
 	}
@@ -351,7 +363,7 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 		// lane still explored (the promotion that follows takes what remains).
 		n, places := len(kept)+1+activeLanes(r.st.Lanes), max(len(r.exec.Places()), 1)
 		share := left / time.Duration((n+places-1)/places)
-		if need := time.Duration((float64(l.Schedule.MinSteps)*l.Schedule.StepSeconds + l.Schedule.Overhead) * float64(time.Second)); need > share {
+		if need := time.Duration((float64(l.Schedule.MinSteps)*l.Schedule.StepSeconds + l.Schedule.Overhead) * float64(time.Second)); need > share && r.st.Steps == 0 {
 			note := fmt.Sprintf("lane %s, proposed after the first round (%s), is not trained: its minimum of %d steps takes about %v, exploration has about %v a lane left",
 				l.ID, l.Rationale, l.Schedule.MinSteps, need.Round(time.Second), max(share, 0).Round(time.Second))
 			r.logf("%s", note)

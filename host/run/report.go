@@ -2,7 +2,6 @@ package run
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -17,28 +16,8 @@ func Report(st *State) string {
 	if len(st.Lanes) > 0 {
 		b.WriteString("## Lanes\n\n| lane | plugin | folds done | mean validation | per fold |\n|---|---|---|---|---|\n")
 		for _, l := range st.Lanes {
-			m, n := l.Mean()
-			mean := "—"
-			if n > 0 {
-				mean = fmt.Sprintf("%.4f", m)
-			}
-			ks := make([]int, 0, len(l.Folds))
-			for k := range l.Folds {
-				ks = append(ks, k)
-			}
-			sort.Ints(ks)
-			var per []string
-			for _, k := range ks {
-				f := l.Folds[k]
-				switch f.Status {
-				case FoldDone:
-					per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)", k, f.Score, f.Steps, f.Took.Round(time.Second)))
-				case FoldFailed:
-					per = append(per, fmt.Sprintf("f%d failed: %s", k, oneLine(f.Error)))
-				default:
-					per = append(per, fmt.Sprintf("f%d %s", k, f.Status))
-				}
-			}
+			_, n := l.Mean()
+			mean, per := l.MeanText(), l.FoldTexts(true)
 			mark := ""
 			if l.ID == st.Chosen {
 				mark = " **(chosen)**"

@@ -73,6 +73,11 @@ type Options struct {
 	Folds       int   // cross-validation folds; 0: 5
 	Finalists   int   // lanes trained on more folds; 0: 2
 	Seed        int64 // 0: 42
+	// Steps, when positive, trains the lanes by fixed step counts rather than by time:
+	// Steps in the first round, Eta times as many in each later one (schedule.Config.Steps),
+	// the lanes planned at the plugins' own sizes. Two runs with the same seed then choose
+	// the same lane on any executor.
+	Steps int
 	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
 	// layout); when set the challenge's grader scores the submission.
 	Answers string
@@ -89,9 +94,13 @@ const DefaultBudget = 20 * time.Minute
 type Env struct {
 	Catalog    *catalog.Catalog
 	Supervisor supervisor.Options
-	// Executor trains and predicts; nil: the local one ([Local]) over Supervisor and the
-	// run's store.
+	// Executor trains and predicts; nil: NewExecutor's, else the local one ([Local]) over
+	// Supervisor and the run's store.
 	Executor Executor
+	// NewExecutor, when set, makes the executor of the run in folder dir when a session
+	// starts (a cluster executor keeps its job records there); local is the run's local
+	// executor, which it may use for what it does not send elsewhere.
+	NewExecutor func(dir string, local *Local) (Executor, error)
 	// Events, when set, receives progress for a terminal or a window.
 	Events func(Event)
 	// Now is the clock (tests); nil: time.Now.
@@ -183,7 +192,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
 		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
-		Phase: PhasePrepare, Answers: opts.Answers, Deidentify: opts.Deidentify,
+		Phase: PhasePrepare, Answers: opts.Answers, Steps: opts.Steps, Deidentify: opts.Deidentify,
 	}
 	if st.Seed == 0 {
 		st.Seed = 42
@@ -298,7 +307,22 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	defer r.store.Close()
 	r.exec = r.env.Executor
 	if r.exec == nil {
-		r.exec = &Local{Store: r.store, Opts: r.env.Supervisor, Device: r.st.Device}
+		local := &Local{Store: r.store, Opts: r.env.Supervisor, Device: r.st.Device}
+		r.exec = local
+		if r.env.NewExecutor != nil {
+			if r.exec, err = r.env.NewExecutor(r.dir, local); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+		}
+	}
+	if s, ok := r.exec.(Stopper); ok {
+		// However the session ends, none of its work goes on without it; a killed host
+		// leaves its jobs running, and the next session re-attaches to them.
+		defer func() {
+			if serr := s.Stop(context.WithoutCancel(ctx)); err == nil {
+				err = serr
+			}
+		}()
 	}
 	if r.st.Phase == PhasePrepare {
 		if err := r.store.CreateRun(&store.Run{ID: r.st.ID, Created: r.st.Created, Task: r.task.ID}); err != nil && r.st.Spent == 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"amid/host/planner"
@@ -107,6 +108,40 @@ func (l *LaneState) Mean() (float64, int) {
 	return s / float64(n), n
 }
 
+// MeanText is the lane's mean validation score as the report and the desktop show it: four
+// decimals, or "—" before any fold is done.
+func (l *LaneState) MeanText() string {
+	if m, n := l.Mean(); n > 0 {
+		return fmt.Sprintf("%.4f", m)
+	}
+	return "—"
+}
+
+// FoldTexts are the lane's folds in order, each as "f0 0.7512" (with detail, its steps and
+// time too), "f1 failed: why" or "f2 running".
+func (l *LaneState) FoldTexts(detail bool) []string {
+	ks := make([]int, 0, len(l.Folds))
+	for k := range l.Folds {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	per := make([]string, 0, len(ks))
+	for _, k := range ks {
+		f := l.Folds[k]
+		switch {
+		case f.Status == FoldDone && detail:
+			per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)", k, f.Score, f.Steps, f.Took.Round(time.Second)))
+		case f.Status == FoldDone:
+			per = append(per, fmt.Sprintf("f%d %.4f", k, f.Score))
+		case f.Status == FoldFailed:
+			per = append(per, fmt.Sprintf("f%d failed: %s", k, oneLine(f.Error)))
+		default:
+			per = append(per, fmt.Sprintf("f%d %s", k, f.Status))
+		}
+	}
+	return per
+}
+
 // State is a run's durable state, run.json in the run folder, rewritten atomically after
 // every change so that a killed host resumes where it stopped.
 type State struct {
@@ -160,9 +195,11 @@ type State struct {
 	// PluginStart is the longest time a plugin took to start and describe itself, which the
 	// reserve counts for each prediction of the final phases.
 	PluginStart time.Duration `json:"plugin_start,omitempty"`
-	// Device is the device setting the local places pass to the plugins ([LocalPlaces]):
+	// Device is the device setting the local places pass to the plugins ([DevicePlaces]):
 	// the host's (compute.EnvDevice) when a plugin found that device at planning, else cpu.
 	Device string `json:"device,omitempty"`
+	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
+	Steps int `json:"steps,omitempty"`
 }
 
 // RoundLog is one round of exploration as the run records it.

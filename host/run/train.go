@@ -61,7 +61,7 @@ func (r *Runner) explore(ctx context.Context) error {
 		r.st.ExploreEnd = r.spent() + time.Duration(schedule.ExploreShare*float64(r.usable()))
 		r.logf("exploration may train until %v of the %v budget is spent; the rest goes to the final model", r.st.ExploreEnd.Round(time.Second), r.st.Budget)
 	}
-	p := &schedule.Plan{Config: schedule.Config{Places: r.exec.Places()}}
+	p := &schedule.Plan{Config: schedule.Config{Places: r.exec.Places(), Steps: r.st.Steps}}
 	for _, l := range r.st.Lanes {
 		p.Lanes = append(p.Lanes, &l.Schedule)
 	}
@@ -196,7 +196,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	f.Checkpoint, f.SHA256, f.Score, f.Extra = best.Checkpoint, best.SHA256, best.Score, best.Extra
 	l.Folds[0] = f
 	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
-	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime}, r.save()
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
 }
 
 // within reports whether path lies inside dir.
@@ -245,14 +245,18 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 		return nil, err
 	}
 	id := s.audit
-	r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Message: fmt.Sprintf("training %s to step %d for at most %v on %s", id, s.until, s.limit.Round(time.Second), s.place.Name)})
+	bound := ""
+	if s.limit > 0 {
+		bound = fmt.Sprintf(" for at most %v", s.limit.Round(time.Second))
+	}
+	r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Message: fmt.Sprintf("training %s to step %d%s on %s", id, s.until, bound, s.place.Name)})
 	began := r.now()
 	var t0, t1 time.Time
 	var s0, s1 int64
 	res, err := r.exec.Train(ctx, &TrainJob{RunID: r.st.ID, ID: id, Entry: entry, Request: protocol.TrainRequest{
 		Task: pt, Config: s.cfg, Train: protoCases(s.train, r.labels), Validation: protoCases(s.val, r.labels),
 		WorkDir: s.work, ResumeFrom: s.resume, Seed: s.seed, TimeLimit: s.limit, Until: s.until,
-	}}, s.place, func(p *protocol.Progress) {
+	}, Memory: s.lane.Schedule.Memory}, s.place, func(p *protocol.Progress) {
 		now := r.now()
 		if p.Losses != nil {
 			if t0.IsZero() {

@@ -14,6 +14,11 @@ type Outcome struct {
 	Score    float64
 	Took     time.Duration
 	StepTime time.Duration
+	// Waited is the part of Took the job waited for its place before it started (a
+	// cluster's queue; 0 here). The run's clock counts it; the lane's overhead and its
+	// training time do not, or a busy cluster would make every later round and the final
+	// model plan fewer steps than fit.
+	Waited time.Duration
 }
 
 // Trainer carries out a job's round: host/run's is an executor training a lane-fold and
@@ -47,7 +52,7 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
 		rd := e.Plan.Next()
-		if !rd.Done && e.Plan.Explore <= 0 {
+		if !rd.Done && e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
 			rd = e.outOfTime(rd)
 		}
 		if e.Decided != nil {
@@ -112,7 +117,7 @@ func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
 			continue
 		}
 		o := outs[i]
-		l.Observe(o.Steps, o.Score, o.Took, o.StepTime, j.Place)
+		l.Observe(o.Steps, o.Score, o.Took-o.Waited, o.StepTime, j.Place)
 	}
 	if e.After != nil {
 		return e.After(*rd)

@@ -156,6 +156,12 @@ type Config struct {
 	Eta int
 	// Places where lanes train; at least one.
 	Places []Place
+	// Steps, when positive, fixes the rounds by step counts rather than by time: every
+	// lane's first round trains Steps steps and each later round Eta times as many as the
+	// one before, with no time limit, and exploration ends only when one lane is left. Two
+	// runs with the same seed then train the same steps wherever and however fast they
+	// run (a comparison of executors; the final model still follows the time left).
+	Steps int
 }
 
 func (c Config) eta() int {
@@ -370,7 +376,7 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 	per := p.Explore / time.Duration(Rounds(n, p.eta())*waves)
 	rd := Round{Rung: lanes[0].Rung}
 	for _, l := range lanes {
-		if l.StepSeconds <= 0 {
+		if l.StepSeconds <= 0 && p.Steps == 0 {
 			// A step's time is unknown (a plugin that does not say, before the lane has
 			// trained): the round is its share of time, its steps what fits.
 			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
@@ -382,11 +388,27 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 			steps = max(steps, l.MinSteps)
 		}
 		steps = max(steps, 1)
+		if p.Steps > 0 {
+			steps = p.Steps * pow(p.eta(), l.Rung)
+		}
 		exp := seconds(float64(steps)*l.StepSeconds + l.Overhead)
-		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: time.Duration(LimitSlack * float64(exp))})
+		limit := time.Duration(LimitSlack * float64(exp))
+		if p.Steps > 0 {
+			limit = 0 // the step ends the round
+		}
+		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: limit})
 	}
 	rd.Jobs = Pack(rd.Jobs, p.Places, p.Lanes)
 	return rd
+}
+
+// pow is b to the power e (e ≥ 0).
+func pow(b, e int) int {
+	n := 1
+	for range e {
+		n *= b
+	}
+	return n
 }
 
 // Pack assigns each job a place: longest first, each to the place that frees first among

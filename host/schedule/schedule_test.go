@@ -2,7 +2,9 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,4 +323,41 @@ func TestUnknownStepTime(t *testing.T) {
 	if first.Lane != "a" || first.To < 100 || math.Abs(w.lanes[0].StepSeconds-0.1) > 1e-9 {
 		t.Errorf("lane a's first round: %+v; step time then %.3g", first, w.lanes[0].StepSeconds)
 	}
+}
+
+// TestFixedSteps: with Config.Steps every round trains its fixed steps (Steps, then Eta
+// times as many) whatever the time and whether a step's time is known, with no time
+// limit, and exploration runs until one lane is left even past its time.
+func TestFixedSteps(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0, 1}, laneSpec{"b", 0.7, 300, 0.1, 0.1, 1}, laneSpec{"c", 0.6, 300, 0.1, 0.1, 1})
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}, Steps: 40}, Lanes: w.lanes}
+	// A second of exploration: far less than the rounds take.
+	rd, err := (&Explorer{Plan: p, Spent: w.sim.Now, End: time.Second}).Run(context.Background(), fixed{w.sim, t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range w.sim.Runs {
+		got = append(got, fmt.Sprintf("%s %d-%d", r.Lane, r.From, r.To))
+	}
+	slices.Sort(got) // the order the jobs of a round start in is the packing's
+	// Three lanes: a first round of 40 steps each, then the better two (a, b) 80 more, then
+	// a alone is left.
+	want := []string{"a 0-40", "a 40-120", "b 0-40", "b 40-120", "c 0-40"}
+	if rd.Winner != "a" || strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("winner %q, rounds %v; want a, %v", rd.Winner, got, want)
+	}
+}
+
+// fixed is a Trainer that fails its test when a job has a time limit.
+type fixed struct {
+	*Sim
+	t *testing.T
+}
+
+func (f fixed) Train(ctx context.Context, j Job) (Outcome, error) {
+	if j.Limit != 0 {
+		f.t.Errorf("job %+v has a time limit", j)
+	}
+	return f.Sim.Train(ctx, j)
 }

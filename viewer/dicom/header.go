@@ -1,6 +1,8 @@
 package dicom
 
 import (
+	"amid/viewer/dicom/internal/encoding"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -128,7 +130,7 @@ func parseHeader(l *layout) (h *header, err error) {
 // parseElements decodes the elements the scan kept (l.header) with the DICOM library. It
 // may panic on malformed values; callers recover.
 func parseElements(l *layout) (elements, error) {
-	b := withMeta(l.header, syntaxFor(l.bo, l.implicit))
+	b := withMeta(l.header, encoding.Syntax(l.bo, l.implicit))
 	p, err := dcm.NewParser(bytes.NewReader(b), int64(len(b)), nil, dcm.SkipPixelData(), dcm.AllowUnknownSpecificCharacterSet())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", volume.ErrFormat, err)

@@ -1,6 +1,8 @@
 package dicom
 
 import (
+	"amid/viewer/dicom/internal/encoding"
+
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
@@ -78,21 +80,15 @@ func scan(b []byte, mode scanMode) (*layout, error) {
 	if l.mode.keep == nil {
 		l.mode.keep = used
 	}
-	off := 0
-	switch {
-	case len(b) >= 132 && string(b[128:132]) == "DICM":
-		off = 132
-	case len(b) >= 8 && binary.LittleEndian.Uint16(b) == 0x0002 && isVR(b[4:6]):
-		// File meta information without the 128-byte preamble.
-	default:
-		// No meta information: guess the encoding from the first element, as the
-		// library and other toolkits do for such legacy files.
-		bo, implicit, ok := guessEncoding(b)
+	off, hasMeta := encoding.Start(b)
+	if !hasMeta {
+		// No meta information: guess the encoding from the first element.
+		bo, implicit, ok := encoding.Guess(b)
 		if !ok {
 			return nil, fmt.Errorf("%w: no DICM magic at byte 128 and no recognisable data element at byte 0", errNotDICOM)
 		}
 		l.bo, l.implicit = bo, implicit
-		l.ts = syntaxFor(bo, implicit)
+		l.ts = encoding.Syntax(bo, implicit)
 		return l, l.scanDataSet(b, 0)
 	}
 	// File meta information: explicit VR little endian, group 0002.
@@ -115,11 +111,11 @@ func scan(b []byte, mode scanMode) (*layout, error) {
 	}
 	if l.ts == "" {
 		// A meta group without a transfer syntax: guess from the data set itself.
-		bo, implicit, ok := guessEncoding(b[off:])
+		bo, implicit, ok := encoding.Guess(b[off:])
 		if !ok {
 			return nil, fmt.Errorf("%w: file meta information has no transfer syntax and the data set is not recognisable", volume.ErrFormat)
 		}
-		l.bo, l.implicit, l.ts = bo, implicit, syntaxFor(bo, implicit)
+		l.bo, l.implicit, l.ts = bo, implicit, encoding.Syntax(bo, implicit)
 		return l, l.scanDataSet(b[off:], off)
 	}
 	s, err := lookupSyntax(l.ts)
@@ -167,7 +163,7 @@ func (e *shortError) Unwrap() error { return volume.ErrTruncated }
 // scanDataSet walks the top level of the data set in b, which starts at byte base of the
 // file (−1: not in the file, inflated), and records the header and the pixel data.
 func (l *layout) scanDataSet(b []byte, base int) error {
-	if !l.implicit && len(b) >= 8 && !isVR(b[4:6]) {
+	if !l.implicit && len(b) >= 8 && !encoding.IsVR(b[4:6]) {
 		// Some writers declare explicit VR and write implicit; read what is there, as
 		// pydicom does.
 		l.implicit = true
@@ -175,7 +171,7 @@ func (l *layout) scanDataSet(b []byte, base int) error {
 	s := scanner{b: b, bo: l.bo, implicit: l.implicit}
 	off := 0
 	for off < len(b) {
-		if len(b)-off < 8 && allZero(b[off:]) {
+		if len(b)-off < 8 && encoding.AllZero(b[off:]) {
 			// Some writers leave a few zero bytes of padding at the end.
 			break
 		}
@@ -307,7 +303,7 @@ func (s *scanner) element(off, end int) (t tag.Tag, vr string, vl uint32, hl int
 		}
 		return t, vr, s.bo.Uint32(b[off+8:]), 12, nil
 	}
-	if !isVR(b[off+4 : off+6]) {
+	if !encoding.IsVR(b[off+4 : off+6]) {
 		return t, vr, 0, 0, fmt.Errorf("%w: element %v has an invalid value representation %q", volume.ErrFormat, t, vr)
 	}
 	return t, vr, uint32(s.bo.Uint16(b[off+6:])), 8, nil
@@ -432,37 +428,7 @@ func isSequence(t tag.Tag) bool {
 	return err == nil && len(info.VRs) > 0 && info.VRs[0] == "SQ"
 }
 
-// isVR reports whether two bytes look like a value representation (two upper-case letters).
-func isVR(b []byte) bool {
-	return len(b) == 2 && b[0] >= 'A' && b[0] <= 'Z' && b[1] >= 'A' && b[1] <= 'Z'
-}
-
-// guessEncoding guesses the byte order and VR encoding of a data set without meta
-// information from its first element, whose group should be small (0008 in practice).
-func guessEncoding(b []byte) (binary.ByteOrder, bool, bool) {
-	if len(b) < 8 {
-		return nil, false, false
-	}
-	explicit := isVR(b[4:6])
-	if g := binary.LittleEndian.Uint16(b); g >= 0x0002 && g <= 0x0028 {
-		return binary.LittleEndian, !explicit, true
-	}
-	if g := binary.BigEndian.Uint16(b); g >= 0x0002 && g <= 0x0028 && explicit {
-		return binary.BigEndian, false, true
-	}
-	return nil, false, false
-}
-
 // trimString removes the padding (spaces and NULs) of a DICOM string value.
 func trimString(b []byte) string {
 	return string(bytes.Trim(b, " \x00"))
-}
-
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }

