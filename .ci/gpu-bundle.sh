@@ -8,7 +8,9 @@
 #     built with -tags purego: the CPU side uses the engine's pure-Go SGEMM, so OpenBLAS
 #     need not travel (cgo stays on: the Vulkan loader is opened with dlopen);
 #   - PyTorch's side of the benchmark (testdata/torch_bench.py, torch_unet.py), used where
-#     that machine has PyTorch with CUDA.
+#     that machine has PyTorch with CUDA;
+#   - bin/amid (no cgo) and the segmentation plugin (purego, cgo for Vulkan) in bin/plugins,
+#     which that amid trusts as built (.ci/builtin-sums.sh), for a short training run.
 # The binaries need glibc 2.34 or newer there (they are built on Debian 12); gpu-check.sh
 # says so when it is older.
 set -euo pipefail
@@ -21,6 +23,8 @@ go test -c "${flags[@]}" -o "$out/bin/vk.test" ./plugins/engine/vk
 go test -c "${flags[@]}" -o "$out/bin/engine.test" ./plugins/engine
 go test -c "${flags[@]}" -o "$out/bin/infer.test" ./plugins/engine/infer
 go build "${flags[@]}" -o "$out/bin/benchgpu" ./plugins/engine/cmd/benchgpu
+go build "${flags[@]}" -o "$out/bin/plugins/amid-plugin-segmentation" ./plugins/segmentation
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(.ci/builtin-sums.sh "$out/bin/plugins" segmentation)" -o "$out/bin/amid" ./app/cmd/amid
 cp plugins/engine/testdata/torch_bench.py plugins/engine/testdata/torch_unet.py "$out/torch/"
 cp .ci/gpu-check.sh "$out/"
 # vulkaninfo, the loader, and vulkaninfo's libraries that a minimal machine may lack.

@@ -1,8 +1,8 @@
 // Package host opens AMID for a front end: the CLI (app/cli), the desktop program (app/ui)
 // and whatever else drives runs. Open takes the settings as a value (config.Settings: the
 // data and plugin folders) and returns the store in the data folder, the plugin catalog over
-// the built-in and the user's plugin folders, and the supervisor's options; Env hands the
-// last two to a run. Nothing here reads or writes the environment: a front end that honours
+// the built-in and the user's plugin folders, and the supervisor's options (with the device
+// the plugins compute on); Env hands the last two to a run. Nothing here reads or writes the environment: a front end that honours
 // $AMID_HOME says so with config.Settings.WithEnv.
 //
 // The built-in plugins' sha256 are embedded by the build: `make build` and `make package`
@@ -69,9 +69,14 @@ type Host struct {
 }
 
 // Open opens the store of the data folder s names and the plugin catalog over its plugin
-// folders; the plugins log to log (nil: standard error) at error level.
+// folders; the plugins log to log (nil: standard error) at error level and compute on the
+// device s names (AMID_DEVICE in their environment).
 func Open(s config.Settings, log io.Writer) (*Host, error) {
 	p, err := s.Paths()
+	if err != nil {
+		return nil, err
+	}
+	devEnv, err := s.DeviceEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +91,13 @@ func Open(s config.Settings, log io.Writer) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	sup := SupervisorOptions(log)
+	sup.Env = append(sup.Env, devEnv...)
 	return &Host{
 		Paths:      p,
 		Store:      st,
 		Catalog:    &catalog.Catalog{Builtin: p.BuiltinPlugins, User: p.UserPlugins, Store: st, BuiltinSums: sums},
-		Supervisor: SupervisorOptions(log),
+		Supervisor: sup,
 		Executor:   s.Executor,
 	}, nil
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,11 +36,18 @@ func TestParseSums(t *testing.T) {
 func TestOpen(t *testing.T) {
 	t.Setenv(config.EnvHome, t.TempDir()) // ignored: the settings are passed as a value
 	home, plugins, builtin := t.TempDir(), t.TempDir(), t.TempDir()
-	h, err := Open(config.Settings{Home: home, PluginDir: plugins, BuiltinPlugins: builtin}, nil)
+	t.Setenv(config.EnvDevice, "vulkan") // ignored too
+	if _, err := Open(config.Settings{Home: home, Device: "gpu"}, nil); err == nil || !strings.Contains(err.Error(), "AMID_DEVICE") {
+		t.Errorf("a device setting that is not one: %v", err)
+	}
+	h, err := Open(config.Settings{Home: home, PluginDir: plugins, BuiltinPlugins: builtin, Device: "cpu"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
+	if !slices.Contains(h.Supervisor.Env, "AMID_DEVICE=cpu") {
+		t.Errorf("the plugins are not told the device: %q", h.Supervisor.Env)
+	}
 	if h.Paths.Store != filepath.Join(home, "amid.db") || h.Catalog.User != plugins || h.Catalog.Builtin != builtin || h.Catalog.Store != h.Store {
 		t.Errorf("opened %+v with catalog %+v", h.Paths, h.Catalog)
 	}

@@ -36,6 +36,15 @@ func openHost(stderr io.Writer) (*host.Host, error) {
 	return host.Open(config.FromEnv(), stderr)
 }
 
+// deviceSetting names the device setting the plugins are started with, e.g. "AMID_DEVICE=auto".
+func deviceSetting() string {
+	d := config.FromEnv().Device
+	if d == "" {
+		d = config.DeviceAuto
+	}
+	return config.EnvDevice + "=" + d
+}
+
 // pluginRow is one line of `amid plugins list`.
 type pluginRow struct {
 	Name    string   `json:"name"`
@@ -187,7 +196,11 @@ func pluginsDescribeCmd() *cobra.Command {
 			for _, t := range d.Tasks {
 				fmt.Fprintf(out, "task: %s %v\n", t.Kind, t.Dims)
 			}
-			fmt.Fprintf(out, "metrics: %s\nhardware: %s\ncomputes with: %s\nsha256: %s\npath: %s\n", strings.Join(d.Metrics, ", "), strings.Join(d.Hardware, ", "), d.Compute, e.SHA256, e.Path)
+			fmt.Fprintf(out, "metrics: %s\nhardware:\n", strings.Join(d.Metrics, ", "))
+			for _, hw := range d.Hardware {
+				fmt.Fprintf(out, "  %s\n", hw)
+			}
+			fmt.Fprintf(out, "computes with: %s (%s)\nsha256: %s\npath: %s\n", d.Compute, deviceSetting(), e.SHA256, e.Path)
 			return nil
 		},
 	}

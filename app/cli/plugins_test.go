@@ -132,7 +132,7 @@ func TestBuiltinTrust(t *testing.T) {
 	if r := list(built); !r.Trusted || r.TrustedBy != "build" || !r.Builtin {
 		t.Errorf("the built amid lists %+v, want the built-in echo trusted by the build", r)
 	}
-	if out, errOut, err := amid(built, "plugins", "describe", "echo"); err != nil || !strings.HasPrefix(out, "echo 1.0.0") {
+	if out, errOut, err := amid(built, "plugins", "describe", "echo"); err != nil || !strings.HasPrefix(out, "echo 1.0.0") || !strings.Contains(out, "hardware:\n  cpu\n") || !strings.Contains(out, "(AMID_DEVICE=") {
 		t.Errorf("the built amid describes echo: %v %q %q", err, out, errOut)
 	}
 	if r := list(plain); r.Trusted || r.State != "untrusted" {

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"amid/host/config"
+	"amid/host/planner"
 	"amid/host/run"
 	"amid/host/schedule"
 	"amid/plugins/protocol"
@@ -60,9 +61,9 @@ func TestScreensGolden(t *testing.T) {
 			m := a.monitor
 			dir := filepath.Join(t.TempDir(), "r")
 			writeState(t, dir, &run.State{ID: "r", Phase: run.PhaseExplore, Budget: 10 * time.Minute, Spent: 4 * time.Minute, Lanes: []*run.LaneState{
-				{ID: "unet", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 50}},
+				{ID: "unet", Lane: planner.Lane{Device: "vulkan:0 GPU"}, Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 50}},
 					Schedule: schedule.Lane{Rung: 2, Curve: []schedule.Point{{Step: 20, Score: 0.41}, {Step: 50, Score: 0.63}}}},
-				{ID: "nnunet", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 20}},
+				{ID: "nnunet", Lane: planner.Lane{Device: "cpu"}, Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 20}},
 					Schedule: schedule.Lane{Rung: 1, Curve: []schedule.Point{{Step: 20, Score: 0.22}}, Stopped: "not promoted after 1 round(s)"}},
 			}})
 			m.show(dir)

@@ -20,6 +20,7 @@ import (
 	"amid/host/planner/llm"
 	"amid/host/run"
 	"amid/host/schedule"
+	"amid/plugins/compute"
 )
 
 // maxLog bounds the log lines kept on screen.
@@ -34,6 +35,7 @@ const stopWait = 10 * time.Second
 type laneRow struct {
 	Key         string // lane/fold
 	Lane        string
+	Device      string // where the lane trains: as planned, what trained the fold once done
 	Fold        int
 	Status      string
 	Step, Total int64
@@ -92,7 +94,7 @@ type monitorScreen struct {
 	cancelB *widget.Button
 }
 
-var laneColumns = []string{"lane", "fold", "status", "round", "step", "loss", "validation curve", "ETA"}
+var laneColumns = []string{"lane", "fold", "status", "round", "step", "loss", "validation curve", "ETA", "device"}
 
 func newMonitorScreen(a *App) *monitorScreen {
 	m := &monitorScreen{a: a, title: widget.NewLabelWithStyle("No run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
@@ -114,8 +116,9 @@ func newMonitorScreen(a *App) *monitorScreen {
 	}
 	m.table.ShowHeaderColumn = false
 	// Every column shows at the smallest window (892 px wide): the lane's name gets the
-	// room, the numbers what "12345/12345" and "training" need.
-	for i, w := range []float32{200, 40, 90, 50, 100, 70, 170, 70} {
+	// room, the numbers what "12345/12345" and "training" need, the device its kind and
+	// number ("vulkan:0 NVIDIA GeForce…" is cut).
+	for i, w := range []float32{150, 40, 85, 50, 95, 60, 120, 60, 130} {
 		m.table.SetColumnWidth(i, w)
 	}
 	m.log = widget.NewList(func() int { return len(m.view.Log) },
@@ -184,6 +187,8 @@ func (m *monitorScreen) cell(id widget.TableCellID) string {
 		if r.ETA > 0 {
 			return r.ETA.Round(time.Second).String()
 		}
+	case 8:
+		return r.Device
 	}
 	return ""
 }
@@ -282,6 +287,7 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 			row := m.rowLocked(fmt.Sprintf("%s/f%d", l.ID, k), l.ID, k)
 			row.Status = f.Status
 			row.Step = max(row.Step, f.Steps)
+			row.Device = laneDevice(l.Device, f.Compute)
 			if k == 0 {
 				row.Round, row.Stopped = l.Schedule.Rung, l.Schedule.Stopped
 				row.Curve = row.Curve[:0]
@@ -296,6 +302,11 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 		row.Status, row.Step = fm.Mode, max(row.Step, fm.Steps)
 		if fm.Checkpoint != "" {
 			row.Status = run.FoldDone
+		}
+		for _, l := range st.Lanes {
+			if l.ID == fm.Lane {
+				row.Device = laneDevice(l.Device, fm.Compute)
+			}
 		}
 	}
 }
@@ -564,4 +575,14 @@ func (m *monitorScreen) resume() {
 			m.start(r)
 		})
 	}()
+}
+
+// laneDevice is a lane's device in the monitor: the one it was planned for ("vulkan:0
+// NAME", "cpu"), or "cpu" when a fold that was planned for a GPU trained on the CPU (its
+// device lost or not to be had); "" when the plugin did not say.
+func laneDevice(planned string, done compute.Identity) string {
+	if done.Device == "cpu" && planned != "cpu" {
+		return "cpu"
+	}
+	return planned
 }

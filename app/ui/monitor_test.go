@@ -113,6 +113,11 @@ func TestMonitorRealRun(t *testing.T) {
 	if step, loss := m.cell(widget.TableCellID{Row: row, Col: 4}), m.cell(widget.TableCellID{Row: row, Col: 5}); step == "" || step == "0" || loss == "" {
 		t.Errorf("lane row %+v shows step %q and loss %q", m.view.Rows[row], step, loss)
 	}
+	// The plugins' default device setting, auto, takes the CPU on a machine without a GPU
+	// (and never lavapipe).
+	if d := m.cell(widget.TableCellID{Row: row, Col: 8}); d != "cpu" && !strings.HasPrefix(d, "vulkan:") {
+		t.Errorf("lane row %+v shows device %q", m.view.Rows[row], d)
+	}
 	if m.status.Text != "Running" || m.pauseB.Disabled() || m.cancelB.Disabled() || !m.resumeB.Disabled() {
 		t.Errorf("while training: status %q, pause disabled %v, cancel disabled %v, resume disabled %v",
 			m.status.Text, m.pauseB.Disabled(), m.cancelB.Disabled(), m.resumeB.Disabled())

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -227,6 +228,7 @@ const (
 	prefLLMURL       = "llm_base_url"
 	prefLLMModel     = "llm_model"
 	prefLLMKeyEnv    = "llm_key_env"
+	prefDevice       = "device"
 	prefExecutor     = "executor"
 	prefPartition    = "slurm_partition"
 	prefAccount      = "slurm_account"
@@ -246,9 +248,9 @@ func rememberRun(p fyne.Preferences, dir string) {
 	p.SetStringList(prefRecentRuns, list)
 }
 
-// savedSettings are the folders and the executor the Settings screen saved.
+// savedSettings are the folders, the device and the executor the Settings screen saved.
 func savedSettings(p fyne.Preferences) config.Settings {
-	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Executor: savedExecutor(p)}
+	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice), Executor: savedExecutor(p)}
 }
 
 // savedExecutor is where the Settings screen saved that new runs train.
@@ -265,6 +267,26 @@ func (a *App) setExecutor(e config.Executor) {
 	if a.host != nil {
 		a.host.Executor = e
 	}
+}
+
+// setDevice makes the plugins of the next runs compute on device (a config.CheckDevice
+// setting), unless $AMID_DEVICE names another.
+func (a *App) setDevice(device string) error {
+	s := config.Settings{Device: device}.WithEnv()
+	env, err := s.DeviceEnv()
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.folders.Device = s.Device
+	if a.host != nil {
+		old := a.host.Supervisor.Env
+		a.host.Supervisor.Env = append(slices.DeleteFunc(slices.Clone(old), func(e string) bool {
+			return strings.HasPrefix(e, config.EnvDevice+"=")
+		}), env...)
+	}
+	return nil
 }
 
 // errText is err as one line for a status label.

@@ -19,9 +19,11 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"amid/host/config"
+	"amid/host/planner"
 	"amid/host/run"
 	"amid/host/schedule"
 	"amid/host/synth"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 	"amid/viewer/bridge"
 	"amid/viewer/imageio"
@@ -649,16 +651,17 @@ func TestSavedFolders(t *testing.T) {
 	}
 }
 
-// The lanes table shows each lane's rounds, its validation curve and that it stopped, and
+// The lanes table shows each lane's rounds, its validation curve, that it stopped and its
+// device (the one planned, or the CPU where a fold planned for a GPU trained there), and
 // the final model on all the data as its own row.
 func TestMonitorRounds(t *testing.T) {
 	a, q := newApp(t)
 	m := a.monitor
 	dir := filepath.Join(t.TempDir(), "r")
 	writeState(t, dir, &run.State{ID: "r", Phase: run.PhaseExploit, Budget: 10 * time.Minute, Lanes: []*run.LaneState{
-		{ID: "a", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 300}},
+		{ID: "a", Lane: planner.Lane{Device: "vulkan:0 GPU"}, Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 300, Compute: compute.Identity{Device: "vulkan:0 GPU (driver 1)"}}},
 			Schedule: schedule.Lane{Rung: 2, Curve: []schedule.Point{{Step: 100, Score: 0.4}, {Step: 300, Score: 0.61}}}},
-		{ID: "b", Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 100}},
+		{ID: "b", Lane: planner.Lane{Device: "vulkan:0 GPU"}, Folds: map[int]run.FoldState{0: {Status: run.FoldDone, Steps: 100, Compute: compute.Identity{Device: "cpu"}}},
 			Schedule: schedule.Lane{Rung: 1, Curve: []schedule.Point{{Step: 100, Score: 0.3}}, Stopped: "not promoted"}},
 	}, Final: &run.FinalModel{Mode: schedule.FinalAllData, Lane: "a", Steps: 900, Checkpoint: "/x/final.ckpt"}})
 	m.show(dir)
@@ -673,13 +676,13 @@ func TestMonitorRounds(t *testing.T) {
 	if len(m.view.Rows) != 3 {
 		t.Fatalf("rows %+v", m.view.Rows)
 	}
-	if got := strings.Join(cells(0), "|"); got != "a|f0|done|2|300||0.40→0.61|" {
+	if got := strings.Join(cells(0), "|"); got != "a|f0|done|2|300||0.40→0.61||vulkan:0 GPU" {
 		t.Errorf("lane a: %s", got)
 	}
-	if got := strings.Join(cells(1), "|"); got != "b|f0|stopped|1|100||0.30|" {
+	if got := strings.Join(cells(1), "|"); got != "b|f0|stopped|1|100||0.30||cpu" {
 		t.Errorf("lane b: %s", got)
 	}
-	if got := strings.Join(cells(2), "|"); got != "a|all|done||900|||" {
+	if got := strings.Join(cells(2), "|"); got != "a|all|done||900||||vulkan:0 GPU" {
 		t.Errorf("final model: %s", got)
 	}
 }

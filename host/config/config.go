@@ -7,6 +7,9 @@
 //
 //	AMID_HOME        the data folder (default: <os.UserConfigDir>/amid)
 //	AMID_PLUGIN_DIR  the user's plugin folder (default: <data folder>/plugins)
+//	AMID_DEVICE      where plugins compute: auto (default: a discrete GPU, then an
+//	                 integrated one, else the CPU; never a software Vulkan device), cpu,
+//	                 vulkan (any Vulkan device, a software one included) or vulkan:N
 //
 // and where new runs train their lanes (Executor):
 //
@@ -27,12 +30,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+
+	"amid/plugins/compute"
 )
 
 // Environment variable names.
 const (
 	EnvHome           = "AMID_HOME"
 	EnvPluginDir      = "AMID_PLUGIN_DIR"
+	EnvDevice         = compute.EnvDevice
 	EnvExecutor       = "AMID_EXECUTOR"
 	EnvSlurmPartition = "AMID_SLURM_PARTITION"
 	EnvSlurmAccount   = "AMID_SLURM_ACCOUNT"
@@ -41,13 +48,38 @@ const (
 	EnvSlurmGPUs      = "AMID_SLURM_GPUS"
 )
 
-// Settings are the folders chosen for AMID and where runs train; an empty field takes its
-// default.
+// Settings are the folders chosen for AMID, the device its plugins compute on and where
+// runs train; an empty field takes its default.
 type Settings struct {
 	Home           string // the data folder: the store, the runs
 	PluginDir      string // the user's plugin folder
 	BuiltinPlugins string // the built-in plugin folder (tests); default: plugins next to the executable
-	Executor       Executor
+	// Device is where plugins compute (DeviceAuto when empty; see CheckDevice), passed to
+	// every plugin process as AMID_DEVICE.
+	Device   string
+	Executor Executor
+}
+
+// Device settings: DeviceAuto, DeviceCPU, DeviceVulkan, or "vulkan:N" for device N.
+const (
+	DeviceAuto   = "auto"
+	DeviceCPU    = "cpu"
+	DeviceVulkan = "vulkan"
+)
+
+// CheckDevice says why a device setting is not auto, cpu, vulkan or vulkan:N (nil when
+// it is one of them).
+func CheckDevice(s string) error {
+	switch s {
+	case "", DeviceAuto, DeviceCPU, DeviceVulkan:
+		return nil
+	}
+	if n, ok := strings.CutPrefix(s, DeviceVulkan+":"); ok {
+		if i, err := strconv.Atoi(n); err == nil && i >= 0 && strconv.Itoa(i) == n {
+			return nil
+		}
+	}
+	return fmt.Errorf("device %q is not auto, cpu, vulkan or vulkan:N (N a device's number)", s)
 }
 
 // Executors.
@@ -102,8 +134,9 @@ func (e Executor) Merge(o Executor) Executor {
 // FromEnv returns the settings the environment gives, the CLI's settings.
 func FromEnv() Settings { return Settings{}.WithEnv() }
 
-// WithEnv returns s with each folder the environment names ($AMID_HOME, $AMID_PLUGIN_DIR)
-// in place of the one s has: the environment takes precedence over saved settings.
+// WithEnv returns s with each setting the environment names ($AMID_HOME, $AMID_PLUGIN_DIR,
+// $AMID_DEVICE, the executor's) in place of the one s has: the environment takes
+// precedence over saved settings.
 func (s Settings) WithEnv() Settings {
 	if h := os.Getenv(EnvHome); h != "" {
 		s.Home = h
@@ -117,14 +150,30 @@ func (s Settings) WithEnv() Settings {
 	}
 	s.Executor = s.Executor.Merge(Executor{Kind: os.Getenv(EnvExecutor), Partition: os.Getenv(EnvSlurmPartition), Account: os.Getenv(EnvSlurmAccount),
 		Jobs: num(EnvSlurmJobs), CPUs: num(EnvSlurmCPUs), GPUs: num(EnvSlurmGPUs)})
+	if d := strings.TrimSpace(os.Getenv(EnvDevice)); d != "" {
+		s.Device = d
+	}
 	return s
+}
+
+// DeviceEnv is the environment that passes the device setting to a plugin process
+// (auto when s has none). A setting that CheckDevice refuses is an error.
+func (s Settings) DeviceEnv() ([]string, error) {
+	if err := CheckDevice(s.Device); err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvDevice, err)
+	}
+	d := s.Device
+	if d == "" {
+		d = DeviceAuto
+	}
+	return []string{EnvDevice + "=" + d}, nil
 }
 
 // EnvOverrides lists the environment variables set that take precedence over saved
 // settings.
 func EnvOverrides() []string {
 	var out []string
-	for _, e := range []string{EnvHome, EnvPluginDir, EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs} {
+	for _, e := range []string{EnvHome, EnvPluginDir, EnvDevice, EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs} {
 		if os.Getenv(e) != "" {
 			out = append(out, e)
 		}

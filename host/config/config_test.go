@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,7 @@ func TestDefaults(t *testing.T) {
 func TestWithEnv(t *testing.T) {
 	t.Setenv(EnvHome, "/env/home")
 	t.Setenv(EnvPluginDir, "")
+	t.Setenv(EnvDevice, "")
 	s := Settings{Home: "/saved/home", PluginDir: "/saved/plugins"}.WithEnv()
 	if s.Home != "/env/home" || s.PluginDir != "/saved/plugins" {
 		t.Errorf("WithEnv = %+v", s)
@@ -54,6 +56,36 @@ func TestWithEnv(t *testing.T) {
 	}
 	if FromEnv() != (Settings{Home: "/env/home"}) {
 		t.Errorf("FromEnv = %+v", FromEnv())
+	}
+}
+
+// The device setting: auto, cpu, vulkan or vulkan:N; the environment's takes precedence;
+// a plugin process is always told it (auto when none is saved).
+func TestDevice(t *testing.T) {
+	for _, ok := range []string{"", "auto", "cpu", "vulkan", "vulkan:0", "vulkan:12"} {
+		if err := CheckDevice(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"gpu", "vulkan:", "vulkan:-1", "vulkan:01", "vulkan:x", "CPU", "vulkan:1:2"} {
+		if err := CheckDevice(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	t.Setenv(EnvDevice, "")
+	if env, err := (Settings{}).DeviceEnv(); err != nil || !slices.Equal(env, []string{"AMID_DEVICE=auto"}) {
+		t.Errorf("no setting: %q, %v", env, err)
+	}
+	s := Settings{Device: "cpu"}.WithEnv()
+	if env, err := s.DeviceEnv(); err != nil || !slices.Equal(env, []string{"AMID_DEVICE=cpu"}) {
+		t.Errorf("saved cpu: %q, %v", env, err)
+	}
+	t.Setenv(EnvDevice, "vulkan:1")
+	if s := (Settings{Device: "cpu"}).WithEnv(); s.Device != "vulkan:1" || !slices.Contains(EnvOverrides(), EnvDevice) {
+		t.Errorf("the environment's vulkan:1 over a saved cpu: %+v, overrides %v", s, EnvOverrides())
+	}
+	if _, err := (Settings{Device: "gpu"}).DeviceEnv(); err == nil || !strings.Contains(err.Error(), "AMID_DEVICE") {
+		t.Errorf("a bad setting: %v", err)
 	}
 }
 

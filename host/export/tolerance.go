@@ -3,14 +3,9 @@ package export
 import (
 	"fmt"
 	"io/fs"
-	"maps"
-	"slices"
-	"strings"
 
 	"amid/host/task"
-	"amid/plugins/compute"
 	"amid/plugins/taskspec"
-	"amid/viewer/imageio"
 )
 
 // packageSpec is the plugin-facing task spec of the package's task.yaml.
@@ -24,95 +19,4 @@ func packageSpec(fsys fs.FS) (*taskspec.Spec, error) {
 		return nil, fmt.Errorf("%s: %w", FileTask, err)
 	}
 	return t.Spec(), nil
-}
-
-// compareFile compares one prediction file of the package (orig) with the re-run's
-// (rerun) under ag's tolerances: an annotation (.json) field by field; an image as a label
-// map, or, for enhancement, as an image.
-func compareFile(ag *compute.Agreement, spec *taskspec.Spec, name, orig, rerun string) error {
-	if strings.HasSuffix(orig, ".json") {
-		a, err := taskspec.ReadAnnotation(orig, spec)
-		if err != nil {
-			return err
-		}
-		b, err := taskspec.ReadAnnotation(rerun, spec)
-		if err != nil {
-			return fmt.Errorf("the re-run's file: %w", err)
-		}
-		compareAnnotations(ag, spec, name, a, b)
-		return nil
-	}
-	a, err := imageio.Read(orig)
-	if err != nil {
-		return err
-	}
-	b, err := imageio.Read(rerun)
-	if err != nil {
-		return fmt.Errorf("the re-run's file: %w", err)
-	}
-	if a.Dims != b.Dims {
-		ag.Fail("%s: the re-run's image has dims %v, the original %v", name, b.Dims, a.Dims)
-		return nil
-	}
-	n := a.Len()
-	if spec.Kind == taskspec.Enhancement {
-		x, y := make([]float64, n), make([]float64, n)
-		for i := range n {
-			x[i], y[i] = a.AtIndex(i), b.AtIndex(i)
-		}
-		ag.Image(name, x, y)
-		return nil
-	}
-	x, y := make([]int32, n), make([]int32, n)
-	for i := range n {
-		x[i], y[i] = int32(a.AtIndex(i)), int32(b.AtIndex(i))
-	}
-	ag.Labels(name, x, y)
-	return nil
-}
-
-func compareAnnotations(ag *compute.Agreement, spec *taskspec.Spec, name string, a, b *taskspec.Annotation) {
-	if a.Score != nil || b.Score != nil {
-		switch {
-		case a.Score == nil || b.Score == nil:
-			ag.Categorical(name, false, "a score in only one of the package and the re-run")
-		case spec.Score == nil:
-			ag.Categorical(name, *a.Score == *b.Score, fmt.Sprintf("score %g in the package, %g in the re-run, and the task names no score range", *a.Score, *b.Score))
-		default:
-			ag.Score(name, *a.Score, *b.Score, spec.Score.Max-spec.Score.Min)
-		}
-	}
-	if len(a.Classes) > 0 || len(b.Classes) > 0 {
-		ag.Categorical(name, maps.Equal(a.Classes, b.Classes), fmt.Sprintf("classes %v in the package, %v in the re-run", a.Classes, b.Classes))
-	}
-	if a.Box3D != nil || b.Box3D != nil {
-		eq := a.Box3D != nil && b.Box3D != nil && *a.Box3D == *b.Box3D
-		ag.Categorical(name, eq, fmt.Sprintf("3D box %v in the package, %v in the re-run", a.Box3D, b.Box3D))
-	}
-	if len(a.Boxes) > 0 || len(b.Boxes) > 0 {
-		ag.Objects(name+" boxes", boxes(a.Boxes), boxes(b.Boxes))
-	}
-	if len(a.Points) > 0 || len(b.Points) > 0 {
-		ag.Objects(name+" points", points(a.Points), points(b.Points))
-	}
-}
-
-func boxes(bs []taskspec.Box) []compute.Located {
-	out := make([]compute.Located, len(bs))
-	for i, b := range bs {
-		var key strings.Builder
-		for _, k := range slices.Sorted(maps.Keys(b.Attrs)) {
-			fmt.Fprintf(&key, "%s=%d;", k, b.Attrs[k])
-		}
-		out[i] = compute.Located{Coords: []float64{b.X, b.Y, b.W, b.H}, Score: b.Score, Key: key.String()}
-	}
-	return out
-}
-
-func points(ps []taskspec.Point) []compute.Located {
-	out := make([]compute.Located, len(ps))
-	for i, p := range ps {
-		out[i] = compute.Located{Coords: []float64{p.X, p.Y}, Score: p.Score, Key: p.Class}
-	}
-	return out
 }

@@ -17,6 +17,7 @@ import (
 
 	"amid/host/audit"
 	"amid/plugins/compute"
+	"amid/plugins/compute/predictions"
 	"amid/viewer/fileio"
 )
 
@@ -451,7 +452,7 @@ func (v *Verification) judge(fsys fs.FS, pkgDir, rerunDir string, differ []strin
 	ag := compute.NewAgreement(compute.Table)
 	for _, p := range differ {
 		rel := filepath.FromSlash(strings.TrimPrefix(p, DirPredictions+"/"))
-		if err := compareFile(ag, spec, p, filepath.Join(pkgDir, filepath.FromSlash(p)), filepath.Join(rerunDir, rel)); err != nil {
+		if err := predictions.Compare(ag, spec, p, filepath.Join(pkgDir, filepath.FromSlash(p)), filepath.Join(rerunDir, rel)); err != nil {
 			ag.Fail("%s: %v", p, err)
 		}
 	}

@@ -80,6 +80,9 @@ type Lane struct {
 	// Base, for a lane proposed from results, names the lane whose configuration it
 	// changes (its step time is about that lane's).
 	Base string `json:"base,omitempty"`
+	// Device is what the plugin planned the lane for ("cpu", "vulkan:N NAME"; empty when
+	// it did not say), from the lane's candidate (protocol.Candidate.Device).
+	Device string `json:"device,omitempty"`
 }
 
 // Planner proposes lanes. Plan is called once before training (Results empty) and may be

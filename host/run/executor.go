@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"amid/host/catalog"
@@ -94,8 +95,10 @@ type PredictJob struct {
 type Local struct {
 	Store *store.Store
 	Opts  supervisor.Options
-	// Slots lists the places; empty: [LocalPlaces] of this machine.
+	// Slots lists the places; empty: [DevicePlaces] of this machine and Device.
 	Slots []Place
+	// Device is the device setting the places pass on ("" or "cpu": the CPU's places).
+	Device string
 }
 
 // Places implements Executor.
@@ -103,12 +106,36 @@ func (l *Local) Places() []Place {
 	if len(l.Slots) > 0 {
 		return l.Slots
 	}
-	return LocalPlaces(runtime.NumCPU())
+	return DevicePlaces(runtime.NumCPU(), l.Device)
+}
+
+// settingIn is the device setting an environment gives a plugin (the last
+// compute.EnvDevice in it), "" when none.
+func settingIn(env []string) string {
+	d := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, compute.EnvDevice+"="); ok {
+			d = v
+		}
+	}
+	return d
 }
 
 // minCoresPerLane is the fewest cores a CPU place gets: the engine's convolutions scale
 // with cores, and below four a lane trains faster alone than beside another.
 const minCoresPerLane = 4
+
+// DevicePlaces are the places of a machine with cores cores and the device setting device
+// (compute.EnvDevice's values): on the CPU ("cpu", or "" for none) its [LocalPlaces]; any
+// other setting (auto, vulkan, vulkan:N) is one place with every core, which passes the
+// setting on: the plugin resolves it to a device, or falls back to the CPU and says so
+// (two lanes do not share a GPU: packing them is the schedule's).
+func DevicePlaces(cores int, device string) []Place {
+	if device != "" && device != "cpu" {
+		return []Place{{Name: "device", Device: device, Workers: max(cores, 1)}}
+	}
+	return LocalPlaces(cores)
+}
 
 // LocalPlaces are the CPU places of a machine with cores cores: two lanes side by side,
 // each with half the cores, when each half has at least minCoresPerLane; else one lane

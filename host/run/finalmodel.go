@@ -186,7 +186,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra
 		f.Took, f.Compute = f.Took+out.took, out.res.Compute
 		w.Folds[k] = f
-		r.logf("lane %s fold %d: validation %s %.4f after %d steps", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps)
+		r.logf("lane %s fold %d: validation %s %.4f after %d steps, trained on %s", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps, trainedOn(out.res.Compute))
 		if err := r.save(); err != nil {
 			return err
 		}

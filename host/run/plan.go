@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"amid/host/audit"
@@ -15,6 +16,7 @@ import (
 	"amid/host/planner"
 	"amid/host/schedule"
 	"amid/host/supervisor"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
@@ -39,6 +41,7 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 	}
 	var out []*catalog.Entry
 	var refused []string
+	var described []compute.Identity
 	for i := range es {
 		e := &es[i]
 		if err := e.Usable(); err != nil {
@@ -55,9 +58,14 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 		for _, k := range d.Tasks {
 			if k.Kind == r.task.Kind && slices.Contains(k.Dims, r.task.Dims) {
 				out = append(out, e)
+				described = append(described, d.Compute)
 				break
 			}
 		}
+	}
+	r.st.Device = placesDevice(settingIn(r.env.Supervisor.Env), described)
+	if l, ok := r.exec.(*Local); ok {
+		l.Device = r.st.Device
 	}
 	if len(out) == 0 {
 		msg := fmt.Sprintf("no trusted plugin handles %d-D %s", r.task.Dims, r.task.Kind)
@@ -67,6 +75,24 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 		return nil, fmt.Errorf("%s", msg)
 	}
 	return out, nil
+}
+
+// placesDevice is the device setting the local places pass on: setting (the host's; none
+// is the plugins' default, auto) when a plugin found that device (the identity it
+// describes is a GPU's), else cpu.
+func placesDevice(setting string, described []compute.Identity) string {
+	if setting == "cpu" {
+		return "cpu"
+	}
+	if setting == "" {
+		setting = "auto"
+	}
+	for _, id := range described {
+		if strings.HasPrefix(id.Device, "vulkan") {
+			return setting
+		}
+	}
+	return "cpu"
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -203,7 +229,7 @@ func (r *Runner) plan(ctx context.Context) error {
 	}
 	var sched []*schedule.Lane
 	for _, l := range r.laneStates(in, lanes) {
-		r.logf("lane %s (%s): %s", l.ID, l.Plugin, l.Rationale)
+		r.logf("lane %s (%s)%s: %s", l.ID, l.Plugin, onDevice(l), l.Rationale)
 		r.st.Lanes = append(r.st.Lanes, l)
 		sched = append(sched, &l.Schedule)
 	}
@@ -230,7 +256,8 @@ func (r *Runner) plan(ctx context.Context) error {
 }
 
 // laneStates are the run's lanes for the planner's, with what the schedule needs of
-// each: the step time and memory their plugin planned, and their minimum steps.
+// each: the step time and memory their plugin planned, and their minimum steps; and the
+// device it planned them for.
 func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState {
 	var out []*LaneState
 	taken := map[string]bool{}
@@ -246,6 +273,7 @@ func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState
 			for _, c := range p.Candidates {
 				if p.Name == l.Plugin && bytes.Equal(c.Config, l.Config) {
 					ls.Schedule.StepSeconds, ls.Schedule.Memory = c.StepSeconds, c.MemoryBytes
+					ls.Device = c.Device
 					ls.Schedule.MinSteps = minSteps(in.MinSteps, c.Name)
 				}
 			}
@@ -256,6 +284,9 @@ func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState
 			for _, p := range in.Plugins {
 				for _, c := range p.Candidates {
 					ls.Schedule.StepSeconds = max(ls.Schedule.StepSeconds, c.StepSeconds)
+					if p.Name == l.Plugin && ls.Device == "" {
+						ls.Device = c.Device // a plugin plans all its candidates for one device
+					}
 				}
 			}
 			ls.Schedule.MinSteps = minSteps(in.MinSteps, "")
@@ -367,4 +398,16 @@ func rationales(ls []*LaneState) map[string]string {
 		out[l.ID] = l.Rationale
 	}
 	return out
+}
+
+// onDevice says where a lane was planned to train, " on DEVICE (N MiB planned)", or
+// nothing when its plugin did not say.
+func onDevice(l *LaneState) string {
+	switch {
+	case l.Device == "":
+		return ""
+	case l.Schedule.Memory > 0:
+		return fmt.Sprintf(" on %s (%d MiB planned)", l.Device, l.Schedule.Memory>>20)
+	}
+	return " on " + l.Device
 }

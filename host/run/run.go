@@ -307,7 +307,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	defer r.store.Close()
 	r.exec = r.env.Executor
 	if r.exec == nil {
-		local := &Local{Store: r.store, Opts: r.env.Supervisor}
+		local := &Local{Store: r.store, Opts: r.env.Supervisor, Device: r.st.Device}
 		r.exec = local
 		if r.env.NewExecutor != nil {
 			if r.exec, err = r.env.NewExecutor(r.dir, local); err != nil {

@@ -195,6 +195,9 @@ type State struct {
 	// PluginStart is the longest time a plugin took to start and describe itself, which the
 	// reserve counts for each prediction of the final phases.
 	PluginStart time.Duration `json:"plugin_start,omitempty"`
+	// Device is the device setting the local places pass to the plugins ([DevicePlaces]):
+	// the host's (compute.EnvDevice) when a plugin found that device at planning, else cpu.
+	Device string `json:"device,omitempty"`
 	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
 	Steps int `json:"steps,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/schedule"
 	"amid/host/task"
+	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
 
@@ -194,7 +195,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	}
 	f.Checkpoint, f.SHA256, f.Score, f.Extra = best.Checkpoint, best.SHA256, best.Score, best.Extra
 	l.Folds[0] = f
-	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step)", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)))
+	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
 	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
 }
 
@@ -401,3 +402,12 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// trainedOn names the device an identity trained on ("an unknown device" when the plugin
+// did not say).
+func trainedOn(id compute.Identity) string {
+	if id.IsZero() {
+		return "an unknown device"
+	}
+	return id.Device
+}

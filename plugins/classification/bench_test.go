@@ -8,7 +8,6 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/internal/cnn"
-	"amid/plugins/internal/training"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -71,7 +70,13 @@ func BenchmarkTrainStep(b *testing.B) {
 	spec := map[string]any{"plugin": "classification", "model": "cnn", "lane": "cnn-attributes", "batch": c.Batch, "patch": c.Grid,
 		"in": 1, "out": 16, "widths": c.Widths, "convs": c.Convs, "norm": c.Norm, "pool": c.Pool, "slope": arch.Slope,
 		"loss": "heads", "heads": heads, "lr": c.LR, "weight_decay": c.Decay, "clip": cnn.Clip}
-	plugintest.BenchTrainStep(b, c.Batch, spec, func() {
-		training.Update(m, opt, c.LR, cnn.Clip) // the training loop's update
+	tr, err := engine.NewTrainer(m.Net, opt, engine.TrainOptions{Clip: cnn.Clip})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plugintest.BenchTrainStep(b, c.Batch, spec, func() { // the training loop's step
+		if _, err := tr.Step(c.LR); err != nil {
+			b.Fatal(err)
+		}
 	})
 }

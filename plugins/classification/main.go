@@ -1,8 +1,9 @@
 // Command amid-plugin-classification is AMID's built-in image- and volume-level
-// classification plugin, trained on the CPU with AMID's own engine.
+// classification plugin, trained with AMID's own engine on the device AMID_DEVICE names, a
+// GPU or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: classification in 2D and 3D, balanced accuracy, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: its
 //     attributes, their classes and groups) and offers three lanes: "cnn-variant" (an
 //     encoder on a fixed grid with one softmax head per attribute group over the group's
@@ -69,6 +70,13 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		return nil, fmt.Errorf("classification plan: %w", err)
 	}
 	net := planned(s.Dims, imageplugin.MedianDims(req.Fingerprint))
+	// Sized for the device with one channel and a head of the attributes' classes (the
+	// heads of variants, known at training, are of that order).
+	outputs := 0
+	for _, a := range s.Attributes {
+		outputs += len(a.Classes)
+	}
+	net, where, bytes, fit := imageplugin.Fit(net, 1, max(outputs, 2))
 	grouped := slices.ContainsFunc(s.Attributes, func(a taskspec.Attribute) bool { return a.Group != "" })
 	out := &protocol.PlanResponse{}
 	add := func(name string, c config, why string) error {
@@ -76,10 +84,17 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why})
+		cand := protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where}
+		if c.Lane == laneCNN {
+			cand.MemoryBytes = bytes
+		}
+		out.Candidates = append(out.Candidates, cand)
 		return nil
 	}
 	shape := fmt.Sprintf("grid %v, widths %v, batch %d, %d steps", net.Grid, net.Widths, net.Batch, net.Steps)
+	if fit != "" {
+		shape += "; " + fit
+	}
 	if grouped {
 		if err := add("cnn-variant", config{Lane: laneCNN, Net: net, Heads: "variant", ClassWeights: "balanced"},
 			"encoder with one head per attribute group over its training variants (the unit the metric scores), class-balanced; "+shape); err != nil {

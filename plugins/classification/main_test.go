@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/internal/imageplugin/imageplugintest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
@@ -19,7 +20,10 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { plugintest.Main(m, "classification", &binary) }
+func TestMain(m *testing.M) {
+	vktest.Pin() // lavapipe's vector width, before any Vulkan instance exists
+	plugintest.Main(m, "classification", &binary)
+}
 
 // The generated task: TopCoW-like anterior and posterior groups of 4 binary edges each.
 var (

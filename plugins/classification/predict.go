@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -21,9 +21,9 @@ type predictor struct {
 	model *cnn.Model // nil for the prior
 }
 
-// load reads a checkpoint: the record, and for the cnn lane the network rebuilt for one
-// case at a time.
-func load(path string) (*predictor, error) {
+// load reads a checkpoint: the record, and for the cnn lane the network rebuilt on be for
+// one case at a time.
+func load(be engine.Backend, path string) (*predictor, error) {
 	p := &predictor{}
 	if err := imageplugin.ReadRecord(path, &p.rec); err != nil {
 		return nil, err
@@ -55,10 +55,11 @@ func load(path string) (*predictor, error) {
 		return nil, fmt.Errorf("checkpoint %s: %d channels and %d outputs", path, p.rec.Channels, outputs)
 	}
 	arch := p.rec.Config.Arch(p.rec.Channels, outputs)
-	if p.model, err = cnn.Build(engine.NewCPU(runtime.GOMAXPROCS(0)), arch, 1, p.rec.Config.Grid, 1, nil); err != nil {
+	if p.model, err = cnn.Build(be, arch, 1, p.rec.Config.Grid, 1, nil); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, arch.UNet(), p.model, nil); err != nil {
+		p.model.Close()
 		return nil, err
 	}
 	p.model.SetTraining(false)
@@ -85,7 +86,7 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
 		return nil, err
 	}
 	out := map[string]int{}
-	cnn.Infer(p.model, []*cnn.Image{im}, func(_ int, y []float32) {
+	err = cnn.Infer(p.model, []*cnn.Image{im}, func(_ int, y []float32) {
 		off := 0
 		for _, h := range p.rec.Heads {
 			best := 0
@@ -101,35 +102,54 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
 		}
 	})
 	p.model.SetTraining(false)
-	return out, nil
+	return out, err
+}
+
+// Close frees the model's device memory (nothing on the CPU or for the prior).
+func (p *predictor) Close() {
+	if p.model != nil {
+		p.model.Close()
+	}
 }
 
 func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	p, err := load(req.Checkpoint)
+	var out *protocol.PredictResponse
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		p, err := load(be, req.Checkpoint)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		out = &protocol.PredictResponse{}
+		for _, k := range req.Cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			path, err := imageplugin.OutPath(req.OutputDir, k.ID)
+			if err != nil {
+				return err
+			}
+			cl, err := p.classes(k)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+			b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
+			if err != nil {
+				return err
+			}
+			if _, err := sdk.WriteFile(path, b); err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: k.ID, Files: []string{path}})
+		}
+		return nil
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("classification predict: %w", err)
 	}
-	out := &protocol.PredictResponse{}
-	for _, k := range req.Cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		path, err := imageplugin.OutPath(req.OutputDir, k.ID)
-		if err != nil {
-			return nil, fmt.Errorf("classification predict: %w", err)
-		}
-		cl, err := p.classes(k)
-		if err != nil {
-			return nil, fmt.Errorf("classification predict: case %s: %w", k.ID, err)
-		}
-		b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := sdk.WriteFile(path, b); err != nil {
-			return nil, fmt.Errorf("classification predict: case %s: %w", k.ID, err)
-		}
-		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: k.ID, Files: []string{path}})
-	}
+	out.Compute = be.Identity()
 	return out, nil
 }

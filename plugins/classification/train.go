@@ -8,11 +8,12 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
-	"runtime"
 
+	"amid/plugins/compute"
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
@@ -69,13 +70,14 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 		var (
 			path  string
 			steps int
+			id    *compute.Identity
 			err   error
 		)
 		if c.Lane == lanePrior {
 			path, err = trainPrior(req, rec, send)
 			steps = 1
 		} else {
-			path, steps, err = trainCNN(ctx, req, s, rec, labels, clock, send)
+			path, steps, id, err = trainCNN(ctx, req, s, rec, labels, clock, send)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("classification train: %w", err)
@@ -84,7 +86,11 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 		if err != nil {
 			return nil, fmt.Errorf("classification train: validation: %w", err)
 		}
-		return sdk.Result(path, int64(steps), val)
+		res, err := sdk.Result(path, int64(steps), val)
+		if err == nil && id != nil {
+			res.Compute = *id
+		}
+		return res, err
 	})
 }
 
@@ -97,27 +103,27 @@ func trainPrior(req *protocol.TrainRequest, rec saved, send func(*protocol.Progr
 	return p, send(&protocol.Progress{Step: 1, TotalSteps: 1, Epoch: 1, Checkpoint: p, Message: fmt.Sprintf("prior: %v", rec.Prior)})
 }
 
-// trainCNN trains the cnn lane and returns the final checkpoint and the steps done.
-func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, error) {
+// trainCNN trains the cnn lane on the device the setting names (package device) and
+// returns the final checkpoint, the steps done and what trained it.
+func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, *compute.Identity, error) {
 	c := rec.Config
 	imgs, err := imageplugin.LoadImages(ctx, req.Train, s.Dims, c.Net, 0)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	if rec.Intensity, err = cnn.FitIntensity(c.Intensity, imgs); err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	for _, im := range imgs {
 		if err := rec.Intensity.Apply(im); err != nil {
-			return "", 0, err
+			return "", 0, nil, err
 		}
 	}
 	rec.Channels = imgs[0].C
 	rec.Heads = heads(s, c.Heads, labels)
-	sizes, outputs := make([]int, len(rec.Heads)), 0
+	sizes := make([]int, len(rec.Heads))
 	for i, h := range rec.Heads {
 		sizes[i] = len(h.Classes)
-		outputs += sizes[i]
 	}
 	var w [][]float64
 	if c.ClassWeights == "balanced" {
@@ -129,29 +135,70 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 			targets[i] = append(targets[i], h.target(l))
 		}
 	}
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
-	arch := c.Arch(rec.Channels, outputs)
+	if req.ResumeFrom != "" {
+		if err := sameHeads(req.ResumeFrom, rec.Heads); err != nil {
+			return "", 0, nil, err
+		}
+	}
+	prog := device.NewProgress(send)
+	var l *training.Loop
+	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
+		rec.Config = c
+		var err error
+		l, err = trainOn(ctx, be, &rec, c, imgs, sizes, w, targets, resume, func(l *training.Loop) {
+			l.Dir, l.Until, l.Send, l.Clock = req.WorkDir, int(req.Until), prog.Send, clock
+		})
+		if l == nil {
+			return "", err
+		}
+		return l.Last, err
+	})
+	if err != nil {
+		return "", 0, nil, err
+	}
+	id := be.Identity()
+	return l.Last, l.At.Step, &id, nil
+}
+
+// shrink halves the batch of a lane that did not fit its device's memory.
+func shrink(c config) (config, string, bool) {
+	if c.Batch < 2 {
+		return c, "", false
+	}
+	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
+	c.Batch /= 2
+	return c, what, true
+}
+
+// trainOn trains the cnn lane's network of configuration c on be from the checkpoint
+// resume ("" for a fresh start) to its final checkpoint, and frees its device memory;
+// place sets where the loop writes and reports and the step it stops at. The loop it
+// returns (nil when it failed before one existed) names the newest checkpoint.
+func trainOn(ctx context.Context, be engine.Backend, rec *saved, c config, imgs []*cnn.Image, sizes []int, w [][]float64, targets [][]int32, resume string, place func(*training.Loop)) (*training.Loop, error) {
+	arch := c.Arch(rec.Channels, rec.outputs())
 	var loss *engine.HeadLoss
 	m, err := cnn.Build(be, arch, c.Batch, c.Grid, uint64(c.Seed), func(b *engine.Builder, out *engine.Tensor) {
 		loss = b.HeadLoss(out, sizes, w)
 	})
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
+	defer m.Close()
 	opt := engine.NewAdamW(be, m.Params(), c.LR, c.Decay)
 	l := &training.Loop{
-		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"cross_entropy"},
-		Dir: req.WorkDir, Arch: arch.UNet(), Record: &rec, Model: m, Opt: opt,
-		Send: send, Clock: clock,
+		Steps: c.Steps, LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"cross_entropy"},
+		Arch: arch.UNet(), Record: rec, Model: m, Opt: opt,
 	}
-	if req.ResumeFrom != "" {
-		if err := sameHeads(req.ResumeFrom, rec.Heads); err != nil {
-			return "", 0, err
-		}
-		if err := l.Resume(req.ResumeFrom); err != nil {
-			return "", 0, fmt.Errorf("resume: %w", err)
-		}
+	place(l)
+	if err := l.Resume(resume); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
+	tr, err := engine.NewTrainer(m.Net, opt, engine.TrainOptions{Clip: cnn.Clip})
+	if err != nil {
+		return l, err
+	}
+	defer tr.Close()
+	l.Fetch = tr.ToHost
 	aug := c.Augment()
 	idx := make([]int, c.Batch)
 	lab := make([]int32, c.Batch*len(sizes))
@@ -168,15 +215,26 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 		if err := loss.SetLabels(lab); err != nil {
 			return 0, nil, err
 		}
-		training.Update(m, opt, lr, cnn.Clip)
+		if _, err := tr.Step(lr); err != nil {
+			return 0, nil, err
+		}
 		v[0] = loss.Value()
 		return len(idx), v, nil
 	}
 	if err := l.Run(ctx); err != nil {
-		return "", 0, err
+		return l, err
 	}
-	p, err := l.Save(training.Final)
-	return p, l.At.Step, err
+	_, err = l.Save(training.Final)
+	return l, err
+}
+
+// outputs is the network's number of outputs: every head's classes.
+func (r *saved) outputs() int {
+	n := 0
+	for _, h := range r.Heads {
+		n += len(h.Classes)
+	}
+	return n
 }
 
 // sameHeads refuses to resume a checkpoint whose heads differ from those of this
@@ -201,20 +259,27 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 	if len(truth) == 0 {
 		return nil, nil
 	}
-	p, err := load(path)
-	if err != nil {
-		return nil, err
-	}
 	pred := make([]map[string]int, len(truth))
 	priors := make([]map[string]int, len(truth))
-	for i, k := range req.Validation {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	_, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		p, err := load(be, path)
+		if err != nil {
+			return err
 		}
-		if pred[i], err = p.classes(k); err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+		defer p.Close()
+		for i, k := range req.Validation {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if pred[i], err = p.classes(k); err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+			priors[i] = p.rec.Prior
 		}
-		priors[i] = p.rec.Prior
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := score(s, truth, pred)
 	for k, v := range score(s, truth, priors) {

@@ -51,12 +51,27 @@ import (
 // able to run the package's kernels reproduces its predictions byte for byte.
 const EnvPreferCore = "AMID_OPENBLAS_PREFER"
 
-// Env is the environment that asks a plugin process for id's kernels and worker split:
-// GOMAXPROCS (plugins split their work over that many workers) and EnvPreferCore. A CPU
-// that cannot run the kernels keeps its own, and the identity the plugin reports says so.
+// EnvDevice is the device setting a plugin process computes with: "auto" (a discrete
+// GPU, then an integrated one, else the CPU; never a software Vulkan device), "cpu",
+// "vulkan" (any Vulkan device, a software one included) or "vulkan:N" (Vulkan device N).
+// The host sets it from its settings (amid/host/config); unset means auto.
+const EnvDevice = "AMID_DEVICE"
+
+// Env is the environment that asks a plugin process for id's device, kernels and worker
+// split: EnvDevice ("cpu" for a CPU identity, "vulkan" for a Vulkan one, which takes the
+// machine's own device, a software one when it has no GPU), GOMAXPROCS for a CPU (plugins
+// split their work over that many workers) and EnvPreferCore. A machine that cannot run the
+// device or the kernels uses its own, and the identity the plugin reports says so.
 func Env(id Identity) []string {
 	var env []string
-	if id.Workers > 0 {
+	gpu := strings.HasPrefix(id.Device, "vulkan")
+	switch {
+	case id.Device == "cpu":
+		env = append(env, EnvDevice+"=cpu")
+	case gpu:
+		env = append(env, EnvDevice+"=vulkan")
+	}
+	if id.Workers > 0 && !gpu { // on a GPU the host's workers do not fix the sums' order
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(id.Workers))
 	}
 	if id.Core != "" {

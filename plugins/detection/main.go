@@ -1,5 +1,6 @@
-// Command amid-plugin-detection is AMID's built-in detection plugin, trained on the CPU
-// with AMID's own engine (amid/plugins/engine). The task's spec (amid/plugins/taskspec,
+// Command amid-plugin-detection is AMID's built-in detection plugin, trained with AMID's
+// own engine (amid/plugins/engine) on the device AMID_DEVICE names, a GPU or the CPU
+// (amid/plugins/internal/device), each lane's batch planned to the device's memory. The task's spec (amid/plugins/taskspec,
 // sent in protocol.Task.Spec) picks one of three modes; labels and predictions are
 // taskspec.Annotation JSON files, a prediction named <case id>.json in the output folder.
 //
@@ -34,10 +35,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -60,6 +61,7 @@ func main() {
 type det struct{}
 
 func (det) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            "detection",
 		Version:         version,
@@ -67,8 +69,8 @@ func (det) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Tasks:           []protocol.TaskKind{{Kind: taskspec.Detection, Dims: []int{2, 3}}},
 		Metrics:         []string{"ap_mean", "f1", "iou"},
 		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}, nil
 }
 
@@ -134,6 +136,14 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	med, known := fp.medianDims()
 	var out []protocol.Candidate
 	add := func(name string, c config, why string) error {
+		var where string
+		var bytes int64
+		if c.Lane != lanePrior3D {
+			var fit string
+			if c.Batch, where, bytes, fit = fitBatch(c, s, mode); fit != "" {
+				why += "; " + fit
+			}
+		}
 		b, err := json.Marshal(c)
 		if err != nil {
 			return err
@@ -141,7 +151,7 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if _, err := parseConfig(b); err != nil {
 			return fmt.Errorf("detection plan: lane %s: %w", name, err)
 		}
-		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why})
+		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes})
 		return nil
 	}
 	train := func(c config) config {
@@ -192,4 +202,28 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		}
 	}
 	return &protocol.PlanResponse{Candidates: out}, nil
+}
+
+// fitBatch plans a lane's batch to the device the setting chooses (device.Fit): its
+// network with AdamW, the host's objective (the heatmap and box losses) counted as the
+// device buffers it exchanges.
+func fitBatch(c config, s *taskspec.Spec, mode string) (int, string, int64, string) {
+	arch := c.arch(channelsOf(mode), headChannels(mode, s))
+	return device.Fit(c.Batch, clipNorm, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+		var net *engine.Net
+		if mode == modeBox3D {
+			u, err := engine.BuildUNet(be, arch, n, c.Size, 1)
+			if err != nil {
+				return nil, nil, err
+			}
+			net = u.Net
+		} else {
+			u, err := engine.BuildUNetHead(be, arch, c.head(mode), n, c.Size, 1, func(int, []float32, []float32) float64 { return 0 })
+			if err != nil {
+				return nil, nil, err
+			}
+			net = u.Net
+		}
+		return net, engine.NewAdamW(be, net.Params(), defaultLR, 0), nil
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -10,7 +11,10 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { plugintest.Main(m, "detection", &binary) }
+func TestMain(m *testing.M) {
+	vktest.Pin() // lavapipe's vector width, before any Vulkan instance exists
+	plugintest.Main(m, "detection", &binary)
+}
 
 // TestConformance runs the protocol's conformance suite on the built binary in each mode,
 // with 3 generated cases, a few training steps and a long configuration for the cancel

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -50,7 +50,21 @@ type detector struct {
 	s     saved
 	head  *engine.HeadUNet // centernet and points lanes
 	seg   *engine.UNet     // box3d_seg
-	patch [3]int           // D, H, W of the network's input
+	pred  *engine.Predictor
+	patch [3]int // D, H, W of the network's input
+}
+
+// Close frees the detector's device memory (nothing on the CPU or for the prior).
+func (d *detector) Close() {
+	if d.pred != nil {
+		d.pred.Close()
+	}
+	if d.head != nil {
+		d.head.Free()
+	}
+	if d.seg != nil {
+		d.seg.Free()
+	}
 }
 
 // arch is the network a training record describes.
@@ -58,8 +72,8 @@ func (s *saved) arch() engine.UNetConfig {
 	return s.Config.arch(s.Channels, headChannels(s.Mode, s.Spec))
 }
 
-// load rebuilds the detector a checkpoint was trained as, for one input at a time.
-func load(path string) (*detector, error) {
+// load rebuilds the detector a checkpoint was trained as on be, for one input at a time.
+func load(be engine.Backend, path string) (*detector, error) {
 	man, err := ckpt.ReadManifest(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
@@ -88,9 +102,11 @@ func load(path string) (*detector, error) {
 	if s.Channels < 1 {
 		return nil, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
 	}
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	arch := s.arch()
-	var m ckpt.Model
+	var (
+		m   *engine.Net
+		out engine.Output
+	)
 	if s.Mode == modeBox3D {
 		if s.Prior == nil {
 			return nil, fmt.Errorf("checkpoint %s: box3d_seg without its fallback prior", path)
@@ -99,16 +115,21 @@ func load(path string) (*detector, error) {
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		d.seg.SetTraining(false)
-		m = d.seg
+		m, out = d.seg.Net, d.seg.Loss
 	} else {
 		if d.head, err = engine.BuildUNetHead(be, arch, s.Config.head(s.Mode), 1, d.patch, 1, nil); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		d.head.SetTraining(false)
-		m = d.head
+		m, out = d.head.Net, d.head.Logits
 	}
 	if _, err := ckpt.Load(path, arch, m, nil); err != nil {
+		d.Close()
 		return nil, err
+	}
+	if d.pred, err = engine.NewPredictor(m, out); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return d, nil
 }
@@ -123,7 +144,11 @@ func (d *detector) detect(paths []string) (*taskspec.Annotation, error) {
 	c := d.s.Config
 	switch d.s.Mode {
 	case modeBox3D:
-		return &taskspec.Annotation{Box3D: d.box3D(v)}, nil
+		b, err := d.box3D(v)
+		if err != nil {
+			return nil, err
+		}
+		return &taskspec.Annotation{Box3D: b}, nil
 	case modeBoxes, modePoints:
 		if dims[2] != 1 {
 			return nil, fmt.Errorf("%w: image %s has %d slices, a 2-D detection task takes 2-D images", ErrInput, paths[0], dims[2])
@@ -137,19 +162,27 @@ func (d *detector) detect(paths []string) (*taskspec.Annotation, error) {
 		copy(d.head.Input.Data, p.data)
 		coords(d.head.Input.Data[len(p.data):], p.dims[0], p.dims[1], 0, 0)
 		copy(d.head.Side.Sample(0), d.head.Input.Data[len(p.data):])
-		d.head.Forward()
+		if err := d.pred.Run(); err != nil {
+			return nil, err
+		}
 		boxes := decodeBoxes(d.head.Logits.Data, p.dims[0], p.dims[1], [2]float64{p.scale[0], p.scale[1]}, [2]int{dims[0], dims[1]}, &d.s)
 		return &taskspec.Annotation{Boxes: boxes}, nil
 	}
 	K := len(d.s.Spec.Points)
+	var runErr error
 	prob, err := infer.Window(p.data, p.dims, infer.Options{Patch: c.sizeXYZ(), Channels: d.s.Channels, Classes: K},
 		func(in, out []float32) {
 			copy(d.head.Input.Data, in)
-			d.head.Forward()
+			if err := d.pred.Run(); err != nil && runErr == nil {
+				runErr = err
+			}
 			for i, v := range d.head.Logits.Data {
 				out[i] = float32(sigmoid(float64(v)))
 			}
 		})
+	if err == nil {
+		err = runErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}
@@ -163,18 +196,20 @@ func minDistance(c config) float64 { return math.Max(1, 1.5*c.Sigma) }
 
 // box3D predicts the box of volume v: the coarse segmentation's largest component, or
 // the prior when that is empty or the lane is the prior.
-func (d *detector) box3D(v *volume.Volume) *taskspec.Box3D {
+func (d *detector) box3D(v *volume.Volume) (*taskspec.Box3D, error) {
 	dims := [3]int{v.Dims[0], v.Dims[1], v.Dims[2]}
 	fallback := d.s.Prior.predict(v)
 	if d.seg == nil {
-		return &fallback
+		return &fallback, nil
 	}
 	p, err := prepare(v, d.s.Channels, d.s.Config.sizeXYZ())
 	if err != nil {
-		return &fallback
+		return &fallback, nil
 	}
 	copy(d.seg.Input.Data, p.data)
-	d.seg.Forward()
+	if err := d.pred.Run(); err != nil {
+		return nil, err
+	}
 	prob := d.seg.Loss.Prob()
 	S := len(prob) / 2
 	fg := make([]bool, S)
@@ -183,9 +218,9 @@ func (d *detector) box3D(v *volume.Volume) *taskspec.Box3D {
 	}
 	b, ok := boxFromMask(fg, p.dims, p.scale, dims)
 	if !ok {
-		return &fallback
+		return &fallback, nil
 	}
-	return &b
+	return &b, nil
 }
 
 // outPath is the prediction file of case id in dir.
@@ -197,34 +232,46 @@ func outPath(dir, id string) (string, error) {
 }
 
 func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	d, err := load(req.Checkpoint)
+	var out *protocol.PredictResponse
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		d, err := load(be, req.Checkpoint)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		out = &protocol.PredictResponse{}
+		for _, c := range req.Cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(c.Images) == 0 {
+				return fmt.Errorf("%w: case %s has no image file", ErrInput, c.ID)
+			}
+			p, err := outPath(req.OutputDir, c.ID)
+			if err != nil {
+				return err
+			}
+			a, err := d.detect(c.Images)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			b, err := a.Marshal()
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			if _, err := sdk.WriteFile(p, b); err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		}
+		return nil
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("detection predict: %w", err)
 	}
-	out := &protocol.PredictResponse{}
-	for _, c := range req.Cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("detection predict: %w: case %s has no image file", ErrInput, c.ID)
-		}
-		p, err := outPath(req.OutputDir, c.ID)
-		if err != nil {
-			return nil, fmt.Errorf("detection predict: %w", err)
-		}
-		a, err := d.detect(c.Images)
-		if err != nil {
-			return nil, fmt.Errorf("detection predict: case %s: %w", c.ID, err)
-		}
-		b, err := a.Marshal()
-		if err != nil {
-			return nil, fmt.Errorf("detection predict: case %s: %w", c.ID, err)
-		}
-		if _, err := sdk.WriteFile(p, b); err != nil {
-			return nil, fmt.Errorf("detection predict: case %s: %w", c.ID, err)
-		}
-		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
-	}
+	out.Compute = be.Identity()
 	return out, nil
 }

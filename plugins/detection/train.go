@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -51,10 +51,7 @@ func (det) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 
 // learner is a network being trained, with its batch filling and its loss.
 type learner struct {
-	net interface {
-		training.Net
-		ckpt.Model
-	}
+	net  *engine.Net
 	fill func(r *rand.Rand) error
 	loss func() float64
 }
@@ -91,12 +88,58 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	if c.Lane == lanePrior3D {
 		return finishPrior(ctx, req, rec, send)
 	}
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
-	arch := rec.arch()
-	ln, err := newLearner(be, req, c, s, mode, arch, &rec)
+	prog := device.NewProgress(send)
+	var l *training.Loop
+	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
+		rec.Config = c
+		var err error
+		l, err = trainOn(ctx, be, req, c, s, mode, &rec, clock, prog.Send, resume)
+		if l == nil {
+			return "", err
+		}
+		return l.Last, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
+	final := l.Last
+	val, err := tune(ctx, final, req, &rec, prog.Log)
+	if err != nil {
+		return nil, fmt.Errorf("detection train: validation: %w", err)
+	}
+	// The threshold and calibration chosen on validation go into the final checkpoint.
+	l.Fetch = nil // the host's weights are the final ones
+	if final, err = l.Save(training.Final); err != nil {
+		return nil, fmt.Errorf("detection train: %w", err)
+	}
+	res, err := sdk.Result(final, int64(l.At.Step), val)
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = be.Identity()
+	return res, nil
+}
+
+// shrink halves the batch of a lane that did not fit its device's memory.
+func shrink(c config) (config, string, bool) {
+	if c.Batch < 2 {
+		return c, "", false
+	}
+	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
+	c.Batch /= 2
+	return c, what, true
+}
+
+// trainOn trains configuration c on be from the checkpoint resume ("" for a fresh start)
+// to its final checkpoint, and frees its device memory; the loop it returns (nil when it
+// failed before one existed) names the newest checkpoint.
+func trainOn(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c config, s *taskspec.Spec, mode string, rec *saved, clock *sdk.Clock, send func(*protocol.Progress) error, resume string) (*training.Loop, error) {
+	arch := rec.arch()
+	ln, err := newLearner(be, req, c, s, mode, arch, rec)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.net.Free()
 	opt := engine.NewAdamW(be, ln.net.Params(), c.LR, c.Decay)
 	// The samples come from one generator drawn from step after step; its state travels in
 	// the checkpoints, so a resumed run goes on with the data order.
@@ -104,37 +147,35 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 	rng := rand.New(pcg)
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{lossName(mode)},
-		Dir: req.WorkDir, Arch: arch, Record: &rec, Model: ln.net, Opt: opt, Data: pcg,
+		Dir: req.WorkDir, Arch: arch, Record: rec, Model: ln.net, Opt: opt, Data: pcg,
 		Send: send, Clock: clock,
 	}
-	if err := l.Resume(req.ResumeFrom); err != nil {
-		return nil, fmt.Errorf("detection train: resume: %w", err)
+	if err := l.Resume(resume); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
+	// The trainer starts from the host's weights and optimizer state: the resumed ones.
+	tr, err := engine.NewTrainer(ln.net, opt, engine.TrainOptions{Clip: clipNorm})
+	if err != nil {
+		return l, err
+	}
+	defer tr.Close()
+	l.Fetch = tr.ToHost
 	loss := make([]float64, 1)
 	l.Step = func(_ int, lr float64) (int, []float64, error) {
 		if err := ln.fill(rng); err != nil {
 			return 0, nil, err
 		}
-		training.Update(ln.net, opt, lr, clipNorm)
+		if _, err := tr.Step(lr); err != nil {
+			return 0, nil, err
+		}
 		loss[0] = ln.loss()
 		return c.Batch, loss, nil
 	}
 	if err := l.Run(ctx); err != nil {
-		return nil, fmt.Errorf("detection train: %w", err)
+		return l, err
 	}
-	final, err := l.Save(training.Final)
-	if err != nil {
-		return nil, fmt.Errorf("detection train: %w", err)
-	}
-	val, err := tune(ctx, final, req, &rec)
-	if err != nil {
-		return nil, fmt.Errorf("detection train: validation: %w", err)
-	}
-	// The threshold and calibration chosen on validation go into the final checkpoint.
-	if final, err = l.Save(training.Final); err != nil {
-		return nil, fmt.Errorf("detection train: %w", err)
-	}
-	return sdk.Result(final, int64(l.At.Step), val)
+	_, err = l.Save(training.Final)
+	return l, err
 }
 
 func lossName(mode string) string {
@@ -170,7 +211,7 @@ func finishPrior(ctx context.Context, req *protocol.TrainRequest, rec saved, sen
 		Message: "box size prior fitted on the training boxes"}); err != nil {
 		return nil, err
 	}
-	val, err := tune(ctx, p, req, &rec)
+	val, err := tune(ctx, p, req, &rec, device.ToLog)
 	if err != nil {
 		return nil, fmt.Errorf("detection train: validation: %w", err)
 	}
@@ -222,7 +263,7 @@ func newLearner(be engine.Backend, req *protocol.TrainRequest, c config, s *task
 	}
 	in := arch.In * S
 	return &learner{
-		net: u, loss: u.Objective.Value,
+		net: u.Net, loss: u.Objective.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				x := u.Input.Data[n*in : (n+1)*in]
@@ -261,7 +302,7 @@ func newSeg3D(be engine.Backend, req *protocol.TrainRequest, c config, s *tasksp
 	S := grid[0] * grid[1] * grid[2]
 	labels := make([]int32, c.Batch*S)
 	return &learner{
-		net: u, loss: u.Loss.Value,
+		net: u.Net, loss: u.Loss.Value,
 		fill: func(r *rand.Rand) error {
 			for n := range c.Batch {
 				it := items[r.IntN(len(items))]

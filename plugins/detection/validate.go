@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 )
@@ -22,39 +24,47 @@ const (
 // tune predicts the validation cases (or, without them, the first training cases) with
 // the checkpoint at path, chooses the points threshold and the boxes' score calibration,
 // records them in rec and returns the validation metrics (none without validation cases).
-func tune(ctx context.Context, path string, req *protocol.TrainRequest, rec *saved) (map[string]float64, error) {
+func tune(ctx context.Context, path string, req *protocol.TrainRequest, rec *saved, log device.Log) (map[string]float64, error) {
 	cases := req.Validation
 	if len(cases) == 0 {
 		cases = req.Train[:min(len(req.Train), tuneCases)]
 	}
-	d, err := load(path)
+	c := rec.Config
+	var preds, refs []*taskspec.Annotation
+	_, err := device.Predict(0, log, func(be engine.Backend) error {
+		d, err := load(be, path)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		switch rec.Mode {
+		case modeBoxes:
+			d.s.Threshold = lowThr
+		case modePoints:
+			d.s.Threshold = pointsLow
+		}
+		preds, refs = nil, nil
+		for _, k := range cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(k.Images) == 0 {
+				return fmt.Errorf("%w: case %s has no image file", ErrInput, k.ID)
+			}
+			ref, err := readLabel(k.ID, k.Label, rec.Spec, rec.Mode)
+			if err != nil {
+				return err
+			}
+			p, err := d.detect(k.Images)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+			preds, refs = append(preds, p), append(refs, ref)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	c := rec.Config
-	switch rec.Mode {
-	case modeBoxes:
-		d.s.Threshold = lowThr
-	case modePoints:
-		d.s.Threshold = pointsLow
-	}
-	var preds, refs []*taskspec.Annotation
-	for _, k := range cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if len(k.Images) == 0 {
-			return nil, fmt.Errorf("%w: case %s has no image file", ErrInput, k.ID)
-		}
-		ref, err := readLabel(k.ID, k.Label, rec.Spec, rec.Mode)
-		if err != nil {
-			return nil, err
-		}
-		p, err := d.detect(k.Images)
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
-		}
-		preds, refs = append(preds, p), append(refs, ref)
 	}
 	val := map[string]float64{}
 	switch rec.Mode {

@@ -80,6 +80,9 @@ func newDevTrainer(dn *devNet, opt Optimizer, o TrainOptions) (dt *devTrainer, e
 		}
 	}
 	for s := range 2 {
+		if dn.d.Sizing() {
+			break // nothing runs on a sizer
+		}
 		if dt.progs[s], err = dt.record(s); err != nil {
 			return dt, err
 		}

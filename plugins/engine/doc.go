@@ -40,8 +40,10 @@
 // the CPU and the other way round, within package compute's tolerances). Failures of a
 // device are named errors ([ErrNoLoader], [ErrNoDevice], [ErrDriverTooOld],
 // [ErrOutOfDeviceMemory], [ErrDeviceLost]) on which a caller falls back to the CPU,
-// re-plans smaller or resumes from a checkpoint. [OpenDevice] reads a device setting
-// (auto, cpu, vulkan, vulkan:N).
+// re-plans smaller or resumes from a checkpoint. [OpenDevice] and [ChooseDevice] read a
+// device setting (auto, cpu, vulkan, vulkan:N). [TrainingBytes] counts the device memory
+// of training a network before it is built there, through a sizer ([NewSizer]) that runs
+// the same initialisation without allocating, so that plans fit the device.
 //
 // OpenBLAS 0.3.21 misdetects some CPUs (an AVX-512 Xeon as "Prescott", a 5× loss). Plugin
 // processes call [EnsureCoreType] first thing in main: it compares OpenBLAS's core with the

@@ -117,6 +117,9 @@ func (b *Builder) param(name string, shape []int, decay bool) *Param {
 // kaiming fills p with N(0, 2/((1+a²)·fanIn)), PyTorch's kaiming_normal_ with
 // LeakyReLU slope a as nnU-Net initialises its convolutions.
 func (b *Builder) kaiming(p *Param, fanIn int, a float64) {
+	if v, ok := b.be.(*Vulkan); ok && v.dev.Sizing() {
+		return // a network that is only sized needs no values
+	}
 	std := math.Sqrt(2 / ((1 + a*a) * float64(fanIn)))
 	for i := range p.Data {
 		p.Data[i] = float32(b.rng.NormFloat64() * std)

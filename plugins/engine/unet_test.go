@@ -129,6 +129,20 @@ func TestTrainingStepAllocatesNothing(t *testing.T) {
 		if a := testing.AllocsPerRun(5, step); a != 0 {
 			t.Errorf("%v: %v allocations per training step", patch, a)
 		}
+		// The plugins step through a Trainer, on the CPU the same calls.
+		tr, err := NewTrainer(u.Net, opt, TrainOptions{Clip: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trStep := func() {
+			if _, err := tr.Step(1e-3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		trStep()
+		if a := testing.AllocsPerRun(5, trStep); a != 0 {
+			t.Errorf("%v: %v allocations per Trainer step", patch, a)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -64,8 +65,11 @@ func (v *Vulkan) Name() string {
 // on it (the order of every sum is set by the shaders and by tile shapes chosen from the
 // layers' shapes alone), whatever the host's workers: an Objective's function runs per
 // sample, its values added in sample order.
-func (v *Vulkan) Identity() compute.Identity {
-	i := v.dev.Info()
+func (v *Vulkan) Identity() compute.Identity { return VulkanIdentity(v.dev.Info()) }
+
+// VulkanIdentity is the identity of a Vulkan backend on the device info describes (a
+// plugin's Describe reports it before it opens the device).
+func VulkanIdentity(i vk.Info) compute.Identity {
 	return compute.Identity{Engine: Version, Device: fmt.Sprintf("vulkan %s (%s)", i.Name, strings.TrimSpace(i.Driver+" "+i.DriverInfo)), Workers: 1}
 }
 
@@ -88,31 +92,31 @@ func VulkanDevices() ([]vk.Info, error) {
 	return in.Devices(), nil
 }
 
-// OpenDevice opens the backend a device setting names: "cpu"; "vulkan" (the first usable
-// discrete, then integrated GPU, then any other usable device, lavapipe included);
-// "vulkan:N" (device N); "auto" (a discrete GPU, then an integrated one, else the CPU:
-// lavapipe, a CPU itself, is never chosen). With "auto" a machine without a usable GPU
-// gets the CPU and, as the error, the reason (nil when there is simply no GPU device);
-// the other settings fail when they cannot be honoured.
-func OpenDevice(setting string, workers int) (Backend, error) {
+// ErrDeviceSetting reports a device setting that is not auto, cpu, vulkan or vulkan:N.
+var ErrDeviceSetting = errors.New("not a device setting: want auto, cpu, vulkan or vulkan:N")
+
+// ChooseDevice resolves a device setting on this machine without opening a device: the
+// Vulkan device it names, or nil for the CPU. "cpu" is the CPU; "vulkan" the first usable
+// discrete, then integrated GPU, then any other usable device, lavapipe included;
+// "vulkan:N" device N; "auto" (or "") a discrete GPU, then an integrated one, else the CPU:
+// lavapipe, a CPU itself, is never chosen. With "auto" a machine without a usable GPU gets
+// the CPU and, as the error, the reason (nil when there is simply no GPU device); the other
+// settings fail when they cannot be honoured, a malformed one with ErrDeviceSetting.
+func ChooseDevice(setting string) (*vk.Info, error) {
 	s := strings.ToLower(strings.TrimSpace(setting))
 	switch {
 	case s == "cpu":
-		return NewCPU(workers), nil
+		return nil, nil
 	case s == "auto" || s == "":
 		devs, err := VulkanDevices()
 		if err != nil {
-			return NewCPU(workers), err
+			return nil, err
 		}
 		i, ok := pickGPU(devs, false)
 		if !ok {
-			return NewCPU(workers), nil
+			return nil, nil
 		}
-		v, err := NewVulkan(i, workers)
-		if err != nil {
-			return NewCPU(workers), err
-		}
-		return v, nil
+		return &devs[i], nil
 	case s == "vulkan":
 		devs, err := VulkanDevices()
 		if err != nil {
@@ -122,15 +126,45 @@ func OpenDevice(setting string, workers int) (Backend, error) {
 		if !ok {
 			return nil, fmt.Errorf("engine: device setting %q: %w", setting, ErrNoDevice)
 		}
-		return NewVulkan(i, workers)
+		return &devs[i], nil
 	case strings.HasPrefix(s, "vulkan:"):
 		i, err := strconv.Atoi(s[len("vulkan:"):])
 		if err != nil || i < 0 {
-			return nil, fmt.Errorf("engine: device setting %q: want auto, cpu, vulkan or vulkan:N", setting)
+			return nil, fmt.Errorf("engine: device setting %q: %w", setting, ErrDeviceSetting)
 		}
-		return NewVulkan(i, workers)
+		devs, err := VulkanDevices()
+		if err != nil {
+			return nil, err
+		}
+		if i >= len(devs) {
+			return nil, fmt.Errorf("engine: device setting %q: there are %d Vulkan devices: %w", setting, len(devs), ErrNoDevice)
+		}
+		if err := devs[i].Usable(); err != nil {
+			return nil, err
+		}
+		return &devs[i], nil
 	}
-	return nil, fmt.Errorf("engine: device setting %q: want auto, cpu, vulkan or vulkan:N", setting)
+	return nil, fmt.Errorf("engine: device setting %q: %w", setting, ErrDeviceSetting)
+}
+
+// OpenDevice opens the backend a device setting names (see [ChooseDevice]). With "auto"
+// a machine without a usable GPU gets the CPU and, as the error, the reason (nil when there
+// is simply no GPU device); the other settings fail when they cannot be honoured.
+func OpenDevice(setting string, workers int) (Backend, error) {
+	info, err := ChooseDevice(setting)
+	s := strings.ToLower(strings.TrimSpace(setting))
+	auto := s == "auto" || s == ""
+	if info == nil {
+		if err != nil && !auto {
+			return nil, err
+		}
+		return NewCPU(workers), err
+	}
+	v, err := NewVulkan(info.Index, workers)
+	if err != nil && auto {
+		return NewCPU(workers), err
+	}
+	return v, err
 }
 
 // pickGPU chooses a discrete device, then an integrated one; with anyKind also a virtual

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"amid/plugins/engine"
-	"amid/plugins/internal/training"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )
@@ -70,6 +69,14 @@ func BenchmarkTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
-	step := func() { training.Update(u, opt, c.LR, clipNorm) } // the training loop's update
+	tr, err := engine.NewTrainer(u.Net, opt, engine.TrainOptions{Clip: clipNorm})
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func() { // the training loop's step
+		if _, err := tr.Step(c.LR); err != nil {
+			b.Fatal(err)
+		}
+	}
 	plugintest.BenchTrainStep(b, c.Batch, spec, step)
 }

@@ -1,9 +1,10 @@
 // Command amid-plugin-enhancement is AMID's built-in image-enhancement plugin: low- to
-// high-quality image-to-image restoration of 2D images (USenhance ultrasound), trained on
-// the CPU with AMID's own engine (amid/plugins/engine).
+// high-quality image-to-image restoration of 2D images (USenhance ultrasound), trained with
+// AMID's own engine (amid/plugins/engine) on the device AMID_DEVICE names, a GPU or the
+// CPU (amid/plugins/internal/device).
 //
 //   - Describe: enhancement in 2D, metrics LNCC, SSIM and PSNR, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: the fingerprint's case sizes (see parseFingerprint) give one or two lanes: a
 //     residual U-Net of widths 32–256 on 128² patches ("base") and, when the images are
 //     large enough, one of widths 32–512 on 256² patches ("wide"), each with its rationale.
@@ -32,10 +33,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 )
@@ -57,6 +58,7 @@ func main() {
 type enh struct{}
 
 func (enh) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            "enhancement",
 		Version:         version,
@@ -64,8 +66,8 @@ func (enh) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Tasks:           []protocol.TaskKind{{Kind: "enhancement", Dims: []int{2}}},
 		Metrics:         []string{"lncc", "ssim", "psnr"},
 		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}, nil
 }
 
@@ -163,10 +165,21 @@ func (enh) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if c, err = parseConfig(b); err != nil {
 			return err
 		}
+		// The batch planned to the device the setting chooses (package device).
+		batch, where, bytes, fit := device.Fit(c.Batch, clipNorm, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+			u, err := engine.BuildResUNet(be, c.net(), n, c.patch3(), 1, c.loss())
+			if err != nil {
+				return nil, nil, err
+			}
+			return u.Net, engine.NewAdamW(be, u.Params(), c.LR, c.Decay), nil
+		})
+		if c.Batch = batch; fit != "" {
+			why += "; " + fit
+		}
 		if b, err = json.Marshal(c); err != nil {
 			return err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes})
 		return nil
 	}
 	// base: patches of at most 128², shrunk (to a multiple of 8) for small images.

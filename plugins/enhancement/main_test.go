@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
@@ -18,7 +19,10 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { plugintest.Main(m, "enhancement", &binary) }
+func TestMain(m *testing.M) {
+	vktest.Pin() // lavapipe's vector width, before any Vulkan instance exists
+	plugintest.Main(m, "enhancement", &binary)
+}
 
 // Generated ultrasound-like pairs. The clean (high-quality) image is a smooth tissue
 // background that darkens with depth, with two to four elliptic inclusions brighter or

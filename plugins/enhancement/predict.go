@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/infer"
+	"amid/plugins/internal/device"
 	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -19,19 +19,22 @@ import (
 	"amid/viewer/volume"
 )
 
-// model is a trained network ready to enhance images.
+// model is a trained network ready to enhance images, on the backend it was loaded on;
+// Close frees its device memory.
 type model struct {
 	c   config
 	be  engine.Backend
 	win *engine.ResUNet // batch 1 of the training patch
+	nw  *infer.NetWindow
 	// whole is the network for the last image size of whole-image inference.
 	whole     *engine.ResUNet
+	wholePred *engine.Predictor
 	wholeSize [2]int
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
-// records) for one patch at a time.
-func load(path string) (*model, error) {
+// records) on be for one patch at a time.
+func load(be engine.Backend, path string) (*model, error) {
 	man, err := ckpt.ReadManifest(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
@@ -48,15 +51,43 @@ func load(path string) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	m := &model{c: c, be: engine.NewCPU(runtime.GOMAXPROCS(0))}
+	m := &model{c: c, be: be}
 	if m.win, err = engine.BuildResUNet(m.be, c.net(), 1, c.patch3(), 1, c.loss()); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, c.net(), m.win, nil); err != nil {
+		m.Close()
 		return nil, err
 	}
 	m.win.SetTraining(false)
+	if m.c.Inference != "whole" {
+		opt := infer.Options{Patch: m.c.patchXYZ(), Channels: 1, Classes: 1, Overlap: m.c.Overlap, Mirror: m.c.Mirror}
+		if m.nw, err = infer.NewNetWindow(m.win.Net, m.win.Input, m.win.Output, opt); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+	}
 	return m, nil
+}
+
+// Close frees the model's device memory (nothing on the CPU).
+func (m *model) Close() {
+	if m.nw != nil {
+		m.nw.Close()
+	}
+	m.dropWhole()
+	m.win.Free()
+}
+
+// dropWhole frees the whole-image network.
+func (m *model) dropWhole() {
+	if m.wholePred != nil {
+		m.wholePred.Close()
+	}
+	if m.whole != nil {
+		m.whole.Free()
+	}
+	m.whole, m.wholePred = nil, nil
 }
 
 // wholeNet returns a network for an image of h×w padded to the pooling, with the
@@ -69,7 +100,7 @@ func (m *model) wholeNet(h, w int) (*engine.ResUNet, error) {
 	if m.whole != nil && m.wholeSize == [2]int{ph, pw} {
 		return m.whole, nil
 	}
-	m.whole = nil // let the last one go before building the next
+	m.dropWhole() // let the last one go before building the next
 	u, err := engine.BuildResUNet(m.be, m.c.net(), 1, [3]int{1, ph, pw}, 1, m.c.loss())
 	if err != nil {
 		return nil, err
@@ -79,7 +110,12 @@ func (m *model) wholeNet(h, w int) (*engine.ResUNet, error) {
 		copy(dst[i].Data, src[i].Data)
 	}
 	u.SetTraining(false)
-	m.whole, m.wholeSize = u, [2]int{ph, pw}
+	pred, err := engine.NewPredictor(u.Net, u.Output) // uploads the weights copied
+	if err != nil {
+		u.Free()
+		return nil, err
+	}
+	m.whole, m.wholePred, m.wholeSize = u, pred, [2]int{ph, pw}
 	return u, nil
 }
 
@@ -96,21 +132,16 @@ func (m *model) enhance(g *gray) ([]float32, error) {
 		for y := range g.H {
 			copy(u.Input.Data[y*pw:y*pw+g.W], in[y*g.W:(y+1)*g.W])
 		}
-		u.Forward()
+		if err := m.wholePred.Run(); err != nil {
+			return nil, err
+		}
 		out := make([]float32, g.W*g.H)
 		for y := range g.H {
 			copy(out[y*g.W:(y+1)*g.W], u.Output.Data[y*pw:y*pw+g.W])
 		}
 		return out, nil
 	}
-	u := m.win
-	return infer.Window(in, [3]int{g.W, g.H, 1}, infer.Options{
-		Patch: m.c.patchXYZ(), Channels: 1, Classes: 1, Overlap: m.c.Overlap, Mirror: m.c.Mirror,
-	}, func(in, out []float32) {
-		copy(u.Input.Data, in)
-		u.Forward()
-		copy(out, u.Output.Data)
-	})
+	return m.nw.Run(in, [3]int{g.W, g.H, 1})
 }
 
 // restore is the enhanced image of g as a one-channel volume of g's element type and
@@ -168,35 +199,47 @@ func (enh) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	if err != nil {
 		return nil, fmt.Errorf("enhancement predict: %w", err)
 	}
-	m, err := load(req.Checkpoint)
+	var out *protocol.PredictResponse
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		m, err := load(be, req.Checkpoint)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		out = &protocol.PredictResponse{}
+		for _, c := range req.Cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(c.Images) == 0 {
+				return fmt.Errorf("case %s has no image file", c.ID)
+			}
+			g, err := readGray(c.Images[0])
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
+			if err != nil {
+				return err
+			}
+			v, err := m.restore(g)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			if err := imageio.Write(p, v); err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		}
+		return nil
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("enhancement predict: %w", err)
 	}
-	out := &protocol.PredictResponse{}
-	for _, c := range req.Cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("enhancement predict: case %s has no image file", c.ID)
-		}
-		g, err := readGray(c.Images[0])
-		if err != nil {
-			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
-		}
-		p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
-		if err != nil {
-			return nil, fmt.Errorf("enhancement predict: %w", err)
-		}
-		v, err := m.restore(g)
-		if err != nil {
-			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
-		}
-		if err := imageio.Write(p, v); err != nil {
-			return nil, fmt.Errorf("enhancement predict: case %s: %w", c.ID, err)
-		}
-		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
-	}
+	out.Compute = be.Identity()
 	return out, nil
 }
 
@@ -248,11 +291,23 @@ func grayVolume(g *gray) (*volume.Volume, error) {
 // validate scores the checkpoint on cases: the means over cases of LNCC, SSIM and PSNR of
 // the enhanced images against their targets ("lncc", "ssim", "psnr"), and of the
 // low-quality inputs themselves, the identity's figures ("lncc_input", …).
-func validate(ctx context.Context, path string, cases []protocol.Case) (map[string]float64, error) {
-	m, err := load(path)
+func validate(ctx context.Context, path string, cases []protocol.Case, log device.Log) (map[string]float64, error) {
+	var out map[string]float64
+	_, err := device.Predict(0, log, func(be engine.Backend) error {
+		var err error
+		out, err = scoreCases(ctx, be, path, cases)
+		return err
+	})
+	return out, err
+}
+
+// scoreCases is validate's work on be.
+func scoreCases(ctx context.Context, be engine.Backend, path string, cases []protocol.Case) (map[string]float64, error) {
+	m, err := load(be, path)
 	if err != nil {
 		return nil, err
 	}
+	defer m.Close()
 	out := map[string]float64{}
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/data"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -110,23 +111,73 @@ func (enh) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	})
 }
 
-// run trains c and sends progress; it returns the final result.
+// run trains c on the device the setting names (package device) and sends progress; it
+// returns the final result.
 func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
-	arch := c.net()
-	u, err := engine.BuildResUNet(be, arch, c.Batch, c.patch3(), uint64(c.Seed), c.loss())
+	prog := device.NewProgress(send)
+	var l *training.Loop
+	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
+		var err error
+		l, err = train(ctx, be, req, c, clock, prog.Send, resume)
+		if l == nil {
+			return "", err
+		}
+		return l.Last, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("enhancement train: %w", err)
 	}
+	final := l.Last
+	var val map[string]float64
+	if len(req.Validation) > 0 {
+		if val, err = validate(ctx, final, req.Validation, prog.Log); err != nil {
+			return nil, fmt.Errorf("enhancement train: validation: %w", err)
+		}
+	}
+	res, err := sdk.Result(final, int64(l.At.Step), val)
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = be.Identity()
+	return res, nil
+}
+
+// shrink halves the batch of a lane that did not fit its device's memory.
+func shrink(c config) (config, string, bool) {
+	if c.Batch < 2 {
+		return c, "", false
+	}
+	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
+	c.Batch /= 2
+	return c, what, true
+}
+
+// train trains c on be from the checkpoint resume ("" for a fresh start) to its final
+// checkpoint, and frees its device memory; the loop it returns (nil when it failed before
+// one existed) names the newest checkpoint.
+func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c config, clock *sdk.Clock, send func(*protocol.Progress) error, resume string) (*training.Loop, error) {
+	arch := c.net()
+	u, err := engine.BuildResUNet(be, arch, c.Batch, c.patch3(), uint64(c.Seed), c.loss())
+	if err != nil {
+		return nil, err
+	}
+	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"loss", "l1", "ssim"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c}, Model: u, Opt: opt,
 		Send: send, Clock: clock,
 	}
-	if err := l.Resume(req.ResumeFrom); err != nil {
-		return nil, fmt.Errorf("enhancement train: resume: %w", err)
+	if err := l.Resume(resume); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
+	// The trainer starts from the host's weights and optimizer state: the resumed ones.
+	tr, err := engine.NewTrainer(u.Net, opt, engine.TrainOptions{Clip: clipNorm})
+	if err != nil {
+		return l, err
+	}
+	defer tr.Close()
+	l.Fetch = tr.ToHost
 	var src []data.Source
 	for _, k := range req.Train {
 		src = append(src, &pairSource{id: k.ID, low: k.Images[0], high: k.Label})
@@ -140,7 +191,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		Workers: 1, Budget: cacheBudget,
 	}, src)
 	if err != nil {
-		return nil, fmt.Errorf("enhancement train: %w", err)
+		return l, err
 	}
 	defer ld.Close()
 	target := make([]float32, len(u.Input.Data))
@@ -159,23 +210,16 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 		if err := u.Loss.SetTarget(target); err != nil {
 			return 0, nil, err
 		}
-		training.Update(u, opt, lr, clipNorm)
+		if _, err := tr.Step(lr); err != nil {
+			return 0, nil, err
+		}
 		l1, s := u.Loss.Parts()
 		losses[0], losses[1], losses[2] = u.Loss.Value(), l1, s
 		return c.Batch, losses, nil
 	}
 	if err := l.Run(ctx); err != nil {
-		return nil, fmt.Errorf("enhancement train: %w", err)
+		return l, err
 	}
-	final, err := l.Save(training.Final)
-	if err != nil {
-		return nil, fmt.Errorf("enhancement train: %w", err)
-	}
-	var val map[string]float64
-	if len(req.Validation) > 0 {
-		if val, err = validate(ctx, final, req.Validation); err != nil {
-			return nil, fmt.Errorf("enhancement train: validation: %w", err)
-		}
-	}
-	return sdk.Result(final, int64(l.At.Step), val)
+	_, err = l.Save(training.Final)
+	return l, err
 }

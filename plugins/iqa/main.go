@@ -1,9 +1,9 @@
 // Command amid-plugin-iqa is AMID's built-in image-quality assessment plugin: a
-// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained on the CPU with
-// AMID's own engine.
+// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained with AMID's own
+// engine on the device AMID_DEVICE names, a GPU or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: iqa in 2D and 3D, the score |PLCC| + |SROCC| + |KROCC|, the configuration
-//     schema (configSchema in config.go), hardware "cpu".
+//     schema (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: the
 //     score's range and grid) and offers "cnn" (mean squared error), "cnn-rank" (plus a
 //     pairwise ranking loss within each batch, which the rank correlations of the metric
@@ -72,9 +72,12 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("iqa plan: %w", err)
 	}
-	net := planned(s.Dims, imageplugin.MedianDims(req.Fingerprint))
+	net, where, bytes, fit := imageplugin.Fit(planned(s.Dims, imageplugin.MedianDims(req.Fingerprint)), 1, 1)
 	rank := lossConfig{MSE: 1, Rank: 1, Temp: defaultTemp}
 	shape := fmt.Sprintf("grid %v, widths %v, batch %d, %d steps", net.Grid, net.Widths, net.Batch, net.Steps)
+	if fit != "" {
+		shape += "; " + fit
+	}
 	out := &protocol.PlanResponse{}
 	for _, c := range []struct {
 		name string
@@ -91,7 +94,7 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, err
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: c.name, Config: b, Rationale: c.why, Device: where, MemoryBytes: bytes})
 	}
 	return out, nil
 }

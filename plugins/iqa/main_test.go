@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/internal/imageplugin/imageplugintest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
@@ -20,7 +21,10 @@ import (
 // binary is the plugin built once for the tests that start it.
 var binary string
 
-func TestMain(m *testing.M) { plugintest.Main(m, "iqa", &binary) }
+func TestMain(m *testing.M) {
+	vktest.Pin() // lavapipe's vector width, before any Vulkan instance exists
+	plugintest.Main(m, "iqa", &binary)
+}
 
 // ldctSpec is the spec of an LDCT-IQA-like task: 2D CT slices scored 0–4 in steps of 0.2.
 func ldctSpec(t testing.TB, dims int) []byte {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -22,9 +22,9 @@ type predictor struct {
 	members []cnn.Member
 }
 
-// load reads a checkpoint: the record and every trained model, on one network rebuilt
-// for one image at a time.
-func load(path string) (*predictor, error) {
+// load reads a checkpoint: the record and every trained model, on one network rebuilt on
+// be for one image at a time.
+func load(be engine.Backend, path string) (*predictor, error) {
 	p := &predictor{}
 	if err := imageplugin.ReadRecord(path, &p.rec); err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func load(path string) (*predictor, error) {
 		return nil, fmt.Errorf("checkpoint %s: score range [%g, %g] step %g", path, r.Min, r.Max, r.Step)
 	}
 	arch := c.Arch(p.rec.Channels, 1)
-	if p.model, err = cnn.Build(engine.NewCPU(runtime.GOMAXPROCS(0)), arch, 1, c.Grid, 1, nil); err != nil {
+	if p.model, err = cnn.Build(be, arch, 1, c.Grid, 1, nil); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	ens := &cnn.Ensemble{}
@@ -56,6 +56,7 @@ func load(path string) (*predictor, error) {
 		ens.Members = append(ens.Members, cnn.Zero(p.model.Net))
 	}
 	if _, err := ckpt.Load(path, arch.UNet(), ens, nil); err != nil {
+		p.model.Close()
 		return nil, err
 	}
 	p.members = ens.Members[:p.rec.Members]
@@ -78,7 +79,12 @@ func (p *predictor) predict(imgs []*cnn.Image) ([]float64, error) {
 		if err := m.CopyInto(p.model.Net); err != nil {
 			return nil, err
 		}
-		cnn.Infer(p.model, imgs, func(i int, y []float32) { sum[i] += float64(y[0]) })
+		if err := p.model.ToDevice(); err != nil {
+			return nil, err
+		}
+		if err := cnn.Infer(p.model, imgs, func(i int, y []float32) { sum[i] += float64(y[0]) }); err != nil {
+			return nil, err
+		}
 	}
 	for i := range sum {
 		sum[i] = p.rec.unscale(sum[i] / float64(len(p.members)))
@@ -86,31 +92,44 @@ func (p *predictor) predict(imgs []*cnn.Image) ([]float64, error) {
 	return sum, nil
 }
 
+// Close frees the network's device memory (nothing on the CPU).
+func (p *predictor) Close() { p.model.Close() }
+
 func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	p, err := load(req.Checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("iqa predict: %w", err)
-	}
 	paths := make([]string, len(req.Cases))
 	for i, k := range req.Cases {
 		if len(k.Images) == 0 {
 			return nil, fmt.Errorf("iqa predict: case %s has no image file", k.ID)
 		}
+		var err error
 		if paths[i], err = imageplugin.OutPath(req.OutputDir, k.ID); err != nil {
 			return nil, fmt.Errorf("iqa predict: %w", err)
 		}
 	}
-	imgs, err := imageplugin.LoadImages(ctx, req.Cases, p.rec.Dims, p.rec.Config.Net, p.rec.Channels)
+	var (
+		scores []float64
+		rec    saved
+	)
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		p, err := load(be, req.Checkpoint)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		rec = p.rec
+		imgs, err := imageplugin.LoadImages(ctx, req.Cases, p.rec.Dims, p.rec.Config.Net, p.rec.Channels)
+		if err != nil {
+			return err
+		}
+		scores, err = p.predict(imgs)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("iqa predict: %w", err)
 	}
-	scores, err := p.predict(imgs)
-	if err != nil {
-		return nil, fmt.Errorf("iqa predict: %w", err)
-	}
-	out := &protocol.PredictResponse{}
+	out := &protocol.PredictResponse{Compute: be.Identity()}
 	for i, k := range req.Cases {
-		v := p.rec.output(scores[i])
+		v := rec.output(scores[i])
 		b, err := (&taskspec.Annotation{Score: &v}).Marshal()
 		if err != nil {
 			return nil, err

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/internal/training"
 	"amid/plugins/metrics"
@@ -128,27 +128,42 @@ func folds(n, k int, seed int64) []int {
 	return out
 }
 
-// train trains one model per fold, each on the other folds' cases, chooses whether
-// predictions snap to the score grid, and returns the final result: a checkpoint holding
-// every trained model, whose mean is the prediction.
+// train trains one model per fold, each on the other folds' cases, on the device the
+// setting names (package device), chooses whether predictions snap to the score grid,
+// and returns the final result: a checkpoint holding every trained model, whose mean is
+// the prediction.
 func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, vscores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	imgs, err := prepare(ctx, req, rec)
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEnsemble(req, rec, imgs, scores, clock, send)
+	prog := device.NewProgress(send)
+	var (
+		e        *ensemble
+		oof      []float64
+		complete bool
+		final    string
+	)
+	be, err := device.Train(0, prog.Log, rec.Config, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
+		rec.Config = c
+		var err error
+		if e, err = newEnsemble(be, req, resume, rec, imgs, scores, clock, prog.Send); err != nil {
+			if e == nil {
+				return "", err
+			}
+			return e.loop.Last, err
+		}
+		defer e.close()
+		if oof, complete, err = e.trainFolds(ctx); err != nil {
+			return e.loop.Last, err
+		}
+		final, err = e.loop.Save(training.Final)
+		return e.loop.Last, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	oof, complete, err := e.trainFolds(ctx)
-	if err != nil {
-		return nil, err
-	}
-	final, err := e.loop.Save(training.Final)
-	if err != nil {
-		return nil, err
-	}
-	val, err := chooseSnap(ctx, req, rec, final, scores, vscores, oof, complete)
+	val, err := chooseSnap(ctx, req, rec, final, scores, vscores, oof, complete, prog.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +172,22 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 			return nil, err
 		}
 	}
-	return sdk.Result(final, int64(e.loop.Offset+e.loop.At.Step), val)
+	res, err := sdk.Result(final, int64(e.loop.Offset+e.loop.At.Step), val)
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = be.Identity()
+	return res, nil
+}
+
+// shrink halves the batch of a lane that did not fit its device's memory.
+func shrink(c config) (config, string, bool) {
+	if c.Batch < 2 {
+		return c, "", false
+	}
+	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
+	c.Batch /= 2
+	return c, what, true
 }
 
 // prepare loads the training images onto the grid and normalises their intensities,
@@ -192,24 +222,25 @@ type ensemble struct {
 	ens     *cnn.Ensemble
 	loop    *training.Loop
 	start   int // the fold the loop starts in (later than 0 on resume)
-	// The model of the fold being trained, its loss and its optimizer.
+	// The model of the fold being trained, its loss, its optimizer and its trainer.
 	m    *cnn.Model
 	loss *engine.RegressionLoss
 	opt  *engine.Adam
+	tr   *engine.Trainer
 }
 
-// newEnsemble sets up the folds and the loop, resumed from req's checkpoint when it names
-// one: the fold it was in, with that fold's model and optimizer state and the trained
-// members before it.
-func newEnsemble(req *protocol.TrainRequest, rec *saved, imgs []*cnn.Image, scores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*ensemble, error) {
+// newEnsemble sets up the folds and the loop on be, resumed from the checkpoint resume
+// when it names one: the fold it was in, with that fold's model and optimizer state and
+// the trained members before it. Close frees what it holds on a device.
+func newEnsemble(be engine.Backend, req *protocol.TrainRequest, resume string, rec *saved, imgs []*cnn.Image, scores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*ensemble, error) {
 	c := rec.Config
 	e := &ensemble{c: c, rec: rec, imgs: imgs, fold: folds(len(imgs), c.Folds, c.Seed),
-		be: engine.NewCPU(runtime.GOMAXPROCS(0)), arch: c.Arch(rec.Channels, 1)}
+		be: be, arch: c.Arch(rec.Channels, 1)}
 	for _, v := range scores {
 		e.targets = append(e.targets, float32(rec.scale(v)))
 	}
-	if req.ResumeFrom != "" {
-		man, err := ckpt.ReadManifest(req.ResumeFrom)
+	if resume != "" {
+		man, err := ckpt.ReadManifest(resume)
 		if err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
@@ -228,11 +259,35 @@ func newEnsemble(req *protocol.TrainRequest, rec *saved, imgs []*cnn.Image, scor
 		Offset: e.start * c.Steps, Total: c.Folds * c.Steps,
 		Dir: req.WorkDir, Arch: e.arch.UNet(), Record: rec, Model: e.ens, Opt: e.ens,
 		Send: send, Clock: clock,
+		Fetch: func() error { return e.tr.ToHost() },
 	}
-	if err := e.loop.Resume(req.ResumeFrom); err != nil {
+	if err := e.loop.Resume(resume); err != nil {
+		e.m.Close()
 		return nil, fmt.Errorf("resume: %w", err)
 	}
+	// The trainer starts from the host's weights and optimizer state: the resumed ones.
+	if err := e.trainer(); err != nil {
+		e.m.Close()
+		return e, err
+	}
 	return e, nil
+}
+
+// trainer makes the current fold's trainer.
+func (e *ensemble) trainer() error {
+	var err error
+	e.tr, err = engine.NewTrainer(e.m.Net, e.opt, engine.TrainOptions{Clip: cnn.Clip})
+	return err
+}
+
+// close frees the current fold's trainer and model on a device; the members keep their
+// host copies.
+func (e *ensemble) close() {
+	if e.tr != nil {
+		e.tr.Close()
+	}
+	e.m.Close()
+	e.loop.Fetch = nil // the host copies are the newest
 }
 
 // build builds fold f's model, its loss and its optimizer, with weights drawn from the
@@ -270,7 +325,13 @@ func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool
 	aug := c.Augment()
 	for f := e.start; f < c.Folds; f++ {
 		if f > e.start {
+			e.tr.Close()
+			e.m.Close()
+			e.tr = nil
 			if err := e.build(f); err != nil {
+				return nil, false, err
+			}
+			if err := e.trainer(); err != nil {
 				return nil, false, err
 			}
 			e.ens.Members[f], e.ens.Current, e.ens.Opt = cnn.Live(e.m.Net), f, e.opt
@@ -291,7 +352,9 @@ func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool
 			if err := e.loss.SetTargets(tg); err != nil {
 				return 0, nil, err
 			}
-			training.Update(e.m, e.opt, lr, cnn.Clip)
+			if _, err := e.tr.Step(lr); err != nil {
+				return 0, nil, err
+			}
 			v[0] = e.loss.Value()
 			return len(idx), v, nil
 		}
@@ -305,7 +368,12 @@ func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool
 		if l.At.Step < c.Steps {
 			return oof, false, nil
 		}
-		e.predictHeld(e.m, held, oof)
+		if err := e.tr.ToHost(); err != nil {
+			return nil, false, err
+		}
+		if err := e.predictHeld(e.m, held, oof); err != nil {
+			return nil, false, err
+		}
 		if f < c.Folds-1 {
 			e.ens.Members[f] = cnn.Snapshot(e.m.Net)
 		}
@@ -317,24 +385,30 @@ func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool
 		if err != nil {
 			return nil, false, err
 		}
+		defer m.Close()
 		for f := range e.start {
 			if err := e.ens.Members[f].CopyInto(m.Net); err != nil {
 				return nil, false, err
 			}
+			if err := m.ToDevice(); err != nil {
+				return nil, false, err
+			}
 			_, held := e.split(f)
-			e.predictHeld(m, held, oof)
+			if err := e.predictHeld(m, held, oof); err != nil {
+				return nil, false, err
+			}
 		}
 	}
 	return oof, true, nil
 }
 
 // predictHeld predicts the held-out cases with m into oof, as scores.
-func (e *ensemble) predictHeld(m *cnn.Model, held []int, oof []float64) {
+func (e *ensemble) predictHeld(m *cnn.Model, held []int, oof []float64) error {
 	imgs := make([]*cnn.Image, len(held))
 	for j, i := range held {
 		imgs[j] = e.imgs[i]
 	}
-	cnn.Infer(m, imgs, func(j int, y []float32) { oof[held[j]] = e.rec.unscale(float64(y[0])) })
+	return cnn.Infer(m, imgs, func(j int, y []float32) { oof[held[j]] = e.rec.unscale(float64(y[0])) })
 }
 
 // chooseSnap scores the final model's predictions, raw and snapped to the score grid, on
@@ -342,21 +416,25 @@ func (e *ensemble) predictHeld(m *cnn.Model, held []int, oof []float64) {
 // completed, and records in rec whether predictions snap ("auto": when snapping scores
 // higher; "on" snaps whatever the scores). It returns the validation figures, nil when
 // there were none to compute.
-func chooseSnap(ctx context.Context, req *protocol.TrainRequest, rec *saved, final string, scores, vscores, oof []float64, complete bool) (map[string]float64, error) {
+func chooseSnap(ctx context.Context, req *protocol.TrainRequest, rec *saved, final string, scores, vscores, oof []float64, complete bool, log device.Log) (map[string]float64, error) {
 	c := rec.Config
 	val := map[string]float64{}
 	var truth, raw []float64
 	switch {
 	case len(vscores) > 0:
-		p, err := load(final)
-		if err != nil {
-			return nil, err
-		}
 		vimgs, err := imageplugin.LoadImages(ctx, req.Validation, rec.Dims, c.Net, rec.Channels)
 		if err != nil {
 			return nil, fmt.Errorf("validation: %w", err)
 		}
-		if raw, err = p.predict(vimgs); err != nil {
+		if _, err = device.Predict(0, log, func(be engine.Backend) error {
+			p, err := load(be, final)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			raw, err = p.predict(vimgs)
+			return err
+		}); err != nil {
 			return nil, fmt.Errorf("validation: %w", err)
 		}
 		truth = vscores

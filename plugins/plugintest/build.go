@@ -52,14 +52,29 @@ func Build(t testing.TB, src, name, dir string) string {
 
 // BuildPlugin is Build without a testing.TB, for TestMain. The build runs offline from the
 // module cache (GOFLAGS=-mod=mod, GOPROXY=off) so tests need no network.
-func BuildPlugin(src, name, dir string) (string, error) {
+func BuildPlugin(src, name, dir string) (string, error) { return buildPlugin(src, name, dir, false) }
+
+// BuildPluginVulkan is BuildPlugin with cgo, which the Vulkan backend needs, for tests of
+// a plugin process on a Vulkan device; the pure-Go SGEMM (tag purego) keeps OpenBLAS out,
+// as in the bundle of .ci/gpu-check.sh.
+func BuildPluginVulkan(src, name, dir string) (string, error) {
+	return buildPlugin(src, name, dir, true)
+}
+
+func buildPlugin(src, name, dir string, cgo bool) (string, error) {
 	out, err := filepath.Abs(filepath.Join(dir, "amid-plugin-"+name))
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	args := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}
+	env := append(os.Environ(), "GOFLAGS=-mod=mod -modcacherw", "GOPROXY=off", "CGO_ENABLED=0")
+	if cgo {
+		args = append(args, "-tags", "purego")
+		env[len(env)-1] = "CGO_ENABLED=1"
+	}
+	cmd := exec.Command("go", append(args, ".")...)
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod -modcacherw", "GOPROXY=off", "CGO_ENABLED=0")
+	cmd.Env = env
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", &buildError{src: src, err: err, out: string(b)}
 	}

@@ -30,7 +30,7 @@ func (f *fake) Describe(context.Context, *DescribeRequest) (*DescribeResponse, e
 }
 
 func (f *fake) Plan(_ context.Context, r *PlanRequest) (*PlanResponse, error) {
-	return &PlanResponse{Candidates: []Candidate{{Name: r.Task.Kind, Config: []byte(`{"lr":0.1}`), Rationale: string(r.Fingerprint)}}}, nil
+	return &PlanResponse{Candidates: []Candidate{{Name: r.Task.Kind, Config: []byte(`{"lr":0.1}`), Rationale: string(r.Fingerprint), Device: "vulkan:0 GPU", MemoryBytes: 3 << 30}}}, nil
 }
 
 func (f *fake) Train(_ context.Context, r *TrainRequest, report func(*Progress) error) (*TrainResult, error) {
@@ -87,6 +87,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if len(checked.configs) != 1 || string(checked.configs[0]) != `{"lr":0.1}` {
 		t.Errorf("configurations checked: %q", checked.configs)
+	}
+	if c := plan.Candidates[0]; c.Device != "vulkan:0 GPU" || c.MemoryBytes != 3<<30 {
+		t.Errorf("candidate planned for %q, %d bytes over the wire", c.Device, c.MemoryBytes)
 	}
 	if plan.Candidates[0].Rationale != `{"n":2}` {
 		t.Errorf("fingerprint did not travel: %+v", plan)

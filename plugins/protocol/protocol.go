@@ -119,6 +119,9 @@ type Candidate struct {
 	// MemoryBytes is the memory a training step is planned to use, the device's on a GPU
 	// (0: unknown); the host packs lanes onto places with it.
 	MemoryBytes int64
+	// Device is what the candidate was planned for, and MemoryBytes counts: "cpu" (the
+	// host's memory), or "vulkan:N NAME" (the device's); empty when the plugin does not say.
+	Device string
 }
 
 // PlanResponse lists candidate configurations, best first.

@@ -61,6 +61,9 @@ func (r *PlanResponse) Validate(s ConfigChecker) error {
 		if err := s.Check(c.Config); err != nil {
 			return fmt.Errorf("%w: plan candidate %q: %w", ErrMalformed, c.Name, err)
 		}
+		if c.MemoryBytes < 0 {
+			return fmt.Errorf("%w: plan candidate %q is planned for %d bytes of memory", ErrMalformed, c.Name, c.MemoryBytes)
+		}
 	}
 	return nil
 }

@@ -22,8 +22,8 @@ const (
 	fallbackBudget = 4 << 30
 )
 
-// planBudget is the step budget on this machine (see stepBudget).
-func planBudget() int64 { return stepBudget("/") }
+// hostBudget is the step budget on this machine (see stepBudget).
+func hostBudget() int64 { return stepBudget("/") }
 
 // stepBudget is budgetFraction of the memory available under the file-system root root
 // (the real one is "/"), clamped to [minBudget, maxBudget]; fallbackBudget when nothing

@@ -81,7 +81,7 @@ func TestStepBudget(t *testing.T) {
 		t.Errorf("100 MiB available: budget %d, want the floor %d", b, int64(minBudget))
 	}
 	// This machine: whatever it has, the budget lies within the bounds.
-	if b := planBudget(); b < minBudget || b > maxBudget {
+	if b := hostBudget(); b < minBudget || b > maxBudget {
 		t.Errorf("this machine's budget %d is outside [%d, %d]", b, int64(minBudget), int64(maxBudget))
 	}
 }

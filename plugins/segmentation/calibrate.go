@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"time"
 
 	"amid/plugins/compute"
 	"amid/plugins/engine"
-	"amid/plugins/internal/training"
 	"amid/plugins/segmentation/plan"
 )
 
@@ -41,29 +39,45 @@ var calibrationNets = map[string]struct {
 
 const calibrateSteps = 3
 
-// calibrate returns the calibration of the request's bytes when it was measured under
-// this process's compute identity, else measures it (a few seconds) and says so.
-func calibrate(prev []byte) (calibration, bool, error) {
-	id := engine.CPUIdentity(runtime.GOMAXPROCS(0))
+// calibrateTime bounds the measurement: the host waits 30 s for Plan (its supervisor's
+// call deadline), which also opens the device and plans the lanes. Each reference net has
+// its share; a step past it ends the timing of a size (after at least one timed step),
+// and a device too slow to time the larger size in what is left (lavapipe, a CPU behind
+// Vulkan, takes seconds a step) is rated on the smaller alone, its overhead taken as
+// zero (lavapipe: about 14 s on 2 cores, at 0.4 GFLOP/s). The CPU measures both sizes
+// well within it (1.6 s on 2 cores, at 25 GFLOP/s).
+const calibrateTime = 16 * time.Second
+
+// calibrate returns the calibration of the request's bytes when it was measured under be's
+// compute identity (the device the lanes are planned for), else measures it there (a few
+// seconds) and says so.
+func calibrate(prev []byte, be engine.Backend) (calibration, bool, error) {
+	id := be.Identity()
 	var c calibration
 	if len(prev) > 0 && json.Unmarshal(prev, &c) == nil && c.Compute == id && c.Rate["2d"] > 0 && c.Rate["3d"] > 0 {
 		return c, false, nil
 	}
 	c = calibration{Compute: id, Rate: map[string]float64{}, Overhead: map[string]float64{}}
+	share := calibrateTime / time.Duration(len(calibrationNets))
 	for name, ref := range calibrationNets {
 		// Two sizes of the same net: the step time's slope over the operations is the
 		// rate, its intercept the per-step overhead.
+		end := time.Now().Add(share)
 		small := ref.patch
 		small[1], small[2] = small[1]/2, small[2]/2
-		t1, err := timeSteps(ref.cfg, ref.batch, small)
-		if err != nil {
-			return c, false, err
-		}
-		t2, err := timeSteps(ref.cfg, ref.batch, ref.patch)
+		t1, err := timeSteps(be, ref.cfg, ref.batch, small, end)
 		if err != nil {
 			return c, false, err
 		}
 		f1, f2 := plan.Flops(ref.cfg, ref.batch, small), plan.Flops(ref.cfg, ref.batch, ref.patch)
+		if warmAndOne := 2 * t1 * f2 / f1; warmAndOne > time.Until(end).Seconds() {
+			c.Rate[name], c.Overhead[name] = f1/t1, 0
+			continue
+		}
+		t2, err := timeSteps(be, ref.cfg, ref.batch, ref.patch, end)
+		if err != nil {
+			return c, false, err
+		}
 		rate := (f2 - f1) / max(t2-t1, 1e-6)
 		if t2 <= t1 {
 			rate = f2 / t2
@@ -75,14 +89,20 @@ func calibrate(prev []byte) (calibration, bool, error) {
 }
 
 // timeSteps is the median time of calibrateSteps training steps of cfg on n random
-// patches, after a warm-up step.
-func timeSteps(cfg engine.UNetConfig, n int, patch [3]int) (float64, error) {
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
+// patches on be, after a warm-up step, each as a lane trains it (an engine.Trainer's step);
+// of fewer (at least one) when a step ends after end.
+func timeSteps(be engine.Backend, cfg engine.UNetConfig, n int, patch [3]int, end time.Time) (float64, error) {
 	u, err := engine.BuildUNet(be, cfg, n, patch, 1)
 	if err != nil {
 		return 0, fmt.Errorf("calibration: %w", err)
 	}
+	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), defaultLR, defaultDecay)
+	tr, err := engine.NewTrainer(u.Net, opt, engine.TrainOptions{Clip: clipNorm})
+	if err != nil {
+		return 0, fmt.Errorf("calibration: %w", err)
+	}
+	defer tr.Close()
 	r := rand.New(rand.NewPCG(1, 2))
 	lab := make([]int32, n*patch[0]*patch[1]*patch[2])
 	var times []float64
@@ -97,9 +117,14 @@ func timeSteps(cfg engine.UNetConfig, n int, patch [3]int) (float64, error) {
 		if err := u.SetLabels(lab); err != nil {
 			return 0, fmt.Errorf("calibration: %w", err)
 		}
-		training.Update(u, opt, defaultLR, clipNorm)
+		if _, err := tr.Step(defaultLR); err != nil {
+			return 0, fmt.Errorf("calibration: %w", err)
+		}
 		if i > 0 {
 			times = append(times, time.Since(began).Seconds())
+		}
+		if i > 0 && time.Now().After(end) {
+			break
 		}
 	}
 	for i := 1; i < len(times); i++ { // median of a few: insertion sort

@@ -8,9 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
+	"amid/plugins/engine"
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
 	"amid/plugins/protocol"
@@ -112,14 +112,14 @@ func TestLanesAndFormats(t *testing.T) {
 			if errA != nil || errB != nil || !bytes.Equal(a, b) {
 				t.Errorf("two predictions differ (%v, %v)", errA, errB)
 			}
-			batched, err := load(res.Checkpoint, nil)
+			batched, err := load(engine.NewCPU(0), res.Checkpoint, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := inferBatch(runtime.GOMAXPROCS(0), 2); batched.Batch != n {
+			if n := inferBatch(engine.NewCPU(0), 2); batched.Batch != n {
 				t.Errorf("inference batch %d, want %d (workers, at most the training batch 2)", batched.Batch, n)
 			}
-			single, err := loadBatch(res.Checkpoint, nil, 1)
+			single, err := loadBatch(engine.NewCPU(0), res.Checkpoint, nil, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

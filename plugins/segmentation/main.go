@@ -1,17 +1,21 @@
 // Command amid-plugin-segmentation is AMID's built-in segmentation plugin: nnU-Net style
-// U-Nets in 2D and 3D trained on the CPU with AMID's own engine (amid/plugins/engine).
+// U-Nets in 2D and 3D trained with AMID's own engine (amid/plugins/engine) on the device
+// AMID_DEVICE names: a GPU through Vulkan, or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: segmentation in 2D and 3D, Dice metrics, the configuration schema
-//     (configSchema in config.go), hardware "cpu".
+//     (configSchema in config.go), the hardware (the CPU and every Vulkan device) and the
+//     compute identity of the device the setting chooses.
 //   - Plan: the request's fingerprint is the JSON that plan.ParseFingerprint reads
 //     (amid/plugins/segmentation/plan.Fingerprint: cases with dims and spacing in (D, H, W)
 //     order, modality, channels, classes, foreground intensity statistics, class
 //     frequencies; other fields, as the host's profile has, are ignored); plan.Plan within
 //     a step budget of 40 % of the memory available (MemAvailable and the cgroup limits,
-//     budget.go) gives one candidate per lane: "2d", and for 3-D tasks "2.5d" and
-//     "3d_fullres". The task spec (amid/plugins/taskspec, optional) gives the label
-//     values, or asks for instances (cells): then the network learns background, interior
-//     and boundary, and Predict writes instance ids.
+//     budget.go), or on a GPU of 80 % of its memory with each estimate the engine's count
+//     of training there (device.go), gives one candidate per lane, naming its device and
+//     the bytes planned there: "2d", and for 3-D tasks "2.5d", "3d_fullres" and
+//     "3d_lowres". The task spec (amid/plugins/taskspec, optional) gives the label values,
+//     or asks for instances (cells): then the network learns background, interior and
+//     boundary, and Predict writes instance ids.
 //   - Train: reads each case's image (one file, which may hold several channels, or one
 //     single-channel file per channel on a common grid) and label, samples patches with
 //     the data package's Loader, trains with AdamW and a poly learning rate, reports progress every report_every steps, writes a
@@ -34,12 +38,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/segmentation/plan"
@@ -63,6 +67,7 @@ func main() {
 type seg struct{}
 
 func (seg) Describe(context.Context, *protocol.DescribeRequest) (*protocol.DescribeResponse, error) {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            "segmentation",
 		Version:         version,
@@ -70,8 +75,8 @@ func (seg) Describe(context.Context, *protocol.DescribeRequest) (*protocol.Descr
 		Tasks:           []protocol.TaskKind{{Kind: "segmentation", Dims: []int{2, 3}}},
 		Metrics:         []string{"dice", "mean_dice", "soft_dice"},
 		ConfigSchema:    []byte(configSchema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}, nil
 }
 
@@ -95,7 +100,7 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
 	}
-	budget := plan.Budget{Bytes: planBudget()}
+	budget, dev := planBudget()
 	lanes, err := plan.Plan(f, budget)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation plan: %w", err)
@@ -114,7 +119,7 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	timed := sp != nil && sp.LaneSeconds > 0
 	if timed {
 		var fresh bool
-		if calib, fresh, err = calibrate(req.Calibration); err != nil {
+		if calib, fresh, err = calibrate(req.Calibration, calibrationBackend(dev)); err != nil {
 			return nil, fmt.Errorf("segmentation plan: %w", err)
 		}
 		if fresh {
@@ -160,11 +165,12 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if err != nil {
 			return nil, err
 		}
-		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, widths %v, about %d MiB per step", l.Lane, l.Patch, l.Batch, l.Stages(), l.Net.Widths, l.Bytes>>20)
+		bytes := plannedBytes(dev, c, f.Channels)
+		why := fmt.Sprintf("%s: patch %v, batch %d, %d stages, widths %v, about %d MiB per step on %s (of %d MiB planned to)", l.Lane, l.Patch, l.Batch, l.Stages(), l.Net.Widths, bytes>>20, device.Where(dev), budget.Bytes>>20)
 		for _, r := range l.Rationale {
 			why += "; " + r
 		}
-		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, StepSeconds: l.StepSeconds, MemoryBytes: l.Bytes})
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, StepSeconds: l.StepSeconds, MemoryBytes: bytes, Device: device.Where(dev)})
 	}
 	if len(out.Candidates) == 0 {
 		msg := fmt.Sprintf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)

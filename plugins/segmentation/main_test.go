@@ -8,16 +8,27 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
 
-// binary is the plugin built once for the tests that start it.
-var binary string
+// binary is the plugin built once for the tests that start it; binaryVulkan the same
+// with cgo, which the Vulkan backend needs.
+var binary, binaryVulkan string
 
-func TestMain(m *testing.M) { plugintest.Main(m, "segmentation", &binary) }
+func TestMain(m *testing.M) {
+	vktest.Pin() // lavapipe's vector width, before any Vulkan instance exists
+	plugintest.MainWith(m, func(dir string) (err error) {
+		if binary, err = plugintest.BuildPlugin(".", "segmentation", dir); err != nil {
+			return err
+		}
+		binaryVulkan, err = plugintest.BuildPluginVulkan(".", "segmentation-vulkan", dir)
+		return err
+	})
+}
 
 // side is the edge of the generated images.
 const side = 32

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
@@ -21,86 +21,131 @@ import (
 )
 
 // model is a trained network ready for inference with the configuration it was trained
-// with (the inference fields possibly replaced by a request's).
+// with (the inference fields possibly replaced by a request's), on the backend it was
+// loaded on; Close frees its device memory.
 type model struct {
 	infer.Model
 	cfg config
+	u   *engine.UNet
+	// nw runs the windows (Model.Run); a network with position planes runs pred on the
+	// windows Model.Predict is given instead, and err keeps its first failure.
+	nw   *infer.NetWindow
+	pred *engine.Predictor
+	err  error
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
-// records) for inferBatch patches at a time. A non-empty override is a configuration whose
-// inference fields (postprocess, min_component, mirror) replace the checkpoint's: the
-// host chooses the post-processing after training.
-func load(path string, override []byte) (model, error) { return loadBatch(path, override, 0) }
+// records) on be for inferBatch patches at a time. A non-empty override is a configuration
+// whose inference fields (postprocess, min_component, mirror) replace the checkpoint's:
+// the host chooses the post-processing after training.
+func load(be engine.Backend, path string, override []byte) (*model, error) {
+	return loadBatch(be, path, override, 0)
+}
 
 // loadBatch is [load] with batch patches per call of the network (inferBatch's when 0).
-func loadBatch(path string, override []byte, batch int) (model, error) {
+func loadBatch(be engine.Backend, path string, override []byte, batch int) (*model, error) {
 	man, err := ckpt.ReadManifest(path)
 	if err != nil {
-		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	var s saved
 	if err := json.Unmarshal(man.Train, &s); err != nil {
-		return model{}, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
 	}
 	b, err := json.Marshal(s.Config)
 	if err != nil {
-		return model{}, err
+		return nil, err
 	}
 	c, err := parseConfig(b)
 	if err != nil {
-		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if len(override) > 0 {
 		o, err := parseConfig(override)
 		if err != nil {
-			return model{}, fmt.Errorf("request: %w", err)
+			return nil, fmt.Errorf("request: %w", err)
 		}
 		c.Post, c.MinComponent, c.Mirror = o.Post, o.MinComponent, o.Mirror
 	}
 	if s.Channels < 1 {
-		return model{}, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
+		return nil, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
 	}
 	arch := c.net(s.Channels)
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
 	if batch <= 0 {
-		batch = inferBatch(be.Workers(), c.Batch)
+		batch = inferBatch(be, c.Batch)
 	}
 	u, err := engine.BuildUNet(be, arch, batch, c.Patch, 1)
 	if err != nil {
-		return model{}, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, arch, u, nil); err != nil {
-		return model{}, err
+		u.Free()
+		return nil, err
 	}
 	u.SetTraining(false)
-	return model{cfg: c, Model: infer.Model{
-		Options: infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch},
-		Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels,
-		Predict: func(in, out []float32) {
-			feed(u, in, batch, c.stack())
-			u.Forward()
-			copy(out, u.Loss.Prob())
-		},
-	}}, nil
+	opt := infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch}
+	m := &model{cfg: c, u: u, Model: infer.Model{Options: opt, Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels}}
+	if u.Position == nil {
+		if m.nw, err = infer.NewNetWindow(u.Net, u.Input, u.Loss, opt); err != nil {
+			u.Free()
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		m.Run = m.nw.Run
+		return m, nil
+	}
+	// The position planes go to an input of their own (feed): the windows are cut on the
+	// host and each batch of them runs through a Predictor.
+	if m.pred, err = engine.NewPredictor(u.Net, u.Loss); err != nil {
+		u.Free()
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	m.Predict = func(in, out []float32) {
+		feed(u, in, batch, c.stack())
+		if err := m.pred.Run(); err != nil && m.err == nil {
+			m.err = err
+		}
+		copy(out, u.Loss.Prob())
+	}
+	return m, nil
 }
 
-// inferBatch is the number of patches the network predicts per call: one per worker, so
-// that the engine runs each on its own worker (much faster than splitting one patch over
-// the workers), but no more than the training batch, whose network fitted in memory. It
-// depends on the machine's worker count and the checkpoint alone, so that the same
-// checkpoint predicts the same on a machine run after run.
-func inferBatch(workers, trainBatch int) int { return max(1, min(workers, trainBatch)) }
+// Close frees the model's device memory (nothing on the CPU).
+func (m *model) Close() {
+	if m.nw != nil {
+		m.nw.Close()
+	}
+	if m.pred != nil {
+		m.pred.Close()
+	}
+	m.u.Free()
+}
+
+// inferBatch is the number of patches the network predicts per call. On the CPU, one per
+// worker, so that the engine runs each on its own worker (much faster than splitting one
+// patch over the workers), but no more than the training batch, whose network fitted in
+// memory; on a device the training batch, which fitted its memory. It depends on the
+// backend and the checkpoint alone, so that the same checkpoint predicts the same on a
+// machine run after run.
+func inferBatch(be engine.Backend, trainBatch int) int {
+	if device.OnDevice(be) {
+		return trainBatch
+	}
+	return max(1, min(be.Workers(), trainBatch))
+}
 
 // classes predicts the class of every voxel of a case's image files, on the image's grid.
-func (m model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
+func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
 	if img, err = data.ReadChannels(paths); err != nil {
 		return nil, nil, err
 	}
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
 		return nil, nil, err
 	}
+	m.err = nil
 	_, prob, err := infer.Segment(img, m.Model)
+	if err == nil {
+		err = m.err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}
@@ -123,7 +168,7 @@ func post(name string, cls []int32, dims [3]int, minVoxels int) []int32 {
 
 // label is the prediction written for a class map on img's grid: the task's label values
 // after the configured post-processing, or instance ids (uint16 when they fit, else int32).
-func (m model) label(img *volume.Volume, cls []int32) (*volume.Volume, error) {
+func (m *model) label(img *volume.Volume, cls []int32) (*volume.Volume, error) {
 	dims := [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}
 	if !m.cfg.Instances {
 		return infer.ToVolume(img, post(m.cfg.Post, cls, dims, m.cfg.MinComponent), m.cfg.Labels)
@@ -197,35 +242,47 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	if sp != nil {
 		suffix = sp.Output
 	}
-	m, err := load(req.Checkpoint, req.Config)
+	var out *protocol.PredictResponse
+	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+		m, err := load(be, req.Checkpoint, req.Config)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		out = &protocol.PredictResponse{}
+		for _, c := range req.Cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(c.Images) == 0 {
+				return fmt.Errorf("case %s has no image file", c.ID)
+			}
+			p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
+			if err != nil {
+				return err
+			}
+			img, cls, err := m.classes(c.Images)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			lab, err := m.label(img, cls)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			if err := imageio.Write(p, lab); err != nil {
+				return fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		}
+		return nil
+	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("segmentation predict: %w", err)
 	}
-	out := &protocol.PredictResponse{}
-	for _, c := range req.Cases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("segmentation predict: case %s has no image file", c.ID)
-		}
-		p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
-		if err != nil {
-			return nil, fmt.Errorf("segmentation predict: %w", err)
-		}
-		img, cls, err := m.classes(c.Images)
-		if err != nil {
-			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
-		}
-		lab, err := m.label(img, cls)
-		if err != nil {
-			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
-		}
-		if err := imageio.Write(p, lab); err != nil {
-			return nil, fmt.Errorf("segmentation predict: case %s: %w", c.ID, err)
-		}
-		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
-	}
+	out.Compute = be.Identity()
 	return out, nil
 }
 
@@ -234,11 +291,23 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 // "dice_small" and "dice_fill" the same after each post-processing option, so that the
 // host can choose one (config postprocess). For instances, "f1" is the mean F1 of instance
 // matching at IoU > 0.5 and "dice" the mean foreground Dice.
-func validate(ctx context.Context, path string, cases []protocol.Case) (map[string]float64, error) {
-	m, err := load(path, nil)
+func validate(ctx context.Context, path string, cases []protocol.Case, log device.Log) (map[string]float64, error) {
+	var sums map[string]float64
+	_, err := device.Predict(0, log, func(be engine.Backend) error {
+		var err error
+		sums, err = scoreCases(ctx, be, path, cases)
+		return err
+	})
+	return sums, err
+}
+
+// scoreCases is validate's work on be.
+func scoreCases(ctx context.Context, be engine.Backend, path string, cases []protocol.Case) (map[string]float64, error) {
+	m, err := load(be, path, nil)
 	if err != nil {
 		return nil, err
 	}
+	defer m.Close()
 	sums := map[string]float64{}
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/data"
+	"amid/plugins/internal/device"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -92,23 +92,66 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	})
 }
 
-// run trains c and sends progress; it returns the final result.
+// run trains c and sends progress; it returns the final result. The lane trains on the
+// device the setting names (package device): re-planned smaller once when it does not fit
+// the device's memory, continued on the CPU from its last checkpoint when the device is
+// lost.
 func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-	be := engine.NewCPU(runtime.GOMAXPROCS(0))
-	arch := c.net(ch)
-	u, err := engine.BuildUNet(be, arch, c.Batch, c.Patch, uint64(c.Seed))
+	prog := device.NewProgress(send)
+	clock := sdk.NewClock(req)
+	var l *training.Loop
+	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
+		var err error
+		l, err = train(ctx, be, req, c, src, ch, clock, prog.Send, resume)
+		if l == nil {
+			return "", err
+		}
+		return l.Last, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
+	final := l.Last
+	var val map[string]float64
+	if len(req.Validation) > 0 {
+		if val, err = validate(ctx, final, req.Validation, prog.Log); err != nil {
+			return nil, fmt.Errorf("segmentation train: validation: %w", err)
+		}
+	}
+	res, err := sdk.Result(final, int64(l.At.Step), val)
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = be.Identity()
+	return res, nil
+}
+
+// train trains c on be from the checkpoint resume ("" for a fresh start) up to its final
+// checkpoint, and frees its device memory; the loop it returns (nil when it failed before
+// one existed) names the newest checkpoint.
+func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c config, src []data.Source, ch int, clock *sdk.Clock, send func(*protocol.Progress) error, resume string) (*training.Loop, error) {
+	arch := c.net(ch)
+	u, err := engine.BuildUNet(be, arch, c.Batch, c.Patch, uint64(c.Seed))
+	if err != nil {
+		return nil, err
+	}
+	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
 		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
-		Send: send, Clock: sdk.NewClock(req),
+		Send: send, Clock: clock,
 	}
-	if err := l.Resume(req.ResumeFrom); err != nil {
-		return nil, fmt.Errorf("segmentation train: resume: %w", err)
+	if err := l.Resume(resume); err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
+	// The trainer starts from the host's weights and optimizer state: the resumed ones.
+	tr, err := engine.NewTrainer(u.Net, opt, engine.TrainOptions{Clip: clipNorm})
+	if err != nil {
+		return l, err
+	}
+	defer tr.Close()
+	l.Fetch = tr.ToHost
 	aug := &data.Augment{Flip: [3]bool{true, true, c.is3D()}}
 	// Batch k of the stream is drawn from (seed, k) alone: a resumed run starts the
 	// loader at the step it resumes from and sees the batches an uninterrupted one would.
@@ -118,7 +161,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {
-		return nil, fmt.Errorf("segmentation train: %w", err)
+		return l, err
 	}
 	defer ld.Close()
 	// A 2.5d stack's label is that of its centre slice.
@@ -146,22 +189,15 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		if err != nil {
 			return 0, nil, err
 		}
-		training.Update(u, opt, lr, clipNorm)
-		loss[0] = u.Value()
+		if _, err := tr.Step(lr); err != nil {
+			return 0, nil, err
+		}
+		loss[0] = u.Value() // the loss layers' values describe the step just waited for
 		return c.Batch, loss, nil
 	}
 	if err := l.Run(ctx); err != nil {
-		return nil, fmt.Errorf("segmentation train: %w", err)
+		return l, err
 	}
-	final, err := l.Save(training.Final)
-	if err != nil {
-		return nil, fmt.Errorf("segmentation train: %w", err)
-	}
-	var val map[string]float64
-	if len(req.Validation) > 0 {
-		if val, err = validate(ctx, final, req.Validation); err != nil {
-			return nil, fmt.Errorf("segmentation train: validation: %w", err)
-		}
-	}
-	return sdk.Result(final, int64(l.At.Step), val)
+	_, err = l.Save(training.Final)
+	return l, err
 }

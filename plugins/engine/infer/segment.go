@@ -16,12 +16,16 @@ type Model struct {
 	// Mapping gives the task's label value of each class (Mapping[k] for class k).
 	Mapping []int
 	Predict Predict
+	// Run, when not nil, runs the windows over a normalised image (the image's channels
+	// and the position planes Norm adds) in place of Window with Predict: a NetWindow's
+	// Run, which on a device keeps the image there.
+	Run func(img []float32, dims [3]int) ([]float32, error)
 }
 
-// Segment normalises img, resamples it to m.Spacing, predicts it with [Window], resamples
-// the class scores back onto img's grid (trilinear) and returns the label volume on img's
-// grid (dims, spacing, origin, direction) with the task's values, and the scores as K
-// planes of img's voxels.
+// Segment normalises img, resamples it to m.Spacing, predicts it with [Window] (or m.Run),
+// resamples the class scores back onto img's grid (trilinear) and returns the label volume
+// on img's grid (dims, spacing, origin, direction) with the task's values, and the scores
+// as K planes of img's voxels.
 func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
 	if err := img.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("infer: %w", err)
@@ -50,7 +54,12 @@ func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
 		work = [3]int{v.Dims[0], v.Dims[1], v.Dims[2]}
 		planes = toPlanes(v.Data.([]float32), opt.Channels)
 	}
-	prob, err := Window(planes, work, opt, m.Predict)
+	var prob []float32
+	if m.Run != nil {
+		prob, err = m.Run(planes, work)
+	} else {
+		prob, err = Window(planes, work, opt, m.Predict)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

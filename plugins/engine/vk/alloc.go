@@ -8,8 +8,9 @@ import (
 // Device memory is suballocated: buffers are ranges of large blocks (one VkDeviceMemory
 // and one VkBuffer each), so that allocating a network's tensors costs few driver calls
 // and descriptors bind ranges of a block. Blocks grow from 16 MiB to 256 MiB as more are
-// needed; a larger request gets a block of its own. Host-visible buffers (uploads and
-// read-backs) are blocks of their own, mapped for their whole life.
+// needed (each as large as those held, so that the total doubles); a larger request gets
+// a block of its own. Host-visible buffers (uploads and read-backs) are blocks of their
+// own, mapped for their whole life.
 
 const (
 	firstBlock = 16 << 20
@@ -81,19 +82,26 @@ func (d *Device) Alloc(size int64) (*Buffer, error) {
 			return &Buffer{d: d, blk: b, off: off, size: size}, nil
 		}
 	}
-	bs := max(d.nextBlock, firstBlock)
-	d.nextBlock = min(2*bs, maxBlock)
+	// A new block is as large as the blocks held (16, 16, 32, 64, … MiB): the size
+	// depends on what the device holds now, not on what it held before, so that a network
+	// built on a device whose earlier networks were freed takes the memory a sizer (and
+	// the plan made with it) counts.
+	bs := min(max(d.blockMem, firstBlock), maxBlock)
 	if lim := int64(d.info.MaxAllocation); lim > 0 {
 		bs = min(bs, lim)
 	}
 	bs = max(bs, size)
-	c, _, r := d.c.alloc(bs, memDevice)
-	if r != resSuccess {
-		return nil, d.fail(r, fmt.Sprintf("allocating %d MiB of device memory (%d MiB held)", bs>>20, d.blockMem>>20))
+	var c cBuffer
+	if !d.sizing {
+		var r int32
+		if c, _, r = d.c.alloc(bs, memDevice); r != resSuccess {
+			return nil, d.fail(r, fmt.Sprintf("allocating %d MiB of device memory (%d MiB held)", bs>>20, d.blockMem>>20))
+		}
 	}
 	b := &block{c: c, size: bs, free: []span{{0, bs}}}
 	d.blocks = append(d.blocks, b)
 	d.blockMem += bs
+	d.notePeak()
 	off, _ := b.take(size)
 	d.used += size
 	return &Buffer{d: d, blk: b, off: off, size: size}, nil
@@ -119,13 +127,21 @@ func (d *Device) AllocHost(size int64, readback bool) (*Buffer, error) {
 	if d.lost.Load() {
 		return nil, d.errLost()
 	}
-	c, host, r := d.c.alloc(size, kind)
-	if r != resSuccess {
-		return nil, d.fail(r, fmt.Sprintf("allocating %d MiB of host-visible memory", size>>20))
+	var c cBuffer
+	var host []byte
+	if d.sizing {
+		host = make([]byte, size)
+	} else {
+		var r int32
+		if c, host, r = d.c.alloc(size, kind); r != resSuccess {
+			return nil, d.fail(r, fmt.Sprintf("allocating %d MiB of host-visible memory", size>>20))
+		}
+		clear(host)
 	}
 	b := &block{c: c, size: size, host: host}
 	d.blocks = append(d.blocks, b)
-	clear(host)
+	d.hostMem += size
+	d.notePeak()
 	return &Buffer{d: d, blk: b, size: size}, nil
 }
 
@@ -147,7 +163,10 @@ func (b *Buffer) Free() {
 				break
 			}
 		}
-		d.c.free(b.blk.c, true)
+		d.hostMem -= b.blk.size
+		if !d.sizing {
+			d.c.free(b.blk.c, true)
+		}
 	} else {
 		blk := b.blk
 		blk.give(b.off, b.size)
@@ -161,12 +180,17 @@ func (b *Buffer) Free() {
 					break
 				}
 			}
-			d.c.free(blk.c, false)
+			if !d.sizing {
+				d.c.free(blk.c, false)
+			}
 			d.blockMem -= blk.size
 		}
 	}
 	b.blk = nil
 }
+
+// notePeak records the memory held now if it is the most so far (d.mu held).
+func (d *Device) notePeak() { d.peak = max(d.peak, d.blockMem+d.hostMem) }
 
 // take finds the first free range of at least size bytes.
 func (b *block) take(size int64) (int64, bool) {

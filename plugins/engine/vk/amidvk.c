@@ -702,3 +702,27 @@ VkResult amid_queries(amid_dev *d, VkQueryPool qp, uint32_t n, uint64_t *out) {
 }
 
 VkResult amid_idle(amid_dev *d) { return p_vkDeviceWaitIdle(d->dev); }
+
+// glibc's mallinfo2 (2.33 and later), looked up at run time so that the library loads
+// with an older C library too.
+typedef struct {
+	size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+} amid_mallinfo2_t;
+
+int amid_malloc_in_use(uint64_t *out) {
+	static amid_mallinfo2_t (*fn)(void);
+	static int looked;
+	if (!looked) {
+		void *self = dlopen(NULL, RTLD_NOW);
+		if (self) {
+			fn = (amid_mallinfo2_t (*)(void))dlsym(self, "mallinfo2");
+		}
+		looked = 1;
+	}
+	if (!fn) {
+		return 0;
+	}
+	amid_mallinfo2_t m = fn();
+	*out = (uint64_t)m.uordblks + (uint64_t)m.hblkhd;
+	return 1;
+}

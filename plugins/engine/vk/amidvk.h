@@ -90,6 +90,7 @@ VkResult amid_physical_info(VkInstance inst, uint32_t index, amid_info *out);
 VkResult amid_device(VkInstance inst, uint32_t index, amid_dev *out);
 void amid_device_destroy(amid_dev *d);
 void amid_budget(amid_dev *d, uint64_t *budget, uint64_t *usage, uint32_t *n);
+int amid_malloc_in_use(uint64_t *out);
 
 VkResult amid_alloc(amid_dev *d, uint64_t size, int kind, VkDeviceMemory *mem, VkBuffer *buf, void **mapped);
 void amid_free(amid_dev *d, VkDeviceMemory mem, VkBuffer buf, int mapped);

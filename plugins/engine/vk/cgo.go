@@ -10,6 +10,7 @@ package vk
 import "C"
 
 import (
+	"sync"
 	"unsafe"
 )
 
@@ -121,6 +122,19 @@ func (d cDevice) budget() (budget, usage []uint64) {
 		budget, usage = append(budget, uint64(b[i])), append(usage, uint64(u[i]))
 	}
 	return budget, usage
+}
+
+var mallocMu sync.Mutex
+
+// mallocInUse is the C heap in use (glibc's mallinfo2: in arenas and in mapped chunks).
+func mallocInUse() (uint64, bool) {
+	mallocMu.Lock()
+	defer mallocMu.Unlock()
+	var n C.uint64_t
+	if C.amid_malloc_in_use(&n) == 0 {
+		return 0, false
+	}
+	return uint64(n), true
 }
 
 // Memory kinds of allocBlock.

@@ -1,6 +1,7 @@
 package vk
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -98,15 +99,18 @@ type Device struct {
 	opt   Options
 	align int64
 
-	mu        sync.Mutex
-	blocks    []*block
-	used      int64 // bytes of live device allocations
-	blockMem  int64 // bytes of device memory held in blocks
-	nextBlock int64
-	pipes     map[string]*Pipeline
-	submits   int
-	lost      atomic.Bool
-	closed    bool
+	mu       sync.Mutex
+	blocks   []*block
+	used     int64 // bytes of live device allocations
+	blockMem int64 // bytes of device memory held in blocks
+	hostMem  int64 // bytes of host-visible memory held (staging and read-back buffers)
+	peak     int64 // the most blockMem + hostMem held at once
+	// sizing marks a device that only counts: see NewSizer.
+	sizing  bool
+	pipes   map[string]*Pipeline
+	submits int
+	lost    atomic.Bool
+	closed  bool
 }
 
 // Info describes the device.
@@ -116,6 +120,9 @@ func (d *Device) Info() Info { return d.info }
 // it reports them (VK_EXT_memory_budget).
 func (d *Device) Heaps() []Heap {
 	h := slices.Clone(d.info.Heaps)
+	if d.sizing {
+		return h
+	}
 	b, u := d.c.budget()
 	for i := range h {
 		if i < len(b) && d.info.MemoryBudget {
@@ -125,6 +132,32 @@ func (d *Device) Heaps() []Heap {
 	return h
 }
 
+// Usage is the memory the driver reports this process holds on the device, and where
+// the figure comes from: VK_EXT_memory_budget's usage summed over the device's heaps where
+// the driver has the extension ("VK_EXT_memory_budget"); else, on a CPU device (lavapipe
+// of Mesa 22.3 has no budget extension), whose device memory is the process's C heap, the
+// bytes glibc's allocator has handed out ("mallinfo2"), the driver's own allocations
+// included. ok is false when neither is to be had. The figure is the driver's, not this
+// package's bookkeeping: compare it with Held.
+func (d *Device) Usage() (bytes uint64, source string, ok bool) {
+	if d.sizing {
+		return 0, "", false
+	}
+	if d.info.MemoryBudget {
+		_, u := d.c.budget()
+		for _, v := range u {
+			bytes += v
+		}
+		return bytes, "VK_EXT_memory_budget", true
+	}
+	if d.info.Type == CPU {
+		if n, ok := mallocInUse(); ok {
+			return n, "mallinfo2", true
+		}
+	}
+	return 0, "", false
+}
+
 // Allocated is the device memory the package holds in its blocks, and the part of it
 // handed out as buffers.
 func (d *Device) Allocated() (held, used int64) {
@@ -132,6 +165,35 @@ func (d *Device) Allocated() (held, used int64) {
 	defer d.mu.Unlock()
 	return d.blockMem, d.used
 }
+
+// Held is the memory the device's driver was asked for and still holds: device-local
+// blocks and host-visible buffers; peak is the most held at once since the device was
+// opened. Transient buffers (a transfer's staging) count in peak.
+func (d *Device) Held() (held, peak int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.blockMem + d.hostMem, d.peak
+}
+
+// NewSizer returns a device that allocates nothing and runs nothing, for the device
+// info describes: its allocations only count, by the same block rules as a real
+// device's, so that what a network would hold there (Held's peak) is known before it is
+// built there, or on a machine without the device or without Vulkan. Creating a program
+// or a pipeline on it fails with ErrSizing.
+func NewSizer(info Info) *Device {
+	d := &Device{info: info, sizing: true, pipes: map[string]*Pipeline{}}
+	d.align = max(int64(info.MinStorageAlign), 256)
+	if d.info.MaxStorageBufferRange == 0 {
+		d.info.MaxStorageBufferRange = 1<<32 - 1
+	}
+	return d
+}
+
+// Sizing says whether d is a sizer (NewSizer).
+func (d *Device) Sizing() bool { return d.sizing }
+
+// ErrSizing reports work asked of a sizer, which only counts memory.
+var ErrSizing = errors.New("vk: a sizer counts memory and runs nothing")
 
 // Lost says whether the device was lost.
 func (d *Device) Lost() bool { return d.lost.Load() }
@@ -149,6 +211,10 @@ func (d *Device) Close() {
 		return
 	}
 	d.closed = true
+	if d.sizing {
+		d.blocks = nil
+		return
+	}
 	d.c.idle()
 	for _, p := range d.pipes {
 		d.c.destroyPipeline(&p.c)
@@ -214,6 +280,9 @@ func (d *Device) Pipeline(name string, spv []byte, binds, push int, spec ...uint
 	}
 	if len(spv)%4 != 0 || len(spv) == 0 {
 		return nil, fmt.Errorf("vk: pipeline %s: SPIR-V of %d bytes", name, len(spv))
+	}
+	if d.sizing {
+		return nil, ErrSizing
 	}
 	key := fmt.Sprint(name, binds, push, spec)
 	d.mu.Lock()

@@ -62,3 +62,5 @@ func (cDevice) submit(*cProgram) int32                            { return resDe
 func (cDevice) wait(*cProgram) int32                              { return resDeviceLost }
 func (cDevice) queries(*cProgram, int) ([]uint64, int32)          { return nil, resIncompatible }
 func (cDevice) destroyProgram(*cProgram)                          {}
+
+func mallocInUse() (uint64, bool) { return 0, false }

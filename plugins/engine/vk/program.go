@@ -54,6 +54,9 @@ const (
 
 // NewProgram starts an empty program.
 func (d *Device) NewProgram() (*Program, error) {
+	if d.sizing {
+		return nil, ErrSizing
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.lost.Load() {

@@ -63,6 +63,16 @@ type Model struct {
 	*engine.Net
 	Input *engine.Tensor
 	Out   *engine.Tensor
+	pred  *engine.Predictor // Infer's, made on first use
+}
+
+// Close frees the model's device memory (nothing on the CPU).
+func (m *Model) Close() {
+	if m.pred != nil {
+		m.pred.Close()
+		m.pred = nil
+	}
+	m.Free()
 }
 
 // Build builds a for a batch of n samples of the given shape (D, H, W; D = 1 for 2D)

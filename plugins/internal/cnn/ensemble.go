@@ -130,8 +130,16 @@ func (e *Ensemble) SetState(s engine.OptimState) error {
 
 // Infer runs m in inference mode on imgs, its batch size at a time (the last batch padded
 // with its last image), calls out with each image's index and outputs, and puts m back in
-// training mode.
-func Infer(m *Model, imgs []*Image, out func(i int, y []float32)) {
+// training mode. On a device the forward pass runs through the model's predictor, which
+// keeps the weights it found there (call Net.ToDevice after changing the host's).
+func Infer(m *Model, imgs []*Image, out func(i int, y []float32)) error {
+	if m.pred == nil {
+		p, err := engine.NewPredictor(m.Net, m.Out)
+		if err != nil {
+			return err
+		}
+		m.pred = p
+	}
 	m.SetTraining(false)
 	defer m.SetTraining(true)
 	B := m.Input.Shape.N
@@ -141,9 +149,12 @@ func Infer(m *Model, imgs []*Image, out func(i int, y []float32)) {
 			idx[k] = min(lo+k, len(imgs)-1)
 		}
 		Fill(m.Input.Data, imgs, idx, nil, nil)
-		m.Forward()
+		if err := m.pred.Run(); err != nil {
+			return err
+		}
 		for k := range min(B, len(imgs)-lo) {
 			out(lo+k, m.Out.Sample(k))
 		}
 	}
+	return nil
 }

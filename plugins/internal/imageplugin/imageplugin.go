@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
@@ -35,8 +35,10 @@ func Main(name string, impl protocol.Plugin) {
 }
 
 // Describe is the description of the plugin name at version: tasks of kind in 2D and 3D,
-// scored by metrics, configured by schema (a JSON schema), trained on the CPU.
+// scored by metrics, configured by schema (a JSON schema), trained on the device the
+// setting chooses (package device) among the hardware listed.
 func Describe(name, version, kind string, metrics []string, schema string) *protocol.DescribeResponse {
+	hw, id := device.Describe(0)
 	return &protocol.DescribeResponse{
 		Name:            name,
 		Version:         version,
@@ -44,8 +46,8 @@ func Describe(name, version, kind string, metrics []string, schema string) *prot
 		Tasks:           []protocol.TaskKind{{Kind: kind, Dims: []int{2, 3}}},
 		Metrics:         metrics,
 		ConfigSchema:    []byte(schema),
-		Hardware:        []string{"cpu"},
-		Compute:         engine.CPUIdentity(runtime.GOMAXPROCS(0)),
+		Hardware:        hw,
+		Compute:         id,
 	}
 }
 
@@ -163,4 +165,20 @@ func OutPath(dir, id string) (string, error) {
 		return "", fmt.Errorf("case id %q cannot name a file", id)
 	}
 	return filepath.Join(dir, id+".json"), nil
+}
+
+// Fit plans net's batch to the device the setting chooses (package device): the encoder
+// for in channels and outputs, trained with AdamW (the loss layer, a few values per
+// sample, left out). It returns the net with the batch that fits, the device planned for,
+// the bytes counted there (0 on the CPU) and a few words for the rationale.
+func Fit(net cnn.Net, in, outputs int) (cnn.Net, string, int64, string) {
+	batch, where, bytes, why := device.Fit(net.Batch, cnn.Clip, func(be engine.Backend, n int) (*engine.Net, engine.Optimizer, error) {
+		m, err := cnn.Build(be, net.Arch(in, outputs), n, net.Grid, 1, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m.Net, engine.NewAdamW(be, m.Params(), cnn.DefaultLR, cnn.DefaultDecay), nil
+	})
+	net.Batch = batch
+	return net, where, bytes, why
 }

@@ -3,8 +3,10 @@
 // epoch, and resuming from a checkpoint with the optimizer's state, the learning rate of
 // the step reached and the data order going on.
 //
-// The plugin supplies the step ([Step]): it fills the batch, runs the forward and backward
-// passes and the optimizer update, wherever they run ([Update] is the engine's on the CPU).
+// The plugin supplies the step ([Step]): it fills the batch and runs the forward and
+// backward passes and the optimizer update, wherever they run (an engine.Trainer on the
+// CPU or a device; a device's weights come to the host through [Loop.Fetch] before each
+// checkpoint).
 // The loop owns everything around it, so that the five plugins count steps, report, save
 // and resume the same way:
 //
@@ -110,28 +112,13 @@ type Loop struct {
 	At Point
 	// Stopped reports that the time limit ended the last Run before its last step.
 	Stopped bool
+	// Last is the newest checkpoint: the one Resume read or Save wrote last ("" before
+	// either). A lane whose device was lost goes on from it on the CPU.
+	Last string
 }
 
 // ErrDiverged reports a step whose objective is not a finite number.
 var ErrDiverged = errors.New("training diverged")
-
-// Update is the engine's update on the CPU at learning rate lr: the forward and backward
-// passes of n, gradient-norm clipping to clip and a step of opt. A plugin's Step calls it
-// after filling the batch; its benchmark times it.
-func Update(n Net, opt *engine.Adam, lr, clip float64) {
-	opt.LR = lr
-	n.Forward()
-	n.Backward()
-	engine.ClipGradNorm(n.Params(), clip)
-	opt.Step()
-}
-
-// Net is a network the engine trains on the CPU (*engine.Net and the models built on it).
-type Net interface {
-	Forward()
-	Backward()
-	Params() []*engine.Param
-}
 
 // LRAt is the learning rate of step (1-based).
 func (l *Loop) LRAt(step int) float64 { return engine.PolyLR(l.LR, step-1, l.Steps, PolyPower) }
@@ -161,6 +148,7 @@ func (l *Loop) Resume(path string) error {
 		}
 	}
 	l.At = Point{Step: m.Step - l.Offset, Epoch: m.Epoch}
+	l.Last = path
 	return nil
 }
 
@@ -180,7 +168,11 @@ func (l *Loop) Save(name string) (string, error) {
 		c.DataState = b
 	}
 	p := filepath.Join(l.Dir, name)
-	return p, ckpt.Save(p, c)
+	if err := ckpt.Save(p, c); err != nil {
+		return "", err
+	}
+	l.Last = p
+	return p, nil
 }
 
 // Run takes the steps from At.Step+1 to the run's last, or until the time limit or ctx

@@ -37,6 +37,10 @@ func newRun(t *testing.T, steps, until int, stream bool) *run {
 		t.Fatal(err)
 	}
 	opt := engine.NewAdamW(be, u.Params(), 1e-2, 1e-4)
+	tr, err := engine.NewTrainer(u.Net, opt, engine.TrainOptions{Clip: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &run{u: u}
 	pcg := rand.NewPCG(1, 1)
 	lab := make([]int32, len(u.Input.Data))
@@ -56,7 +60,9 @@ func newRun(t *testing.T, steps, until int, stream bool) *run {
 			if err := u.SetLabels(lab); err != nil {
 				return 0, nil, err
 			}
-			Update(u, opt, lr, 12)
+			if _, err := tr.Step(lr); err != nil {
+				return 0, nil, err
+			}
 			return 2, []float64{u.Value()}, nil
 		},
 	}
@@ -115,6 +121,9 @@ func TestRun(t *testing.T) {
 	if !slices.Equal(cks, []string{"epoch-0001.ckpt", "epoch-0002.ckpt"}) || fetched != 2 {
 		t.Errorf("checkpoints %v, state fetched %d times; want 2 epoch checkpoints, each fetched", cks, fetched)
 	}
+	if filepath.Base(r.Last) != "epoch-0002.ckpt" {
+		t.Errorf("the newest checkpoint is %q, want epoch-0002.ckpt", r.Last)
+	}
 	for i, lr := range lrs {
 		// nnU-Net's poly schedule: 1e-2·(1 − i/6)^0.9.
 		if want := 1e-2 * math.Pow(1-float64(i)/6, 0.9); math.Abs(lr-want) > 1e-15 {
@@ -124,6 +133,9 @@ func TestRun(t *testing.T) {
 	p, err := r.Save(Final)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Last != p {
+		t.Errorf("after saving %s the newest checkpoint is %q", p, r.Last)
 	}
 	m, err := ckpt.ReadManifest(p)
 	if err != nil {

@@ -101,18 +101,12 @@ func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error 
 		}
 		var bytes int64 = -1 // not estimated while the patch exceeds the cap
 		if vox <= maxVox {
-			bytes = Estimate(net, MinBatch, patch)
+			bytes = b.estimate(net, MinBatch, patch)
 		}
 		if bytes >= 0 && bytes <= b.Bytes {
 			c.Patch, c.Net = patch, net
-			// Estimate is affine in the batch: E(n) = E(0) + n·(E(1) − E(0)).
-			e0 := Estimate(net, 0, patch)
-			n := (b.Bytes - e0) / (Estimate(net, 1, patch) - e0)
-			if lim := MaxBatchFraction * total / float64(vox); lim < float64(n) {
-				n = int64(lim)
-			}
-			c.Batch = max(MinBatch, int(n))
-			c.Bytes = Estimate(net, c.Batch, patch)
+			c.Batch = b.batch(net, patch, MaxBatchFraction*total/float64(vox))
+			c.Bytes = b.estimate(net, c.Batch, patch)
 			c.Rationale = append(c.Rationale,
 				fmt.Sprintf("patch %v from %v: shrunk on the axis largest relative to the median shape until within %d voxels and %d patches fit %.2f GiB, rounded to multiples of %v", patch, start, maxVox, MinBatch, float64(b.Bytes)/(1<<30), d),
 				fmt.Sprintf("%d stages; kernels %v; pools %v (an axis is pooled while ≥ %d voxels and within %d× of the finest spacing)", len(kernels), kernels, pools, MinPoolEdge, MaxSpacingRatio),
@@ -131,7 +125,7 @@ func fit(c *Config, f Fingerprint, b Budget, start [3]int, total float64) error 
 		}
 		if axis < 0 {
 			if bytes < 0 {
-				bytes = Estimate(net, MinBatch, patch)
+				bytes = b.estimate(net, MinBatch, patch)
 			}
 			return fmt.Errorf("%w: lane %s needs %.1f MiB for a batch of %d patches of %v, budget is %.1f MiB",
 				ErrBudget, c.Lane, float64(bytes)/(1<<20), MinBatch, patch, float64(b.Bytes)/(1<<20))

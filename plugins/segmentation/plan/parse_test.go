@@ -89,7 +89,7 @@ func FuzzParseFingerprint(f *testing.F) {
 			}
 			return
 		}
-		b := Budget{1 << 30}
+		b := Budget{Bytes: 1 << 30}
 		cs, err := Plan(fp, b)
 		if err != nil {
 			if !errors.Is(err, ErrBudget) {

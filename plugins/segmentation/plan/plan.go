@@ -92,6 +92,9 @@ type Budget struct {
 	// Bytes is the memory a training step may use: activations and their gradients for
 	// the whole batch, parameters, gradients and Adam's moments.
 	Bytes int64
+	// Estimate, when not nil, is the memory of training cfg on a batch of n patches on
+	// the device the budget is for (engine.TrainingBytes); nil means the host's, Estimate.
+	Estimate func(cfg engine.UNetConfig, n int, patch [3]int) int64
 }
 
 // Normalization says how images are scaled before training.

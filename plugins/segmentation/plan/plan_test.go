@@ -93,7 +93,7 @@ func checkConfig(t *testing.T, c Config, b Budget) {
 // 20·73·112·112 = 18.3 M voxels, 5 % is 0.92 M, less than two patches of 0.80 M, so the
 // batch stays at the minimum of 2.
 func TestIsotropicBrain(t *testing.T) {
-	b := Budget{16 * gib}
+	b := Budget{Bytes: 16 * gib}
 	cs, err := Plan(islesLike(), b)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestIsotropicBrain(t *testing.T) {
 	}
 	// One byte less than that patch needs: the axis largest relative to the median
 	// (H and W at 112/112 = 1 against D at 64/73; H comes first) loses one divisor, 16.
-	tight := Budget{c.Bytes - 1}
+	tight := Budget{Bytes: c.Bytes - 1}
 	cs, err = Plan(islesLike(), tight)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestIsotropicBrain(t *testing.T) {
 // kernel 1×3×3, pool H and W only (spacing 1.4); stage 1, D at 3.6× → 1×3×3 again, pool
 // H, W (2.8); stage 2, D at 1.8× < 2 → 3×3×3 and D pooled from then on.
 func TestAnisotropicCT(t *testing.T) {
-	b := Budget{4 * gib}
+	b := Budget{Bytes: 4 * gib}
 	cs, err := Plan(ctLike(), b)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestTargetSpacingAnisotropy(t *testing.T) {
 // TestRGBTiles: one-slice tiles plan only the 2D lane with 3 input channels, in-plane
 // kernels and pools, widths capped at 512.
 func TestRGBTiles(t *testing.T) {
-	b := Budget{8 * gib}
+	b := Budget{Bytes: 8 * gib}
 	cs, err := Plan(pumaLike(), b)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestRGBTiles(t *testing.T) {
 // no 3D without depth), and the plan builds in the engine.
 func TestOneSlice(t *testing.T) {
 	f := Fingerprint{Cases: cases(4, [3]int{1, 48, 64}, [3]float64{3, 0.8, 0.8}), Channels: 1, Classes: 2}
-	b := Budget{256 << 20}
+	b := Budget{Bytes: 256 << 20}
 	cs, err := Plan(f, b)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestEstimateMatchesEngine(t *testing.T) {
 		{Cases: cases(4, [3]int{1, 48, 64}, [3]float64{3, 0.8, 0.8}), Channels: 1, Classes: 2},
 		{Cases: cases(4, [3]int{12, 32, 40}, [3]float64{2.5, 1, 1}), Channels: 2, Classes: 3},
 	} {
-		cs, err := Plan(f, Budget{256 << 20})
+		cs, err := Plan(f, Budget{Bytes: 256 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,16 +299,16 @@ func TestEstimateMatchesEngine(t *testing.T) {
 
 // TestBudgetTooSmall: 1 MiB fits no lane: even the smallest patches need more.
 func TestBudgetTooSmall(t *testing.T) {
-	_, err := Plan(islesLike(), Budget{1 << 20})
+	_, err := Plan(islesLike(), Budget{Bytes: 1 << 20})
 	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "lane 3d_fullres needs") || !strings.Contains(err.Error(), "lane 2d needs") {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := Plan(Fingerprint{Channels: 1, Classes: 2}, Budget{gib}); !errors.Is(err, ErrFingerprint) {
+	if _, err := Plan(Fingerprint{Channels: 1, Classes: 2}, Budget{Bytes: gib}); !errors.Is(err, ErrFingerprint) {
 		t.Fatalf("no cases: %v", err)
 	}
 	bad := islesLike()
 	bad.Cases[3].Spacing[1] = math.NaN()
-	if _, err := Plan(bad, Budget{gib}); !errors.Is(err, ErrFingerprint) || !strings.Contains(err.Error(), "case 3") {
+	if _, err := Plan(bad, Budget{Bytes: gib}); !errors.Is(err, ErrFingerprint) || !strings.Contains(err.Error(), "case 3") {
 		t.Fatalf("NaN spacing: %v", err)
 	}
 }

@@ -15,7 +15,7 @@ func TestFlopsMatchesEngine(t *testing.T) {
 		{Cases: cases(4, [3]int{1, 48, 64}, [3]float64{3, 0.8, 0.8}), Channels: 1, Classes: 2},
 		{Cases: cases(4, [3]int{12, 32, 40}, [3]float64{2.5, 1, 1}), Channels: 2, Classes: 3},
 	} {
-		cs, err := Plan(f, Budget{256 << 20})
+		cs, err := Plan(f, Budget{Bytes: 256 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestFlopsMatchesEngine(t *testing.T) {
 // that cannot fit at its smallest sensible size says so.
 func TestFitTime(t *testing.T) {
 	f := Fingerprint{Cases: cases(4, [3]int{40, 160, 160}, [3]float64{1, 1, 1}), Channels: 1, Classes: 3}
-	cs, err := Plan(f, Budget{4 << 30})
+	cs, err := Plan(f, Budget{Bytes: 4 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}

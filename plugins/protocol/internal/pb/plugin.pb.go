@@ -127,7 +127,7 @@ type DescribeResponse struct {
 	Tasks           []*TaskKind            `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	Metrics         []string               `protobuf:"bytes,5,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	ConfigSchema    []byte                 `protobuf:"bytes,6,opt,name=config_schema,json=configSchema,proto3" json:"config_schema,omitempty"` // JSON Schema of the configuration
-	Hardware        []string               `protobuf:"bytes,7,rep,name=hardware,proto3" json:"hardware,omitempty"`                             // cpu, cuda, ...
+	Hardware        []string               `protobuf:"bytes,7,rep,name=hardware,proto3" json:"hardware,omitempty"`                             // cpu, then each GPU, e.g. "vulkan:0 NAME (discrete, driver, ...)"
 	Compute         *Compute               `protobuf:"bytes,8,opt,name=compute,proto3" json:"compute,omitempty"`                               // what this process computes with
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -491,6 +491,7 @@ type Candidate struct {
 	Rationale     string                 `protobuf:"bytes,3,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	StepSeconds   float64                `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"` // expected seconds per training step on this machine, 0: unknown
 	MemoryBytes   int64                  `protobuf:"varint,5,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`  // memory a training step is planned to use (the device's on a GPU)
+	Device        string                 `protobuf:"bytes,6,opt,name=device,proto3" json:"device,omitempty"`                                // what it was planned for: cpu, or vulkan:N and the device's name ("": not said)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -558,6 +559,13 @@ func (x *Candidate) GetMemoryBytes() int64 {
 		return x.MemoryBytes
 	}
 	return 0
+}
+
+func (x *Candidate) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
 }
 
 type PlanResponse struct {
@@ -1220,13 +1228,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\vPlanRequest\x12 \n" +
 	"\vfingerprint\x18\x01 \x01(\fR\vfingerprint\x12(\n" +
 	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12 \n" +
-	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\x9b\x01\n" +
+	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\xb3\x01\n" +
 	"\tCandidate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1c\n" +
 	"\trationale\x18\x03 \x01(\tR\trationale\x12!\n" +
 	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\x12!\n" +
-	"\fmemory_bytes\x18\x05 \x01(\x03R\vmemoryBytes\"\x85\x01\n" +
+	"\fmemory_bytes\x18\x05 \x01(\x03R\vmemoryBytes\x12\x16\n" +
+	"\x06device\x18\x06 \x01(\tR\x06device\"\x85\x01\n" +
 	"\fPlanResponse\x129\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x19.amid.plugin.v1.CandidateR\n" +

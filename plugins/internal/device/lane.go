@@ -1,0 +1,132 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"amid/plugins/engine"
+	"amid/plugins/protocol"
+)
+
+// Shrink returns a smaller plan of a lane that did not fit its device's memory and a few
+// words saying what changed ("batch 4 → 2"), or ok false when nothing smaller is left.
+type Shrink[C any] func(C) (smaller C, what string, ok bool)
+
+// TrainFunc trains a lane with configuration cfg on be from the checkpoint resume ("" for
+// a fresh start) and returns its newest checkpoint ("" when it wrote none) with its error.
+// It frees what it holds on the device before returning.
+type TrainFunc[C any] func(be engine.Backend, cfg C, resume string) (last string, err error)
+
+// Train runs train on the setting's backend ([Open]) and recovers from its device's
+// failures, each told to log in one sentence:
+//
+//   - out of device memory (engine.ErrOutOfDeviceMemory, which a network's build or a
+//     trainer's reports): the lane is re-planned smaller once (shrink) and trained again; a
+//     second failure, or no smaller plan, ends it with one sentence (ErrNoFit);
+//   - a lost device (engine.ErrDeviceLost), or another failure to use the device's
+//     programs: the lane goes on on the CPU from its newest checkpoint.
+//
+// It returns the backend that finished the lane, whose identity is what trained the
+// final checkpoint.
+func Train[C any](workers int, log Log, cfg C, resume string, shrink Shrink[C], train TrainFunc[C]) (engine.Backend, error) {
+	log = log.orNone()
+	be := Open(workers, log)
+	shrunk := ""
+	for {
+		last, err := train(be, cfg, resume)
+		if err == nil || !OnDevice(be) {
+			return be, err
+		}
+		where := Name(be)
+		switch {
+		case errors.Is(err, engine.ErrOutOfDeviceMemory) && shrunk == "":
+			smaller, what, ok := shrink(cfg)
+			if !ok {
+				return be, fmt.Errorf("the lane %w of %s and cannot be planned smaller: %v", ErrNoFit, where, err)
+			}
+			log(fmt.Sprintf("the lane does not fit the memory of %s, so it is re-planned smaller (%s)", where, what))
+			cfg, shrunk = smaller, what
+		case errors.Is(err, engine.ErrOutOfDeviceMemory):
+			return be, fmt.Errorf("the lane %w of %s even re-planned smaller (%s): %v", ErrNoFit, where, shrunk, err)
+		case errors.Is(err, engine.ErrDeviceLost):
+			from := "from its start"
+			if last != "" {
+				resume, from = last, "from checkpoint "+last
+			}
+			log(fmt.Sprintf("%s was lost while training (%v), so the lane goes on on the CPU %s", where, err, from))
+			be = engine.NewCPU(be.Workers())
+		default:
+			return be, err
+		}
+	}
+}
+
+// Predict runs predict on the setting's backend and, when its device runs out of memory
+// or is lost, again on the CPU (log gets one sentence). It returns the backend that made
+// the predictions.
+func Predict(workers int, log Log, predict func(be engine.Backend) error) (engine.Backend, error) {
+	log = log.orNone()
+	be := Open(workers, log)
+	err := predict(be)
+	if err == nil || !OnDevice(be) || !(errors.Is(err, engine.ErrOutOfDeviceMemory) || errors.Is(err, engine.ErrDeviceLost)) {
+		return be, err
+	}
+	log(fmt.Sprintf("%s failed while predicting (%v), so the CPU predicts", Name(be), err))
+	be = engine.NewCPU(be.Workers())
+	return be, predict(be)
+}
+
+// orNone is log, or a Log that drops the sentences when log is nil.
+func (log Log) orNone() Log {
+	if log == nil {
+		return func(string) {}
+	}
+	return log
+}
+
+// Progress carries a training lane's progress events to the host when the lane may start
+// over from an earlier checkpoint (on the CPU after its device was lost): events before
+// the furthest step already sent are held back, since the host refuses progress that goes
+// back, and the sentences logged (Log) go out with the next event sent, besides the
+// plugin's log.
+type Progress struct {
+	send    func(*protocol.Progress) error
+	mu      sync.Mutex
+	high    int64
+	started bool
+	pending []string
+}
+
+// NewProgress wraps a Train call's report function.
+func NewProgress(send func(*protocol.Progress) error) *Progress { return &Progress{send: send} }
+
+// Send sends e unless it is behind the furthest step sent, with the sentences logged
+// since the last event sent in its message.
+func (p *Progress) Send(e *protocol.Progress) error {
+	p.mu.Lock()
+	if p.started && e.Step < p.high {
+		p.mu.Unlock()
+		return nil
+	}
+	p.started, p.high = true, e.Step
+	if len(p.pending) > 0 {
+		q := *e
+		q.Message = strings.Join(append(p.pending, e.Message), "; ")
+		q.Message = strings.TrimSuffix(q.Message, "; ")
+		e = &q
+		p.pending = nil
+	}
+	p.mu.Unlock()
+	return p.send(e)
+}
+
+// Log writes the sentence to the plugin's log (ToLog) and queues it for the next progress
+// event.
+func (p *Progress) Log(sentence string) {
+	ToLog(sentence)
+	p.mu.Lock()
+	p.pending = append(p.pending, sentence)
+	p.mu.Unlock()
+}
