@@ -113,43 +113,24 @@ func (p *predictor) Close() {
 }
 
 func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
-		p, err := load(be, req.Checkpoint)
+	return device.PredictCases(ctx, "classification", req.Cases, func(be engine.Backend) (*predictor, error) {
+		return load(be, req.Checkpoint)
+	}, func(p *predictor, k protocol.Case) ([]string, error) {
+		path, err := imageplugin.OutPath(req.OutputDir, k.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer p.Close()
-		out = &protocol.PredictResponse{}
-		for _, k := range req.Cases {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			path, err := imageplugin.OutPath(req.OutputDir, k.ID)
-			if err != nil {
-				return err
-			}
-			cl, err := p.classes(k)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", k.ID, err)
-			}
-			b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
-			if err != nil {
-				return err
-			}
-			if _, err := sdk.WriteFile(path, b); err != nil {
-				return fmt.Errorf("case %s: %w", k.ID, err)
-			}
-			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: k.ID, Files: []string{path}})
+		cl, err := p.classes(k)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", k.ID, err)
 		}
-		return nil
+		b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := sdk.WriteFile(path, b); err != nil {
+			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+		}
+		return []string{path}, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("classification predict: %w", err)
-	}
-	out.Compute = be.Identity()
-	return out, nil
 }

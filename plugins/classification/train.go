@@ -161,14 +161,7 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 }
 
 // shrink halves the batch of a lane that did not fit its device's memory.
-func shrink(c config) (config, string, bool) {
-	if c.Batch < 2 {
-		return c, "", false
-	}
-	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
-	c.Batch /= 2
-	return c, what, true
-}
+var shrink = device.HalveBatch(func(c *config) *int { return &c.Batch })
 
 // trainOn trains the cnn lane's network of configuration c on be from the checkpoint
 // resume ("" for a fresh start) to its final checkpoint, and frees its device memory;

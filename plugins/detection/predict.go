@@ -232,46 +232,27 @@ func outPath(dir, id string) (string, error) {
 }
 
 func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
-	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
-		d, err := load(be, req.Checkpoint)
+	return device.PredictCases(ctx, "detection", req.Cases, func(be engine.Backend) (*detector, error) {
+		return load(be, req.Checkpoint)
+	}, func(d *detector, c protocol.Case) ([]string, error) {
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("%w: case %s has no image file", ErrInput, c.ID)
+		}
+		p, err := outPath(req.OutputDir, c.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer d.Close()
-		out = &protocol.PredictResponse{}
-		for _, c := range req.Cases {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if len(c.Images) == 0 {
-				return fmt.Errorf("%w: case %s has no image file", ErrInput, c.ID)
-			}
-			p, err := outPath(req.OutputDir, c.ID)
-			if err != nil {
-				return err
-			}
-			a, err := d.detect(c.Images)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			b, err := a.Marshal()
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			if _, err := sdk.WriteFile(p, b); err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		a, err := d.detect(c.Images)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return nil
+		b, err := a.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		if _, err := sdk.WriteFile(p, b); err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		return []string{p}, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("detection predict: %w", err)
-	}
-	out.Compute = be.Identity()
-	return out, nil
 }

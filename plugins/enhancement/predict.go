@@ -199,48 +199,29 @@ func (enh) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	if err != nil {
 		return nil, fmt.Errorf("enhancement predict: %w", err)
 	}
-	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
-		m, err := load(be, req.Checkpoint)
+	return device.PredictCases(ctx, "enhancement", req.Cases, func(be engine.Backend) (*model, error) {
+		return load(be, req.Checkpoint)
+	}, func(m *model, c protocol.Case) ([]string, error) {
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("case %s has no image file", c.ID)
+		}
+		g, err := readGray(c.Images[0])
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		defer m.Close()
-		out = &protocol.PredictResponse{}
-		for _, c := range req.Cases {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if len(c.Images) == 0 {
-				return fmt.Errorf("case %s has no image file", c.ID)
-			}
-			g, err := readGray(c.Images[0])
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
-			if err != nil {
-				return err
-			}
-			v, err := m.restore(g)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			if err := imageio.Write(p, v); err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
+		if err != nil {
+			return nil, err
 		}
-		return nil
+		v, err := m.restore(g)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		if err := imageio.Write(p, v); err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		return []string{p}, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("enhancement predict: %w", err)
-	}
-	out.Compute = be.Identity()
-	return out, nil
 }
 
 // maxPSNR caps the PSNR of one image (the grader's is +Inf for an exact copy) so that

@@ -134,23 +134,11 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.C
 			return nil, fmt.Errorf("enhancement train: validation: %w", err)
 		}
 	}
-	res, err := sdk.Result(final, int64(l.At.Step), val)
-	if err != nil {
-		return nil, err
-	}
-	res.Compute = be.Identity()
-	return res, nil
+	return device.Result(be, final, int64(l.At.Step), val)
 }
 
 // shrink halves the batch of a lane that did not fit its device's memory.
-func shrink(c config) (config, string, bool) {
-	if c.Batch < 2 {
-		return c, "", false
-	}
-	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
-	c.Batch /= 2
-	return c, what, true
-}
+var shrink = device.HalveBatch(func(c *config) *int { return &c.Batch })
 
 // train trains c on be from the checkpoint resume ("" for a fresh start) to its final
 // checkpoint, and frees its device memory; the loop it returns (nil when it failed before

@@ -172,23 +172,11 @@ func train(ctx context.Context, req *protocol.TrainRequest, rec *saved, scores, 
 			return nil, err
 		}
 	}
-	res, err := sdk.Result(final, int64(e.loop.Offset+e.loop.At.Step), val)
-	if err != nil {
-		return nil, err
-	}
-	res.Compute = be.Identity()
-	return res, nil
+	return device.Result(be, final, int64(e.loop.Offset+e.loop.At.Step), val)
 }
 
 // shrink halves the batch of a lane that did not fit its device's memory.
-func shrink(c config) (config, string, bool) {
-	if c.Batch < 2 {
-		return c, "", false
-	}
-	what := fmt.Sprintf("batch %d → %d", c.Batch, c.Batch/2)
-	c.Batch /= 2
-	return c, what, true
-}
+var shrink = device.HalveBatch(func(c *config) *int { return &c.Batch })
 
 // prepare loads the training images onto the grid and normalises their intensities,
 // recording the normalisation and the channels in rec.

@@ -11,15 +11,14 @@ import (
 	"amid/plugins/segmentation/plan"
 )
 
+var halveBatch = device.HalveBatch(func(c *config) *int { return &c.Batch })
+
 // shrink re-plans a lane that did not fit its device's memory (package device calls it
 // once): half the batch, or with a batch of one the patch halved along its longest axis
 // that stays a multiple of the pooling (the network keeps its stages).
 func shrink(c config) (config, string, bool) {
-	if c.Batch > 1 {
-		n := c.Batch / 2
-		what := fmt.Sprintf("batch %d → %d", c.Batch, n)
-		c.Batch = n
-		return c, what, true
+	if smaller, what, ok := halveBatch(c); ok {
+		return smaller, what, true
 	}
 	d := [3]int{1, 1, 1}
 	for _, p := range c.Pools {

@@ -242,48 +242,29 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	if sp != nil {
 		suffix = sp.Output
 	}
-	var out *protocol.PredictResponse
-	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
-		m, err := load(be, req.Checkpoint, req.Config)
+	return device.PredictCases(ctx, "segmentation", req.Cases, func(be engine.Backend) (*model, error) {
+		return load(be, req.Checkpoint, req.Config)
+	}, func(m *model, c protocol.Case) ([]string, error) {
+		if len(c.Images) == 0 {
+			return nil, fmt.Errorf("case %s has no image file", c.ID)
+		}
+		p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer m.Close()
-		out = &protocol.PredictResponse{}
-		for _, c := range req.Cases {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if len(c.Images) == 0 {
-				return fmt.Errorf("case %s has no image file", c.ID)
-			}
-			p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
-			if err != nil {
-				return err
-			}
-			img, cls, err := m.classes(c.Images)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			lab, err := m.label(img, cls)
-			if err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			if err := imageio.Write(p, lab); err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
-			}
-			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: []string{p}})
+		img, cls, err := m.classes(c.Images)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return nil
+		lab, err := m.label(img, cls)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		if err := imageio.Write(p, lab); err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		return []string{p}, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("segmentation predict: %w", err)
-	}
-	out.Compute = be.Identity()
-	return out, nil
 }
 
 // validate scores the checkpoint on cases. For classes, "dice" is the mean over cases of

@@ -118,12 +118,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			return nil, fmt.Errorf("segmentation train: validation: %w", err)
 		}
 	}
-	res, err := sdk.Result(final, int64(l.At.Step), val)
-	if err != nil {
-		return nil, err
-	}
-	res.Compute = be.Identity()
-	return res, nil
+	return device.Result(be, final, int64(l.At.Step), val)
 }
 
 // train trains c on be from the checkpoint resume ("" for a fresh start) up to its final

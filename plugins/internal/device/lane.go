@@ -1,6 +1,7 @@
 package device
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/protocol"
+	"amid/plugins/sdk"
 )
 
 // Shrink returns a smaller plan of a lane that did not fit its device's memory and a few
@@ -129,4 +131,65 @@ func (p *Progress) Log(sentence string) {
 	p.mu.Lock()
 	p.pending = append(p.pending, sentence)
 	p.mu.Unlock()
+}
+
+// HalveBatch is the Shrink of a lane whose configuration's batch (the field batch points
+// to) is halved, down to one.
+func HalveBatch[C any](batch func(*C) *int) Shrink[C] {
+	return func(c C) (C, string, bool) {
+		b := batch(&c)
+		if *b < 2 {
+			return c, "", false
+		}
+		what := fmt.Sprintf("batch %d → %d", *b, *b/2)
+		*b /= 2
+		return c, what, true
+	}
+}
+
+// Result is the train result of a lane's final checkpoint at step with its validation
+// figures, computed by be.
+func Result(be engine.Backend, final string, step int64, val map[string]float64) (*protocol.TrainResult, error) {
+	res, err := sdk.Result(final, step, val)
+	if err != nil {
+		return nil, err
+	}
+	res.Compute = be.Identity()
+	return res, nil
+}
+
+// PredictCases predicts cases, in order, with the model open loads on the setting's
+// backend (and on the CPU after the device failed, as [Predict] does): each writes one
+// case's prediction files and returns their paths. The response carries the identity of
+// the backend that made them; an error is the plugin's ("segmentation predict: …"), or the
+// context's when it was cancelled.
+func PredictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+	var out *protocol.PredictResponse
+	be, err := Predict(0, ToLog, func(be engine.Backend) error {
+		m, err := open(be)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		out = &protocol.PredictResponse{}
+		for _, c := range cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			files, err := each(m, c)
+			if err != nil {
+				return err
+			}
+			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: files})
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s predict: %w", plugin, err)
+	}
+	out.Compute = be.Identity()
+	return out, nil
 }
