@@ -26,7 +26,9 @@ func (r *Runner) exploit(ctx context.Context) error {
 		return nil // made before a resume
 	}
 	if r.st.Final == nil {
-		d := schedule.Final(&w.Schedule, r.usable(), r.ensembleFolds())
+		// The time until the reserve an ensemble would keep (its members predict the test
+		// set): the all-data model's limit is taken again when it starts.
+		d := schedule.Final(&w.Schedule, r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds())
 		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until)}
 		r.logf("final model: %s", d.Why)
 		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": d.Mode, "lane": w.ID, "rule": schedule.FinalRule, "why": d.Why, "until": d.Until}); err != nil {
@@ -169,7 +171,11 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		if err := r.save(); err != nil {
 			return err
 		}
-		limit := time.Duration(schedule.LimitSlack * float64(r.usable()) / float64(fl.K-k))
+		from := 0
+		if resume != "" {
+			from = int(f.Steps)
+		}
+		limit := schedule.FoldLimit(&w.Schedule, k, fl.K, int(fm.Until), from, r.usable())
 		out, err := r.trainOne(ctx, trainSpec{
 			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfg, train: train, val: val,
 			resume: resume, until: fm.Until, limit: limit, place: place, seed: r.st.Seed + int64(k),

@@ -38,18 +38,27 @@ func protoCases(cs []task.Case, labels map[string]string) []protocol.Case {
 
 // usable is the time lanes may still train, leaving the final reserve.
 func (r *Runner) usable() time.Duration {
-	return r.remaining() - r.reserve()
+	return r.remaining() - r.reserve(r.models())
+}
+
+// models is how many models make the test predictions: the fold ensemble's members once
+// the final model is the ensemble, else one.
+func (r *Runner) models() int {
+	if f := r.st.Final; f != nil && f.Mode == schedule.FinalEnsemble {
+		return r.st.Folds
+	}
+	return 1
 }
 
 // reserve is the time kept for the final phases: 15 % of the budget until a validation
 // prediction has been timed, then what the final phases' predictions are expected to take
-// (the test set twice, for the submission and its reproduction, and the chosen fold's
-// validation cases once per post-processing option, counted as four, each prediction
-// starting the plugin once) with a quarter more, and the export.
-func (r *Runner) reserve() time.Duration {
+// (the test set twice by each of models models, for the submission and its reproduction,
+// and the chosen fold's validation cases once per post-processing option, counted as
+// four, each prediction starting the plugin once) with a quarter more, and the export.
+func (r *Runner) reserve(models int) time.Duration {
 	fallback := time.Duration(finalReserve * float64(r.st.Budget))
 	nval := len(r.data.Train) / max(r.st.Folds, 2)
-	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, 4, fallback) + exportTime
+	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, 4, models, fallback) + exportTime
 }
 
 // explore trains the lanes on fold 0 in rounds of successive halving (amid/host/schedule)

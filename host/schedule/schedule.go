@@ -486,16 +486,17 @@ func (l *Lane) Observe(steps int, score float64, took, stepTime time.Duration, p
 }
 
 // Reserve is the time kept for the final phases: predicting the test set twice (the
-// submission and its reproduction) and the chosen fold's validation cases once per
-// post-processing option, at perCase each, plus the fixed cost of starting the plugin for
-// each of those predictions, with a quarter more for safety; before any prediction was
-// timed, fallback.
-func Reserve(perCase, perStart time.Duration, test, val, options int, fallback time.Duration) time.Duration {
+// submission and its reproduction) with each of models models (a fold ensemble's members)
+// and the chosen fold's validation cases once per post-processing option, at perCase
+// each, plus the fixed cost of starting the plugin for each of those predictions, with a
+// quarter more for safety; before any prediction was timed, fallback.
+func Reserve(perCase, perStart time.Duration, test, val, options, models int, fallback time.Duration) time.Duration {
 	if perCase <= 0 {
 		return fallback
 	}
-	cases := 2*test + options*val
-	starts := 2 + options
+	models = max(models, 1)
+	cases := 2*models*test + options*val
+	starts := 2*models + options
 	return time.Duration(1.25 * float64(time.Duration(cases)*perCase+time.Duration(starts)*perStart))
 }
 
@@ -519,6 +520,21 @@ type Decision struct {
 
 // FinalRule is the rule the run writes in its plan.
 const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
+
+// FoldLimit is the time limit of fold k of a fold ensemble of folds trained to step until,
+// the fold starting at step from, with left the time until the reserve: its expected time
+// at w's pace with LimitSlack, but never so long that the folds after it lose theirs, nor
+// shorter than an equal share of what is left. So the folds never run into the reserve:
+// a fold slower than planned stops short of until, at its share. (make bench-quality on
+// t1-tissue: 964-step folds planned at 0.0854 s a step took 85.6–95.0 s, and a last fold
+// limited to LimitSlack × the time left ran 3 % past the budget.)
+func FoldLimit(w *Lane, k, folds, until, from int, left time.Duration) time.Duration {
+	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	expected := seconds(float64(max(until-from, 0))*c + o)
+	rest := time.Duration(folds-k-1) * seconds(float64(until)*c+o)
+	limit := min(time.Duration(LimitSlack*float64(expected)), left-rest)
+	return max(limit, left/time.Duration(max(folds-k, 1)), 0)
+}
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
 // the number of folds the task's predictions can be ensembled over (1: none; the winner

@@ -361,3 +361,37 @@ func (f fixed) Train(ctx context.Context, j Job) (Outcome, error) {
 	}
 	return f.Sim.Train(ctx, j)
 }
+
+// TestFoldLimit: the folds of an ensemble each get their expected time with LimitSlack
+// while the others keep theirs, and however slowly they train they never run past the
+// time they were given together: a fold behind the plan gets an equal share of what is
+// left.
+func TestFoldLimit(t *testing.T) {
+	w := &Lane{ID: "2d", Steps: 500, StepSeconds: 0.1, Overhead: 5}
+	// Five folds to step 1000 at 0.1 s: fold 0 from step 500 expects 55 s, the others 105 s.
+	left := 500 * time.Second
+	if got := FoldLimit(w, 0, 5, 1000, 500, 1000*time.Second); got < time.Duration(1.5*55*float64(time.Second)) {
+		t.Errorf("fold 0 with time to spare: %v, want at least 1.5 × its 55 s", got)
+	}
+	// 90 s before the last fold, which expects 105 s: it gets what is left, not 157 s.
+	if got := FoldLimit(w, 4, 5, 1000, 0, 90*time.Second); got != 90*time.Second {
+		t.Errorf("the last fold with 90 s left: %v, want 90 s", got)
+	}
+	// Folds that train 30 % slower than planned, each using its whole limit: together they
+	// end within the time left.
+	for _, slow := range []float64{1, 1.3, 3} {
+		spent := time.Duration(0)
+		for k := range 5 {
+			from := 0
+			if k == 0 {
+				from = 500
+			}
+			limit := FoldLimit(w, k, 5, 1000, from, left-spent)
+			took := min(time.Duration(slow*float64(seconds(float64(1000-from)*0.1+5))), limit)
+			spent += took
+		}
+		if spent > left {
+			t.Errorf("folds %.1f× slower than planned spent %v of %v", slow, spent, left)
+		}
+	}
+}
