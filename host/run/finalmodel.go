@@ -61,6 +61,48 @@ func (r *Runner) exploit(ctx context.Context) error {
 	return nil
 }
 
+// extendAllData trains the all-data model further when it reached its planned last step
+// with time left before the reserve (schedule.Extend), from its final checkpoint to a new
+// planned last step; the model it had stands when the extension cannot be made. That
+// model is saved and recorded first, so a run stopped during the extension submits it.
+func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, took time.Duration) error {
+	fm := r.st.Final
+	more := schedule.Extend(steps, took, r.usable(), w.Schedule.Overhead)
+	if more <= 0 {
+		return nil
+	}
+	from, fromSHA := fm.Steps, fm.SHA256
+	until := fm.Steps + int64(more)
+	cfg, err := withSteps(w.Config, until)
+	if err != nil {
+		return err
+	}
+	r.logf("the final model reached its planned step %d with %v left before the reserve: it trains on to step %d at the pace it made (%d steps in %v)", fm.Steps, r.usable().Round(time.Second), until, steps, took.Round(time.Second))
+	out, err := r.trainOne(ctx, trainSpec{
+		lane: w, fold: -1, audit: w.ID + ".all", work: r.path("lanes", w.ID, "all", "more"), cfg: cfg, train: r.data.Train,
+		resume: fm.Checkpoint, until: until, limit: r.usable(), place: r.placeOf(w), seed: r.st.Seed,
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		note := fmt.Sprintf("the final model could not be trained further (%v): the model at step %d stands", err, fm.Steps)
+		r.logf("%s", note)
+		r.st.Notes = append(r.st.Notes, note)
+		return nil
+	}
+	fm.Checkpoint, fm.SHA256, fm.Steps, fm.Compute, fm.Config = out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.res.Compute, cfg
+	fm.Took += out.took
+	fm.Why += fmt.Sprintf("; it reached its planned step with time left and trained on to step %d", out.res.Steps)
+	fm.Until = until
+	r.logf("the final model of %s trained on to step %d (planned %d) in %v", w.ID, fm.Steps, until, out.took.Round(time.Second))
+	if err := r.record(audit.RoleHost, "final.extended", map[string]string{"from": fromSHA}, map[string]string{"checkpoint": fm.SHA256},
+		map[string]any{"lane": w.ID, "from_step": from, "steps": fm.Steps, "until": until}); err != nil {
+		return err
+	}
+	return r.save()
+}
+
 // ensembleFolds is the number of folds an ensemble would have: the run's folds when the
 // task's predictions can be combined, else 1 (no ensemble).
 func (r *Runner) ensembleFolds() int {
@@ -129,7 +171,14 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 		map[string]any{"mode": fm.Mode, "lane": w.ID, "from_step": fm.FromStep, "steps": fm.Steps, "until": fm.Until, "why": fm.Why, "cases": len(r.data.Train)}); err != nil {
 		return err
 	}
-	return r.save()
+	if err := r.save(); err != nil {
+		return err
+	}
+	if out.res.Steps >= fm.Until && resume == fm.From {
+		// Trained in one go from its start: its pace is measured.
+		return r.extendAllData(ctx, w, int(out.res.Steps-fm.FromStep), out.took)
+	}
+	return nil
 }
 
 // trainFolds trains the winner on every fold to the planned step: fold 0 continues from

@@ -395,3 +395,21 @@ func TestFoldLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestExtend: an all-data model that made 1756 steps in 244 s (the seed-2 run of make
+// bench-quality) with 70 s left trains what 70 s hold at that pace, less a start; under
+// MinExtension, or without a measured pace, nothing.
+func TestExtend(t *testing.T) {
+	if got, want := Extend(1756, 244*time.Second, 70*time.Second, 2), 489; got != want { // (70 − 2) / (244 / 1756) = 489.4
+		t.Errorf("70 s left: %d more steps, want %d", got, want)
+	}
+	for _, c := range []struct {
+		steps int
+		took  time.Duration
+		left  time.Duration
+	}{{1756, 244 * time.Second, MinExtension - time.Second}, {0, 244 * time.Second, time.Minute}, {1756, 0, time.Minute}} {
+		if got := Extend(c.steps, c.took, c.left, 2); got != 0 {
+			t.Errorf("Extend(%d, %v, %v) = %d, want 0", c.steps, c.took, c.left, got)
+		}
+	}
+}
