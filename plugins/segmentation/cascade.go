@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"amid/plugins/engine"
@@ -28,7 +29,8 @@ import (
 // learns from inputs as imperfect as those it will get. A run here trains fold 0 of the
 // 3d_lowres lane only, under a budget that leaves no room for four more folds, so the
 // training cases are segmented by that model, which saw most of them: those inputs are
-// better than on unseen cases, and the cascade may trust them more than it should. The
+// better than on unseen cases, and the cascade may trust them more than it should; to
+// temper that, each is degraded once as nnU-Net's cascade augmentation does ([degrade]). The
 // validation cases are segmented the way Predict does (the cascade's own low-resolution
 // network on the case), so the validation score is that of the model as it predicts.
 //
@@ -151,4 +153,114 @@ func insertPlanes(planes []float32, n, at int, extra []float32) []float32 {
 	out = append(out, planes[:at*n]...)
 	out = append(out, extra...)
 	return append(out, planes[at*n:]...)
+}
+
+// Degradation of the training cases' low-resolution segmentations, after nnU-Net's
+// cascade augmentation (a binary operator on each class's one-hot plane with probability
+// 0.4, one connected component removed with probability 0.2 when it covers at most 15 %
+// of the image): the full-resolution network learns not to copy its input, which the
+// 3d_lowres model, having seen most training cases, gets better there than on new ones.
+// nnU-Net draws it for every sample; here it is drawn once per case, from the seed and
+// the case's index, so that a resumed run sees what an uninterrupted one would.
+const (
+	degradeMorph    = 0.4
+	degradeRemove   = 0.2
+	degradeMaxShare = 0.15
+)
+
+// degrade changes the class map cls of grid dims (k classes) in place: for each
+// foreground class, with probability pMorph its mask dilates into the background or
+// erodes into it by one voxel (6-neighbourhood), and with probability pRemove one of its
+// 6-connected components covering at most degradeMaxShare of the grid, drawn at random,
+// becomes background.
+func degrade(cls []int32, dims [3]int, k int, r *rand.Rand, pMorph, pRemove float64) {
+	for j := int32(1); j < int32(k); j++ {
+		if r.Float64() < pMorph {
+			morph(cls, dims, j, r.IntN(2) == 0)
+		}
+		if r.Float64() < pRemove {
+			comps := components6(cls, dims, j)
+			var small [][]int
+			for _, c := range comps {
+				if float64(len(c)) <= degradeMaxShare*float64(len(cls)) {
+					small = append(small, c)
+				}
+			}
+			if len(small) > 0 {
+				for _, i := range small[r.IntN(len(small))] {
+					cls[i] = 0
+				}
+			}
+		}
+	}
+}
+
+// neighbours6 calls f with the index of each of voxel i's 6 neighbours inside dims.
+func neighbours6(i int, dims [3]int, f func(int)) {
+	x, y, z := i%dims[0], i/dims[0]%dims[1], i/(dims[0]*dims[1])
+	sxy := dims[0] * dims[1]
+	if x > 0 {
+		f(i - 1)
+	}
+	if x < dims[0]-1 {
+		f(i + 1)
+	}
+	if y > 0 {
+		f(i - dims[0])
+	}
+	if y < dims[1]-1 {
+		f(i + dims[0])
+	}
+	if z > 0 {
+		f(i - sxy)
+	}
+	if z < dims[2]-1 {
+		f(i + sxy)
+	}
+}
+
+// morph dilates class j of cls into the background (dilate) or erodes it into the
+// background, by one voxel.
+func morph(cls []int32, dims [3]int, j int32, dilate bool) {
+	was := slices.Clone(cls)
+	for i, c := range was {
+		switch {
+		case dilate && c == 0:
+			neighbours6(i, dims, func(n int) {
+				if was[n] == j {
+					cls[i] = j
+				}
+			})
+		case !dilate && c == j:
+			neighbours6(i, dims, func(n int) {
+				if was[n] != j {
+					cls[i] = 0
+				}
+			})
+		}
+	}
+}
+
+// components6 are the 6-connected components of class j in cls, each as its voxels'
+// indices, in the order of their first voxel.
+func components6(cls []int32, dims [3]int, j int32) [][]int {
+	seen := make([]bool, len(cls))
+	var out [][]int
+	for s, c := range cls {
+		if c != j || seen[s] {
+			continue
+		}
+		comp := []int{s}
+		seen[s] = true
+		for q := 0; q < len(comp); q++ {
+			neighbours6(comp[q], dims, func(n int) {
+				if !seen[n] && cls[n] == j {
+					seen[n] = true
+					comp = append(comp, n)
+				}
+			})
+		}
+		out = append(out, comp)
+	}
+	return out
 }

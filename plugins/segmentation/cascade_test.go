@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,5 +235,49 @@ func TestCascade(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error saying %q", bad.cfg, err, bad.want)
 		}
+	}
+}
+
+// TestDegrade: on a 10×10×10 grid with a 4³ cube (6.4 %, class 1) and a 10×10×4 slab
+// (40 %, class 1) apart, removal always takes the cube and never the slab; dilation of
+// the cube alone adds its 6·16 face neighbours, erosion leaves its 2³ core.
+func TestDegrade(t *testing.T) {
+	dims := [3]int{10, 10, 10}
+	at := func(x, y, z int) int { return (z*10+y)*10 + x }
+	grid := func(slab bool) []int32 {
+		cls := make([]int32, 1000)
+		for z := range 10 {
+			for y := range 10 {
+				for x := range 10 {
+					if x >= 1 && x < 5 && y >= 1 && y < 5 && z >= 1 && z < 5 || slab && z >= 6 {
+						cls[at(x, y, z)] = 1
+					}
+				}
+			}
+		}
+		return cls
+	}
+	count := func(cls []int32) (n int) {
+		for _, c := range cls {
+			n += int(c)
+		}
+		return n
+	}
+	for seed := range uint64(5) {
+		cls := grid(true)
+		degrade(cls, dims, 2, rand.New(rand.NewPCG(seed, 1)), 0, 1)
+		if n := count(cls); n != 400 || cls[at(2, 2, 2)] != 0 {
+			t.Fatalf("seed %d: %d voxels of class 1 left, cube centre %d; want the slab's 400 and the cube gone", seed, n, cls[at(2, 2, 2)])
+		}
+	}
+	cube := grid(false)
+	morph(cube, dims, 1, true)
+	if n := count(cube); n != 64+6*16 {
+		t.Errorf("dilated cube: %d voxels, want %d", n, 64+6*16)
+	}
+	cube = grid(false)
+	morph(cube, dims, 1, false)
+	if n := count(cube); n != 8 || cube[at(2, 2, 2)] != 1 {
+		t.Errorf("eroded cube: %d voxels, want its 8 core voxels", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -89,21 +90,22 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
-	// The training runs on its own goroutine so that a cancel returns at once, whatever
-	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
 	var low *lowres
 	if c.Lane == plan.Lane3DCascade {
 		if low, err = openLowres(c.Cascade, c, ch); err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
 		}
 	}
+	// The training runs on its own goroutine so that a cancel returns at once, whatever
+	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		return run(ctx, req, c, src, ch, low, send)
 	})
 }
 
 // withPriors gives each training case of src the low-resolution segmentation of the
-// cascade's 3d_lowres checkpoint, predicted once here on the setting's device.
+// cascade's 3d_lowres checkpoint, predicted once here on the setting's device and
+// degraded as nnU-Net's cascade augmentation does (degrade).
 func withPriors(ctx context.Context, c config, cases []protocol.Case, src []data.Source, ch int, log device.Log) error {
 	log(fmt.Sprintf("cascade: segmenting %d training cases with the 3d_lowres network of %s", len(cases), c.Cascade.Checkpoint))
 	_, err := device.Predict(0, log, func(be engine.Backend) error {
@@ -120,6 +122,7 @@ func withPriors(ctx context.Context, c config, cases []protocol.Case, src []data
 			if err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
 			}
+			degrade(cls, [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}, len(c.Labels), rand.New(rand.NewPCG(uint64(c.Seed), uint64(i))), degradeMorph, degradeRemove)
 			s := src[i].(*caseSource)
 			if s.prior, err = classVolume(img, cls, len(c.Labels)); err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
