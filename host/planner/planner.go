@@ -42,6 +42,8 @@ type Input struct {
 	// candidate whose StepSeconds × MinSteps exceeds FirstRound cannot be judged in time.
 	FirstRound time.Duration  `json:"first_round,omitempty"`
 	MinSteps   map[string]int `json:"min_steps,omitempty"`
+	// Explore is what exploration has left when the planner refines (0: Remaining).
+	Explore time.Duration `json:"explore,omitempty"`
 }
 
 // Plugin is one plugin's offer.
@@ -69,6 +71,10 @@ type Result struct {
 	// Steps the lane made and the seconds each took.
 	Steps       int64   `json:"steps,omitempty"`
 	StepSeconds float64 `json:"step_seconds,omitempty"`
+	// Checkpoint is the lane's best round's checkpoint and SHA256 its file's digest: a
+	// lane may build on another's model (the cascade on a 3d_lowres lane's).
+	Checkpoint string `json:"checkpoint,omitempty"`
+	SHA256     string `json:"sha256,omitempty"`
 }
 
 // Lane is one method lane to train: a plugin and a configuration valid against its schema.

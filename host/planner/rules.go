@@ -9,6 +9,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
+
+	"amid/plugins/protocol"
 )
 
 // Rules is the offline rule-based planner. Before any result it takes every plugin's own
@@ -17,7 +20,9 @@ import (
 // fingerprint, and keeps as many as the budget allows. With results it keeps the lanes
 // that finished, best first, and reads the best lane's validation: where foreground
 // classes are confused with each other or one class lags far behind, it adds lanes that
-// give the network the context it lacks ([contextLanes]), saying why.
+// give the network the context it lacks ([contextLanes]), and nnU-Net's cascade to full
+// resolution when a 3d_lowres lane earned it and exploration has time for it ([Cascade]),
+// saying why.
 type Rules struct {
 	// MaxLanes bounds the lanes of the first round; 0 means 2 per slot, at least 4 (two
 	// rounds of successive halving).
@@ -122,7 +127,138 @@ func (r Rules) refine(in Input) []Lane {
 	if len(res) > 0 {
 		out = append(out, contextLanes(in, res[0])...)
 	}
+	if l, _ := Cascade(in); l != nil {
+		out = append(out, *l)
+	}
 	return out
+}
+
+// Lane names of the segmentation plugin's cascade (amid/plugins/segmentation/plan).
+const (
+	laneFull    = "3d_fullres"
+	laneLow     = "3d_lowres"
+	laneCascade = "3d_cascade_fullres"
+)
+
+// CascadeMargin: a 3d_lowres lane is competitive when its validation score is within
+// this of the best lane's (in the metric's units: Dice here). The cascade refines the
+// low-resolution segmentation; one far behind the best lane gives it little to refine.
+const CascadeMargin = 0.05
+
+// CascadeShare is the share of the exploration time left that the cascade's minimum steps
+// may take: its first round shares that time with at least one more round of the lanes
+// still explored (the host sizes the round exactly when it adds the lane).
+const CascadeShare = 0.5
+
+// Cascade is the rules' answer, after the first round, to whether nnU-Net's cascade is
+// worth its time: when a 3d_lowres lane trained a round with a checkpoint, scored within
+// CascadeMargin of the best lane, and the cascade's minimum steps at the 3d_fullres
+// lane's step time (observed when that lane trained, else the plugin's calibrated
+// estimate) fit CascadeShare of what exploration has left, it is the 3d_fullres
+// candidate's configuration as lane 3d_cascade_fullres on the 3d_lowres lane's best
+// round's checkpoint, saying why. Otherwise the lane is nil and the string says why the
+// cascade is not planned, or is empty when there is nothing to say (no 3d_lowres lane
+// trained, a plugin without the cascade, a cascade already planned).
+func Cascade(in Input) (*Lane, string) {
+	var low *Result
+	best := math.NaN()
+	for i, x := range in.Results {
+		if x.Status != "done" || math.IsNaN(x.Score) {
+			continue
+		}
+		switch lane := configLane(x.Config); {
+		case lane == laneCascade:
+			return nil, ""
+		case lane == laneLow && (low == nil || better(in, x.Score, low.Score)):
+			low = &in.Results[i]
+		}
+		if math.IsNaN(best) || better(in, x.Score, best) {
+			best = x.Score
+		}
+	}
+	if low == nil {
+		return nil, ""
+	}
+	var plug *Plugin
+	for i := range in.Plugins {
+		if in.Plugins[i].Name == low.Plugin && bytes.Contains(in.Plugins[i].Schema, []byte(`"`+laneCascade+`"`)) {
+			plug = &in.Plugins[i]
+		}
+	}
+	if plug == nil {
+		return nil, ""
+	}
+	no := "no " + laneCascade + ": "
+	gap := best - low.Score
+	if !in.HigherIsBetter {
+		gap = -gap
+	}
+	if gap > CascadeMargin {
+		return nil, fmt.Sprintf("%s%s validated %s %.4f, more than %.2f behind the best lane's %.4f: too little to refine", no, low.Lane, in.Metric, low.Score, CascadeMargin, best)
+	}
+	if low.Checkpoint == "" || low.SHA256 == "" {
+		return nil, no + low.Lane + " has no checkpoint to cascade from"
+	}
+	var full *protocol.Candidate
+	for i, c := range plug.Candidates {
+		if c.Name == laneFull {
+			full = &plug.Candidates[i]
+		}
+	}
+	if full == nil {
+		return nil, no + "the plugin planned no " + laneFull + " lane, whose network the cascade trains"
+	}
+	step, from, base := full.StepSeconds, "the plugin's calibrated estimate", ""
+	for _, x := range in.Results {
+		if x.Plugin == plug.Name && (bytes.Equal(x.Config, full.Config) || x.Lane == plug.Name+"/"+laneFull) && x.StepSeconds > 0 {
+			step, from, base = x.StepSeconds, "seen when "+x.Lane+" trained", x.Lane
+		}
+	}
+	steps := max(in.MinSteps[""], 1)
+	for _, n := range []string{laneFull, laneCascade} {
+		if k, ok := in.MinSteps[n]; ok {
+			steps = max(k, 1)
+		}
+	}
+	left := in.Explore
+	if left <= 0 {
+		left = in.Remaining
+	}
+	need := time.Duration(float64(steps) * step * float64(time.Second))
+	cost := fmt.Sprintf("its minimum of %d steps at %.3g s a step (%s) takes about %v", steps, step, from, need.Round(time.Second))
+	if step <= 0 || float64(need) > CascadeShare*float64(left) {
+		return nil, fmt.Sprintf("%s%s; exploration has %v left, and the cascade may take at most %.0f%% of it", no, cost, left.Round(time.Second), 100*CascadeShare)
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(full.Config, &cfg) != nil {
+		return nil, no + "the " + laneFull + " configuration is not a JSON object"
+	}
+	cfg["lane"], _ = json.Marshal(laneCascade)
+	cfg["cascade"], _ = json.Marshal(map[string]string{"checkpoint": low.Checkpoint, "sha256": low.SHA256})
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, no + err.Error()
+	}
+	return &Lane{Name: plug.Name + "/" + laneCascade, Plugin: plug.Name, Config: b, Base: base, Device: full.Device,
+		Rationale: fmt.Sprintf("rules after the first round: %s validated %s %.4f, within %.2f of the best lane's %.4f; the cascade to full resolution (nnU-Net's %s) trains the %s network with %s's segmentation (its best round's checkpoint) as input, refining it where the low resolution blurs; %s, within %.0f%% of the %v exploration has left",
+			low.Lane, in.Metric, low.Score, CascadeMargin, best, laneCascade, laneFull, low.Lane, cost, 100*CascadeShare, left.Round(time.Second))}, ""
+}
+
+// better reports whether score a beats b in the input's metric.
+func better(in Input, a, b float64) bool {
+	if in.HigherIsBetter {
+		return a > b
+	}
+	return a < b
+}
+
+// configLane is the "lane" field of a configuration, "" when it has none.
+func configLane(cfg json.RawMessage) string {
+	var c struct {
+		Lane string `json:"lane"`
+	}
+	_ = json.Unmarshal(cfg, &c)
+	return c.Lane
 }
 
 // Thresholds of the refinement, on the best lane's validation.

@@ -93,3 +93,76 @@ func TestRulesContext(t *testing.T) {
 		t.Errorf("clean scores: refined %v", names(got))
 	}
 }
+
+// TestRulesCascade: after a round in which the 3d_lowres lane scored within CascadeMargin
+// of the best lane, the rules add the cascade on its best round's checkpoint when its
+// minimum steps fit half of what exploration has left, and say why not when they do not,
+// or when the 3d_lowres lane lags.
+func TestRulesCascade(t *testing.T) {
+	sum := strings.Repeat("ab", 32)
+	in := input(1, 20*time.Minute)
+	in.Metric = "dice"
+	in.Plugins[0].Schema = json.RawMessage(`{"properties":{"lane":{"enum":["2d","3d_fullres","3d_lowres","3d_cascade_fullres"]}}}`)
+	in.Plugins[0].Candidates[1] = protocol.Candidate{Name: "3d_fullres", Config: []byte(`{"lane":"3d_fullres","patch":[32,64,64]}`), StepSeconds: 0.5}
+	in.MinSteps = map[string]int{"": 100}
+	in.Results = []Result{
+		{Lane: "segmentation/2d", Plugin: "segmentation", Config: []byte(`{"lane":"2d"}`), Score: 0.62, Status: "done", Folds: 1},
+		{Lane: "segmentation/3d_lowres", Plugin: "segmentation", Config: []byte(`{"lane":"3d_lowres"}`), Score: 0.60, Status: "done", Folds: 1,
+			Checkpoint: "/run/lanes/low/f0/r0/final.ckpt", SHA256: sum},
+	}
+	// 100 steps at 0.5 s (the plugin's estimate) = 50 s ≤ half of 10 minutes.
+	in.Explore = 10 * time.Minute
+	l, why := Cascade(in)
+	if l == nil {
+		t.Fatalf("no cascade: %s", why)
+	}
+	var cfg struct {
+		Lane    string         `json:"lane"`
+		Patch   []int          `json:"patch"`
+		Cascade map[string]any `json:"cascade"`
+	}
+	if err := json.Unmarshal(l.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if l.Name != "segmentation/3d_cascade_fullres" || cfg.Lane != "3d_cascade_fullres" || len(cfg.Patch) != 3 ||
+		cfg.Cascade["checkpoint"] != "/run/lanes/low/f0/r0/final.ckpt" || cfg.Cascade["sha256"] != sum || l.Base != "" {
+		t.Errorf("cascade lane %s %s base %q", l.Name, l.Config, l.Base)
+	}
+	for _, s := range []string{"within 0.05 of the best lane's 0.6200", "minimum of 100 steps at 0.5 s a step (the plugin's calibrated estimate) takes about 50s"} {
+		if !strings.Contains(l.Rationale, s) {
+			t.Errorf("rationale %q lacks %q", l.Rationale, s)
+		}
+	}
+	got, err := Rules{}.Plan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); n[len(n)-1] != "segmentation/3d_cascade_fullres" {
+		t.Errorf("refined %v, want the cascade last", n)
+	}
+
+	// The 3d_fullres lane trained at 4 s a step: 400 s > half of 10 minutes.
+	in.Results = append(in.Results, Result{Lane: "segmentation/3d_fullres", Plugin: "segmentation", Config: in.Plugins[0].Candidates[1].Config, Score: 0.5, Status: "done", Folds: 1, StepSeconds: 4})
+	if l, why := Cascade(in); l != nil || !strings.Contains(why, "minimum of 100 steps at 4 s a step (seen when segmentation/3d_fullres trained) takes about 6m40s; exploration has 10m0s left") {
+		t.Errorf("cascade %v, why %q; want none, for its 6m40s", l, why)
+	}
+	// With 20 minutes left it fits, with the observed step time and the lane it changes.
+	in.Explore = 20 * time.Minute
+	if l, why := Cascade(in); l == nil || l.Base != "segmentation/3d_fullres" || !strings.Contains(l.Rationale, "seen when segmentation/3d_fullres trained") {
+		t.Errorf("cascade %+v, why %q", l, why)
+	}
+	// A 3d_lowres lane 0.12 behind the best is not worth refining.
+	in.Results[1].Score = 0.50
+	if l, why := Cascade(in); l != nil || !strings.Contains(why, "more than 0.05 behind the best lane's 0.6200") {
+		t.Errorf("cascade %v, why %q", l, why)
+	}
+	// A cascade already trained, or no 3d_lowres lane: nothing to say.
+	in.Results[1].Score = 0.61
+	in.Results = append(in.Results, Result{Lane: "segmentation/3d_cascade_fullres", Plugin: "segmentation", Config: []byte(`{"lane":"3d_cascade_fullres"}`), Score: 0.7, Status: "done"})
+	if l, why := Cascade(in); l != nil || why != "" {
+		t.Errorf("a second cascade: %v, %q", l, why)
+	}
+	if l, why := Cascade(input(1, time.Hour)); l != nil || why != "" {
+		t.Errorf("no 3d_lowres lane: %v, %q", l, why)
+	}
+}

@@ -118,6 +118,10 @@ type Plan struct {
 	Places       []Place        `json:"places"`
 	// FinalRule is how the final model is made.
 	FinalRule string `json:"final_rule"`
+	// Refined is what the refinement after the first round decided, each with why: the
+	// lanes it added, those it proposed but did not train, and why the rules planned no
+	// cascade to full resolution when they say (amid/host/planner.Cascade).
+	Refined []string `json:"refined,omitempty"`
 }
 
 // calibrationKey names a plugin's calibration on this machine in the store.
@@ -314,10 +318,12 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 		return nil, err
 	}
 	in.Remaining = r.remaining()
+	left := r.st.ExploreEnd - r.spent()
+	in.Explore = max(left, 0)
 	for _, l := range r.st.Lanes {
 		f := l.Folds[0]
 		res := planner.Result{Lane: l.Name, Plugin: l.Plugin, Config: l.Config, Score: f.Score, Extra: f.Extra, Folds: 1, Status: "done",
-			Took: f.Took, Steps: f.Steps, StepSeconds: l.Schedule.StepSeconds}
+			Took: f.Took, Steps: f.Steps, StepSeconds: l.Schedule.StepSeconds, Checkpoint: f.Checkpoint, SHA256: f.SHA256}
 		if f.Status != FoldDone {
 			res.Score, res.Folds, res.Status, res.Reason = 0, 0, "failed", oneLine(f.Error)
 			if l.Schedule.Stopped != "" && f.Error == "" {
@@ -335,6 +341,14 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 		r.logf("the planner could not refine the lanes (%v); exploration goes on with the planned ones", err)
 		return nil, nil
 	}
+	// What the refinement decided, for plan.json: the lanes it added and those it did not
+	// train, and why the rules planned no cascade when they say.
+	var said []string
+	if _, why := planner.Cascade(in); why != "" {
+		r.logf("%s", why)
+		r.st.Notes = append(r.st.Notes, why)
+		said = append(said, why)
+	}
 	known := map[string]bool{}
 	for _, l := range r.st.Lanes {
 		known[l.Name] = true
@@ -347,10 +361,17 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 		}
 	}
 	if len(fresh) == 0 {
-		return nil, nil
+		if len(said) == 0 {
+			return nil, nil
+		}
+		sum, err := r.planRefined(said)
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.record(audit.RolePlanner, "plan.refined", nil, map[string]string{"plan.json": sum}, map[string]any{"added": []string{}, "planner": r.st.Planner, "refined": said})
 	}
 	added := r.laneStates(in, fresh)
-	left := r.st.ExploreEnd - r.spent()
+	left = r.st.ExploreEnd - r.spent() // after the planner's reply
 	var kept []*LaneState
 	var names []string
 	for _, l := range added {
@@ -368,17 +389,34 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 				l.ID, l.Rationale, l.Schedule.MinSteps, need.Round(time.Second), max(share, 0).Round(time.Second))
 			r.logf("%s", note)
 			r.st.Notes = append(r.st.Notes, note)
+			said = append(said, note)
 			continue
 		}
+		said = append(said, fmt.Sprintf("lane %s added: %s", l.ID, l.Rationale))
 		r.logf("the planner adds lane %s (%s): %s", l.ID, l.Plugin, l.Rationale)
 		r.st.Lanes = append(r.st.Lanes, l)
 		kept = append(kept, l)
 		names = append(names, l.ID)
 	}
-	if err := r.record(audit.RolePlanner, "plan.refined", nil, nil, map[string]any{"added": names, "planner": r.st.Planner, "proposed": rationales(added)}); err != nil {
+	sum, err := r.planRefined(said)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.record(audit.RolePlanner, "plan.refined", nil, map[string]string{"plan.json": sum}, map[string]any{"added": names, "planner": r.st.Planner, "proposed": rationales(added)}); err != nil {
 		return nil, err
 	}
 	return kept, nil
+}
+
+// planRefined adds what the refinement decided to plan.json and returns the file's new
+// SHA-256.
+func (r *Runner) planRefined(said []string) (string, error) {
+	var doc Plan
+	if err := readJSON(r.path("plan.json"), &doc); err != nil {
+		return "", err
+	}
+	doc.Refined = append(doc.Refined, said...)
+	return writeJSON(r.path("plan.json"), doc)
 }
 
 // activeLanes counts the lanes still explored.

@@ -50,6 +50,9 @@ type config struct {
 	// Instances: the labels are instance ids (cells); the network learns background,
 	// interior and boundary (Labels [0, 1, 2]) and Predict writes instance ids.
 	Instances bool `json:"instances,omitempty"`
+	// Cascade names the trained 3d_lowres checkpoint whose segmentation the
+	// 3d_cascade_fullres lane takes as input (cascade.go).
+	Cascade *cascadeRef `json:"cascade,omitempty"`
 }
 
 // Post-processing options, in the order Train reports them ("dice", "dice_lcc", ...).
@@ -77,7 +80,7 @@ const configSchema = `{
   "title": "AMID segmentation plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["2d", "2.5d", "3d_fullres", "3d_lowres"]},
+    "lane": {"enum": ["2d", "2.5d", "3d_fullres", "3d_lowres", "3d_cascade_fullres"]},
     "patch": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W; D = 1 for 2d"},
     "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
     "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
@@ -100,7 +103,8 @@ const configSchema = `{
     "deep_supervision": {"type": "boolean"},
     "postprocess": {"enum": ["none", "lcc", "small", "fill"]},
     "min_component": {"type": "integer", "minimum": 0},
-    "instances": {"type": "boolean", "description": "labels are instance ids; the network learns background, interior and boundary"}
+    "instances": {"type": "boolean", "description": "labels are instance ids; the network learns background, interior and boundary"},
+    "cascade": {"type": "object", "description": "3d_cascade_fullres: the trained 3d_lowres checkpoint whose segmentation is more input", "properties": {"checkpoint": {"type": "string", "minLength": 1}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "required": ["checkpoint", "sha256"], "additionalProperties": false}
   },
   "required": ["lane", "patch", "batch", "widths", "modality", "labels", "steps"],
   "additionalProperties": false
@@ -163,7 +167,13 @@ func parseConfig(b []byte) (config, error) {
 	}
 	switch {
 	case c.Lane != plan.Lane2D && c.Lane != plan.Lane25D && !c.is3D():
-		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D, plan.Lane3DLow)
+		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D, plan.Lane3DLow, plan.Lane3DCascade)
+	case (c.Lane == plan.Lane3DCascade) != (c.Cascade != nil):
+		return c, fmt.Errorf("segmentation configuration: a cascade (the 3d_lowres checkpoint) is given with lane %s and only there", plan.Lane3DCascade)
+	case c.Cascade != nil && (c.Cascade.Checkpoint == "" || len(c.Cascade.SHA256) != 64):
+		return c, fmt.Errorf("segmentation configuration: the cascade needs the 3d_lowres checkpoint's path and its sha256 (64 hex digits)")
+	case c.Lane == plan.Lane3DCascade && c.Instances:
+		return c, fmt.Errorf("segmentation configuration: lane %s does not learn instances", plan.Lane3DCascade)
 	case !c.is3D() && c.Patch[0] != 1:
 		return c, fmt.Errorf("segmentation configuration: a %s patch has D = 1, not %d", c.Lane, c.Patch[0])
 	case c.Lane == plan.Lane25D && (c.Slices < 3 || c.Slices%2 == 0 || c.Slices > maxSlices):
@@ -199,8 +209,20 @@ func parseConfig(b []byte) (config, error) {
 	return c, nil
 }
 
-// is3D reports whether the lane's patches are volumes (3d_fullres and 3d_lowres).
-func (c config) is3D() bool { return c.Lane == plan.Lane3D || c.Lane == plan.Lane3DLow }
+// is3D reports whether the lane's patches are volumes (3d_fullres, 3d_lowres and
+// 3d_cascade_fullres).
+func (c config) is3D() bool {
+	return c.Lane == plan.Lane3D || c.Lane == plan.Lane3DLow || c.Lane == plan.Lane3DCascade
+}
+
+// inputs is the number of channels the network takes for an image of channels channels:
+// those and, in the cascade, the one-hot planes of the low-resolution segmentation.
+func (c config) inputs(channels int) int {
+	if c.Lane == plan.Lane3DCascade {
+		return channels + len(c.Labels) - 1
+	}
+	return channels
+}
 
 // maxSlices bounds a 2.5d stack.
 const maxSlices = 15
@@ -209,14 +231,15 @@ const maxSlices = 15
 func (c config) stack() int { return max(1, c.Slices) }
 
 // net is the U-Net the configuration describes for channels image channels (each of
-// stack() slices in 2.5d), with the position planes at its head with coords.
+// stack() slices in 2.5d; and the one-hot planes of the cascade), with the position planes
+// at its head with coords.
 func (c config) net(channels int) engine.UNetConfig {
 	pos := 0
 	if c.Coords {
 		pos = data.CoordChannels
 	}
 	return engine.UNetConfig{
-		Position: pos, In: channels * c.stack(), Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
+		Position: pos, In: c.inputs(channels) * c.stack(), Classes: len(c.Labels), Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools,
 		Convs: 2, Norm: engine.Instance, Slope: 0.01, DeepSupervision: c.DeepSupervision,
 	}
 }

@@ -13,7 +13,8 @@
 //     budget.go), or on a GPU of 80 % of its memory with each estimate the engine's count
 //     of training there (device.go), gives one candidate per lane, naming its device and
 //     the bytes planned there: "2d", and for 3-D tasks "2.5d", "3d_fullres" and
-//     "3d_lowres". The task spec (amid/plugins/taskspec, optional) gives the label values,
+//     "3d_lowres" (the host adds "3d_cascade_fullres" on a trained 3d_lowres checkpoint:
+//     cascade.go). The task spec (amid/plugins/taskspec, optional) gives the label values,
 //     or asks for instances (cells): then the network learns background, interior and
 //     boundary, and Predict writes instance ids.
 //   - Train: reads each case's image (one file, which may hold several channels, or one

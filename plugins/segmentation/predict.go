@@ -15,6 +15,7 @@ import (
 	"amid/plugins/engine/infer"
 	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
+	"amid/plugins/segmentation/plan"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -32,12 +33,17 @@ type model struct {
 	nw   *infer.NetWindow
 	pred *engine.Predictor
 	err  error
+	// low is a cascade's low-resolution model, and prior the one-hot planes of its
+	// segmentation of the case being predicted, on the grid the network runs on.
+	low   *model
+	prior []float32
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
 // records) on be for inferBatch patches at a time. A non-empty override is a configuration
 // whose inference fields (postprocess, min_component, mirror) replace the checkpoint's:
-// the host chooses the post-processing after training.
+// the host chooses the post-processing after training. A cascade checkpoint loads the
+// low-resolution network it carries too.
 func load(be engine.Backend, path string, override []byte) (*model, error) {
 	return loadBatch(be, path, override, 0)
 }
@@ -52,11 +58,7 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 	if err := json.Unmarshal(man.Train, &s); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
 	}
-	b, err := json.Marshal(s.Config)
-	if err != nil {
-		return nil, err
-	}
-	c, err := parseConfig(b)
+	c, err := recorded(s)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -67,44 +69,120 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 		}
 		c.Post, c.MinComponent, c.Mirror = o.Post, o.MinComponent, o.Mirror
 	}
-	if s.Channels < 1 {
-		return nil, fmt.Errorf("checkpoint %s: %d image channels", path, s.Channels)
-	}
-	arch := c.net(s.Channels)
 	if batch <= 0 {
 		batch = inferBatch(be, c.Batch)
 	}
-	u, err := engine.BuildUNet(be, arch, batch, c.Patch, 1)
+	u, err := engine.BuildUNet(be, c.net(s.Channels), batch, c.Patch, 1)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if _, err := ckpt.Load(path, arch, u, nil); err != nil {
+	if c.Lane != plan.Lane3DCascade {
+		if _, err := ckpt.Load(path, c.net(s.Channels), u, nil); err != nil {
+			u.Free()
+			return nil, err
+		}
+		return wire(be, u, c, s.Channels, batch, path)
+	}
+	if s.Lowres == nil {
+		u.Free()
+		return nil, fmt.Errorf("checkpoint %s: a %s checkpoint without its low-resolution network", path, c.Lane)
+	}
+	lc, err := recorded(*s.Lowres)
+	if err == nil && s.Lowres.Channels != s.Channels {
+		err = fmt.Errorf("its low-resolution network takes %d image channels, the cascade %d", s.Lowres.Channels, s.Channels)
+	}
+	if err != nil {
+		u.Free()
+		return nil, fmt.Errorf("checkpoint %s: low-resolution network: %w", path, err)
+	}
+	lb := inferBatch(be, lc.Batch)
+	lu, err := engine.BuildUNet(be, lc.net(s.Channels), lb, lc.Patch, 1)
+	if err != nil {
+		u.Free()
+		return nil, fmt.Errorf("checkpoint %s: low-resolution network: %w", path, err)
+	}
+	if _, err := ckpt.Load(path, c.net(s.Channels), withLowres{full: u, low: lu}, nil); err != nil {
+		u.Free()
+		lu.Free()
+		return nil, err
+	}
+	low, err := wire(be, lu, lc, s.Channels, lb, path)
+	if err != nil {
 		u.Free()
 		return nil, err
 	}
+	m, err := wire(be, u, c, s.Channels, batch, path)
+	if err != nil {
+		low.Close()
+		return nil, err
+	}
+	m.low = low
+	return m, nil
+}
+
+// recorded is the configuration a checkpoint's training record holds, checked.
+func recorded(s saved) (config, error) {
+	b, err := json.Marshal(s.Config)
+	if err != nil {
+		return config{}, err
+	}
+	c, err := parseConfig(b)
+	if err != nil {
+		return c, err
+	}
+	if s.Channels < 1 {
+		return c, fmt.Errorf("%d image channels", s.Channels)
+	}
+	return c, nil
+}
+
+// wire makes the model of the network u, its weights loaded, for images of ch channels:
+// the windows run on the device, or through a Predictor when the network takes position
+// planes; a cascade's windows get the one-hot planes of model.prior after the image's.
+// It frees u when it fails.
+func wire(be engine.Backend, u *engine.UNet, c config, ch, batch int, path string) (*model, error) {
 	u.SetTraining(false)
-	opt := infer.Options{Patch: c.patchXYZ(), Channels: s.Channels, Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch}
+	opt := infer.Options{Patch: c.patchXYZ(), Channels: c.inputs(ch), Classes: len(c.Labels), Mirror: c.Mirror, Slices: c.Slices, Batch: batch}
 	m := &model{cfg: c, u: u, Model: infer.Model{Options: opt, Spacing: c.spacingXYZ(), Norm: c.norm(), Mapping: c.Labels}}
+	var err error
 	if u.Position == nil {
 		if m.nw, err = infer.NewNetWindow(u.Net, u.Input, u.Loss, opt); err != nil {
 			u.Free()
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		m.Run = m.nw.Run
+	} else {
+		// The position planes go to an input of their own (feed): the windows are cut on
+		// the host and each batch of them runs through a Predictor.
+		if m.pred, err = engine.NewPredictor(u.Net, u.Loss); err != nil {
+			u.Free()
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		m.Predict = func(in, out []float32) {
+			feed(u, in, batch, c.stack())
+			if err := m.pred.Run(); err != nil && m.err == nil {
+				m.err = err
+			}
+			copy(out, u.Loss.Prob())
+		}
+	}
+	if c.Lane != plan.Lane3DCascade {
 		return m, nil
 	}
-	// The position planes go to an input of their own (feed): the windows are cut on the
-	// host and each batch of them runs through a Predictor.
-	if m.pred, err = engine.NewPredictor(u.Net, u.Loss); err != nil {
-		u.Free()
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	// infer.Segment sees the image's channels; the windows see the one-hot planes too.
+	m.Channels = ch
+	run := m.Run
+	if run == nil {
+		wopt, pred := opt, m.Predict
+		wopt.Channels = m.Norm.Planes(opt.Channels)
+		run = func(img []float32, dims [3]int) ([]float32, error) { return infer.Window(img, dims, wopt, pred) }
 	}
-	m.Predict = func(in, out []float32) {
-		feed(u, in, batch, c.stack())
-		if err := m.pred.Run(); err != nil && m.err == nil {
-			m.err = err
+	m.Run = func(img []float32, dims [3]int) ([]float32, error) {
+		n := dims[0] * dims[1] * dims[2]
+		if len(m.prior) != (len(c.Labels)-1)*n {
+			return nil, fmt.Errorf("cascade: %d one-hot values for %d voxels of %d foreground classes", len(m.prior), n, len(c.Labels)-1)
 		}
-		copy(out, u.Loss.Prob())
+		return run(insertPlanes(img, n, ch, m.prior), dims)
 	}
 	return m, nil
 }
@@ -118,6 +196,9 @@ func (m *model) Close() {
 		m.pred.Close()
 	}
 	m.u.Free()
+	if m.low != nil {
+		m.low.Close()
+	}
 }
 
 // inferBatch is the number of patches the network predicts per call. On the CPU, one per
@@ -141,15 +222,37 @@ func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, err er
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
 		return nil, nil, err
 	}
+	if cls, err = m.segment(img); err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
+	}
+	return img, cls, nil
+}
+
+// segment predicts the class of every voxel of img, on its grid; a cascade first
+// segments img with its low-resolution model.
+func (m *model) segment(img *volume.Volume) ([]int32, error) {
+	if m.low != nil {
+		low, err := m.low.segment(img)
+		if err != nil {
+			return nil, fmt.Errorf("low-resolution network: %w", err)
+		}
+		v, err := classVolume(img, low, m.Classes)
+		if err != nil {
+			return nil, err
+		}
+		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
+			return nil, err
+		}
+	}
 	m.err = nil
 	_, prob, err := infer.Segment(img, m.Model)
 	if err == nil {
 		err = m.err
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
+		return nil, err
 	}
-	return img, infer.Argmax(prob, m.Classes), nil
+	return infer.Argmax(prob, m.Classes), nil
 }
 
 // post returns a copy of the class map cls of grid dims post-processed by option name.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
@@ -59,6 +60,9 @@ type caseSource struct {
 	instances bool
 	// channels the model takes; the image is conformed to it (0: as read).
 	channels int
+	// prior is a cascade's low-resolution segmentation (class indices) on the image's
+	// grid; the case gets its one-hot planes after the image's channels (cascade.go).
+	prior *volume.Volume
 }
 
 func (s *caseSource) Name() string { return s.images[0] }
@@ -96,7 +100,21 @@ func (s *caseSource) Load() (*data.Case, error) {
 	if errors.Is(err, data.ErrLabel) {
 		return nil, fmt.Errorf("label %s: %w", s.label, err)
 	}
-	return c, err
+	if err != nil || s.prior == nil {
+		return c, err
+	}
+	oh, dims, err := priorPlanes(s.prior, s.spacing, len(s.classes))
+	if err != nil {
+		return nil, fmt.Errorf("%s: low-resolution segmentation: %w", s.images[0], err)
+	}
+	if dims != c.Dims {
+		return nil, fmt.Errorf("%s: low-resolution segmentation on a grid of %v, the image %v", s.images[0], dims, c.Dims)
+	}
+	n, at := len(oh)/(len(s.classes)-1), img.Dims[3]
+	c.Image = insertPlanes(c.Image, n, at, oh)
+	c.Min = slices.Insert(c.Min, at, make([]float32, len(s.classes)-1)...)
+	c.C += len(s.classes) - 1
+	return c, nil
 }
 
 // instanceClasses is the class map (0 background, 1 interior, 2 boundary) of an instance

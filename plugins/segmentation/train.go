@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"amid/plugins/engine"
+	"amid/plugins/engine/ckpt"
 	"amid/plugins/engine/data"
 	"amid/plugins/internal/device"
 	"amid/plugins/internal/training"
@@ -52,6 +54,9 @@ func channels(paths []string) (int, error) {
 type saved struct {
 	Config   config `json:"config"`
 	Channels int    `json:"channels"`
+	// Lowres is a cascade's low-resolution network's record; its weights are in the
+	// checkpoint too (withLowres).
+	Lowres *saved `json:"lowres,omitempty"`
 }
 
 func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
@@ -85,24 +90,68 @@ func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
+	var low *lowres
+	if c.Lane == plan.Lane3DCascade {
+		if low, err = openLowres(c.Cascade, c, ch); err != nil {
+			return nil, fmt.Errorf("segmentation train: %w", err)
+		}
+	}
 	// The training runs on its own goroutine so that a cancel returns at once, whatever
 	// the step in flight; the goroutine ends after that step and keeps the checkpoints.
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-		return run(ctx, req, c, src, ch, send)
+		return run(ctx, req, c, src, ch, low, send)
 	})
+}
+
+// withPriors gives each training case of src the low-resolution segmentation of the
+// cascade's 3d_lowres checkpoint, predicted once here on the setting's device and
+// degraded as nnU-Net's cascade augmentation does (degrade).
+func withPriors(ctx context.Context, c config, cases []protocol.Case, src []data.Source, ch int, log device.Log) error {
+	log(fmt.Sprintf("cascade: segmenting %d training cases with the 3d_lowres network of %s", len(cases), c.Cascade.Checkpoint))
+	_, err := device.Predict(0, log, func(be engine.Backend) error {
+		m, err := load(be, c.Cascade.Checkpoint, nil)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		for i, k := range cases {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			img, cls, err := m.classes(k.Images)
+			if err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+			degrade(cls, [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}, len(c.Labels), rand.New(rand.NewPCG(uint64(c.Seed), uint64(i))), degradeMorph, degradeRemove)
+			s := src[i].(*caseSource)
+			if s.prior, err = classVolume(img, cls, len(c.Labels)); err != nil {
+				return fmt.Errorf("case %s: %w", k.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cascade: %w", err)
+	}
+	return nil
 }
 
 // run trains c and sends progress; it returns the final result. The lane trains on the
 // device the setting names (package device): re-planned smaller once when it does not fit
 // the device's memory, continued on the CPU from its last checkpoint when the device is
 // lost.
-func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, low *lowres, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	prog := device.NewProgress(send)
 	clock := sdk.NewClock(req)
+	if low != nil {
+		if err := withPriors(ctx, c, req.Train, src, ch, prog.Log); err != nil {
+			return nil, fmt.Errorf("segmentation train: %w", err)
+		}
+	}
 	var l *training.Loop
 	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
 		var err error
-		l, err = train(ctx, be, req, c, src, ch, clock, prog.Send, resume)
+		l, err = train(ctx, be, req, c, src, ch, low, clock, prog.Send, resume)
 		if l == nil {
 			return "", err
 		}
@@ -123,8 +172,9 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 
 // train trains c on be from the checkpoint resume ("" for a fresh start) up to its final
 // checkpoint, and frees its device memory; the loop it returns (nil when it failed before
-// one existed) names the newest checkpoint.
-func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c config, src []data.Source, ch int, clock *sdk.Clock, send func(*protocol.Progress) error, resume string) (*training.Loop, error) {
+// one existed) names the newest checkpoint. A cascade's checkpoints carry low, its
+// low-resolution network.
+func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c config, src []data.Source, ch int, low *lowres, clock *sdk.Clock, send func(*protocol.Progress) error, resume string) (*training.Loop, error) {
 	arch := c.net(ch)
 	u, err := engine.BuildUNet(be, arch, c.Batch, c.Patch, uint64(c.Seed))
 	if err != nil {
@@ -132,9 +182,13 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 	}
 	defer u.Free()
 	opt := engine.NewAdamW(be, u.Params(), c.LR, c.Decay)
+	rec, saves := saved{Config: c, Channels: ch}, ckpt.Model(u)
+	if low != nil {
+		rec.Lowres, saves = &low.rec, withLowres{full: u, low: low.weights}
+	}
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"dice_ce"},
-		Dir: req.WorkDir, Arch: arch, Record: saved{Config: c, Channels: ch}, Model: u, Opt: opt,
+		Dir: req.WorkDir, Arch: arch, Record: rec, Model: saves, Opt: opt,
 		Send: send, Clock: clock,
 	}
 	if err := l.Resume(resume); err != nil {
@@ -152,7 +206,7 @@ func train(ctx context.Context, be engine.Backend, req *protocol.TrainRequest, c
 	// loader at the step it resumes from and sees the batches an uninterrupted one would.
 	ld, err := data.NewLoader(data.Config{
 		Sampler: data.Sampler{Patch: c.samplePatch(), FgProb: c.FgProb, Stack: c.Lane == plan.Lane25D}, Augment: aug,
-		Batch: c.Batch, Channels: c.norm().Planes(ch), Seed: uint64(c.Seed), Start: l.At.Step,
+		Batch: c.Batch, Channels: c.norm().Planes(c.inputs(ch)), Seed: uint64(c.Seed), Start: l.At.Step,
 		Workers: 1, Budget: cacheBudget, Labels: true,
 	}, src)
 	if err != nil {

@@ -289,13 +289,9 @@ func decode(r io.Reader, size int64, arch engine.UNetConfig, model Model, opt Op
 	if want := off + m.PayloadBytes; size != want {
 		return nil, fmt.Errorf("%w: file has %d bytes, manifest and payload need %d (truncated or padded)", ErrFormat, size, want)
 	}
-	payload := make([]byte, m.PayloadBytes)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return nil, fmt.Errorf("%w: payload cut short (%v)", ErrFormat, err)
-	}
-	sum := sha256.Sum256(payload)
-	if got := hex.EncodeToString(sum[:]); got != m.SHA256 {
-		return nil, fmt.Errorf("%w: payload sha256 %s, manifest says %s (corrupt file)", ErrFormat, got, m.SHA256)
+	payload, err := readPayload(r, m)
+	if err != nil {
+		return nil, err
 	}
 	if err := SameArch(m.Arch, arch); err != nil {
 		return nil, err
@@ -379,4 +375,77 @@ func decode(r io.Reader, size int64, arch engine.UNetConfig, model Model, opt Op
 		}
 	}
 	return m, nil
+}
+
+// readPayload reads m's payload from r and verifies its SHA-256.
+func readPayload(r io.Reader, m *Manifest) ([]byte, error) {
+	payload := make([]byte, m.PayloadBytes)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return nil, fmt.Errorf("%w: payload cut short (%v)", ErrFormat, err)
+	}
+	sum := sha256.Sum256(payload)
+	if got := hex.EncodeToString(sum[:]); got != m.SHA256 {
+		return nil, fmt.Errorf("%w: payload sha256 %s, manifest says %s (corrupt file)", ErrFormat, got, m.SHA256)
+	}
+	return payload, nil
+}
+
+// Stored is a checkpoint's parameters and buffers on the host, in the order the file
+// holds them, without the network they belong to: a Model to save again (a frozen network
+// carried inside another's checkpoint) or to copy into a network built for it.
+type Stored struct {
+	params []*engine.Param
+	bufs   []engine.Buffer
+}
+
+// Params implements Model.
+func (s *Stored) Params() []*engine.Param { return s.params }
+
+// Buffers implements Model.
+func (s *Stored) Buffers() []engine.Buffer { return s.bufs }
+
+// Read reads the manifest and the parameters and buffers (not the optimizer state) of the
+// checkpoint at path, verifying the payload's SHA-256, without building its network.
+func Read(path string) (*Manifest, *Stored, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	m, off, err := readHeader(f)
+	if err == nil && st.Size() != off+m.PayloadBytes {
+		err = fmt.Errorf("%w: file has %d bytes, manifest and payload need %d (truncated or padded)", ErrFormat, st.Size(), off+m.PayloadBytes)
+	}
+	var payload []byte
+	if err == nil {
+		payload, err = readPayload(f, m)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	s := &Stored{}
+	pos := 0
+	for _, t := range m.Tensors {
+		n := t.size()
+		if t.Kind != "optim" {
+			v := make([]float32, n)
+			for j := range v {
+				v[j] = math.Float32frombits(binary.LittleEndian.Uint32(payload[pos+4*j:]))
+			}
+			switch t.Kind {
+			case "param":
+				s.params = append(s.params, &engine.Param{Name: t.Name, Shape: slices.Clone(t.Shape), Data: v})
+			case "buffer":
+				s.bufs = append(s.bufs, engine.Buffer{Name: t.Name, Data: v})
+			default:
+				return nil, nil, fmt.Errorf("checkpoint %s: %w: tensor %q has kind %q", path, ErrFormat, t.Name, t.Kind)
+			}
+		}
+		pos += 4 * n
+	}
+	return m, s, nil
 }

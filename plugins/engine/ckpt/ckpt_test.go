@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,5 +215,53 @@ func TestDamaged(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.ckpt"), arch, src.u, nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestRead reads a checkpoint's weights without its network (batch norm, so that buffers
+// travel too): every parameter and buffer in the file's order and value, no optimizer
+// state; a damaged payload is refused.
+func TestRead(t *testing.T) {
+	arch := tinyArch(engine.Batch)
+	r := newRun(t, arch, 3)
+	r.train(2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.ckpt")
+	if err := Save(path, Checkpoint{Arch: arch, Model: r.u, Opt: r.opt}); err != nil {
+		t.Fatal(err)
+	}
+	m, s, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Optimizer != "adam" || len(s.Params()) != len(r.u.Params()) || len(s.Buffers()) != len(r.u.Buffers()) || len(s.Buffers()) == 0 {
+		t.Fatalf("read %s, %d params, %d buffers; want adam, %d and %d", m.Optimizer, len(s.Params()), len(s.Buffers()), len(r.u.Params()), len(r.u.Buffers()))
+	}
+	for i, p := range r.u.Params() {
+		q := s.Params()[i]
+		if q.Name != p.Name || !slices.Equal(q.Shape, p.Shape) || !slices.Equal(q.Data, p.Data) {
+			t.Fatalf("param %d: read %s %v, saved %s %v", i, q.Name, q.Shape, p.Name, p.Shape)
+		}
+	}
+	for i, b := range r.u.Buffers() {
+		if q := s.Buffers()[i]; q.Name != b.Name || !slices.Equal(q.Data, b.Data) {
+			t.Fatalf("buffer %d: read %s, saved %s", i, q.Name, b.Name)
+		}
+	}
+	// Corrupt one payload byte: the SHA-256 no longer holds.
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 1
+	bad := filepath.Join(dir, "bad.ckpt")
+	if err := os.WriteFile(bad, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(bad); !errors.Is(err, ErrFormat) {
+		t.Errorf("damaged payload: %v, want ErrFormat", err)
+	}
+	if _, _, err := Read(path + ".absent"); err == nil {
+		t.Error("a missing file read")
 	}
 }

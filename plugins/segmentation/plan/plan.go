@@ -23,6 +23,11 @@ const (
 	Lane25D   = "2.5d"
 	Lane3D    = "3d_fullres"
 	Lane3DLow = "3d_lowres"
+	// Lane3DCascade is nnU-Net's "3d_cascade_fullres": the 3d_fullres network given a
+	// trained 3d_lowres network's segmentation as more input channels. Plan never plans
+	// it, since it needs a trained 3d_lowres checkpoint: the host adds it after the first
+	// round (amid/host/planner).
+	Lane3DCascade = "3d_cascade_fullres"
 )
 
 // Rules, from nnU-Net v2's default planner (peers.md §3.1) unless said otherwise.
