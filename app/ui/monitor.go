@@ -290,10 +290,12 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 			row.Device = laneDevice(l.Device, f.Compute)
 			if k == 0 {
 				row.Round, row.Stopped = l.Schedule.Rung, l.Schedule.Stopped
-				row.Curve = row.Curve[:0]
+				// A new slice: the snapshots on the screen share the old one's array.
+				curve := make([]float64, 0, len(l.Schedule.Curve))
 				for _, p := range l.Schedule.Curve {
-					row.Curve = append(row.Curve, p.Score)
+					curve = append(curve, p.Score)
 				}
+				row.Curve = curve
 			}
 		}
 	}
