@@ -115,26 +115,11 @@ func (enh) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 // returns the final result.
 func run(ctx context.Context, req *protocol.TrainRequest, c config, clock *sdk.Clock, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	prog := device.NewProgress(send)
-	var l *training.Loop
-	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
-		var err error
-		l, err = train(ctx, be, req, c, clock, prog.Send, resume)
-		if l == nil {
-			return "", err
-		}
-		return l.Last, err
+	return device.TrainLoop("enhancement", prog.Log, c, req, shrink, func(be engine.Backend, c config, resume string) (*training.Loop, error) {
+		return train(ctx, be, req, c, clock, prog.Send, resume)
+	}, func(final string, cases []protocol.Case) (map[string]float64, error) {
+		return validate(ctx, final, cases, prog.Log)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("enhancement train: %w", err)
-	}
-	final := l.Last
-	var val map[string]float64
-	if len(req.Validation) > 0 {
-		if val, err = validate(ctx, final, req.Validation, prog.Log); err != nil {
-			return nil, fmt.Errorf("enhancement train: validation: %w", err)
-		}
-	}
-	return device.Result(be, final, int64(l.At.Step), val)
 }
 
 // shrink halves the batch of a lane that did not fit its device's memory.

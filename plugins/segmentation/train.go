@@ -148,26 +148,11 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 			return nil, fmt.Errorf("segmentation train: %w", err)
 		}
 	}
-	var l *training.Loop
-	be, err := device.Train(0, prog.Log, c, req.ResumeFrom, shrink, func(be engine.Backend, c config, resume string) (string, error) {
-		var err error
-		l, err = train(ctx, be, req, c, src, ch, low, clock, prog.Send, resume)
-		if l == nil {
-			return "", err
-		}
-		return l.Last, err
+	return device.TrainLoop("segmentation", prog.Log, c, req, shrink, func(be engine.Backend, c config, resume string) (*training.Loop, error) {
+		return train(ctx, be, req, c, src, ch, low, clock, prog.Send, resume)
+	}, func(final string, cases []protocol.Case) (map[string]float64, error) {
+		return validate(ctx, final, cases, prog.Log)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("segmentation train: %w", err)
-	}
-	final := l.Last
-	var val map[string]float64
-	if len(req.Validation) > 0 {
-		if val, err = validate(ctx, final, req.Validation, prog.Log); err != nil {
-			return nil, fmt.Errorf("segmentation train: validation: %w", err)
-		}
-	}
-	return device.Result(be, final, int64(l.At.Step), val)
 }
 
 // train trains c on be from the checkpoint resume ("" for a fresh start) up to its final

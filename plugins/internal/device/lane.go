@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"amid/plugins/engine"
+	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 )
@@ -192,4 +193,30 @@ func PredictCases[M interface{ Close() }](ctx context.Context, plugin string, ca
 	}
 	out.Compute = be.Identity()
 	return out, nil
+}
+
+// TrainLoop trains a lane whose train runs a training.Loop (on the setting's backend, with
+// Train's recovery), validates its final checkpoint on req's validation cases when there
+// are any, and makes the result; errors are the plugin's ("segmentation train: …").
+func TrainLoop[C any](plugin string, log Log, cfg C, req *protocol.TrainRequest, shrink Shrink[C],
+	train func(be engine.Backend, cfg C, resume string) (*training.Loop, error),
+	validate func(final string, cases []protocol.Case) (map[string]float64, error)) (*protocol.TrainResult, error) {
+	var l *training.Loop
+	be, err := Train(0, log, cfg, req.ResumeFrom, shrink, func(be engine.Backend, cfg C, resume string) (string, error) {
+		var err error
+		if l, err = train(be, cfg, resume); l == nil {
+			return "", err
+		}
+		return l.Last, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s train: %w", plugin, err)
+	}
+	var val map[string]float64
+	if len(req.Validation) > 0 {
+		if val, err = validate(l.Last, req.Validation); err != nil {
+			return nil, fmt.Errorf("%s train: validation: %w", plugin, err)
+		}
+	}
+	return Result(be, l.Last, int64(l.At.Step), val)
 }
