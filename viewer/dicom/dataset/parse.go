@@ -64,6 +64,31 @@ func ReadFile(path string, o Options) (*File, error) {
 	return f, nil
 }
 
+// ReadAs reads the DICOM file at path and makes a T of it with from (a SEG, a structure
+// set); errors name the file.
+func ReadAs[T any](path string, from func(*File) (T, error)) (T, error) {
+	var zero T
+	f, err := ReadFile(path, Options{})
+	if err != nil {
+		return zero, err
+	}
+	v, err := from(f)
+	if err != nil {
+		return zero, fmt.Errorf("dicom: %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// DecodeAs parses the bytes of a DICOM file and makes a T of it with from.
+func DecodeAs[T any](b []byte, from func(*File) (T, error)) (T, error) {
+	f, err := Parse(b, Options{})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return from(f)
+}
+
 // Parse parses the bytes of a DICOM file (see the package documentation).
 func Parse(b []byte, o Options) (*File, error) {
 	f := &File{Meta: &DataSet{}}

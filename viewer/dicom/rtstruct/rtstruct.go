@@ -89,26 +89,10 @@ type StructureSet struct {
 var ErrFrame = errors.New("the structure set is not in the image's frame of reference")
 
 // Read reads the structure set at path. Errors name the file.
-func Read(path string) (*StructureSet, error) {
-	f, err := dataset.ReadFile(path, dataset.Options{})
-	if err != nil {
-		return nil, err
-	}
-	s, err := FromDataSet(f)
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %s: %w", path, err)
-	}
-	return s, nil
-}
+func Read(path string) (*StructureSet, error) { return dataset.ReadAs(path, FromDataSet) }
 
 // Decode parses the bytes of a structure set file.
-func Decode(b []byte) (*StructureSet, error) {
-	f, err := dataset.Parse(b, dataset.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return FromDataSet(f)
-}
+func Decode(b []byte) (*StructureSet, error) { return dataset.DecodeAs(b, FromDataSet) }
 
 // IsStructureSet reports whether a parsed file is a structure set.
 func IsStructureSet(f *dataset.File) bool {

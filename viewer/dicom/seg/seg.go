@@ -121,26 +121,10 @@ type Segmentation struct {
 }
 
 // Read reads the segmentation at path. Errors name the file.
-func Read(path string) (*Segmentation, error) {
-	f, err := dataset.ReadFile(path, dataset.Options{})
-	if err != nil {
-		return nil, err
-	}
-	s, err := FromDataSet(f)
-	if err != nil {
-		return nil, fmt.Errorf("dicom: %s: %w", path, err)
-	}
-	return s, nil
-}
+func Read(path string) (*Segmentation, error) { return dataset.ReadAs(path, FromDataSet) }
 
 // Decode parses the bytes of a segmentation file.
-func Decode(b []byte) (*Segmentation, error) {
-	f, err := dataset.Parse(b, dataset.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return FromDataSet(f)
-}
+func Decode(b []byte) (*Segmentation, error) { return dataset.DecodeAs(b, FromDataSet) }
 
 // IsSegmentation reports whether a parsed file is a segmentation.
 func IsSegmentation(f *dataset.File) bool {
