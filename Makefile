@@ -230,18 +230,20 @@ screenshots-check: desktop
 # fyne package -executable bundles that file. The fyne CLI bumps the build number in
 # FyneApp.toml, which is put back afterwards. As make build does, the plugins are built
 # first and their sha256 linked into the program (fyne build takes -ldflags from GOFLAGS);
-# .ci/package-plugins.sh then puts them in the bundle beside it, in bin/plugins, and has
-# the bundle's Makefile install them.
+# .ci/package-plugins.sh then puts them in the bundle beside it, in bin/plugins, with the
+# headless amid program (which the process and Slurm executors run) beside amid-desktop,
+# and has the bundle's Makefile install them.
 FYNE_CLI ?= fyne.io/tools/cmd/fyne@v1.7.4
-package: deps plugins
+package: deps plugins amid
 	@mkdir -p $(BIN)/package
 	@cp FyneApp.toml $(BIN)/.FyneApp.toml.orig
 	@GOFLAGS="$$($(GO) env GOFLAGS) -ldflags=$(BUILTIN_LDFLAGS)" $(GO) run $(FYNE_CLI) build -os linux -o $(BIN)/package/amid-desktop && \
 	  $(GO) run $(FYNE_CLI) package -os linux -executable $(BIN)/package/amid-desktop; \
 	  s=$$?; cp $(BIN)/.FyneApp.toml.orig FyneApp.toml; rm -rf $(BIN)/.FyneApp.toml.orig $(BIN)/package; exit $$s
 	@mv AMID.tar.xz $(BIN)/AMID.tar.xz
-	@.ci/package-plugins.sh $(BIN)/AMID.tar.xz $(BIN)/plugins $(PLUGINS)
+	@.ci/package-plugins.sh $(BIN)/AMID.tar.xz $(BIN)/plugins $(BIN)/amid $(PLUGINS)
 	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid-desktop$$' || { echo "package: bin/AMID.tar.xz holds no amid-desktop program"; exit 1; }
+	@tar -tJf $(BIN)/AMID.tar.xz | grep -q '^amid-desktop/usr/local/bin/amid$$' || { echo "package: bin/AMID.tar.xz holds no amid program"; exit 1; }
 	@echo "package: $(BIN)/AMID.tar.xz"
 
 # generate regenerates the plugin protocol's Go code and the engine's SPIR-V shaders (make

@@ -41,8 +41,8 @@ func ExitCode(end *End) int {
 // job's id is its process id. The processes run in process groups of their own: a host
 // killed outright leaves them training, and the next session re-attaches to them.
 type Process struct {
-	// Command is the program and the arguments before the spec's path; default: this
-	// program's `lane exec`.
+	// Command is the program and the arguments before the spec's path; default:
+	// `amid lane exec` with the amid [Program] finds.
 	Command []string
 	// Env is added to the processes' environment.
 	Env []string
@@ -75,7 +75,7 @@ func (p *Process) Places() []run.Place {
 func (p *Process) Submit(_ context.Context, j *Job) (string, error) {
 	argv := p.Command
 	if len(argv) == 0 {
-		exe, err := os.Executable()
+		exe, err := Program()
 		if err != nil {
 			return "", err
 		}

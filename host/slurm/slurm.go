@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -113,7 +112,7 @@ func New(o Options) (*Launcher, error) {
 		}
 	}
 	if o.Program == "" {
-		p, err := program()
+		p, err := lanejob.Program()
 		if err != nil {
 			return nil, err
 		}
@@ -123,25 +122,6 @@ func New(o Options) (*Launcher, error) {
 		return nil, fmt.Errorf("the AMID program the jobs run, %q, is not an absolute path", o.Program)
 	}
 	return &Launcher{o: o, json: true}, nil
-}
-
-// program is the amid the jobs run: the one next to this program (bin/amid beside
-// bin/amid-desktop), or this program when it is amid, or amid on the PATH.
-func program() (string, error) {
-	exe, err := os.Executable()
-	if err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		next := filepath.Join(filepath.Dir(exe), "amid")
-		if fi, err := os.Stat(next); err == nil && fi.Mode().IsRegular() {
-			return next, nil
-		}
-	}
-	if p, err := exec.LookPath("amid"); err == nil {
-		return filepath.Abs(p)
-	}
-	return "", errors.New("no AMID program for the Slurm jobs to run: put amid next to this program or on the PATH")
 }
 
 // Kind implements lanejob.Launcher.
