@@ -14,7 +14,9 @@
 //   - classification: balanced accuracy of each group's joint variant (TopCoW), or of each
 //     attribute, averaged;
 //   - iqa: |PLCC| + |SROCC| + |KROCC| (LDCT-IQA);
-//   - enhancement: mean LNCC with an 11×11 window (USenhance).
+//   - enhancement: the mean over cases of the image metric the task names
+//     (amid/plugins/metrics.ImageMetric: LNCC with an 11×11 window, SSIM or PSNR, as the
+//     USenhance grader computes them).
 package evaluate
 
 import (
@@ -75,7 +77,15 @@ func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, erro
 		sc.Extra = cs.extra()
 		return sc, nil
 	case taskspec.Enhancement:
-		return perCase(ctx, pairs, "lncc", lncc)
+		name := strings.ToLower(s.Metric)
+		if name == "" {
+			name = "lncc" // a spec from before the task's metric travelled with it
+		}
+		m, err := metrics.ImageMetric(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: enhancement: %w", ErrEval, err)
+		}
+		return perCase(ctx, pairs, name, func(p, l *volume.Volume) (float64, error) { return m(gray(p), gray(l)) })
 	}
 	anns := make([][2]*taskspec.Annotation, len(pairs))
 	for i, p := range pairs {
@@ -254,8 +264,6 @@ func gray(v *volume.Volume) metrics.Image {
 	}
 	return im
 }
-
-func lncc(p, l *volume.Volume) (float64, error) { return metrics.LNCC(gray(p), gray(l)) }
 
 func box3D(pairs []Pair, anns [][2]*taskspec.Annotation) *Score {
 	out := &Score{Metric: "iou", Cases: len(pairs), PerCase: map[string]float64{}}

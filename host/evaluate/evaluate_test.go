@@ -5,8 +5,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -136,3 +138,68 @@ func TestBox3D(t *testing.T) {
 		t.Error("no cases were scored")
 	}
 }
+
+// writeImage writes a w×h 16-bit image whose pixel i is f(i).
+func writeImage(t *testing.T, path string, w, h int, f func(i int) float64) {
+	t.Helper()
+	v, _ := volume.New(volume.Uint16, [4]int{w, h, 1, 1})
+	for i := range w * h {
+		v.SetIndex(i, f(i))
+	}
+	if err := imageio.Write(path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An enhancement is validated with the metric its task names, and the score says which;
+// each value is the metric's own on the same pixels (what the USenhance grader computes).
+func TestEnhancementTaskMetric(t *testing.T) {
+	dir := t.TempDir()
+	const w, h = 16, 12 // above SSIM's 7×7 window
+	gt := func(i int) float64 { return float64((i*37)%251) * 100 }
+	noisy := func(i int) float64 { return gt(i) + float64((i*13)%7)*300 }
+	var pairs []Pair
+	for _, id := range []string{"a", "b"} {
+		p, l := filepath.Join(dir, id+"-pred.png"), filepath.Join(dir, id+"-gt.png")
+		writeImage(t, p, w, h, noisy)
+		writeImage(t, l, w, h, gt)
+		pairs = append(pairs, Pair{ID: id, Pred: p, Label: l})
+	}
+	pix := func(f func(int) float64) metrics.Image {
+		im := metrics.Image{W: w, H: h, Pix: make([]float64, w*h)}
+		for i := range im.Pix {
+			im.Pix[i] = f(i)
+		}
+		return im
+	}
+	pi, gi := pix(noisy), pix(gt)
+	dr := metrics.DataRange(pi, gi)
+	wantPSNR, _ := metrics.PSNR(pi, gi, dr)
+	wantSSIM, _ := metrics.SSIM(pi, gi, dr)
+	wantLNCC, _ := metrics.LNCC(pi, gi)
+	for name, want := range map[string]float64{"psnr": wantPSNR, "PSNR": wantPSNR, "ssim": wantSSIM, "lncc": wantLNCC, "": wantLNCC} {
+		sc, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Enhancement, Metric: name}, pairs)
+		if err != nil {
+			t.Fatalf("metric %q: %v", name, err)
+		}
+		wantName := strings.ToLower(name)
+		if name == "" {
+			wantName = "lncc"
+		}
+		if sc.Metric != wantName || math.Abs(sc.Value-want) > 1e-12 {
+			t.Errorf("metric %q: scored %s %v, want %s %v", name, sc.Metric, sc.Value, wantName, want)
+		}
+	}
+	if _, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Enhancement, Metric: "mae"}, pairs); err == nil || !strings.Contains(err.Error(), `"mae"`) {
+		t.Errorf("an unknown enhancement metric: %v, want an error naming it", err)
+	}
+	// Identical images: the grader's PSNR is +Inf; validation records a finite value.
+	same := []Pair{{ID: "s", Pred: pairs[0].Label, Label: pairs[0].Label}}
+	sc, err := Evaluate(context.Background(), &taskspec.Spec{Kind: taskspec.Enhancement, Metric: "psnr"}, same)
+	if err != nil || math.IsInf(sc.Value, 0) || sc.Value != psnrCapForTest {
+		t.Errorf("PSNR of identical images = %v, %v; want the cap %v", sc, err, psnrCapForTest)
+	}
+}
+
+// psnrCapForTest is metrics.ImageMetric's cap for identical images (plugins/metrics/image.go).
+const psnrCapForTest = 100

@@ -88,6 +88,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/dicom"
 )
@@ -336,6 +337,11 @@ func (t *Task) Validate() error {
 	}
 	if t.Metric.Name == "" {
 		return fieldErr("metric.name", "missing")
+	}
+	if t.Kind == taskspec.Enhancement {
+		if _, err := metrics.ImageMetric(t.Metric.Name); err != nil {
+			return fieldErr("metric.name", "an enhancement is validated with an image metric: %v", err)
+		}
 	}
 	switch t.Metric.Direction {
 	case "":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -415,4 +416,32 @@ func ResizeLinear(im Image, w, h int) Image {
 		}
 	}
 	return out
+}
+
+// psnrCap is the PSNR an image metric scores identical images with, where the grader's
+// PSNR is +Inf: a mean over cases with one +Inf says nothing of the others and cannot be
+// recorded as JSON. 100 dB lies above any reconstruction short of an exact one: the
+// rounding of an 8-bit image alone costs 10·log10(12·255²) ≈ 58.9 dB.
+const psnrCap = 100
+
+// ImageMetricNames are the full-reference image metrics [ImageMetric] knows, in the
+// USenhance grader's terms.
+var ImageMetricNames = []string{"lncc", "ssim", "psnr"}
+
+// ImageMetric is the full-reference image metric named name (case-insensitive, one of
+// [ImageMetricNames]), higher better: LNCC, SSIM and PSNR with the grader's data range
+// ([DataRange]); PSNR of identical images is capped at 100 dB.
+func ImageMetric(name string) (func(pred, gt Image) (float64, error), error) {
+	switch strings.ToLower(name) {
+	case "lncc":
+		return LNCC, nil
+	case "ssim":
+		return func(p, g Image) (float64, error) { return SSIM(p, g, DataRange(p, g)) }, nil
+	case "psnr":
+		return func(p, g Image) (float64, error) {
+			v, err := PSNR(p, g, DataRange(p, g))
+			return math.Min(v, psnrCap), err
+		}, nil
+	}
+	return nil, fmt.Errorf("no image metric %q (known: %s)", name, strings.Join(ImageMetricNames, ", "))
 }
