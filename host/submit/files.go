@@ -139,11 +139,21 @@ func toUint8(v *volume.Volume) *volume.Volume {
 	return out
 }
 
-// annotation writes an annotation prediction in the challenge's JSON.
+// annotation writes an annotation prediction in AMID's annotation JSON or the challenge's.
 func (w *writer) annotation(p Prediction, dst string) error {
 	a, err := taskspec.ReadAnnotation(p.File, w.spec)
 	if err != nil {
 		return fail("case %s: %v", p.CaseID, err)
+	}
+	if w.format == FormatAnnotation {
+		b, err := a.Marshal()
+		if err != nil {
+			return fail("case %s: %v", p.CaseID, err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+		return nil
 	}
 	var doc any
 	switch w.format {

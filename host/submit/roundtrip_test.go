@@ -330,3 +330,77 @@ submission: {columns: [case_id, predicted_nuclei_path], id_column: case_id, file
 		t.Errorf("manifest:\n%s", got)
 	}
 }
+
+// TestPlainAnnotations writes the submission of plain detection and classification tasks
+// (no challenge, no submission format): each case's file is the plugin's annotation,
+// checked against the task and read back by taskspec as the same annotation. Before the
+// annotation format existed, such a task failed with "unknown image format (extension
+// ".json")"; a format that does not suit the task's predictions is refused by name.
+func TestPlainAnnotations(t *testing.T) {
+	dir := t.TempDir()
+	plain := func(kind, extra string) *task.Task {
+		return parseTask(t, `
+id: plain-`+kind+`
+kind: `+kind+`
+dims: 2
+attributes: [{name: finding, classes: [normal, nodule, mass, effusion, other]}]
+data:
+  train: {images: ["a/{id}.png"], label: {path: "b/{id}.json", format: annotation}}
+  test: {images: ["c/{id}.png"]}
+metric: {name: `+map[string]string{"detection": "ap_mean", "classification": "balanced_accuracy"}[kind]+`}
+submission: {columns: [case_id, prediction], id_column: case_id, file_column: prediction, path: "predictions/{id}.json"`+extra+`}
+`)
+	}
+	anns := map[string]map[string]*taskspec.Annotation{
+		"detection": {
+			"p1": {Boxes: []taskspec.Box{{X: 10, Y: 12.5, W: 30, H: 20, Attrs: map[string]int{"finding": 2}, Score: 0.75}}},
+			"p2": {},
+		},
+		"classification": {
+			"p1": {Classes: map[string]int{"finding": 4}},
+			"p2": {Classes: map[string]int{"finding": 0}},
+		},
+	}
+	test := []task.Case{{ID: "p1"}, {ID: "p2"}}
+	for kind, byID := range anns {
+		tk := plain(kind, "")
+		if got := DefaultFormat(tk); got != FormatAnnotation {
+			t.Errorf("%s: default format %q, want %q", kind, got, FormatAnnotation)
+		}
+		var preds []Prediction
+		for id, a := range byID {
+			preds = append(preds, Prediction{CaseID: id, File: writeAnn(t, filepath.Join(dir, kind, id+".json"), a)})
+		}
+		sub := filepath.Join(dir, kind+"-sub")
+		if err := Write(t.Context(), tk, test, preds, sub); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		for id, want := range byID {
+			path := filepath.Join(sub, "predictions", id+".json")
+			if _, err := taskspec.ReadAnnotation(path, tk.Spec()); err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			wb, _ := want.Marshal()
+			if gb := readFile(t, path); string(gb) != string(wb) {
+				t.Errorf("%s %s: wrote %s, want the annotation %s", kind, id, gb, wb)
+			}
+		}
+		if got := string(readFile(t, filepath.Join(sub, "submission.csv"))); got != "case_id,prediction\np1,predictions/p1.json\np2,predictions/p2.json\n" {
+			t.Errorf("%s manifest:\n%s", kind, got)
+		}
+		// An annotation the task does not allow (class 5 of 5) is refused with the case.
+		bad := writeAnn(t, filepath.Join(dir, kind, "bad.json"), &taskspec.Annotation{Classes: map[string]int{"finding": 5}})
+		wantFail(t, tk, test, []Prediction{{CaseID: "p1", File: bad}, {CaseID: "p2", File: byIDFile(preds, "p2")}}, "case p1")
+		// Images are not what these tasks predict.
+		wantFail(t, plain(kind, ", format: image"), test, preds, "annotations, not images")
+	}
+}
+
+func byIDFile(preds []Prediction, id string) string {
+	for _, p := range preds {
+		if p.CaseID == id {
+			return p.File
+		}
+	}
+	return ""
+}

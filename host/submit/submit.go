@@ -11,7 +11,11 @@
 //     .seg.nrrd, .tif, .png, …) on the grid of the case's first input image (its dims,
 //     spacing, origin and direction); a segmentation is stored as integers, every value
 //     one of the task's labels;
-//   - annotations are written in the challenge's JSON by t.Submission.Format: dentex-json
+//   - annotations are written in AMID's own annotation JSON (format annotation, the
+//     default of a detection, classification or image-quality task: the canonical
+//     taskspec.Annotation the plugin wrote, checked against the task and written again
+//     with its keys in order; the README's "AMID's annotation format" describes it), or
+//     in a challenge's JSON by t.Submission.Format: dentex-json
 //     (a list of detections with image_id, bbox [x, y, w, h], category_id_1/2/3 and
 //     score), puma-json ({"nuclei": [{"centroid", "class", "confidence"}]}),
 //     topcow-box-json ({"size", "location"}, location the minimum corner) and
@@ -55,10 +59,24 @@ const (
 	FormatPUMA       = "puma-json"
 	FormatTopCoWBox  = "topcow-box-json"
 	FormatTopCoWEdge = "topcow-edges-json"
-	FormatImage      = "image" // the default for file columns: an image by the path's suffix
+	// FormatAnnotation is AMID's own annotation JSON (taskspec.Annotation), the default
+	// for a task whose predictions are annotations.
+	FormatAnnotation = "annotation"
+	// FormatImage is an image by the path's suffix, the default for a task whose
+	// predictions are images.
+	FormatImage = "image"
 )
 
-var jsonFormats = []string{FormatDENTEX, FormatPUMA, FormatTopCoWBox, FormatTopCoWEdge}
+var jsonFormats = []string{FormatAnnotation, FormatDENTEX, FormatPUMA, FormatTopCoWBox, FormatTopCoWEdge}
+
+// DefaultFormat is the submission format of a task that names none: images for a
+// segmentation or enhancement task, AMID's annotation JSON for the others.
+func DefaultFormat(t *task.Task) string {
+	if t.Spec().Output == ".json" {
+		return FormatAnnotation
+	}
+	return FormatImage
+}
 
 // ErrSubmission marks predictions that cannot make a valid submission.
 var ErrSubmission = errors.New("cannot make the submission")
@@ -73,10 +91,16 @@ func Write(ctx context.Context, t *task.Task, test []task.Case, preds []Predicti
 	s := t.Submission
 	format := s.Format
 	if format == "" {
-		format = FormatImage
+		format = DefaultFormat(t)
 	}
 	if !slices.Contains(jsonFormats, format) && format != FormatImage {
 		return fail("submission.format %q is not one of %v or %s", s.Format, jsonFormats, FormatImage)
+	}
+	if (format == FormatImage) != (DefaultFormat(t) == FormatImage) && s.FileColumn != "" {
+		if format == FormatImage {
+			return fail("a %s task's predictions are annotations, not images: submission.format %q must be one of %v", t.Kind, s.Format, jsonFormats)
+		}
+		return fail("a %s task's predictions are images: submission.format %q must be %s", t.Kind, s.Format, FormatImage)
 	}
 	if s.FileColumn == "" && s.ValueColumn == "" {
 		return fail("the task's submission has neither a file column nor a value column")
