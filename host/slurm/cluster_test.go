@@ -31,8 +31,9 @@ import (
 
 // The tests below run against a real one-node Slurm cluster on loopback: the one
 // .ci/slurm.sh starts (TestMain starts it unless it answers already, and stops what it
-// started). Its jobs run this test binary as `amid lane exec` (envExec), so that no amid
-// needs building; the lane exec is amid/host/lanejob.Exec, which `amid lane exec` calls.
+// started). The jobs of the executor's own tests run this test binary as `amid lane exec`
+// (envExec; the lane exec is amid/host/lanejob.Exec, which `amid lane exec` calls), so that
+// they can stand in for failures; the demo's jobs (TestDemoOnSlurm) run the built amid.
 
 // Modes of the test binary, besides running the tests.
 const (

@@ -63,6 +63,36 @@ func segmentation(t *testing.T) string {
 	return segDir
 }
 
+var (
+	amidOnce sync.Once
+	amidPath string
+	amidErr  error
+)
+
+// amidProgram builds the amid program once, as make builds bin/amid (without cgo), for
+// the demo's jobs to run as `amid lane exec SPEC`: the program a user's cluster runs, not
+// this test binary.
+func amidProgram(t *testing.T) string {
+	t.Helper()
+	amidOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "amid-slurm-amid-")
+		if err != nil {
+			amidErr = err
+			return
+		}
+		amidPath = filepath.Join(dir, "amid")
+		cmd := exec.Command("go", "build", "-o", amidPath, "../../app/cmd/amid")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			amidErr = fmt.Errorf("build the amid program: %w\n%s", err, out)
+		}
+	})
+	if amidErr != nil {
+		t.Fatal(amidErr)
+	}
+	return amidPath
+}
+
 // lanes plans those of the rules' lanes it names (by the plugin's candidate name) and
 // adds none after the first round.
 type lanes []string
@@ -93,6 +123,8 @@ type demoRun struct {
 	Home    string `json:"home"`
 	Plugins string `json:"plugins"`
 	Dir     string `json:"dir"`
+	// Amid is the built amid program the jobs run.
+	Amid string `json:"amid"`
 }
 
 // places are both runs' places: two of one worker each, the test cluster's two CPUs.
@@ -119,11 +151,7 @@ func (d demoRun) env(onSlurm bool) (run.Env, func(), error) {
 			local.Slots = places
 			return local, nil
 		}
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		l, err := New(Options{Jobs: 2, CPUs: 1, Memory: 256 << 20, Program: exe, Env: []string{envExec + "=1"}, Poll: time.Second})
+		l, err := New(Options{Jobs: 2, CPUs: 1, Memory: 256 << 20, Program: d.Amid, Poll: time.Second})
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +220,7 @@ func TestDemoOnSlurm(t *testing.T) {
 	if err := synth.Demo(data, 6, 3); err != nil {
 		t.Fatal(err)
 	}
-	base := demoRun{Steps: demoSteps, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins}
+	base := demoRun{Steps: demoSteps, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Amid: amidProgram(t)}
 
 	// The same run on this machine.
 	local := base
@@ -428,7 +456,7 @@ func TestRunGoesOnAfterScancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Twenty steps: the 2.5D lane's job is still training when the test cancels it.
-	d := demoRun{Steps: 20, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Dir: filepath.Join(t.TempDir(), "run")}
+	d := demoRun{Steps: 20, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Amid: amidProgram(t), Dir: filepath.Join(t.TempDir(), "run")}
 	env, done, err := d.env(true)
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +520,7 @@ func TestCancelStopsTheRunsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Four hundred steps: both lanes' jobs are still training when the run is cancelled.
-	d := demoRun{Steps: 400, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Dir: filepath.Join(t.TempDir(), "run")}
+	d := demoRun{Steps: 400, Task: filepath.Join(data, "task.yaml"), Home: t.TempDir(), Plugins: plugins, Amid: amidProgram(t), Dir: filepath.Join(t.TempDir(), "run")}
 	env, done, err := d.env(true)
 	if err != nil {
 		t.Fatal(err)
