@@ -106,6 +106,7 @@ or patient identifiers.`,
 	f.IntVar(&o.Finalists, "finalists", 2, "lanes trained on more than the first fold")
 	f.Int64Var(&o.Seed, "seed", 42, "seed of the folds and the training")
 	f.IntVar(&o.Steps, "steps", 0, "train each lane this many steps in its first round and twice as many in each later one, rather than by time (two runs with the same seed then choose alike on any executor)")
+	f.StringVar(&o.Final, "final", "", "the final model: fold-ensemble or all-data (default: the plan's rule chooses by the winner's curve and the time left)")
 	f.BoolVar(&o.Deidentify, "deidentify", false, "pseudonymous case ids throughout the run, and PS3.15's Basic Profile on every DICOM object of the package (choose it before the run starts)")
 	executorFlags(cmd, &ex, false)
 	_ = cmd.MarkFlagRequired("out")

@@ -28,7 +28,11 @@ func (r *Runner) exploit(ctx context.Context) error {
 	if r.st.Final == nil {
 		// The time until the reserve an ensemble would keep (its members predict the test
 		// set): the all-data model's limit is taken again when it starts.
-		d := schedule.Final(&w.Schedule, r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds())
+		left, folds := r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds()
+		d := schedule.Final(&w.Schedule, left, folds)
+		if want := r.st.FinalChoice; want != "" {
+			d = schedule.Forced(&w.Schedule, left, folds, want, r.st.Steps)
+		}
 		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until)}
 		r.logf("final model: %s", d.Why)
 		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": d.Mode, "lane": w.ID, "rule": schedule.FinalRule, "why": d.Why, "until": d.Until}); err != nil {

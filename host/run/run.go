@@ -53,6 +53,7 @@ import (
 	"amid/host/planner"
 	"amid/host/store"
 	"amid/host/supervisor"
+	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/protocol"
 	"amid/viewer/fileio"
@@ -85,6 +86,9 @@ type Options struct {
 	// keyed pseudonyms everywhere, and every DICOM object of the package goes through
 	// PS3.15's Basic Application Level Confidentiality Profile.
 	Deidentify bool
+	// Final, when set, is the final model the user asks for (schedule.FinalEnsemble or
+	// schedule.FinalAllData) in place of FinalRule's choice; see schedule.Forced.
+	Final string
 }
 
 // DefaultBudget is a run's budget when neither the options nor the task give one.
@@ -143,6 +147,9 @@ func New(opts Options, env Env) (*Runner, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("run: no run folder given")
 	}
+	if f := opts.Final; f != "" && f != schedule.FinalEnsemble && f != schedule.FinalAllData {
+		return nil, fmt.Errorf("run: final model %q is not %s or %s", f, schedule.FinalEnsemble, schedule.FinalAllData)
+	}
 	t, err := task.Load(opts.Task)
 	if err != nil {
 		return nil, err
@@ -192,7 +199,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	st := &State{
 		Version: stateVersion, ID: filepath.Base(dir), Task: filepath.Join(dir, "task.yaml"), Data: data,
 		Budget: budget, Planner: name, PlannerSpec: spec, Seed: opts.Seed, Folds: opts.Folds, Finalists: opts.Finalists,
-		Phase: PhasePrepare, Answers: opts.Answers, Steps: opts.Steps, Deidentify: opts.Deidentify,
+		Phase: PhasePrepare, Answers: opts.Answers, Steps: opts.Steps, Deidentify: opts.Deidentify, FinalChoice: opts.Final,
 	}
 	if st.Seed == 0 {
 		st.Seed = 42

@@ -200,6 +200,8 @@ type State struct {
 	Device string `json:"device,omitempty"`
 	// Steps, when positive, fixes exploration's rounds by step counts (Options.Steps).
 	Steps int `json:"steps,omitempty"`
+	// FinalChoice is the final model the user asked for (Options.Final); empty: the rule's.
+	FinalChoice string `json:"final_choice,omitempty"`
 }
 
 // RoundLog is one round of exploration as the run records it.
