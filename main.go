@@ -5,6 +5,8 @@
 //
 //	amid-desktop                  the Home screen: recent runs, new task, review, export
 //	amid-desktop IMAGE [LABELS]   the Viewer screen on an image (and its label image)
+//	amid-desktop -lane-program    print the amid program the process and Slurm executors
+//	                              run for each lane-fold (amid lane exec), and exit
 package main
 
 import (
@@ -16,14 +18,25 @@ import (
 	"fyne.io/fyne/v2/app"
 
 	"amid/app/ui"
+	"amid/host/lanejob"
 )
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: amid-desktop [IMAGE [LABELS]]")
+		fmt.Fprintln(os.Stderr, "usage: amid-desktop [IMAGE [LABELS]] | amid-desktop -lane-program")
 		flag.PrintDefaults()
 	}
+	laneProgram := flag.Bool("lane-program", false, "print the amid program that trains each lane-fold under the process and Slurm executors, and exit")
 	flag.Parse()
+	if *laneProgram {
+		p, err := lanejob.Program()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "amid-desktop:", err)
+			os.Exit(1)
+		}
+		fmt.Println(p)
+		return
+	}
 	var o ui.Options
 	switch flag.NArg() {
 	case 0:
