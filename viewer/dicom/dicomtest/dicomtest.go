@@ -4,6 +4,7 @@
 package dicomtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/internal/ci"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/source"
 	"amid/viewer/volume"
@@ -64,15 +66,12 @@ func Copy(t testing.TB, src, dst string, edit func(*dataset.DataSet)) {
 }
 
 // Tool returns the path of a Debian tool a test runs. Outside CI a missing tool skips
-// the test; under CI (CI set, which installs the Makefile's APT_PKGS) it fails it.
+// the test; in CI (ci.On: make test installs the Makefile's APT_PKGS) it fails it.
 func Tool(t testing.TB, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing (Debian %s)", name, pkg)
-		}
-		t.Skipf("%s is missing: apt-get install %s", name, pkg)
+		ci.Missing(t, fmt.Sprintf("%s is missing: apt-get install %s", name, pkg))
 	}
 	return p
 }
@@ -83,10 +82,7 @@ func Python(t testing.TB) string {
 	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import pydicom, numpy").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3-pydicom is missing: %v", err)
-		}
-		t.Skipf("python3-pydicom is missing: apt-get install python3-pydicom (%v)", err)
+		ci.Missing(t, fmt.Sprintf("python3-pydicom is missing: apt-get install python3-pydicom (%v)", err))
 	}
 	return py
 }
