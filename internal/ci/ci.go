@@ -1,13 +1,14 @@
 // Package ci is the project's one test of "am I running in continuous integration", and
 // what a test does about something it needs and cannot find.
 //
-// CI machines set the environment variable CI (the project's CI runs `make test` with
-// CI=true; most CI services set it to true, some to their own name). On reports whether it
-// is set to anything but "", "0" or "false". In CI a test never skips because a tool, a
+// CI machines set the environment variable CI (most CI services set it to true, some to
+// their own name); the project's CI entry, .ci/run, exports CI=true itself before `make
+// test`, so that running it by hand behaves as CI does. On reports whether it is set to
+// anything but "", "0" or "false". In CI a test never skips because a tool, a device, a
 // library or the real-image cache is missing: `make test` installs and fetches them, so
 // their absence is a failure of the build machine that must be seen. Outside CI such a
-// test skips, saying what is missing and how to get it. Tests call Missing for this
-// instead of reading CI themselves.
+// test skips, saying what is missing and how to get it. Tests call Missing (or On) for
+// this instead of reading CI themselves; TestOnlyReader holds the module to that.
 package ci
 
 import (

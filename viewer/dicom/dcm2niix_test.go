@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/internal/ci"
 	"amid/viewer/nifti"
 	"amid/viewer/volume"
 )
@@ -24,10 +25,7 @@ func needDcm2niix(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("dcm2niix")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("dcm2niix is missing: apt-get install dcm2niix (make deps does)")
-		}
-		t.Skip("dcm2niix is not installed (apt-get install dcm2niix)")
+		ci.Missing(t, "dcm2niix is missing: apt-get install dcm2niix (make deps does)")
 	}
 	return p
 }

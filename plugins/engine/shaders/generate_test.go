@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"amid/internal/ci"
 )
 
 // TestGeneratedCurrent compiles every shader into a temporary folder and compares the
@@ -14,10 +16,7 @@ import (
 // none left over).
 func TestGeneratedCurrent(t *testing.T) {
 	if _, err := exec.LookPath("glslc"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("glslc is not installed (Debian: glslc)")
-		}
-		t.Skip("glslc is not installed (Debian: glslc)")
+		ci.Missing(t, "glslc is not installed (Debian: glslc)")
 	}
 	out := t.TempDir()
 	if b, err := exec.Command("./generate.sh", out).CombinedOutput(); err != nil {
@@ -51,10 +50,7 @@ func TestGeneratedCurrent(t *testing.T) {
 // Every shader is valid SPIR-V for Vulkan 1.1 (spirv-val, Debian spirv-tools).
 func TestValid(t *testing.T) {
 	if _, err := exec.LookPath("spirv-val"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("spirv-val is not installed (Debian: spirv-tools)")
-		}
-		t.Skip("spirv-val is not installed (Debian: spirv-tools)")
+		ci.Missing(t, "spirv-val is not installed (Debian: spirv-tools)")
 	}
 	files, _ := filepath.Glob("spv/*.spv")
 	for _, f := range files {

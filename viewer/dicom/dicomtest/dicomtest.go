@@ -4,6 +4,7 @@
 package dicomtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/internal/ci"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/source"
 	"amid/viewer/volume"
@@ -64,15 +66,14 @@ func Copy(t testing.TB, src, dst string, edit func(*dataset.DataSet)) {
 }
 
 // Tool returns the path of a Debian tool a test runs. Outside CI a missing tool skips
-// the test; under CI (CI set, which installs the Makefile's APT_PKGS) it fails it.
+// the test; in CI (ci.On: make test installs the Makefile's APT_PKGS) it fails it
+// (ci.Missing).
 func Tool(t testing.TB, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing (Debian %s)", name, pkg)
-		}
-		t.Skipf("%s is missing: apt-get install %s", name, pkg)
+		ci.Missing(t, fmt.Sprintf("%s is missing: apt-get install %s", name, pkg))
+		return "" // only a fake testing.TB returns from Fatal or Skip
 	}
 	return p
 }
@@ -83,25 +84,55 @@ func Python(t testing.TB) string {
 	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import pydicom, numpy").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3-pydicom is missing: %v", err)
-		}
-		t.Skipf("python3-pydicom is missing: apt-get install python3-pydicom (%v)", err)
+		ci.Missing(t, fmt.Sprintf("python3-pydicom is missing: apt-get install python3-pydicom (%v)", err))
 	}
 	return py
 }
 
-// Dciodvfy runs dicom3tools' validator on path and fails the test on every error it
-// reports; it returns the whole output (warnings included) for the log.
+// Dciodvfy runs dicom3tools' validator on path and fails the test (Errorf) when it does
+// not pass: dciodvfy reports an error, exits non-zero or prints nothing (see Verify). A
+// missing dciodvfy skips the test, or fails it in CI (Tool). It returns the whole output
+// (warnings included) for the log.
 func Dciodvfy(t testing.TB, path string) string {
 	t.Helper()
-	out, _ := exec.Command(Tool(t, "dciodvfy", "dicom3tools"), path).CombinedOutput()
-	for _, l := range strings.Split(string(out), "\n") {
+	bin := Tool(t, "dciodvfy", "dicom3tools")
+	if bin == "" {
+		return "" // only a fake testing.TB returns from Fatal or Skip
+	}
+	out, err := Verify(bin, path)
+	if err != nil {
+		t.Errorf("%v", err)
+	}
+	return out
+}
+
+// Verify runs the dciodvfy at bin on path and returns its output (stdout and stderr). The
+// error says why the file did not pass: dciodvfy did not run, exited non-zero (it exits 1
+// on every error it reports, and on a file it cannot read), printed a line starting with
+// "Error" (warnings start with "Warning"), or printed nothing at all (it names the IOD it
+// verified against, "Segmentation" say, before anything else, so empty output means
+// nothing was verified).
+func Verify(bin, path string) (string, error) {
+	b, runErr := exec.Command(bin, path).CombinedOutput()
+	out := string(b)
+	var errs []string
+	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "Error") {
-			t.Errorf("dciodvfy %s: %s", filepath.Base(path), l)
+			errs = append(errs, l)
 		}
 	}
-	return string(out)
+	name := filepath.Base(path)
+	switch {
+	case runErr != nil && len(errs) > 0:
+		return out, fmt.Errorf("dciodvfy %s: %w, %d errors:\n%s", name, runErr, len(errs), strings.Join(errs, "\n"))
+	case runErr != nil:
+		return out, fmt.Errorf("dciodvfy %s: %w:\n%s", name, runErr, out)
+	case len(errs) > 0:
+		return out, fmt.Errorf("dciodvfy %s: %d errors (though it exited 0):\n%s", name, len(errs), strings.Join(errs, "\n"))
+	case strings.TrimSpace(out) == "":
+		return out, fmt.Errorf("dciodvfy %s printed nothing: it verified nothing", name)
+	}
+	return out, nil
 }
 
 // Shrink returns an edit for Copy that keeps every f-th row and column of a native 16-bit

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"amid/internal/ci"
+
 	"github.com/suyashkumar/dicom"
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
 
 // The reference tools the tests compare against, with the Debian package of each (the
-// Makefile's APT_PKGS installs them). Under CI a missing tool fails the test.
+// Makefile's APT_PKGS installs them). In CI (ci.On) a missing tool fails the test.
 var tools = map[string]string{
 	"opj_decompress":   "libopenjp2-tools",
 	"opj_compress":     "libopenjp2-tools",
@@ -34,10 +36,7 @@ func needTool(tb testing.TB, name string) string {
 	}
 	if err != nil {
 		msg := fmt.Sprintf("%s is not available (Debian: %s)", name, tools[name])
-		if os.Getenv("CI") != "" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		ci.Missing(tb, msg)
 	}
 	return p
 }

@@ -1,15 +1,17 @@
 // Package vktest opens a Vulkan device for tests: Mesa's lavapipe in CI (Debian
 // mesa-vulkan-drivers), with its vector width pinned so that results do not depend on the
 // CPU running the tests. Outside CI a machine without Vulkan skips the test; in CI
-// (CI=true) it fails, so that a Vulkan test never silently skips there.
+// (ci.On) it fails, so that a Vulkan test never silently skips there.
 package vktest
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 
+	"amid/internal/ci"
 	"amid/plugins/engine/vk"
 )
 
@@ -31,9 +33,6 @@ func Pin() {
 	}
 }
 
-// InCI says whether the tests run in CI, where nothing may skip.
-func InCI() bool { return os.Getenv("CI") == "true" }
-
 // Device returns the test device, shared by the tests of a process: AMID_TEST_VK_DEVICE
 // picks one by index, else the first device (in CI, lavapipe). Without one it skips the
 // test, or fails it in CI.
@@ -48,10 +47,7 @@ func Device(t testing.TB) *vk.Device {
 		dev, err = in.Device(Index(in), vk.Options{})
 	})
 	if err != nil {
-		if InCI() {
-			t.Fatalf("no Vulkan device in CI (make test installs mesa-vulkan-drivers): %v", err)
-		}
-		t.Skipf("no Vulkan device: %v", err)
+		ci.Missing(t, fmt.Sprintf("no Vulkan device (Debian mesa-vulkan-drivers, which make test installs): %v", err))
 	}
 	return dev
 }

@@ -3,7 +3,7 @@
 // to decode, extract and wrap codestreams, and dcmtk's encoders (dcmcjpeg, dcmcjpls) to
 // make compressed files from real uncompressed ones. It is for tests only.
 //
-// A missing tool skips the test, except under CI (CI=true), where `make test` installs
+// A missing tool skips the test, except in CI (ci.On), where `make test` installs
 // them (the Makefile's APT_PKGS) and a missing one is a failure.
 package codectest
 
@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/internal/ci"
 )
 
 // Real uncompressed images the tests transcode, relative to the real-image cache: a
@@ -36,10 +37,7 @@ func Need(tb testing.TB, tools ...string) {
 	tb.Helper()
 	for _, name := range tools {
 		if _, err := exec.LookPath(name); err != nil {
-			if os.Getenv("CI") != "" {
-				tb.Fatalf("%s is missing (the Makefile's APT_PKGS installs it)", name)
-			}
-			tb.Skipf("%s is missing: apt-get install libgdcm-tools dcmtk", name)
+			ci.Missing(tb, name+" is missing: apt-get install libgdcm-tools dcmtk (the Makefile's APT_PKGS installs them)")
 		}
 	}
 }
