@@ -41,7 +41,7 @@ func parseLeaderboard(id string, raw, cfg []byte) (*Leaderboard, error) {
 	}
 	rows, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
 	if err != nil || len(rows) < 2 {
-		return nil, fmt.Errorf("grade: %s leaderboard.csv is not a table: %v", id, err)
+		return nil, fmt.Errorf("grade: %s leaderboard.csv is not a table: %w", id, err)
 	}
 	lb := &Leaderboard{ID: id, Lower: map[string]bool{}, Values: map[string][]float64{}}
 	head := rows[0]

@@ -44,7 +44,7 @@ func decodeFeatures(b []byte) ([]feature, error) {
 	var fs []feature
 	if len(b) > 0 && b[0] == '[' {
 		if err := json.Unmarshal(b, &fs); err != nil {
-			return nil, fmt.Errorf("not a GeoJSON feature list: %v", err)
+			return nil, fmt.Errorf("not a GeoJSON feature list: %w", err)
 		}
 		return fs, nil
 	}
@@ -52,7 +52,7 @@ func decodeFeatures(b []byte) ([]feature, error) {
 		Features []feature `json:"features"`
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
-		return nil, fmt.Errorf("not a GeoJSON feature collection: %v", err)
+		return nil, fmt.Errorf("not a GeoJSON feature collection: %w", err)
 	}
 	return top.Features, nil
 }
@@ -73,12 +73,12 @@ func (f *feature) rings(i, minPoints int) ([][][2]float64, error) {
 	case "Polygon":
 		var p [][][]float64
 		if err := json.Unmarshal(g.Coordinates, &p); err != nil {
-			return nil, fmt.Errorf("feature %d: the Polygon's coordinates are not rings of points: %v", i, err)
+			return nil, fmt.Errorf("feature %d: the Polygon's coordinates are not rings of points: %w", i, err)
 		}
 		polys = [][][][]float64{p}
 	case "MultiPolygon":
 		if err := json.Unmarshal(g.Coordinates, &polys); err != nil {
-			return nil, fmt.Errorf("feature %d: the MultiPolygon's coordinates are not polygons of points: %v", i, err)
+			return nil, fmt.Errorf("feature %d: the MultiPolygon's coordinates are not polygons of points: %w", i, err)
 		}
 	default:
 		return nil, nil

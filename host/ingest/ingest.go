@@ -135,9 +135,9 @@ func (c *converter) source(path, format string) (raw, sum []byte, err error) {
 	return raw, h[:], nil
 }
 
-// bad is the error of an unusable label file.
+// bad is the error of an unusable label file: an ErrLabel that keeps err in its chain.
 func bad(path string, err error) error {
-	return fmt.Errorf("ingest: %s: %w: %v", path, ErrLabel, err)
+	return fmt.Errorf("ingest: %s: %w: %w", path, ErrLabel, err)
 }
 
 // readSmall reads a raw label file of at most MaxFileBytes.
@@ -202,7 +202,7 @@ func (c *converter) annotation(path string) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("ingest: %w", err)
 		}
-		return fmt.Errorf("ingest: %w: %v", ErrLabel, err)
+		return fmt.Errorf("ingest: %w: %w", ErrLabel, err)
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func (c *converter) json(cs task.Case, format string) (string, error) {
 		return "", err
 	}
 	if err := a.Check(c.spec); err != nil {
-		return "", bad(cs.Label, fmt.Errorf("case %s: %v", cs.ID, err))
+		return "", bad(cs.Label, fmt.Errorf("case %s: %w", cs.ID, err))
 	}
 	b, err := a.Marshal()
 	if err != nil {

@@ -30,7 +30,7 @@ func parseCOCO(b []byte, attrs []taskspec.Attribute) (map[string]*taskspec.Annot
 		Annotations []map[string]json.RawMessage `json:"annotations"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("not a COCO JSON object: %v", err)
+		return nil, fmt.Errorf("not a COCO JSON object: %w", err)
 	}
 	byImage := map[int64]*taskspec.Annotation{}
 	out := map[string]*taskspec.Annotation{}

@@ -43,7 +43,7 @@ var Orientations = []string{"axial", "coronal", "sagittal"}
 // Check reports the first field that is not valid, naming it.
 func (s Selector) Check() error {
 	if _, err := regexp.Compile(s.Description); err != nil {
-		return fmt.Errorf("description: %v", err)
+		return fmt.Errorf("description: %w", err)
 	}
 	if s.Orientation != "" && !slices.Contains(Orientations, strings.ToLower(s.Orientation)) {
 		return fmt.Errorf("orientation: %q is not one of %v", s.Orientation, Orientations)

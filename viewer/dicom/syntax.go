@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"amid/viewer/volume"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // ErrUnsupported is wrapped by errors about valid DICOM content this package does not
-// decode: transfer syntaxes without a codec here (JPEG 2000, …), palette colour and other
+// decode: transfer syntaxes outside SupportedTransferSyntaxes (MPEG, HEVC, JPEG XL,
+// High-Throughput JPEG 2000, …), palette colour and other
 // photometric interpretations, 1-bit pixels, and the rare codings the JPEG decoders
 // refuse (see their packages).
 var ErrUnsupported = errors.New("unsupported DICOM encoding")
@@ -79,11 +81,22 @@ func SyntaxName(ts string) string {
 	return "unknown transfer syntax"
 }
 
-// lookupSyntax returns how to read a transfer syntax, or an error naming it when this
-// package cannot decode its pixel data.
+// lookupSyntax returns how to read a transfer syntax, or an error naming it, and every
+// syntax this package decodes (supportedList), when this package cannot decode its pixel
+// data.
 func lookupSyntax(ts string) (syntax, error) {
 	if s, ok := syntaxes[ts]; ok {
 		return s, nil
 	}
-	return syntax{}, fmt.Errorf("%w: %w: transfer syntax %s (%s) is not supported; supported are native (implicit/explicit little, explicit big endian, deflated), RLE Lossless, JPEG Baseline and Extended, JPEG Lossless and JPEG-LS", ErrUnsupported, volume.ErrFormat, SyntaxName(ts), ts)
+	return syntax{}, fmt.Errorf("%w: %w: transfer syntax %s (%s) is not supported; supported are %s", ErrUnsupported, volume.ErrFormat, SyntaxName(ts), ts, supportedList)
 }
+
+// supportedList names the syntaxes of the table syntaxes, in the order of
+// SupportedTransferSyntaxes, for lookupSyntax's error.
+var supportedList = func() string {
+	var names []string
+	for _, ts := range SupportedTransferSyntaxes() {
+		names = append(names, SyntaxName(ts))
+	}
+	return strings.Join(names, "; ") // the names hold commas
+}()

@@ -5,9 +5,9 @@ import (
 	"compress/flate"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
+
+	"amid/viewer/fileio"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )
@@ -184,18 +184,15 @@ func undefinedLength(out []byte, implicit bool) []byte {
 	return append(out, 0xFF, 0xFF, 0xFF, 0xFF)
 }
 
-// WriteFile encodes f into path, through a temporary file renamed into place.
+// WriteFile encodes f into path atomically and durably, through fileio.Write: a reader
+// sees the old file or the new one, never half of one, and a write that returned survives
+// a crash.
 func WriteFile(path string, f *File) error {
 	b, err := Encode(f)
 	if err != nil {
 		return fmt.Errorf("dicom: %s: %w", path, err)
 	}
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("dicom: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := fileio.Write(path, b); err != nil {
 		return fmt.Errorf("dicom: %w", err)
 	}
 	return nil

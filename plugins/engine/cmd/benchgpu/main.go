@@ -242,7 +242,7 @@ func torchCUDA(python string, m refnets.Model, steps int) (row, error) {
 	}
 	cmd := exec.Command(python, refnets.TorchScript(), "--spec", string(spec), "--steps", strconv.Itoa(steps), "--device", "cuda")
 	if err := refnets.RunJSON(cmd, &t); err != nil {
-		return row{}, fmt.Errorf("no PyTorch with CUDA here (%v)", err)
+		return row{}, fmt.Errorf("no PyTorch with CUDA here (%w)", err)
 	}
 	return row{impl: "pytorch " + t.Backend, stepMS: t.StepMS, samples: t.Samples, note: "PyTorch with CUDA"}, nil
 }

@@ -91,7 +91,7 @@ func GDCM(tb testing.TB, dcm string) ([]byte, error) {
 	tb.Helper()
 	raw := dcm + ".raw.dcm"
 	if out, err := exec.Command("gdcmconv", "--raw", dcm, raw).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("gdcmconv --raw: %v: %s", err, bytes.TrimSpace(out))
+		return nil, fmt.Errorf("gdcmconv --raw: %w: %s", err, bytes.TrimSpace(out))
 	}
 	out := dcm + ".raw"
 	Run(tb, "gdcmraw", "-i", raw, "-o", out)
