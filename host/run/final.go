@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"amid/host/audit"
 	"amid/host/catalog"
@@ -76,7 +77,9 @@ func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options,
 }
 
 // choose picks exploration's winner (the lane with the best mean validation score when
-// none was recorded) and its fold model with the best validation score, and writes why.
+// none was recorded) and its fold model with the best validation score, and writes why. A
+// fold whose validation cases lack classes counts in neither choice while a fold that holds
+// every class is there to choose ([LaneState.Mean]).
 func (r *Runner) choose() (*LaneState, int, error) {
 	ranked := r.ranked()
 	if len(ranked) == 0 {
@@ -114,10 +117,18 @@ func (r *Runner) choose() (*LaneState, int, error) {
 			r.st.Why = append(r.st.Why, fmt.Sprintf("%s lost: %s", l.ID, why))
 		}
 	}
+	r.st.Why = append(r.st.Why, untrusted(r.st.Lanes)...)
 	folds := make([]int, 0, len(best.Folds))
 	for k, f := range best.Folds {
-		if f.Status == FoldDone {
+		if f.Status == FoldDone && len(f.Lacks) == 0 {
 			folds = append(folds, k)
+		}
+	}
+	if len(folds) == 0 {
+		for k, f := range best.Folds {
+			if f.Status == FoldDone {
+				folds = append(folds, k)
+			}
 		}
 	}
 	sort.Ints(folds)
@@ -400,4 +411,27 @@ func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out strin
 		return nil, err
 	}
 	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, r.st.Vote, cases, out)
+}
+
+// untrusted says, a sentence per fold, which finished folds of the lanes lack classes in
+// their validation cases and so were not trusted to choose.
+func untrusted(lanes []*LaneState) []string {
+	lacks := map[int][]string{}
+	for _, l := range lanes {
+		for k, f := range l.Folds {
+			if f.Status == FoldDone && len(f.Lacks) > 0 {
+				lacks[k] = f.Lacks
+			}
+		}
+	}
+	ks := make([]int, 0, len(lacks))
+	for k := range lacks {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	var why []string
+	for _, k := range ks {
+		why = append(why, fmt.Sprintf("fold %d's validation cases lack %s: its scores count only where no fold holding every class was scored", k, strings.Join(lacks[k], ", ")))
+	}
+	return why
 }

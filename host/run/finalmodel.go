@@ -243,9 +243,9 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		}
 		f = w.Folds[k]
 		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra
-		f.Took, f.Compute = f.Took+out.took, out.res.Compute
+		f.Took, f.Compute, f.Lacks = f.Took+out.took, out.res.Compute, fl.Lacks(k)
 		w.Folds[k] = f
-		r.logf("lane %s fold %d: validation %s %.4f after %d steps, trained on %s", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps, trainedOn(out.res.Compute))
+		r.logf("lane %s fold %d: validation %s %.4f after %d steps, trained on %s%s", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))
 		if err := r.save(); err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func idsHash(ids []string) string {
 }
 
 // prepare resolves the data, converts the labels, profiles the data, checks its contract
-// and locks the folds.
+// and locks the folds (lockFolds).
 func (r *Runner) prepare(ctx context.Context) error {
 	taskSum, err := fileio.SHA256(r.st.Task)
 	if err != nil {
@@ -152,16 +152,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 	if err := contract.Err(); err != nil {
 		return err
 	}
-	fl, err := folds.Lock(d.Train, r.st.Folds, r.st.Seed)
-	if err != nil {
-		return err
-	}
-	if err := fl.Save(r.path("folds.json")); err != nil {
-		return err
-	}
-	r.logf("%d folds locked (sha256 %s)", fl.K, fl.Hash[:12])
-	return r.record(audit.RoleHost, audit.ActionFoldsLocked, map[string]string{"train_ids": idsHash(trainIDs)}, map[string]string{"folds": fl.Hash},
-		map[string]any{"k": fl.K, "seed": fl.Seed, "patients": fp.Patients, "test_cases_in_folds": 0})
+	return r.lockFolds(d.Train, idsHash(trainIDs), fp.Patients)
 }
 
 // load rebuilds the in-memory data of a prepared run and checks that neither the data

@@ -63,6 +63,9 @@ type FoldState struct {
 	Error          string             `json:"error,omitempty"`
 	Took           time.Duration      `json:"took"`
 	Compute        compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	// Lacks are the classes that the training cases hold and the fold's validation cases
+	// do not (amid/host/folds Folds.Lacks): the fold's score is not trusted to rank models.
+	Lacks []string `json:"lacks,omitempty"`
 	// Rounds are the fold's rounds of successive halving, each continuing the last from its
 	// checkpoint; Checkpoint and Score above are the best round's.
 	Rounds []Round `json:"rounds,omitempty"`
@@ -92,12 +95,18 @@ type LaneState struct {
 }
 
 // Mean is the lane's mean validation score over its finished folds and their count (NaN
-// when none finished).
+// when none finished). A fold whose validation cases lack classes ([FoldState.Lacks]) does
+// not count while the lane has a finished fold that holds every class: on a fold of one
+// class, a model that always predicts that class scores a perfect balanced accuracy.
 func (l *LaneState) Mean() (float64, int) {
+	trusted := false
+	for _, f := range l.Folds {
+		trusted = trusted || f.Status == FoldDone && !math.IsNaN(f.Score) && len(f.Lacks) == 0
+	}
 	var s float64
 	n := 0
 	for _, f := range l.Folds {
-		if f.Status == FoldDone && !math.IsNaN(f.Score) {
+		if f.Status == FoldDone && !math.IsNaN(f.Score) && (!trusted || len(f.Lacks) == 0) {
 			s += f.Score
 			n++
 		}
@@ -130,9 +139,9 @@ func (l *LaneState) FoldTexts(detail bool) []string {
 		f := l.Folds[k]
 		switch {
 		case f.Status == FoldDone && detail:
-			per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)", k, f.Score, f.Steps, f.Took.Round(time.Second)))
+			per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)%s", k, f.Score, f.Steps, f.Took.Round(time.Second), lacksText(f.Lacks)))
 		case f.Status == FoldDone:
-			per = append(per, fmt.Sprintf("f%d %.4f", k, f.Score))
+			per = append(per, fmt.Sprintf("f%d %.4f%s", k, f.Score, lacksText(f.Lacks)))
 		case f.Status == FoldFailed:
 			per = append(per, fmt.Sprintf("f%d failed: %s", k, oneLine(f.Error)))
 		default:

@@ -202,7 +202,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 			best = x
 		}
 	}
-	f.Checkpoint, f.SHA256, f.Score, f.Extra = best.Checkpoint, best.SHA256, best.Score, best.Extra
+	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, fl.Lacks(0)
 	l.Folds[0] = f
 	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
 	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
