@@ -349,8 +349,8 @@ func (s *reviewScreen) applyFilter() {
 	s.list.Refresh()
 }
 
-// caseDice reads a validation case's prediction and truth and scores them; NaN when they
-// cannot be read (sorted last).
+// caseDice reads a validation case's prediction and truth and scores them; +Inf when they
+// cannot be read, so that the worst-first order sorts them last.
 func caseDice(c *reviewCase) float64 {
 	p, err := imageio.Read(c.Pred)
 	if err != nil {
