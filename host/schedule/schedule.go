@@ -29,10 +29,12 @@
 //
 // Exploration has a share of the usable time ([ExploreShare]); the rest, and what
 // exploration gave back, goes to the final model, made by the rule [Final] applies and
-// the run records: when every fold of the winner can be trained to the winner's step
-// count in the time left, the fold models are ensembled and judged out of fold (as
-// nnU-Net does); otherwise the winner continues on every training case from its last
-// checkpoint until the reserve, its learning rate annealed to zero at the end.
+// the run records ([FinalRule]): when the winner's validation curve has flattened and
+// every fold of the winner can be trained to the winner's step count in the time left,
+// the fold models are ensembled and judged out of fold (as nnU-Net does); otherwise the
+// winner continues on every training case from its best checkpoint (the round of fold 0
+// that scored best on validation) until the reserve, its learning rate annealed to zero at
+// the end. A user may ask for either instead ([Forced]).
 //
 // The reserve is the time the final prediction, verification and export take, measured
 // from the validation predictions once there are some ([Reserve]), so that a run ends
