@@ -26,6 +26,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"run", filepath.Join(dir, "missing.yaml"), "--out", filepath.Join(dir, "r1")}, "missing.yaml"},
 		{[]string{"run", bad, "--out", filepath.Join(dir, "r2")}, "kind"},
 		{[]string{"run", bad, "--out", filepath.Join(dir, "r3"), "--planner", "oracle"}, "--planner"},
+		{[]string{"run", bad, "--out", filepath.Join(dir, "r5"), "--final", "best"}, `final model "best" is not fold-ensemble or all-data`},
 		{[]string{"run", filepath.Join(dir, "empty"), "--out", filepath.Join(dir, "r4")}, "matches none"},
 		{[]string{"resume", filepath.Join(dir, "nowhere")}, "nowhere"},
 		{[]string{"resume", filepath.Join(dir, "nowhere"), "--planner", "oracle"}, "oracle"},

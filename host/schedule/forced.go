@@ -22,7 +22,7 @@ func Forced(w *Lane, left time.Duration, folds int, mode string, steps int) Deci
 			d.Why += "; the fold ensemble asked for needs predictions that can be combined over two folds or more"
 			return d
 		}
-		n := max(int((left.Seconds()+float64(w.Steps)*c-float64(folds)*o)/(float64(folds)*c)), w.Steps, 1)
+		n := max(ensembleSteps(w, left, folds), w.Steps, 1)
 		per := seconds(float64(n)*c + o)
 		return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
 			Why: fmt.Sprintf("the fold ensemble was asked for: every fold of %s to step %d (at least its %d): fold 0 continues, the other %d train, and the %d fold models are ensembled", w.ID, n, w.Steps, folds-1, folds)}

@@ -556,6 +556,13 @@ func FoldLimit(w *Lane, k, folds, until, from int, left time.Duration) time.Dura
 	return max(limit, left/time.Duration(max(folds-k, 1)), 0)
 }
 
+// ensembleSteps is the step every one of folds fold models reaches in the time left at
+// w's pace: fold 0 makes n − Steps more, the others n each, each fold costing an overhead.
+func ensembleSteps(w *Lane, left time.Duration, folds int) int {
+	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	return int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
+}
+
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
 // the number of folds the task's predictions can be ensembled over (1: none; the winner
 // has trained fold 0).
@@ -565,7 +572,7 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 	if folds > 1 && flat {
 		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
 		// costing an overhead.
-		n := int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
+		n := ensembleSteps(w, left, folds)
 		if n >= w.Steps && n > 0 {
 			per := seconds(float64(n)*c + o)
 			return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
