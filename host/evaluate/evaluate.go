@@ -53,6 +53,22 @@ type Score struct {
 	PerCase map[string]float64 `json:"per_case,omitempty"`
 }
 
+// Span is the width of the range the primary validation score of s moves over, the unit
+// in which the schedule judges a round's gain: 1 for the overlap, detection and accuracy
+// scores and for LNCC and SSIM (from 0, or below for an anticorrelation no model trains
+// toward, to 1), 3 for the IQA score |PLCC|+|SROCC|+|KROCC| (rexmle.md §6.13: each term to
+// 1), and 0 for PSNR, whose decibels have no upper end (a gain is then judged against the
+// score itself).
+func Span(s *taskspec.Spec) float64 {
+	switch {
+	case s.Kind == taskspec.IQA:
+		return 3
+	case s.Kind == taskspec.Enhancement && strings.EqualFold(s.Metric, "psnr"):
+		return 0
+	}
+	return 1
+}
+
 // ErrEval marks predictions that cannot be scored.
 var ErrEval = errors.New("cannot score predictions")
 

@@ -108,6 +108,9 @@ func TestScoresAndClasses(t *testing.T) {
 	if err != nil || math.Abs(s.Value-3) > 1e-12 {
 		t.Errorf("PLCC+SROCC+KROCC = %v (%v), want 3", s, err)
 	}
+	if sp := Span(spec); sp != s.Value {
+		t.Errorf("the IQA score's span is %g, but perfect predictions score %g", sp, s.Value)
+	}
 	cls := &taskspec.Spec{Kind: taskspec.Classification, Dims: 3, Attributes: []taskspec.Attribute{
 		{Name: "a", Classes: []string{"0", "1"}, Group: "g"}, {Name: "b", Classes: []string{"0", "1"}, Group: "g"}}}
 	pairs = nil

@@ -15,8 +15,8 @@
 // several brackets). Each rung spends the same share of the exploration time, so a lane at
 // rung k has trained about Eta^k times as long as one at rung 0.
 //
-//   - A lane whose validation curve has flattened (it gained less than [Flat] over its last
-//     round) is not promoted; its time goes back to the lanes still running and, once no
+//   - A lane whose validation curve has flattened (it gained less than [Flat] of its
+//     score's span over its last round) is not promoted; its time goes back to the lanes still running and, once no
 //     lane is left to explore, to the final model.
 //   - No lane trains fewer steps than the minimum in its first round ([Lane.MinSteps], from
 //     recorded learning curves: [Curves.MinSteps]); a lane whose minimum does not fit the
@@ -57,9 +57,13 @@ const (
 	// ExploreShare is the part of the usable time exploration may use; the rest is the
 	// final model's.
 	ExploreShare = 0.5
-	// Flat is the gain in validation score over a round under which a lane's curve has
-	// flattened: a hundredth of the Dice's range, a change smaller than the spread of
-	// scores between seeds measured by make bench-quality.
+	// Flat is the share of its validation score's span ([Lane.Span]) a lane must gain
+	// over a round for its curve not to have flattened: a hundredth, for the Dice a change
+	// smaller than the spread of scores between seeds measured by make bench-quality. Flat,
+	// the minimum steps of curves.json and FoldLimit's slack were measured on the same
+	// task (bench-quality's t1-tissue slabs) whose improvement make bench-quality reports:
+	// that report shows they work where they were tuned, not that they carry over to other
+	// tasks.
 	Flat = 0.01
 	// FinalOptimism is how many more steps than the time left holds at the observed pace
 	// the all-data model is planned for.
@@ -106,6 +110,9 @@ type Lane struct {
 	// Overhead is the time a round takes besides its steps (starting the plugin, loading
 	// the data, the validation prediction); the observed one once the lane has trained.
 	Overhead float64 `json:"overhead_seconds"`
+	// Span is the width of the range its validation score moves over (host/evaluate's
+	// Span: 1 for the Dice, 3 for the IQA score); 0 when it has none (PSNR).
+	Span float64 `json:"span,omitempty"`
 	// MinSteps is the fewest steps the lane trains in its first round.
 	MinSteps int `json:"min_steps"`
 	// Memory is what a training step needs (bytes), 0: unknown.
@@ -142,14 +149,29 @@ func (l *Lane) Best() Point {
 	return b
 }
 
-// flattened says whether the lane's last round gained less than Flat, and by how much.
+// flattened says whether the lane's last round gained less than its flat gain, and by
+// how much.
 func (l *Lane) flattened() (bool, float64) {
 	n := len(l.Curve)
 	if n < 2 {
 		return false, 0
 	}
 	gain := l.Curve[n-1].Score - l.Curve[n-2].Score
-	return gain < Flat, gain
+	return gain < l.flatGain(), gain
+}
+
+// flatGain is the gain under which the lane's curve has flattened: Flat of its score's
+// span, or, for a score with no bounded range (Span 0: PSNR's decibels, or a state from
+// before the span was kept), Flat of its last score's size and at least Flat.
+func (l *Lane) flatGain() float64 {
+	if l.Span > 0 {
+		return Flat * l.Span
+	}
+	size := 1.0
+	if n := len(l.Curve); n > 0 {
+		size = max(math.Abs(l.Curve[n-1].Score), 1)
+	}
+	return Flat * size
 }
 
 // Config is a run's schedule.
@@ -315,7 +337,7 @@ func (p *Plan) Next() Round {
 	// Flattened lanes stop: their time goes back to the others.
 	for _, l := range act {
 		if flat, gain := l.flattened(); flat && len(act) > 1 {
-			l.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round (steps %d to %d), under %.2g", gain, l.Curve[len(l.Curve)-2].Step, l.Steps, Flat)
+			l.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round (steps %d to %d), under %.2g", gain, l.Curve[len(l.Curve)-2].Step, l.Steps, l.flatGain())
 			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
 		}
 	}

@@ -413,3 +413,28 @@ func TestExtend(t *testing.T) {
 		}
 	}
 }
+
+// TestFlatIsRelativeToSpan: the gain under which a curve has flattened is Flat of the
+// score's span, not Flat in the score's units. A gain of 0.02 is a fiftieth of the Dice's
+// span (still rising) but 0.7 % of the IQA score's 3 (flattened); 0.2 dB on a 30 dB PSNR
+// (no span: judged against the score) is under a hundredth of it, 0.5 dB is not.
+func TestFlatIsRelativeToSpan(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		span        float64
+		from, to    float64
+		wantFlatten bool
+	}{
+		{"dice", 1, 0.50, 0.52, false},
+		{"dice", 1, 0.500, 0.505, true},
+		{"iqa", 3, 2.00, 2.02, true},
+		{"iqa", 3, 2.00, 2.05, false},
+		{"psnr", 0, 30.0, 30.2, true},
+		{"psnr", 0, 30.0, 30.5, false},
+	} {
+		l := &Lane{ID: c.name, Span: c.span, Curve: []Point{{Step: 100, Score: c.from}, {Step: 200, Score: c.to}}}
+		if flat, gain := l.flattened(); flat != c.wantFlatten {
+			t.Errorf("%s (span %g): gain %+.3f flattened %v, want %v (threshold %.3g)", c.name, c.span, gain, flat, c.wantFlatten, l.flatGain())
+		}
+	}
+}

@@ -48,7 +48,11 @@ func NewCPU(workers int) *CPU {
 
 // NewPortableCPU returns a CPU backend whose SGEMM is the pure-Go one even in a build with
 // OpenBLAS. It is several times slower, but its results are the same bits on every x86-64
-// CPU, whatever kernels OpenBLAS would pick: goldens made by training use it.
+// CPU with AVX and FMA, whatever kernels OpenBLAS would pick: goldens made by training use
+// it. The exception to "every CPU" is Go's math.Exp, which the losses call: it takes an
+// FMA path where the CPU has AVX and FMA (math/exp_amd64.go) and a plain one elsewhere, so
+// on an x86-64 CPU without them a loss may differ in its last bit. Every CPU the tests
+// support (AVX2 or AVX-512) has both.
 func NewPortableCPU(workers int) *CPU {
 	c := NewCPU(workers)
 	c.portable = true

@@ -23,9 +23,11 @@ const seedPath = "testdata/seed.ckpt"
 
 // TestSeedFile loads the committed checkpoint (two AdamW steps on the fixed batch of
 // newRun), so a change of the file layout shows, and saves what it loaded again: the
-// payload must come out bit for bit. (Retraining the two steps would not give the same
-// bits on every CPU: OpenBLAS's kernels round differently on AVX2 and AVX-512.) -update
-// rewrites it.
+// payload must come out bit for bit. Then it trains the two steps again and the payload
+// must come out bit for bit once more: newRun trains on the portable CPU backend
+// (engine.NewPortableCPU), whose sums do not depend on the OpenBLAS kernels the CPU would
+// pick (they round differently on AVX2 and AVX-512), so the committed file is reproduced
+// on every CPU the tests support. -update rewrites it.
 func TestSeedFile(t *testing.T) {
 	arch := seedArch()
 	if *update {
