@@ -182,7 +182,7 @@ type objectiveDev struct{ grad *vk.Buffer }
 
 func (o *Objective) devInit(dn *devNet) error {
 	if dn.n.layers[len(dn.n.layers)-1] != layer(o) {
-		return fmt.Errorf("%w: an objective must be the last layer on a Vulkan device", ErrConfig)
+		return fmt.Errorf("%w: an objective must be the last layer", ErrNotOnDevice)
 	}
 	b, err := dn.alloc(len(o.grad))
 	if err != nil {

@@ -154,7 +154,7 @@ func newDevNet(v *Vulkan, n *Net) (dn *devNet, err error) {
 	for _, l := range n.layers {
 		dl, ok := l.(devLayer)
 		if !ok {
-			return dn, fmt.Errorf("%w: layer %s has no Vulkan implementation", ErrConfig, describe(l))
+			return dn, fmt.Errorf("%w: layer %s has no Vulkan implementation", ErrNotOnDevice, describe(l))
 		}
 		if err := dl.devInit(dn); err != nil {
 			return dn, err

@@ -45,7 +45,7 @@ func (l *maxPool) devBackward(r *rec) {
 // write their per-sample rows with the sample stride of a plain tensor).
 func contiguous(t *Tensor, what string) error {
 	if !t.Contiguous() {
-		return fmt.Errorf("%w: %s output %v inside a concatenation is not supported on a Vulkan device", ErrConfig, what, t.Shape)
+		return fmt.Errorf("%w: %s output %v inside a concatenation is not supported", ErrNotOnDevice, what, t.Shape)
 	}
 	return nil
 }

@@ -12,6 +12,11 @@ import (
 // ErrConfig reports a network description that cannot be built.
 var ErrConfig = errors.New("engine: invalid network")
 
+// ErrNotOnDevice reports a network a Vulkan device has no programs for (a layer without a
+// Vulkan implementation, an output layout its kernels do not take) that the CPU builds: a
+// lane goes on on the CPU (amid/plugins/internal/device). It wraps ErrConfig.
+var ErrNotOnDevice = fmt.Errorf("%w on a Vulkan device", ErrConfig)
+
 // Param is a trainable parameter and its gradient, in PyTorch's layout for the same layer.
 type Param struct {
 	Name  string

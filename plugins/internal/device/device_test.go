@@ -143,6 +143,22 @@ func TestTrain(t *testing.T) {
 	if len(l) != 2 || !strings.Contains(l[0], "re-planned smaller (batch 4 → 2)") || !strings.Contains(l[1], "goes on on the CPU from checkpoint epoch-0001.ckpt") {
 		t.Errorf("logged %q", l)
 	}
+	// A network the device has no programs for (the real error of a layer without a
+	// Vulkan implementation) trains on the CPU, from its start.
+	calls, l = nil, nil
+	be, err = device.Train(1, l.log, 4, "", shrink, func(be engine.Backend, n int, resume string) (string, error) {
+		calls = append(calls, fmt.Sprintf("%v from %q", device.OnDevice(be), resume))
+		if device.OnDevice(be) {
+			return "", unsupported(t, be)
+		}
+		return "final.ckpt", nil
+	})
+	if want := []string{`true from ""`, `false from ""`}; err != nil || device.OnDevice(be) || !slices.Equal(calls, want) {
+		t.Errorf("a network the device cannot run: calls %q, ended on %s with %v", calls, device.Name(be), err)
+	}
+	if len(l) != 1 || !strings.Contains(l[0], "cannot run this lane's network") || !strings.Contains(l[0], "goes on on the CPU from its start") {
+		t.Errorf("a network the device cannot run: logged %q", l)
+	}
 	_, err = device.Train(1, nil, 4, "", shrink, func(engine.Backend, int, string) (string, error) {
 		return "", fmt.Errorf("building: %w", engine.ErrOutOfDeviceMemory)
 	})
@@ -174,4 +190,23 @@ func TestProgress(t *testing.T) {
 	if want := []string{"1 ", "2 ", "3 ", "3 the device was lost; at 3", "4 at 4"}; !slices.Equal(got, want) {
 		t.Errorf("sent %q, want %q", got, want)
 	}
+}
+
+// unsupported builds on be a network with a layer the Vulkan device has no program for
+// (nearest-neighbour upsampling, which the device U-Nets replace by transposed
+// convolutions) and returns the build's error.
+func unsupported(t *testing.T, be engine.Backend) error {
+	t.Helper()
+	b := engine.NewBuilder(be, 1)
+	x := b.Input(engine.Shape{N: 1, C: 1, D: 1, H: 4, W: 4})
+	b.Upsample(x, [3]int{1, 2, 2})
+	n, err := b.Build()
+	if err == nil {
+		n.Free()
+		t.Fatal("a network with upsampling built on the Vulkan device; the test needs a layer it cannot run")
+	}
+	if !errors.Is(err, engine.ErrNotOnDevice) {
+		t.Fatalf("upsampling on the Vulkan device: %v, want engine.ErrNotOnDevice", err)
+	}
+	return err
 }

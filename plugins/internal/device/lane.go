@@ -28,8 +28,9 @@ type TrainFunc[C any] func(be engine.Backend, cfg C, resume string) (last string
 //   - out of device memory (engine.ErrOutOfDeviceMemory, which a network's build or a
 //     trainer's reports): the lane is re-planned smaller once (shrink) and trained again; a
 //     second failure, or no smaller plan, ends it with one sentence (ErrNoFit);
-//   - a lost device (engine.ErrDeviceLost), or another failure to use the device's
-//     programs: the lane goes on on the CPU from its newest checkpoint.
+//   - a lost device (engine.ErrDeviceLost), or a network the device has no programs for
+//     (engine.ErrNotOnDevice: a layer without a Vulkan implementation): the lane goes on
+//     on the CPU from its newest checkpoint.
 //
 // It returns the backend that finished the lane, whose identity is what trained the
 // final checkpoint.
@@ -53,12 +54,16 @@ func Train[C any](workers int, log Log, cfg C, resume string, shrink Shrink[C], 
 			cfg, shrunk = smaller, what
 		case errors.Is(err, engine.ErrOutOfDeviceMemory):
 			return be, fmt.Errorf("the lane %w of %s even re-planned smaller (%s): %v", ErrNoFit, where, shrunk, err)
-		case errors.Is(err, engine.ErrDeviceLost):
+		case errors.Is(err, engine.ErrDeviceLost), errors.Is(err, engine.ErrNotOnDevice):
 			from := "from its start"
 			if last != "" {
 				resume, from = last, "from checkpoint "+last
 			}
-			log(fmt.Sprintf("%s was lost while training (%v), so the lane goes on on the CPU %s", where, err, from))
+			what := "was lost while training"
+			if !errors.Is(err, engine.ErrDeviceLost) {
+				what = "cannot run this lane's network"
+			}
+			log(fmt.Sprintf("%s %s (%v), so the lane goes on on the CPU %s", where, what, err, from))
 			be = engine.NewCPU(be.Workers())
 		default:
 			return be, err
@@ -66,14 +71,14 @@ func Train[C any](workers int, log Log, cfg C, resume string, shrink Shrink[C], 
 	}
 }
 
-// Predict runs predict on the setting's backend and, when its device runs out of memory
-// or is lost, again on the CPU (log gets one sentence). It returns the backend that made
+// Predict runs predict on the setting's backend and, when its device runs out of memory,
+// is lost or has no programs for the network, again on the CPU (log gets one sentence). It returns the backend that made
 // the predictions.
 func Predict(workers int, log Log, predict func(be engine.Backend) error) (engine.Backend, error) {
 	log = log.orNone()
 	be := Open(workers, log)
 	err := predict(be)
-	if err == nil || !OnDevice(be) || !(errors.Is(err, engine.ErrOutOfDeviceMemory) || errors.Is(err, engine.ErrDeviceLost)) {
+	if err == nil || !OnDevice(be) || !(errors.Is(err, engine.ErrOutOfDeviceMemory) || errors.Is(err, engine.ErrDeviceLost) || errors.Is(err, engine.ErrNotOnDevice)) {
 		return be, err
 	}
 	log(fmt.Sprintf("%s failed while predicting (%v), so the CPU predicts", Name(be), err))
