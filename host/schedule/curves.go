@@ -39,7 +39,9 @@ const LearnedFraction = 0.5
 var recorded []byte
 
 // Recorded are the curves committed with this package (curves.json, written by
-// make bench-quality -record).
+// make bench-quality -record). They were recorded on bench-quality's own tasks (the
+// t1-tissue slabs), the ones whose improvement make bench-quality reports: the minimum
+// steps drawn from them are tuned there, not checked on held-out tasks.
 func Recorded() (*Curves, error) { return ParseCurves(recorded) }
 
 // ParseCurves reads curves as curves.json holds them.
