@@ -4,16 +4,16 @@
 # module proxy are used. Idempotent: a complete cache is left alone.
 set -euo pipefail
 D=${AMID_REALDATA:-.cache/realdata}
-stamp="$D/.complete-v1"
+stamp="$D/.complete-v2"
 [ -f "$stamp" ] && exit 0
 mkdir -p "$D"/{debs,root,npm,gomod}
 D=$(cd "$D" && pwd)
 if ! (cd "$D/debs" && apt-get download invesalius-examples octave-dicom heudiconv python3-pydicom \
-    python3-dipy python3-nibabel insighttoolkit5-examples python3-skimage >/dev/null 2>&1); then
+    python3-dipy python3-nibabel insighttoolkit5-examples python3-skimage mricron-data >/dev/null 2>&1); then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
     (cd "$D/debs" && apt-get download invesalius-examples octave-dicom heudiconv python3-pydicom \
-      python3-dipy python3-nibabel insighttoolkit5-examples python3-skimage)
+      python3-dipy python3-nibabel insighttoolkit5-examples python3-skimage mricron-data)
   else
     echo "realdata: apt-get download failed; run 'sudo apt-get update' and retry" >&2
     exit 1

@@ -2,10 +2,14 @@
 // budgets, the old schedule against the new one, beside the shortcuts a careless model
 // could hide behind.
 //
-// It writes two tasks as task.yaml folders from the ITK examples' real T1 brain MR and
-// its label maps (tasks.go): a multi-class one (five tissue classes) and a binary one (the
-// brain mask), each cut into nine slabs of seven slices, six to train and three to test.
-// For each it prints the shortcuts (shortcuts.go). It then runs the old loop (the commit
+// It writes its tasks as task.yaml folders from real scans and their label maps
+// (tasks.go): the ITK examples' T1 brain MR with a multi-class task (five tissue classes)
+// and a binary one (the brain mask), the tuning set the schedule was fitted on with a
+// human T1 at 1 mm (AAL lobes); and the reporting set nothing is fitted on: the INIA19
+// macaque T1 at 0.5 mm with NeuroMaps regions merged by position, two ways, and a head CT
+// at its native size (bone, a scale test). Each is cut into nine slabs, six to train and
+// three to test. For each it prints the shortcuts (shortcuts.go); -shortcuts stops there.
+// It then runs the reporting tasks at 5 and 10 minutes (one also at 20), and the old loop (the commit
 // named by -old, built from git into the work folder) at 20 minutes and the new one at 10
 // minutes on the multi-class task with two seeds each, and the new one at 5 minutes on
 // the binary task, each through the same driver (driver.go), and prints the test Dice,
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,12 +45,13 @@ func main() {
 	old := flag.String("old", "ddf52c3", "the commit of the old loop")
 	rerunOld := flag.Bool("rerun-old", false, "run the old loop again even when its results are kept")
 	record := flag.Bool("record", false, "record learning curves into host/schedule/curves.json instead")
-	only := flag.String("only", "", "run only these runs (comma-separated names such as new-10m-s1; empty: all)")
+	only := flag.String("only", "", "run only these runs or the runs of these tasks (comma-separated names such as t1-tissue-new-10m-s1 or inia19-bands; empty: all)")
+	shortcutsOnly := flag.Bool("shortcuts", false, "write the tasks and print their shortcuts only")
 	flag.Parse()
 	if *realdata == "" {
 		*realdata = ".cache/realdata"
 	}
-	if err := bench(context.Background(), *realdata, *work, *old, *rerunOld, *record, *only); err != nil {
+	if err := bench(context.Background(), *realdata, *work, *old, *rerunOld, *record, *shortcutsOnly, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-quality:", err)
 		os.Exit(1)
 	}
@@ -67,17 +73,42 @@ var runs = []runSpec{
 	{"t1-tissue", "old", 20 * time.Minute, 1}, {"t1-tissue", "old", 20 * time.Minute, 2},
 	{"t1-tissue", "new", 10 * time.Minute, 1}, {"t1-tissue", "new", 10 * time.Minute, 2},
 	{"t1-brain", "new", 5 * time.Minute, 1},
+	{"ch2-lobes", "new", 10 * time.Minute, 1},
+	// The reporting tasks, which nothing was tuned on: each at 5 and 10 minutes, one
+	// also at 20 (does the score hold as the budget grows?).
+	{"inia19-quadrants", "new", 5 * time.Minute, 1}, {"inia19-quadrants", "new", 10 * time.Minute, 1}, {"inia19-quadrants", "new", 20 * time.Minute, 1},
+	{"inia19-bands", "new", 5 * time.Minute, 1}, {"inia19-bands", "new", 10 * time.Minute, 1},
+	{"ct-bone", "new", 5 * time.Minute, 1}, {"ct-bone", "new", 10 * time.Minute, 1},
 }
 
-func bench(ctx context.Context, realdata, work, old string, rerunOld, record bool, only string) error {
+// chosen says whether run r is among only's runs or tasks (all when only is empty).
+func chosen(r runSpec, only string) bool {
+	return only == "" || strings.Contains(","+only+",", ","+r.name()+",") || strings.Contains(","+only+",", ","+r.Task+",")
+}
+
+func bench(ctx context.Context, realdata, work, old string, rerunOld, record, shortcutsOnly bool, only string) error {
 	work, err := filepath.Abs(work)
 	if err != nil {
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("bench-quality on %s; load average at the start: %s\n", time.Now().Format(time.RFC3339), strings.TrimSpace(string(load)))
+	if !shortcutsOnly && !record {
+		var expected time.Duration
+		for _, r := range runs {
+			kept := r.Loop == "old" && !rerunOld
+			if _, err := os.Stat(filepath.Join(work, "runs", "old-"+old, r.name(), "result.json")); !chosen(r, only) || (kept && err == nil) {
+				continue
+			}
+			expected += r.Budget
+		}
+		fmt.Printf("expected duration: about %v of runs, plus building and the shortcuts\n", expected)
+	}
 	slabs := map[string][2][]slab{}
 	for _, t := range tasks {
+		if only != "" && !shortcutsOnly && !slices.ContainsFunc(runs, func(r runSpec) bool { return r.Task == t.ID && chosen(r, only) }) {
+			continue
+		}
 		dir := filepath.Join(work, "tasks", t.ID)
 		train, test, err := writeTask(realdata, dir, t)
 		if err != nil {
@@ -88,13 +119,23 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record boo
 		if err != nil {
 			return fmt.Errorf("task %s: shortcuts: %w", t.ID, err)
 		}
-		fmt.Printf("\n%s (%s): %d training and %d test slabs; shortcuts on the test slabs (mean Dice over the foreground classes):\n", t.ID, t.Title, len(train), len(test))
+		set := "a tuning task"
+		if t.Set == reporting {
+			set = "a reporting task"
+		}
+		if t.Scale {
+			set += ", of scale: its labels are an intensity threshold, so it is kept out of the shortcut goal"
+		}
+		fmt.Printf("\n%s (%s; %s): %d training and %d test slabs; shortcuts on the test slabs (mean Dice over the foreground classes):\n", t.ID, t.Title, set, len(train), len(test))
 		for _, s := range sc {
 			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Dice, s.About)
 		}
 		if err := writeJSON(filepath.Join(work, "tasks", t.ID+".shortcuts.json"), sc); err != nil {
 			return err
 		}
+	}
+	if shortcutsOnly {
+		return nil
 	}
 	newBin := filepath.Join(work, "bin", "new")
 	if err := build(".", newBin); err != nil {
@@ -106,7 +147,7 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record boo
 	oldBin := filepath.Join(work, "bin", "old-"+old)
 	var results []result
 	for _, r := range runs {
-		if only != "" && !strings.Contains(","+only+",", ","+r.name()+",") {
+		if !chosen(r, only) {
 			continue
 		}
 		bin, dir := newBin, filepath.Join(work, "runs", r.name())

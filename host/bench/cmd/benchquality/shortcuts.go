@@ -20,18 +20,30 @@ type shortcut struct {
 	About string  `json:"about"`
 }
 
-// shortcuts scores, on task t's test slabs with the host's metric: the best intensity
-// rule learnt from the training slabs (for two classes the single threshold with the best
-// Dice, for more each grey level's most frequent class, which any set of thresholds is a
-// case of), and copying the labels of the nearest training slice of the same scan.
+// greyLevels is how many grey levels the intensity rule tells apart: the training slabs'
+// range in equal bins (every level of an 8-bit scan).
+const greyLevels = 256
+
+// shortcuts scores, on task t's test slabs with the host's metric:
+//
+//   - the best intensity rule learnt from the training slabs (for two classes the single
+//     threshold with the best Dice, for more each grey level's most frequent class, which
+//     any set of intensity thresholds is a case of);
+//   - the nearest slice: each test slice takes the labels of the nearest training slice
+//     of the same scan;
+//   - position alone: each voxel takes the label most frequent at its normalised position
+//     in the training slabs (an atlas, the classic baseline for anatomy).
+//
+// The last entry is the best of them.
 func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) ([]shortcut, error) {
 	read := func(sub, id, kind string) (*volume.Volume, error) {
 		return imageio.Read(filepath.Join(dir, sub, id+"_"+kind+".nii.gz"))
 	}
 	type pair struct{ img, lab *volume.Volume }
 	var tr []pair
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range train {
-		img, err := read("train", s.ID, "t1")
+		img, err := read("train", s.ID, t.Channel)
 		if err != nil {
 			return nil, err
 		}
@@ -40,27 +52,36 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 			return nil, err
 		}
 		tr = append(tr, pair{img, lab})
+		for i := range img.Len() {
+			lo, hi = min(lo, img.AtIndex(i)), max(hi, img.AtIndex(i))
+		}
 	}
+	level := func(v float64) int {
+		if hi <= lo {
+			return 0
+		}
+		return min(max(int((v-lo)/(hi-lo)*greyLevels), 0), greyLevels-1)
+	}
+	value := func(g int) float64 { return lo + float64(g)*(hi-lo)/greyLevels }
 	k := len(t.Labels)
-	// counts[g][c]: voxels of grey level g (0–255, the scan is 8-bit) in class c.
-	counts := make([][]int, 256)
+	// counts[g][c]: voxels of grey level g in class c.
+	counts := make([][]int, greyLevels)
 	for g := range counts {
 		counts[g] = make([]int, k)
 	}
 	for _, p := range tr {
 		for i := range p.img.Len() {
-			g := min(max(int(p.img.AtIndex(i)), 0), 255)
-			counts[g][int(p.lab.AtIndex(i))]++
+			counts[level(p.img.AtIndex(i))][int(p.lab.AtIndex(i))]++
 		}
 	}
 	var rule func(g int) uint8
 	var about string
 	if k == 2 {
 		best, bt, above := -1.0, 0, true
-		for th := range 257 {
+		for th := range greyLevels + 1 {
 			for _, up := range []bool{true, false} {
 				tp, fp, fn := 0, 0, 0
-				for g := range 256 {
+				for g := range greyLevels {
 					on := (g >= th) == up
 					if on {
 						tp += counts[g][1]
@@ -84,9 +105,9 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 		if !above {
 			dir = "<"
 		}
-		about = fmt.Sprintf("brain where the grey level is %s %d (the training slabs' best Dice, %.3f)", dir, bt, best)
+		about = fmt.Sprintf("%s where the intensity is %s %.4g (the training slabs' best Dice, %.3f)", t.Labels[1], dir, value(bt), best)
 	} else {
-		lut := make([]uint8, 256)
+		lut := make([]uint8, greyLevels)
 		for g := range counts {
 			for c := range k {
 				if counts[g][c] > counts[g][lut[g]] {
@@ -95,9 +116,9 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 			}
 		}
 		rule = func(g int) uint8 { return lut[g] }
-		about = "each grey level to its most frequent class in the training slabs (every set of intensity thresholds is a case of it)"
+		about = fmt.Sprintf("each of %d grey levels to its most frequent class in the training slabs (every set of intensity thresholds is a case of it)", greyLevels)
 	}
-	// The nearest training slice of each test slice, in the scan's slice order.
+	// The nearest training slice of each test slice, along the task's axis.
 	type plane struct {
 		z   int
 		lab *volume.Volume
@@ -109,6 +130,22 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 			planes = append(planes, plane{s.Z0 + z, tr[i].lab, z})
 		}
 	}
+	// The atlas: label counts on the first training slab's grid, each training voxel at
+	// its normalised position.
+	ref := tr[0].lab.Dims
+	atlas := make([]int32, ref[0]*ref[1]*ref[2]*k)
+	bin := func(dims [4]int, x, y, z int) int {
+		b := [3]int{}
+		for a, c := range [3]int{x, y, z} {
+			b[a] = min(c*ref[a]/dims[a], ref[a]-1)
+		}
+		return b[0] + ref[0]*(b[1]+ref[1]*b[2])
+	}
+	for _, p := range tr {
+		each(p.lab.Dims, func(i, x, y, z int) {
+			atlas[bin(p.lab.Dims, x, y, z)*k+int(p.lab.AtIndex(i))]++
+		})
+	}
 	out := []shortcut{}
 	for _, sc := range []struct {
 		name, about string
@@ -116,22 +153,34 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 	}{
 		{"intensity", about, func(_ slab, img, v *volume.Volume) {
 			for i := range img.Len() {
-				v.SetIndex(i, float64(rule(min(max(int(img.AtIndex(i)), 0), 255))))
+				v.SetIndex(i, float64(rule(level(img.AtIndex(i)))))
 			}
 		}},
 		{"nearest-slice", "each test slice takes the labels of the nearest training slice of the same scan", func(s slab, img, v *volume.Volume) {
-			n := img.Dims[0] * img.Dims[1]
-			for z := range s.N {
+			each(img.Dims, func(i, x, y, z int) {
+				c := [3]int{x, y, z}
 				best := planes[0]
 				for _, p := range planes {
-					if math.Abs(float64(p.z-s.Z0-z)) < math.Abs(float64(best.z-s.Z0-z)) {
+					if math.Abs(float64(p.z-s.Z0-c[t.Axis])) < math.Abs(float64(best.z-s.Z0-c[t.Axis])) {
 						best = p
 					}
 				}
-				for i := range n {
-					v.SetIndex(z*n+i, best.lab.AtIndex(best.k*n+i))
+				c[t.Axis] = best.k
+				d := best.lab.Dims
+				v.SetIndex(i, best.lab.AtIndex(c[0]+d[0]*(c[1]+d[1]*c[2])))
+			})
+		}},
+		{"position", "each voxel takes the label most frequent at its normalised position in the training slabs (an atlas)", func(_ slab, img, v *volume.Volume) {
+			each(img.Dims, func(i, x, y, z int) {
+				b := atlas[bin(img.Dims, x, y, z)*k:][:k]
+				c := 0
+				for j := range b {
+					if b[j] > b[c] {
+						c = j
+					}
 				}
-			}
+				v.SetIndex(i, float64(c))
+			})
 		}},
 	} {
 		pdir := filepath.Join(dir, "shortcuts", sc.name)
@@ -140,7 +189,7 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 		}
 		var pairs []evaluate.Pair
 		for _, s := range test {
-			img, err := read("test", s.ID, "t1")
+			img, err := read("test", s.ID, t.Channel)
 			if err != nil {
 				return nil, err
 			}
@@ -162,5 +211,24 @@ func shortcuts(ctx context.Context, dir string, t taskDef, train, test []slab) (
 		}
 		out = append(out, shortcut{Name: sc.name, Dice: score.Value, About: sc.about})
 	}
-	return out, nil
+	best := out[0]
+	for _, s := range out[1:] {
+		if s.Dice > best.Dice {
+			best = s
+		}
+	}
+	return append(out, shortcut{Name: "best", Dice: best.Dice, About: "the best of them: " + best.Name}), nil
+}
+
+// each calls f with every voxel's index and coordinates in a volume of dims.
+func each(dims [4]int, f func(i, x, y, z int)) {
+	i := 0
+	for z := range dims[2] {
+		for y := range dims[1] {
+			for x := range dims[0] {
+				f(i, x, y, z)
+				i++
+			}
+		}
+	}
 }
