@@ -318,6 +318,7 @@ submission: {columns: [case_id, mask], id_column: case_id, file_column: mask, pa
 	if trains == 0 || predicts < 3 {
 		t.Errorf("%d training and %d prediction requests recorded", trains, predicts)
 	}
+	t.Logf("%d training and %d prediction requests and %d work and output folders searched", trains, predicts, len(folders))
 	// The package's SEG: de-identified, still fitting its source de-identified with the
 	// run's key, and valid.
 	segPath := filepath.Join(st.Package, "dicom", d.Test[0].ID+".dcm")
