@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"amid/host/export"
 	"amid/host/synth"
 	"amid/internal/ci"
+	"amid/plugins/protocol"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/rtstruct"
@@ -183,8 +185,11 @@ func fileSyntax(t *testing.T, p string) string {
 // UIDs, in folders named after the patients, labelled by SEG and RTSTRUCT objects that
 // carry the same identity. After `run --deidentify` and a review decision, no identifying
 // value is left in any byte of the run folder (the case links excepted: they are the
-// local mapping), the package, the entries of its zip, the audit log or the report; the
-// package's SEG still fits its (de-identified) source.
+// local mapping), the package, the entries of its zip, the audit log or the report; nor in
+// anything a plugin was handed (every path of every training and prediction request, the
+// verification's included, its links followed to their targets, and every work and
+// output folder, walked) or in its configuration; the package's SEG still fits its
+// (de-identified) source.
 func TestDeidentifiedEndToEnd(t *testing.T) {
 	skipLong(t)
 	data := t.TempDir()
@@ -256,6 +261,7 @@ submission: {columns: [case_id, mask], id_column: case_id, file_column: mask, pa
 	if leaks := dicomtest.LeaksInTree(t, data, secrets, nil); len(leaks) == 0 {
 		t.Fatal("the test data hold no identifying value to look for")
 	}
+	reqs := recordRequests(t, secrets)
 	st, dir := dicomRun(t, taskFile, data, 30*time.Second, true)
 	checks := time.Now()
 	d, err := Cases(dir)
@@ -287,6 +293,32 @@ submission: {columns: [case_id, mask], id_column: case_id, file_column: mask, pa
 	if v := verifyPackage(t, reviewed); !v.OK() || !v.Reproduced || v.SEGs != 1 {
 		t.Errorf("the reviewed package: %d SEGs checked, reproduced %v, problems %q", v.SEGs, v.Reproduced, v.Problems)
 	}
+	// Everything the plugins were handed, in training, prediction and the verification's
+	// re-run: the cases as each request came, the work and output folders as the plugins
+	// left them.
+	trains, predicts, folders := reqs.counts()
+	for _, p := range folders {
+		if _, err := os.Stat(p); os.IsNotExist(err) {
+			continue // the verification's own temporary folder, gone with it
+		}
+		l, err := handedLeaks(p, secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs.add(p, l)
+	}
+	for p, l := range reqs.leaks {
+		t.Errorf("a plugin was handed %s", p)
+		for where, s := range l {
+			t.Errorf("  %s holds %q", where, s)
+		}
+	}
+	// At least one lane-fold trained, and the run predicted validation and test cases and
+	// the verification re-ran the test prediction: three predictions at the least.
+	if trains == 0 || predicts < 3 {
+		t.Errorf("%d training and %d prediction requests recorded", trains, predicts)
+	}
+	t.Logf("%d training and %d prediction requests and %d work and output folders searched", trains, predicts, len(folders))
 	// The package's SEG: de-identified, still fitting its source de-identified with the
 	// run's key, and valid.
 	segPath := filepath.Join(st.Package, "dicom", d.Test[0].ID+".dcm")
@@ -353,4 +385,148 @@ func zipLeaks(t *testing.T, path string, secrets []string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// requests is what the package's plugin processes were handed while recordRequests was
+// in force: the secrets found in each request's cases and configuration when it was sent,
+// by path, and the work and output folders, to search once the plugins are done.
+type requests struct {
+	mu               sync.Mutex
+	trains, predicts int
+	folders          []string
+	leaks            map[string]map[string][]string
+}
+
+func (r *requests) counts() (trains, predicts int, folders []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.trains, r.predicts, append([]string(nil), r.folders...)
+}
+
+func (r *requests) add(path string, l map[string][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(l) > 0 {
+		r.leaks[path] = l
+	}
+}
+
+// recordRequests searches every request handed to a plugin, until the test ends, for the
+// secrets.
+func recordRequests(t *testing.T, secrets []string) *requests {
+	t.Helper()
+	r := &requests{leaks: map[string]map[string][]string{}}
+	sent = func(req any) {
+		var paths, folders []string
+		var config []byte
+		switch q := req.(type) {
+		case *protocol.TrainRequest:
+			paths = append(casePaths(q.Train), casePaths(q.Validation)...)
+			paths, folders, config = append(paths, q.ResumeFrom), []string{q.WorkDir}, q.Config
+		case *protocol.PredictRequest:
+			paths, folders, config = append(casePaths(q.Cases), q.Checkpoint), []string{q.OutputDir}, q.Config
+		default:
+			panic(fmt.Sprintf("a request of type %T", req))
+		}
+		if l := dicomtest.Leaks(config, secrets); len(l) > 0 {
+			r.add("a configuration", map[string][]string{string(config): l})
+		}
+		// The folders are searched at the end: a work folder is made after the request.
+		for _, p := range paths {
+			l, err := handedLeaks(p, secrets)
+			if err != nil {
+				l = map[string][]string{p: {err.Error()}}
+			}
+			r.add(p, l)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := req.(*protocol.TrainRequest); ok {
+			r.trains++
+		} else {
+			r.predicts++
+		}
+		r.folders = append(r.folders, folders...)
+	}
+	t.Cleanup(func() { sent = nil })
+	return r
+}
+
+// casePaths are the images and labels of cases.
+func casePaths(cs []protocol.Case) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(append(out, c.Images...), c.Label)
+	}
+	return out
+}
+
+// handedLeaks returns the secrets a plugin handed path can read there: in the path, in
+// every link's target on the way (followed), in the file's bytes, or, for a folder, in
+// every name and file below it, links followed too.
+func handedLeaks(path string, secrets []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	seen := map[string]bool{}
+	var visit func(p string) error
+	visit = func(p string) error {
+		if l := dicomtest.Leaks([]byte(p), secrets); len(l) > 0 {
+			out[p] = append(out[p], l...)
+		}
+		for hops := 0; ; hops++ {
+			target, err := os.Readlink(p)
+			if err != nil {
+				break
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(p), target)
+			}
+			if l := dicomtest.Leaks([]byte(target), secrets); len(l) > 0 {
+				out[p+" -> "+target] = append(out[p+" -> "+target], l...)
+			}
+			// 40 hops is Linux's own limit on links followed in one path (MAXSYMLINKS).
+			if hops == 40 {
+				return fmt.Errorf("%s: too many links", p)
+			}
+			p = target
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		if seen[real] {
+			return nil
+		}
+		seen[real] = true
+		if l := dicomtest.Leaks([]byte(real), secrets); len(l) > 0 {
+			out[real] = append(out[real], l...)
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			b, err := os.ReadFile(real)
+			if err != nil {
+				return err
+			}
+			if l := dicomtest.Leaks(b, secrets); len(l) > 0 {
+				out[real] = append(out[real], l...)
+			}
+			return nil
+		}
+		entries, err := os.ReadDir(real)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := visit(filepath.Join(real, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if path == "" {
+		return out, nil
+	}
+	return out, visit(path)
 }

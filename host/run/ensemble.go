@@ -209,7 +209,11 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 		{Lane: best.ID, PluginConfig: best.Config, Checkpoint: best.Folds[0].Checkpoint, SHA256: best.Folds[0].SHA256},
 		{Lane: other.ID, PluginConfig: other.Config, Checkpoint: other.Folds[0].Checkpoint, SHA256: other.Folds[0].SHA256},
 	}
-	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, false, val, r.path("lanes", "union", "f0", "val"))
+	hval, err := r.handed.casesOf(val)
+	if err != nil {
+		return err
+	}
+	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, false, hval, r.path("lanes", "union", "f0", "val"))
 	if err != nil {
 		r.logf("the union of %s and %s could not be scored: %v", best.ID, other.ID, err)
 		return nil

@@ -168,6 +168,9 @@ func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress 
 	if progress != nil {
 		sup.OnProgress = func(_ string, p *protocol.Progress) { progress(p) }
 	}
+	if sent != nil {
+		sent(&job.Request)
+	}
 	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: job.RunID, ID: job.ID, Entry: job.Entry, Request: job.Request})
 	if err != nil {
 		return nil, err

@@ -341,6 +341,16 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 		}
 		cases = append(cases, c)
 	}
+	if mc.Deidentified {
+		// The package's plugin reads copies of the test cases, as the run's did.
+		h, err := makeHanded(ctx, t.Spec(), &task.Dataset{Test: cases}, nil, filepath.Join(out, handedDir), "")
+		if err != nil {
+			return none, err
+		}
+		if cases, err = h.casesOf(cases); err != nil {
+			return none, err
+		}
+	}
 	bin := filepath.Join(pkg, filepath.FromSlash(man.Plugin.Binary))
 	sum, err := fileio.SHA256(bin)
 	if err != nil {

@@ -26,15 +26,19 @@ import (
 	"amid/viewer/fileio"
 )
 
-// Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
-// out (emptied first) and returns the files per case id. It checks that every case has a
-// file inside out.
 // Predicted is what a prediction wrote: the files per case, and what computed them.
 type Predicted struct {
 	Files   map[string][]string
 	Compute compute.Identity
 }
 
+// sent, when set (by this package's tests), sees every training and prediction request
+// just before this machine's plugin process receives it (Local.Train, Predict).
+var sent func(req any)
+
+// Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
+// out (emptied first) and returns the files per case id. It checks that every case has a
+// file inside out.
 func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
@@ -51,10 +55,14 @@ func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options,
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.Predict(ctx, &protocol.PredictRequest{
+	req := &protocol.PredictRequest{
 		Task: protocol.Task{Kind: t.Kind, Dims: t.Dims, Metric: t.Metric.Name, Spec: spec}, Config: cfg, Checkpoint: ckpt,
 		Cases: protoCases(cases, nil), OutputDir: out,
-	})
+	}
+	if sent != nil {
+		sent(req)
+	}
+	resp, err := p.Predict(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +416,9 @@ func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out strin
 	}
 	entry, err := r.env.Catalog.Find(best.Plugin)
 	if err != nil {
+		return nil, err
+	}
+	if cases, err = r.handed.casesOf(cases); err != nil {
 		return nil, err
 	}
 	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, r.st.Vote, cases, out)

@@ -79,7 +79,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 			return err
 		}
 		if err := r.record(audit.RoleHost, "data.deidentified", nil, nil,
-			map[string]any{"case_ids": "pseudonyms", "key_id": keyID(key), "dicom_profile": deid.Method}); err != nil {
+			map[string]any{"case_ids": "pseudonyms", "key_id": keyID(key), "dicom_profile": deid.Method, "plugins_read": "copies rewritten from voxels and geometry alone"}); err != nil {
 			return err
 		}
 	}
@@ -126,6 +126,9 @@ func (r *Runner) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.handOver(ctx); err != nil {
+		return err
+	}
 	fp, contract, err := profile.Profile(ctx, r.task, d, labels)
 	if err != nil {
 		return err
@@ -167,6 +170,9 @@ func (r *Runner) load(ctx context.Context) error {
 		return err
 	}
 	if err := readJSON(r.path("labels.json"), &r.labels); err != nil {
+		return err
+	}
+	if err := r.handOver(ctx); err != nil {
 		return err
 	}
 	fl, err := folds.Load(r.path("folds.json"))

@@ -8,6 +8,7 @@
 //	audit.db          the hash-chained audit log (amid/host/audit)
 //	task.yaml         the task definition, copied
 //	deid.key, cases/  a de-identified run's secret key and pseudonymous links to its cases
+//	deid/             a de-identified run's copies of its cases, which its plugins read
 //	labels/           canonical labels (amid/host/ingest)
 //	fingerprint.json  the dataset fingerprint; contract.json the data contract
 //	folds.json        the locked folds
@@ -133,6 +134,9 @@ type Runner struct {
 	audit   *audit.Log
 	store   *store.Store
 	exec    Executor
+	// handed is what the plugins read of the cases in a de-identified run (deid.go); nil
+	// otherwise, when they read the cases themselves.
+	handed *handed
 	// mu guards the state while lanes train side by side.
 	mu     sync.Mutex
 	began  time.Time

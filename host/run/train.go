@@ -253,6 +253,15 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 	if err != nil {
 		return nil, err
 	}
+	train, err := r.handed.casesOf(s.train)
+	if err != nil {
+		return nil, err
+	}
+	val, err := r.handed.casesOf(s.val)
+	if err != nil {
+		return nil, err
+	}
+	labels := r.handed.labelsOf(r.labels)
 	id := s.audit
 	bound := ""
 	if s.limit > 0 {
@@ -263,7 +272,7 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 	var t0, t1 time.Time
 	var s0, s1 int64
 	res, err := r.exec.Train(ctx, &TrainJob{RunID: r.st.ID, ID: id, Entry: entry, Request: protocol.TrainRequest{
-		Task: pt, Config: s.cfg, Train: protoCases(s.train, r.labels), Validation: protoCases(s.val, r.labels),
+		Task: pt, Config: s.cfg, Train: protoCases(train, labels), Validation: protoCases(val, labels),
 		WorkDir: s.work, ResumeFrom: s.resume, Seed: s.seed, TimeLimit: s.limit, Until: s.until,
 	}, Memory: s.lane.Schedule.Memory}, s.place, func(p *protocol.Progress) {
 		now := r.now()
@@ -405,6 +414,9 @@ func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, c
 func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
 	entry, err := r.env.Catalog.Find(plugin)
 	if err != nil {
+		return nil, err
+	}
+	if cases, err = r.handed.casesOf(cases); err != nil {
 		return nil, err
 	}
 	return r.exec.Predict(ctx, &PredictJob{Entry: entry, Task: r.task, Config: cfg, Checkpoint: ckpt, Cases: cases, Out: out})
