@@ -18,6 +18,7 @@ import (
 	"amid/host/export"
 	"amid/host/run"
 	"amid/host/task"
+	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -151,29 +152,21 @@ func (d *reviewData) Reviewed() int {
 	return n
 }
 
-// dice is the Dice coefficient of two label images over their labelled voxels: a voxel
-// agrees when both carry the same non-zero label. Two empty images score 1.
-func dice(pred, truth *volume.Volume) (float64, error) {
+// dice is the Dice of a prediction against its truth as the run validated it: the mean
+// Dice over the labels under the rule of the task's grader (metrics.MeanDice).
+func dice(pred, truth *volume.Volume, rule metrics.DiceRule) (float64, error) {
 	if pred.NumVoxels() != truth.NumVoxels() {
 		return 0, fmt.Errorf("prediction has %d voxels, truth %d", pred.NumVoxels(), truth.NumVoxels())
 	}
-	var inter, np, nt float64
-	for i := 0; i < pred.NumVoxels(); i++ {
-		p, t := pred.AtIndex(i*pred.Dims[3]), truth.AtIndex(i*truth.Dims[3])
-		if p != 0 {
-			np++
-		}
-		if t != 0 {
-			nt++
-		}
-		if p != 0 && p == t {
-			inter++
-		}
+	p, t := make([]int64, pred.NumVoxels()), make([]int64, truth.NumVoxels())
+	for i := range p {
+		p[i], t[i] = int64(pred.AtIndex(i*pred.Dims[3])), int64(truth.AtIndex(i*truth.Dims[3]))
 	}
-	if np+nt == 0 {
-		return 1, nil
+	lo, err := metrics.CountLabels(t, p)
+	if err != nil {
+		return 0, err
 	}
-	return 2 * inter / (np + nt), nil
+	return metrics.MeanDice(lo, rule), nil
 }
 
 // Review filters.
@@ -312,10 +305,11 @@ func (s *reviewScreen) applyFilter() {
 		if math.IsNaN(d.Validation[0].Dice) {
 			s.info.SetText("Scoring the validation cases…")
 			cases := d.Validation
+			rule := metrics.DiceRuleOf(d.Spec.Challenge)
 			go func() {
 				scores := make([]float64, len(cases))
 				for i, c := range cases {
-					scores[i] = caseDice(c)
+					scores[i] = caseDice(c, rule)
 				}
 				s.a.do(func() {
 					for i, c := range cases {
@@ -349,9 +343,9 @@ func (s *reviewScreen) applyFilter() {
 	s.list.Refresh()
 }
 
-// caseDice reads a validation case's prediction and truth and scores them; +Inf when they
-// cannot be read, so that the worst-first order sorts them last.
-func caseDice(c *reviewCase) float64 {
+// caseDice reads a validation case's prediction and truth and scores them under rule; +Inf
+// when they cannot be read, so that the worst-first order sorts them last.
+func caseDice(c *reviewCase, rule metrics.DiceRule) float64 {
 	p, err := imageio.Read(c.Pred)
 	if err != nil {
 		return math.Inf(1)
@@ -360,7 +354,7 @@ func caseDice(c *reviewCase) float64 {
 	if err != nil {
 		return math.Inf(1)
 	}
-	d, err := dice(p, t)
+	d, err := dice(p, t, rule)
 	if err != nil {
 		return math.Inf(1)
 	}

@@ -24,6 +24,7 @@ import (
 	"amid/host/schedule"
 	"amid/host/synth"
 	"amid/plugins/compute"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/viewer/bridge"
 	"amid/viewer/imageio"
@@ -474,12 +475,12 @@ func TestReviewAndExport(t *testing.T) {
 
 func TestDice(t *testing.T) {
 	p, tr := labelVol(t, []uint8{0, 1, 1, 2}), labelVol(t, []uint8{0, 1, 2, 2})
-	// Agreeing labelled voxels: 1 and 3; labelled: 3 + 3. Dice = 2·2/6.
-	if d, err := dice(p, tr); err != nil || math.Abs(d-4.0/6) > 1e-12 {
+	// Label 1: 1 voxel shared of 2 + 1, Dice 2/3; label 2: 1 shared of 1 + 2, Dice 2/3.
+	if d, err := dice(p, tr, metrics.DiceUnion); err != nil || math.Abs(d-4.0/6) > 1e-12 {
 		t.Errorf("dice = %v, %v; want 2/3", d, err)
 	}
 	z := labelVol(t, []uint8{0, 0, 0, 0})
-	if d, _ := dice(z, z); d != 1 {
+	if d, _ := dice(z, z, metrics.DiceUnion); d != 1 {
 		t.Errorf("two empty images: %v, want 1", d)
 	}
 }

@@ -6,11 +6,14 @@
 // Each kind has one primary validation metric, the one that decides which lane wins; it
 // follows the challenge's metric family:
 //
-//   - segmentation: mean over cases of the mean Dice over the foreground labels present in
-//     the ground truth or the prediction (a case with neither scores 1); instance
-//     segmentation: mean F1 at IoU 0.5 after Hungarian matching (NeurIPS-CellSeg);
+//   - segmentation: mean over cases of the mean Dice over the case's labels under the rule of
+//     the task's grader (amid/plugins/metrics.MeanDice, DiceRuleOf: for a task of the user's
+//     own, the labels present in the ground truth or the prediction, a case with neither
+//     scoring 1); instance segmentation: mean F1 at IoU 0.5 after Hungarian matching
+//     (NeurIPS-CellSeg);
 //   - detection: boxes, COCO AP@[.5:.95] averaged over the attributes (DENTEX); points,
-//     macro F1 over the point classes within the point radius (PUMA); a 3D box, mean IoU;
+//     macro F1 over the point classes within the point radius under the rule of the task's
+//     grader (metrics.PointsF1, PointsRuleOf: PUMA); a 3D box, mean IoU;
 //   - classification: balanced accuracy of each group's joint variant (TopCoW), or of each
 //     attribute, averaged;
 //   - iqa: |PLCC| + |SROCC| + |KROCC| (LDCT-IQA);
@@ -23,9 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 
 	"amid/plugins/metrics"
@@ -85,7 +86,7 @@ func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, erro
 		var cs classStats
 		sc, err := perCase(ctx, pairs, "dice", func(p, l *volume.Volume) (float64, error) {
 			cs.add(p, l)
-			return meanDice(p, l)
+			return meanDice(p, l, metrics.DiceRuleOf(s.Challenge))
 		})
 		if err != nil {
 			return nil, err
@@ -171,39 +172,13 @@ func ints(v *volume.Volume) []int32 {
 	return out
 }
 
-func meanDice(p, l *volume.Volume) (float64, error) {
-	pv, lv := ints(p), ints(l)
-	inter := map[int32]int{}
-	np := map[int32]int{}
-	nl := map[int32]int{}
-	for i := range pv {
-		if pv[i] != 0 {
-			np[pv[i]]++
-		}
-		if lv[i] != 0 {
-			nl[lv[i]]++
-			if pv[i] == lv[i] {
-				inter[lv[i]]++
-			}
-		}
+// meanDice is the case's mean Dice over its labels under the rule of the task's grader.
+func meanDice(p, l *volume.Volume, rule metrics.DiceRule) (float64, error) {
+	lo, err := metrics.CountLabels(ints(l), ints(p))
+	if err != nil {
+		return 0, err
 	}
-	present := map[int32]bool{}
-	for k := range np {
-		present[k] = true
-	}
-	for k := range nl {
-		present[k] = true
-	}
-	if len(present) == 0 {
-		return 1, nil
-	}
-	// Summed in label order: a map's order changes from run to run, and with it the last
-	// bit of the sum, which a schedule comparing two runs' scores would see.
-	var sum float64
-	for _, k := range slices.Sorted(maps.Keys(present)) {
-		sum += 2 * float64(inter[k]) / float64(np[k]+nl[k])
-	}
-	return sum / float64(len(present)), nil
+	return metrics.MeanDice(lo, rule), nil
 }
 
 // classStats pools a segmentation's voxels over cases: per label the voxels predicted, the
@@ -299,9 +274,9 @@ func box3D(pairs []Pair, anns [][2]*taskspec.Annotation) *Score {
 func points(s *taskspec.Spec, anns [][2]*taskspec.Annotation) *Score {
 	radius := s.PointRadius
 	if radius <= 0 {
-		radius = 15
+		radius = metrics.PUMAMatchRadius
 	}
-	per := make([]map[string]metrics.PointCounts, len(anns))
+	truth, pred := make([][]metrics.Nucleus, len(anns)), make([][]metrics.Nucleus, len(anns))
 	conv := func(ps []taskspec.Point) []metrics.Nucleus {
 		out := make([]metrics.Nucleus, len(ps))
 		for i, p := range ps {
@@ -310,9 +285,9 @@ func points(s *taskspec.Spec, anns [][2]*taskspec.Annotation) *Score {
 		return out
 	}
 	for i, a := range anns {
-		per[i] = metrics.PUMAMatch(conv(a[1].Points), conv(a[0].Points), radius, false)
+		truth[i], pred[i] = conv(a[1].Points), conv(a[0].Points)
 	}
-	f1, byClass := metrics.PUMAMacroF1(per, s.Points, 0)
+	f1, byClass := metrics.PointsF1(truth, pred, s.Points, radius, metrics.PointsRuleOf(s.Challenge, false))
 	return &Score{Metric: "macro_f1", Value: f1, Cases: len(anns), Extra: byClass}
 }
 

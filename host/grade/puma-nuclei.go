@@ -26,7 +26,7 @@ func gradePUMAT1Nuclei(ctx context.Context, subDir, ansDir string, _ Options) (*
 		}
 		return metrics.PUMAT1Class(s), true, nil
 	}
-	return gradePUMANuclei(ctx, "puma-track1-task2", subDir, ansDir, norm, metrics.PUMAT1Classes, false, metrics.PUMAAllImages)
+	return gradePUMANuclei(ctx, "puma-track1-task2", subDir, ansDir, norm, metrics.PUMAT1Classes, metrics.PointsRuleOf("puma-track1-task2", false))
 }
 
 // gradePUMAT2Nuclei grades PUMA track 2 nuclei detection (rexmle.md §6.8): 10 classes. The
@@ -42,15 +42,12 @@ func gradePUMAT2Nuclei(ctx context.Context, subDir, ansDir string, opt Options) 
 		c, ok := metrics.PUMAT2Class(s)
 		return c, ok, nil
 	}
-	if opt.Official {
-		return gradePUMANuclei(ctx, "puma-track2-task2", subDir, ansDir, norm, metrics.PUMAT2Classes, false, metrics.PUMAOfficial)
-	}
-	return gradePUMANuclei(ctx, "puma-track2-task2", subDir, ansDir, norm, metrics.PUMAT2Classes, true, metrics.PUMAPresentImages)
+	return gradePUMANuclei(ctx, "puma-track2-task2", subDir, ansDir, norm, metrics.PUMAT2Classes, metrics.PointsRuleOf("puma-track2-task2", opt.Official))
 }
 
 type pumaNorm func(raw any) (class string, keep bool, err error)
 
-func gradePUMANuclei(ctx context.Context, id, subDir, ansDir string, norm pumaNorm, classes []string, inclusive bool, avg metrics.PUMAAveraging) (*Result, error) {
+func gradePUMANuclei(ctx context.Context, id, subDir, ansDir string, norm pumaNorm, classes []string, rule metrics.PointsRule) (*Result, error) {
 	at, ids, err := ReadAnswers(ansDir, "case_id", "label_path")
 	if err != nil {
 		return nil, err
@@ -61,7 +58,7 @@ func gradePUMANuclei(ctx context.Context, id, subDir, ansDir string, norm pumaNo
 	if s == nil || !s.Table.Has("predicted_nuclei_path") || !s.Table.Has("case_id") {
 		return Invalid(p.List()), nil
 	}
-	var images []map[string]metrics.PointCounts
+	var gts, preds [][]metrics.Nucleus
 	for _, cid := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -78,12 +75,12 @@ func gradePUMANuclei(ctx context.Context, id, subDir, ansDir string, norm pumaNo
 		if err != nil {
 			return nil, fmt.Errorf("grade: %s answers %s: %w", id, gtPath[cid], err)
 		}
-		images = append(images, metrics.PUMAMatch(gt, pred, metrics.PUMAMatchRadius, inclusive))
+		gts, preds = append(gts, gt), append(preds, pred)
 	}
 	if !p.Empty() {
 		return Invalid(p.List()), nil
 	}
-	macro, per := metrics.PUMAMacroF1(images, classes, avg)
+	macro, per := metrics.PointsF1(gts, preds, classes, metrics.PUMAMatchRadius, rule)
 	m := map[string]float64{"f1": macro, "macro_f1": macro}
 	for c, v := range per {
 		m["f1_"+c] = v

@@ -127,9 +127,8 @@ func topbrainCase(gt, pred []uint8, dims [3]int, sp [3]float64, sideRoad []int64
 	for _, l := range labels {
 		o := lo[l]
 		gm, pm = metrics.LabelMask(gt, l, gm), metrics.LabelMask(pred, l, pm)
-		d, c := 0.0, 0.0
+		c := 0.0
 		if o.GT > 0 && o.Pred > 0 {
-			d = o.Dice(0)
 			if c, err = metrics.ClDice(pm, gm, dims, metrics.SkeletonXYZ); err != nil {
 				return out, nil, err
 			}
@@ -142,13 +141,13 @@ func topbrainCase(gt, pred []uint8, dims [3]int, sp [3]float64, sideRoad []int64
 		if err != nil {
 			return out, nil, err
 		}
-		per[0] = append(per[0], d)
 		per[1] = append(per[1], c)
 		per[2] = append(per[2], float64(e))
 		per[3] = append(per[3], h)
 		per[4] = append(per[4], float64(metrics.InvalidNeighbours(neigh, valid, l)))
 	}
-	for k := range out {
+	out[0] = metrics.MeanDice(lo, metrics.DiceTopBrain)
+	for k := 1; k < len(out); k++ {
 		out[k] = metrics.NumpyMean(per[k])
 	}
 	v := make([]metrics.Detection, len(sideRoad))

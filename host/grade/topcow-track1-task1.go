@@ -61,7 +61,7 @@ func topcowSegGrader(id string) Grader {
 				return err
 			}
 			classes := lo.GTLabels()
-			dice = append(dice, metrics.ClassAverageDiceTopCoW(lo))
+			dice = append(dice, metrics.MeanDice(lo, metrics.DiceRuleOf(id)))
 			c, err := metrics.ClDice(binarise01(pred), binarise01(gt), dims, metrics.SkeletonZYX)
 			if err != nil {
 				return err

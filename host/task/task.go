@@ -488,6 +488,7 @@ func (t *Task) Spec() *taskspec.Spec {
 		ID: t.ID, Kind: t.Kind, Dims: t.Dims, Modality: t.Modality, Channels: t.Channels,
 		Labels: t.Labels, Instances: t.Instances, Attributes: t.Attributes, Points: t.Points,
 		PointRadius: t.PointRadius, Box3D: t.Box3D, Score: t.Score, Metric: t.Metric.Name,
+		Challenge: t.Challenge,
 	}
 	if t.Submission.FileColumn != "" {
 		s.Output = Suffix(t.Submission.Path)

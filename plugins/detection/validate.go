@@ -8,6 +8,7 @@ import (
 
 	"amid/plugins/engine"
 	"amid/plugins/internal/device"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
 )
@@ -93,7 +94,7 @@ func tune(ctx context.Context, path string, req *protocol.TrainRequest, rec *sav
 	case modePoints:
 		radius := rec.Spec.PointRadius
 		if radius == 0 {
-			radius = 15 // PUMA's matching distance
+			radius = metrics.PUMAMatchRadius
 		}
 		best, bestThr := -1.0, c.Threshold
 		thrs := []float64{c.Threshold}
@@ -104,7 +105,7 @@ func tune(ctx context.Context, path string, req *protocol.TrainRequest, rec *sav
 			}
 		}
 		for _, t := range thrs {
-			if f := pointsF1(preds, refs, rec.Spec.Points, radius, t); f > best {
+			if f := pointsF1(preds, refs, rec.Spec.Points, radius, t, metrics.PointsRuleOf(rec.Spec.Challenge, false)); f > best {
 				best, bestThr = f, t
 			}
 		}
@@ -286,56 +287,22 @@ func meanAP(preds, refs []*taskspec.Annotation, cat func(taskspec.Box) int) floa
 	return sum / float64(n)
 }
 
-// pointsF1 is the macro F1 over classes (averaged over the images where the class
-// occurs) of the points scoring at least thr: each reference point, in order, takes the
-// unmatched prediction of its class within radius of highest score, as PUMA's evaluation
-// matches.
-func pointsF1(preds, refs []*taskspec.Annotation, classes []string, radius, thr float64) float64 {
-	var total float64
-	for _, cl := range classes {
-		var s float64
-		var k int
-		for i, p := range preds {
-			var cand []taskspec.Point
-			for _, q := range p.Points {
-				if q.Class == cl && q.Score >= thr {
-					cand = append(cand, q)
-				}
-			}
-			used := make([]bool, len(cand))
-			var tp, fn int
-			for _, g := range refs[i].Points {
-				if g.Class != cl {
-					continue
-				}
-				bj := -1
-				for j, q := range cand {
-					if used[j] || math.Hypot(q.X-g.X, q.Y-g.Y) >= radius {
-						continue
-					}
-					if bj < 0 || q.Score > cand[bj].Score {
-						bj = j
-					}
-				}
-				if bj >= 0 {
-					used[bj] = true
-					tp++
-				} else {
-					fn++
-				}
-			}
-			fp := len(cand) - tp
-			if tp+fp+fn == 0 {
-				continue
-			}
-			k++
-			if tp > 0 {
-				s += 2 * float64(tp) / float64(2*tp+fp+fn)
-			}
-		}
-		if k > 0 {
-			total += s / float64(k)
+// pointsF1 is the macro F1 over classes of the points scoring at least thr, matched within
+// radius and averaged under rule, the rule of the task's grader (metrics.PointsF1).
+func pointsF1(preds, refs []*taskspec.Annotation, classes []string, radius, thr float64, rule metrics.PointsRule) float64 {
+	truth, pred := make([][]metrics.Nucleus, len(refs)), make([][]metrics.Nucleus, len(preds))
+	for i, r := range refs {
+		for _, q := range r.Points {
+			truth[i] = append(truth[i], metrics.Nucleus{Class: q.Class, X: q.X, Y: q.Y, Score: q.Score})
 		}
 	}
-	return total / float64(len(classes))
+	for i, p := range preds {
+		for _, q := range p.Points {
+			if q.Score >= thr {
+				pred[i] = append(pred[i], metrics.Nucleus{Class: q.Class, X: q.X, Y: q.Y, Score: q.Score})
+			}
+		}
+	}
+	f1, _ := metrics.PointsF1(truth, pred, classes, radius, rule)
+	return f1
 }

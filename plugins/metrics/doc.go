@@ -19,8 +19,8 @@
 //
 // The volumetric half covers the 3D segmentation and detection tasks:
 //
-//   - overlap*.go: Dice with each grader's empty-mask rule, per-label and class-average Dice
-//     over GT labels (TopCoW) or GT ∪ prediction labels (TopBrain), micro Dice, the ISLES'22
+//   - overlap*.go: Dice with each grader's empty-mask rule, per-label counts (the
+//     class-average Dice over GT labels or GT ∪ prediction labels is MeanDice), micro Dice, the ISLES'22
 //     lesion-wise F1, lesion-count and volume differences, mean and median aggregation.
 //   - components*.go: 3D connected components with 6, 18 or 26 connectivity (run-based
 //     union-find, numbered in raster order like scipy.ndimage.label and skimage.measure.label).
@@ -37,6 +37,16 @@
 //     and group-2 detection F1 and the simplified TopCoW topology match of the ReX graders.
 //   - box3d*.go: 3D box IoU as the ReX-MLE TopCoW grader computes it (boxes dilated
 //     outward) and as the official TopCoW code does (inward shells), both exact in closed form.
+//
+// # One definition, the grader's rule as a parameter
+//
+// rules.go holds the conventions in which graders differ (DiceRule: which labels a case's
+// mean Dice averages and what a case without labels scores; PointsRule: the points
+// matching distance and averaging) with the single MeanDice and PointsF1 that take them.
+// Graders, the host's validation, the plugins' validation and the desktop's Review screen all
+// call these with the rule of the task's grader (DiceRuleOf, PointsRuleOf of
+// taskspec.Spec.Challenge); amid/plugins/metrics/metricstest holds the cases each of them is
+// tested on, with the numbers worked out by hand.
 //
 // Where a ReX-MLE grader departs from the official challenge code (SEG.A distances in voxels,
 // TopCoW boxes dilated outward, HD95 taken in one direction only), both are offered under

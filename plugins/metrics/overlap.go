@@ -146,41 +146,6 @@ func (lo LabelOverlaps) AllLabels() []int64 {
 	return ls
 }
 
-// ClassAverageDiceTopCoW is the ReX-MLE TopCoW class-average Dice: classes are the labels
-// present in the ground truth only (prediction-only labels are ignored, unlike the
-// official TopCoW code), per class 2I/(G+P+1e-7), averaged; 1 when the ground truth has no
-// label.
-func ClassAverageDiceTopCoW(lo LabelOverlaps) float64 {
-	ls := lo.GTLabels()
-	if len(ls) == 0 {
-		return 1
-	}
-	d := make([]float64, len(ls))
-	for i, l := range ls {
-		d[i] = lo[l].DiceEps(1e-7)
-	}
-	return NumpyMean(d)
-}
-
-// ClassAverageDiceTopBrain is the ReX-MLE TopBrain class-average Dice: labels are the
-// union of ground-truth and predicted labels, per label Dice 2I/(G+P) and 0 when the label
-// is missing from either map, averaged; 0 when neither map has a label.
-func ClassAverageDiceTopBrain(lo LabelOverlaps) float64 {
-	ls := lo.AllLabels()
-	if len(ls) == 0 {
-		return 0
-	}
-	d := make([]float64, len(ls))
-	for i, l := range ls {
-		o := lo[l]
-		if o.GT == 0 || o.Pred == 0 {
-			continue
-		}
-		d[i] = o.Dice(0)
-	}
-	return NumpyMean(d)
-}
-
 // MicroDice pools the counts of every case and class before taking Dice per class, then
 // averages the classes: the PUMA tissue formula with eps = 1e-5. counts[c] are the pooled
 // counts of class c.

@@ -253,8 +253,8 @@ func TestClassDiceGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, c.Want, "class_dice_topcow", ClassAverageDiceTopCoW(lo))
-			check(t, c.Want, "class_dice_topbrain", ClassAverageDiceTopBrain(lo))
+			check(t, c.Want, "class_dice_topcow", MeanDice(lo, DiceTopCoW))
+			check(t, c.Want, "class_dice_topbrain", MeanDice(lo, DiceTopBrain))
 			labels := c.Want["labels"].(map[string]any)
 			if len(labels) != len(lo.AllLabels()) {
 				t.Errorf("%d labels, reference %d", len(lo.AllLabels()), len(labels))
@@ -312,13 +312,13 @@ func TestDiceRules(t *testing.T) {
 	}
 	// TopCoW: a class only in the prediction is ignored; TopBrain counts it as 0.
 	lo := LabelOverlaps{1: {GT: 10, Pred: 10, Inter: 10}, 2: {Pred: 5}}
-	if got := ClassAverageDiceTopCoW(lo); !closeTo(got, 20/(20+1e-7)) {
+	if got := MeanDice(lo, DiceTopCoW); !closeTo(got, 20/(20+1e-7)) {
 		t.Errorf("TopCoW class Dice %v", got)
 	}
-	if got := ClassAverageDiceTopBrain(lo); got != 0.5 {
+	if got := MeanDice(lo, DiceTopBrain); got != 0.5 {
 		t.Errorf("TopBrain class Dice %v, want (1+0)/2", got)
 	}
-	if ClassAverageDiceTopCoW(LabelOverlaps{}) != 1 || ClassAverageDiceTopBrain(LabelOverlaps{}) != 0 {
+	if MeanDice(LabelOverlaps{}, DiceTopCoW) != 1 || MeanDice(LabelOverlaps{}, DiceTopBrain) != 0 {
 		t.Error("no-label rules not applied")
 	}
 }

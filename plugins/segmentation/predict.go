@@ -14,6 +14,7 @@ import (
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
 	"amid/plugins/internal/device"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/segmentation/plan"
 	"amid/plugins/taskspec"
@@ -371,22 +372,23 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 }
 
 // validate scores the checkpoint on cases. For classes, "dice" is the mean over cases of
-// the mean Dice over the foreground classes of the network's label map, and "dice_lcc",
-// "dice_small" and "dice_fill" the same after each post-processing option, so that the
-// host can choose one (config postprocess). For instances, "f1" is the mean F1 of instance
-// matching at IoU > 0.5 and "dice" the mean foreground Dice.
-func validate(ctx context.Context, path string, cases []protocol.Case, log device.Log) (map[string]float64, error) {
+// the mean Dice over the classes of the network's label map under rule, the rule of the
+// task's grader (metrics.MeanDice), and "dice_lcc", "dice_small" and "dice_fill" the same
+// after each post-processing option, so that the host can choose one (config postprocess).
+// For instances, "f1" is the mean NeurIPS-CellSeg F1 at IoU 0.5 (metrics.CellSegF1) and
+// "dice" the mean foreground Dice.
+func validate(ctx context.Context, path string, cases []protocol.Case, rule metrics.DiceRule, log device.Log) (map[string]float64, error) {
 	var sums map[string]float64
 	_, err := device.Predict(0, log, func(be engine.Backend) error {
 		var err error
-		sums, err = scoreCases(ctx, be, path, cases)
+		sums, err = scoreCases(ctx, be, path, cases, rule)
 		return err
 	})
 	return sums, err
 }
 
 // scoreCases is validate's work on be.
-func scoreCases(ctx context.Context, be engine.Backend, path string, cases []protocol.Case) (map[string]float64, error) {
+func scoreCases(ctx context.Context, be engine.Backend, path string, cases []protocol.Case, rule metrics.DiceRule) (map[string]float64, error) {
 	m, err := load(be, path, nil)
 	if err != nil {
 		return nil, err
@@ -417,16 +419,12 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 			if err != nil {
 				return nil, fmt.Errorf("label %s: %w", c.Label, err)
 			}
-			got := infer.Instances(cls, dims, m.cfg.MinComponent)
-			sums["f1"] += instanceF1(got, want)
-			fg := func(ids []int32) []int32 {
-				out := make([]int32, len(ids))
-				for i, id := range ids {
-					out[i] = min(id, 1)
-				}
-				return out
+			f1, d, err := instanceScores(infer.Instances(cls, dims, m.cfg.MinComponent), want, dims)
+			if err != nil {
+				return nil, fmt.Errorf("case %s: %w", c.ID, err)
 			}
-			sums["dice"] += dice(fg(got), fg(want), 2)
+			sums["f1"] += f1
+			sums["dice"] += d
 			continue
 		}
 		want, err := classIndex(ref, m.cfg.Labels)
@@ -434,7 +432,11 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 			return nil, fmt.Errorf("label %s: %w", c.Label, err)
 		}
 		for _, p := range postprocessing {
-			sums[p.key] += dice(post(p.name, cls, dims, m.cfg.MinComponent), want, len(m.cfg.Labels))
+			d, err := classDice(post(p.name, cls, dims, m.cfg.MinComponent), want, rule)
+			if err != nil {
+				return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			}
+			sums[p.key] += d
 		}
 	}
 	for k := range sums {
@@ -460,55 +462,33 @@ func classIndex(ref *volume.Volume, labels []int) ([]int32, error) {
 	return out, nil
 }
 
-// dice is the mean Dice of the class maps pred and ref over classes 1..K-1; a class absent
-// from both scores 1.
-func dice(pred, ref []int32, K int) float64 {
-	inter, a, b := make([]int, K), make([]int, K), make([]int, K)
-	for i, p := range pred {
-		r := ref[i]
-		a[p]++
-		b[r]++
-		if p == r {
-			inter[p]++
-		}
+// classDice is the mean Dice of the class maps pred and ref (class 0 is background) under
+// the grader's rule.
+func classDice(pred, ref []int32, rule metrics.DiceRule) (float64, error) {
+	lo, err := metrics.CountLabels(ref, pred)
+	if err != nil {
+		return 0, err
 	}
-	var total float64
-	for k := 1; k < K; k++ {
-		if a[k]+b[k] == 0 {
-			total++
-		} else {
-			total += 2 * float64(inter[k]) / float64(a[k]+b[k])
-		}
-	}
-	return total / float64(K-1)
+	return metrics.MeanDice(lo, rule), nil
 }
 
-// instanceF1 is the F1 score of matching the instances of pred to those of ref (ids > 0):
-// a pair matches when its IoU exceeds 0.5, which makes matches unique. Both empty
-// scores 1.
-func instanceF1(pred, ref []int32) float64 {
-	sp, sr := map[int32]int{}, map[int32]int{}
-	inter := map[[2]int32]int{}
-	for i, p := range pred {
-		r := ref[i]
-		if p > 0 {
-			sp[p]++
-		}
-		if r > 0 {
-			sr[r]++
-		}
-		if p > 0 && r > 0 {
-			inter[[2]int32{p, r}]++
-		}
+// instanceScores are a 2D image's NeurIPS-CellSeg F1 at IoU 0.5 of the instance ids pred
+// against ref (ids > 0) and the Dice of their foregrounds (1 when both are empty).
+func instanceScores(pred, ref []int32, dims [3]int) (f1, dice float64, err error) {
+	if dims[2] != 1 {
+		return 0, 0, fmt.Errorf("instance F1 is defined for 2D images, not %v", dims)
 	}
-	if len(sp)+len(sr) == 0 {
-		return 1
+	c, err := metrics.CellSegF1(ref, pred, dims[0], dims[1], []float64{0.5})
+	if err != nil {
+		return 0, 0, err
 	}
-	tp := 0
-	for k, n := range inter {
-		if 2*n > sp[k[0]]+sr[k[1]]-n { // IoU = n / (|p| + |r| − n) > 0.5
-			tp++
+	fg := func(ids []int32) []int32 {
+		out := make([]int32, len(ids))
+		for i, id := range ids {
+			out[i] = min(id, 1)
 		}
+		return out
 	}
-	return 2 * float64(tp) / float64(len(sp)+len(sr))
+	dice, err = classDice(fg(pred), fg(ref), metrics.DiceUnion)
+	return c[0].F1, dice, err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -107,7 +108,11 @@ func TestQuality(t *testing.T) {
 				}
 				g, _ := classIndex(got, tk.labels)
 				w, _ := classIndex(ref, tk.labels)
-				sum += dice(g, w, len(tk.labels))
+				d, err := classDice(g, w, metrics.DiceUnion)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += d
 			}
 			loss := 0.0
 			if last != nil {

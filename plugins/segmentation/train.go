@@ -11,6 +11,7 @@ import (
 	"amid/plugins/engine/data"
 	"amid/plugins/internal/device"
 	"amid/plugins/internal/training"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
 	"amid/plugins/segmentation/plan"
@@ -143,6 +144,14 @@ func withPriors(ctx context.Context, c config, cases []protocol.Case, src []data
 func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.Source, ch int, low *lowres, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 	prog := device.NewProgress(send)
 	clock := sdk.NewClock(req)
+	sp, err := spec(req.Task)
+	if err != nil {
+		return nil, fmt.Errorf("segmentation train: %w", err)
+	}
+	rule := metrics.DiceUnion // a task without a spec has no grader
+	if sp != nil {
+		rule = metrics.DiceRuleOf(sp.Challenge)
+	}
 	if low != nil {
 		if err := withPriors(ctx, c, req.Train, src, ch, prog.Log); err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
@@ -151,7 +160,7 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 	return device.TrainLoop("segmentation", prog.Log, c, req, shrink, func(be engine.Backend, c config, resume string) (*training.Loop, error) {
 		return train(ctx, be, req, c, src, ch, low, clock, prog.Send, resume)
 	}, func(final string, cases []protocol.Case) (map[string]float64, error) {
-		return validate(ctx, final, cases, prog.Log)
+		return validate(ctx, final, cases, rule, prog.Log)
 	})
 }
 

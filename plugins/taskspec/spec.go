@@ -75,6 +75,10 @@ type Spec struct {
 	Output string `json:"output,omitempty"`
 	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
 	Metric string `json:"metric,omitempty"`
+	// Challenge is the ReX-MLE challenge id whose grader scores the task (empty for a task
+	// of the user's own): validation scores with that grader's rules
+	// (amid/plugins/metrics.DiceRuleOf, PointsRuleOf).
+	Challenge string `json:"challenge,omitempty"`
 	// LaneSeconds, set in a Plan request, is the time a lane trains in its first round
 	// (its share of the exploration time): a plugin plans each lane small enough to make
 	// MinSteps steps in it, and leaves out, saying why, a lane that cannot at its smallest
