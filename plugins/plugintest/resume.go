@@ -74,14 +74,14 @@ func same(t testing.TB, what string, got, whole losses, from int64) {
 // reports bit-identical losses in both: the resumed run had the same weights, optimizer
 // state, learning rate and batches (the data order went on). req must report every step
 // (report_every 1) and write an epoch checkpoint before its last step.
-func CheckResume(t *testing.T, train Trainer, req *protocol.TrainRequest) {
+func CheckResume(t testing.TB, train Trainer, req *protocol.TrainRequest) {
 	t.Helper()
 	whole, cks, _ := run(t, train, req, "resume: the uninterrupted run")
 	checkResume(t, train, req, whole, cks)
 }
 
 // checkResume is CheckResume given the uninterrupted run's losses and epoch checkpoints.
-func checkResume(t *testing.T, train Trainer, req *protocol.TrainRequest, whole losses, cks []checkpoint) {
+func checkResume(t testing.TB, train Trainer, req *protocol.TrainRequest, whole losses, cks []checkpoint) {
 	t.Helper()
 	if len(cks) == 0 {
 		t.Errorf("resume: no epoch checkpoint in %d steps: the check would prove nothing; the configuration must write one before its last step", whole.last())
@@ -100,14 +100,14 @@ func checkResume(t *testing.T, train Trainer, req *protocol.TrainRequest, whole 
 // round ends at step until and every step of the second reports bit-identical losses to the
 // uninterrupted run's: the learning rate followed the schedule over the configured steps
 // and the data order went on. req must report every step (report_every 1).
-func CheckRounds(t *testing.T, train Trainer, req *protocol.TrainRequest, until int64) {
+func CheckRounds(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64) {
 	t.Helper()
 	whole, _, _ := run(t, train, req, "rounds: the uninterrupted run")
 	checkRounds(t, train, req, until, whole)
 }
 
 // checkRounds is CheckRounds given the uninterrupted run's losses.
-func checkRounds(t *testing.T, train Trainer, req *protocol.TrainRequest, until int64, whole losses) {
+func checkRounds(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64, whole losses) {
 	t.Helper()
 	if until < 1 || until >= whole.last() {
 		t.Errorf("rounds: the first round's last step %d is not inside the uninterrupted run's %d steps", until, whole.last())
@@ -129,7 +129,7 @@ func checkRounds(t *testing.T, train Trainer, req *protocol.TrainRequest, until 
 // checkTraining trains req once and checks resuming from its first epoch checkpoint
 // (CheckResume) and training it in two rounds split after step until, or after half its
 // steps when until is 0 (CheckRounds).
-func checkTraining(t *testing.T, train Trainer, req *protocol.TrainRequest, until int64) {
+func checkTraining(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64) {
 	t.Helper()
 	whole, cks, _ := run(t, train, req, "resume and rounds: the uninterrupted run")
 	checkResume(t, train, req, whole, cks)
