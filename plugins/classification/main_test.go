@@ -130,6 +130,7 @@ func TestConformance(t *testing.T) {
 		Cases:        volumeCases(t, 3, 1),
 		TrainConfig:  tiny("variant", 6, 3, 2),
 		CancelConfig: tiny("variant", 100000, 2, 1),
+		RoundsConfig: tiny("variant", 6, 3, 1), // every step reported, a checkpoint at step 3 of 6
 	})
 }
 
@@ -137,6 +138,7 @@ func TestConformancePrior(t *testing.T) {
 	tk := task(t)
 	plugintest.Run(t, binary, &plugintest.Options{
 		Task: &tk, Cases: volumeCases(t, 3, 2), TrainConfig: []byte(`{"lane":"prior"}`), CancelConfig: []byte(`{"lane":"prior"}`),
+		NoRounds: "the prior lane's one step counts the training labels; it has no steps to resume or split",
 	})
 }
 

@@ -147,6 +147,7 @@ func TestConformance(t *testing.T) {
 		Cases:        usCases(t, 3, 1),
 		TrainConfig:  tiny(6, 3, 2),
 		CancelConfig: tiny(100000, 2, 1),
+		RoundsConfig: tiny(6, 3, 1), // every step reported, a checkpoint at step 3 of 6
 	})
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -143,6 +144,18 @@ func TestSnapOnWithoutValidation(t *testing.T) {
 func TestResumeSameBatches(t *testing.T) {
 	req := &protocol.TrainRequest{Task: task(t), Config: tiny(4, 2, 1, `,"folds":2`), Train: sliceCases(t, 4, 6), WorkDir: t.TempDir(), Seed: 9}
 	plugintest.CheckResume(t, iqa{}.Train, req)
+}
+
+// TestRounds trains 2 folds of 4 steps in one run, and in two rounds split inside the
+// first fold (after step 2) and at the folds' boundary (after step 4): the first round
+// stops there and the second reports the uninterrupted run's losses bit for bit.
+func TestRounds(t *testing.T) {
+	for _, until := range []int64{2, 4} {
+		t.Run(fmt.Sprint(until), func(t *testing.T) {
+			req := &protocol.TrainRequest{Task: task(t), Config: tiny(4, 2, 1, `,"folds":2`), Train: sliceCases(t, 4, 6), WorkDir: t.TempDir(), Seed: 9}
+			plugintest.CheckRounds(t, iqa{}.Train, req, until)
+		})
+	}
 }
 
 // TestBadInput: each broken input is refused with an error naming the case and the

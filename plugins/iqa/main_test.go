@@ -118,6 +118,9 @@ func TestConformance(t *testing.T) {
 		Cases:        sliceCases(t, 4, 1),
 		TrainConfig:  tiny(6, 2, 2, `,"folds":2,"loss":{"mse":1,"rank":1}`),
 		CancelConfig: tiny(100000, 2, 1, ""),
+		// 2 folds of 4 steps, every step reported, an epoch checkpoint every 2: the rounds
+		// split at step 4, the folds' boundary (TestRounds splits inside a fold too).
+		RoundsConfig: tiny(4, 2, 1, `,"folds":2`),
 	})
 }
 

@@ -210,6 +210,9 @@ type ensemble struct {
 	ens     *cnn.Ensemble
 	loop    *training.Loop
 	start   int // the fold the loop starts in (later than 0 on resume)
+	// until is the request's last step of the whole run, counted over the folds as the
+	// loop reports them (protocol.TrainRequest.Until); 0: the last fold's last.
+	until int
 	// The model of the fold being trained, its loss, its optimizer and its trainer.
 	m    *cnn.Model
 	loss *engine.RegressionLoss
@@ -223,7 +226,7 @@ type ensemble struct {
 func newEnsemble(be engine.Backend, req *protocol.TrainRequest, resume string, rec *saved, imgs []*cnn.Image, scores []float64, clock *sdk.Clock, send func(*protocol.Progress) error) (*ensemble, error) {
 	c := rec.Config
 	e := &ensemble{c: c, rec: rec, imgs: imgs, fold: folds(len(imgs), c.Folds, c.Seed),
-		be: be, arch: c.Arch(rec.Channels, 1)}
+		be: be, arch: c.Arch(rec.Channels, 1), until: int(req.Until)}
 	for _, v := range scores {
 		e.targets = append(e.targets, float32(rec.scale(v)))
 	}
@@ -304,9 +307,11 @@ func (e *ensemble) split(f int) (train, held []int) {
 	return train, held
 }
 
-// trainFolds trains the folds from the loop's start to the last, or until the time limit,
-// and returns the out-of-fold predictions (scores) and whether every fold completed. The
-// record counts the members trained.
+// trainFolds trains the folds from the loop's start to the last, or until the time limit
+// or the request's last step (until), and returns the out-of-fold predictions (scores)
+// and whether every fold completed. The record counts the members trained. A run that
+// stops at a fold's end stops as the time limit does there: with the next fold's fresh
+// model and optimizer in its checkpoint, where a later round resumes.
 func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool, err error) {
 	c, l := e.c, e.loop
 	oof = make([]float64, len(e.imgs))
@@ -324,6 +329,13 @@ func (e *ensemble) trainFolds(ctx context.Context) (oof []float64, complete bool
 			}
 			e.ens.Members[f], e.ens.Current, e.ens.Opt = cnn.Live(e.m.Net), f, e.opt
 			l.Offset, l.At.Step = f*c.Steps, 0
+		}
+		if e.until > 0 {
+			if e.until <= f*c.Steps { // the request ended with the fold before
+				e.rec.Members = f
+				return oof, false, nil
+			}
+			l.Until = e.until - f*c.Steps // the loop keeps the schedule over c.Steps
 		}
 		train, held := e.split(f)
 		idx := make([]int, c.Batch)

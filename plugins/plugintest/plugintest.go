@@ -5,8 +5,11 @@
 // Run starts the binary the way the host does (go-plugin, gRPC, mutual TLS with the host's
 // per-start credentials, which the plugin must use) and checks Describe, Plan, Train
 // (progress, explicit final result, checkpoint on disk with a matching sha256), Predict (a
-// file for every case) and cancellation (Train stops within two seconds of a cancel and
-// keeps its last checkpoint).
+// file for every case), cancellation (Train stops within two seconds of a cancel and
+// keeps its last checkpoint), the time limit (Train ends normally when it has elapsed),
+// resuming (a run resumed from an epoch checkpoint reports the uninterrupted run's losses
+// bit for bit: CheckResume) and rounds (a run stopped at TrainRequest.Until and continued
+// from its final checkpoint does too: CheckRounds).
 package plugintest
 
 import (
@@ -46,6 +49,18 @@ type Options struct {
 	// CancelConfig overrides the configuration used for the cancel check; default: the last
 	// planned candidate. It should train long enough to be cancelled mid-way.
 	CancelConfig []byte
+	// RoundsConfig is the configuration the resume and rounds checks train (three runs and
+	// a half, so keep it to a few steps); default: the configuration trained. It must
+	// report losses at every step (report every 1) and write an epoch checkpoint before
+	// its last step.
+	RoundsConfig []byte
+	// Until is the last step of the rounds check's first round; default: half the steps
+	// of RoundsConfig's run.
+	Until int64
+	// NoRounds, when not empty, says why the configurations trained take no steps that
+	// could be resumed or split (a lane whose only step counts the labels): the resume and
+	// rounds checks are left out, and the reason is logged.
+	NoRounds string
 }
 
 // Start launches the plugin binary and returns its Plugin client; the process is killed
@@ -172,6 +187,19 @@ func Run(t *testing.T, binary string, opts *Options) {
 	}
 	checkCancel(t, p, &protocol.TrainRequest{LaneID: "cancel", Task: task, Config: cancelCfg, Train: cases, WorkDir: t.TempDir(), Seed: 1})
 	checkTimeLimit(t, p, &protocol.TrainRequest{LaneID: "limit", Task: task, Config: cancelCfg, Train: cases, Validation: cases[:1], WorkDir: t.TempDir(), Seed: 1, TimeLimit: TimeLimit})
+
+	if opts.NoRounds != "" {
+		t.Logf("resume and rounds: left out: %s", opts.NoRounds)
+		return
+	}
+	roundsCfg := opts.RoundsConfig
+	if roundsCfg == nil {
+		roundsCfg = cfg
+	}
+	if err := cfgSchema.Check(roundsCfg); err != nil {
+		t.Fatalf("rounds configuration: %v", err)
+	}
+	checkTraining(t, p.Train, &protocol.TrainRequest{LaneID: "rounds", Task: task, Config: roundsCfg, Train: cases, WorkDir: t.TempDir(), Seed: 1}, opts.Until)
 }
 
 // TimeLimit is the training time limit the conformance suite sets on its longest

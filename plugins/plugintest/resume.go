@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -9,49 +10,88 @@ import (
 	"amid/plugins/protocol"
 )
 
-// Trainer is a plugin's Train method, called in process.
+// Trainer is a plugin's Train method: protocol.Plugin's, over gRPC, or the plugin's own,
+// called in process.
 type Trainer func(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error)
+
+// losses are the losses a run reported, by step.
+type losses map[int64]map[string]float64
+
+// last is the last step reported (0 when none was).
+func (l losses) last() int64 {
+	if len(l) == 0 {
+		return 0
+	}
+	return slices.Max(slices.Collect(maps.Keys(l)))
+}
+
+// checkpoint is an epoch checkpoint a run reported and the step it reported it at.
+type checkpoint struct {
+	path string
+	step int64
+}
+
+// run trains req and returns the losses it reported, the epoch checkpoints in the order
+// reported and its result; what names the run in a failure.
+func run(t testing.TB, train Trainer, req *protocol.TrainRequest, what string) (losses, []checkpoint, *protocol.TrainResult) {
+	t.Helper()
+	ls := losses{}
+	var cks []checkpoint
+	res, err := train(context.Background(), req, func(p *protocol.Progress) error {
+		if p.Losses != nil {
+			ls[p.Step] = p.Losses
+		}
+		if p.Checkpoint != "" {
+			cks = append(cks, checkpoint{p.Checkpoint, p.Step})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: Train: %v", what, err)
+	}
+	return ls, cks, res
+}
+
+// same fails unless every step of got from its first to the uninterrupted run's last
+// reports the losses of the uninterrupted run, whole; what names the check and from the
+// step got starts after.
+func same(t testing.TB, what string, got, whole losses, from int64) {
+	t.Helper()
+	steps := slices.Sorted(maps.Keys(got))
+	if len(steps) == 0 || steps[0] != from+1 || steps[len(steps)-1] != whole.last() {
+		t.Errorf("%s: the run reported steps %v, want %d to %d (the uninterrupted run's last): the configuration must report every step", what, steps, from+1, whole.last())
+		return
+	}
+	for _, s := range steps {
+		if !maps.Equal(got[s], whole[s]) {
+			t.Errorf("%s: step %d: losses %v, %v uninterrupted", what, s, got[s], whole[s])
+		}
+	}
+}
 
 // CheckResume trains req in one run, and again resumed from that run's first epoch
 // checkpoint into a new work folder, and fails unless every step after the checkpoint
 // reports bit-identical losses in both: the resumed run had the same weights, optimizer
 // state, learning rate and batches (the data order went on). req must report every step
 // (report_every 1) and write an epoch checkpoint before its last step.
-func CheckResume(t *testing.T, train Trainer, req *protocol.TrainRequest) {
+func CheckResume(t testing.TB, train Trainer, req *protocol.TrainRequest) {
 	t.Helper()
-	run := func(req *protocol.TrainRequest) (map[int64]map[string]float64, []string) {
-		t.Helper()
-		losses := map[int64]map[string]float64{}
-		var cks []string
-		if _, err := train(context.Background(), req, func(p *protocol.Progress) error {
-			if p.Losses != nil {
-				losses[p.Step] = p.Losses
-			}
-			if p.Checkpoint != "" {
-				cks = append(cks, p.Checkpoint)
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return losses, cks
-	}
-	whole, cks := run(req)
+	whole, cks, _ := run(t, train, req, "resume: the uninterrupted run")
+	checkResume(t, train, req, whole, cks)
+}
+
+// checkResume is CheckResume given the uninterrupted run's losses and epoch checkpoints.
+func checkResume(t testing.TB, train Trainer, req *protocol.TrainRequest, whole losses, cks []checkpoint) {
+	t.Helper()
 	if len(cks) == 0 {
-		t.Fatalf("no epoch checkpoint in %d steps: the test would prove nothing", len(whole))
+		t.Errorf("resume: no epoch checkpoint in %d steps: the check would prove nothing; the configuration must write one before its last step", whole.last())
+		return
 	}
+	ck := cks[0]
 	again := *req
-	again.ResumeFrom, again.WorkDir = cks[0], t.TempDir()
-	resumed, _ := run(&again)
-	steps := slices.Sorted(maps.Keys(resumed))
-	if len(steps) == 0 || steps[len(steps)-1] != slices.Max(slices.Collect(maps.Keys(whole))) {
-		t.Fatalf("the resumed run reported steps %v, the whole run %d steps", steps, len(whole))
-	}
-	for _, s := range steps {
-		if !maps.Equal(resumed[s], whole[s]) {
-			t.Errorf("step %d: losses %v after resuming from %s, %v uninterrupted", s, resumed[s], cks[0], whole[s])
-		}
-	}
+	again.ResumeFrom, again.WorkDir = ck.path, t.TempDir()
+	resumed, _, _ := run(t, train, &again, "resume")
+	same(t, fmt.Sprintf("resume from the checkpoint of step %d", ck.step), resumed, whole, ck.step)
 }
 
 // CheckRounds trains req in one run, and again in two rounds: the first stops after step
@@ -60,39 +100,41 @@ func CheckResume(t *testing.T, train Trainer, req *protocol.TrainRequest) {
 // round ends at step until and every step of the second reports bit-identical losses to the
 // uninterrupted run's: the learning rate followed the schedule over the configured steps
 // and the data order went on. req must report every step (report_every 1).
-func CheckRounds(t *testing.T, train Trainer, req *protocol.TrainRequest, until int64) {
+func CheckRounds(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64) {
 	t.Helper()
-	run := func(req *protocol.TrainRequest) (map[int64]map[string]float64, *protocol.TrainResult) {
-		t.Helper()
-		losses := map[int64]map[string]float64{}
-		res, err := train(context.Background(), req, func(p *protocol.Progress) error {
-			if p.Losses != nil {
-				losses[p.Step] = p.Losses
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return losses, res
+	whole, _, _ := run(t, train, req, "rounds: the uninterrupted run")
+	checkRounds(t, train, req, until, whole)
+}
+
+// checkRounds is CheckRounds given the uninterrupted run's losses.
+func checkRounds(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64, whole losses) {
+	t.Helper()
+	if until < 1 || until >= whole.last() {
+		t.Errorf("rounds: the first round's last step %d is not inside the uninterrupted run's %d steps", until, whole.last())
+		return
 	}
-	whole, _ := run(req)
 	first := *req
 	first.Until, first.WorkDir = until, t.TempDir()
-	_, res := run(&first)
+	_, _, res := run(t, train, &first, "rounds: the first round")
 	if res.Steps != until {
-		t.Fatalf("the first round stopped at step %d, not at %d", res.Steps, until)
+		t.Errorf("rounds: the first round (Until %d) stopped at step %d: a plugin must stop after step TrainRequest.Until", until, res.Steps)
+		return
 	}
 	second := *req
 	second.ResumeFrom, second.WorkDir = res.Checkpoint, t.TempDir()
-	resumed, _ := run(&second)
-	steps := slices.Sorted(maps.Keys(resumed))
-	if len(steps) == 0 || steps[0] != until+1 || steps[len(steps)-1] != slices.Max(slices.Collect(maps.Keys(whole))) {
-		t.Fatalf("the second round reported steps %v; the first stopped at %d, the whole run at %d", steps, until, len(whole))
+	resumed, _, _ := run(t, train, &second, "rounds: the second round")
+	same(t, "rounds: the second round", resumed, whole, until)
+}
+
+// checkTraining trains req once and checks resuming from its first epoch checkpoint
+// (CheckResume) and training it in two rounds split after step until, or after half its
+// steps when until is 0 (CheckRounds).
+func checkTraining(t testing.TB, train Trainer, req *protocol.TrainRequest, until int64) {
+	t.Helper()
+	whole, cks, _ := run(t, train, req, "resume and rounds: the uninterrupted run")
+	checkResume(t, train, req, whole, cks)
+	if until == 0 {
+		until = max(whole.last()/2, 1)
 	}
-	for _, s := range steps {
-		if !maps.Equal(resumed[s], whole[s]) {
-			t.Errorf("step %d: losses %v in the second round, %v uninterrupted", s, resumed[s], whole[s])
-		}
-	}
+	checkRounds(t, train, req, until, whole)
 }

@@ -2,7 +2,7 @@
 // the mean byte value of the training images; a prediction marks each byte of a case's
 // first image that lies above that mean. It shows every part of the protocol: a config
 // schema, a plan, training with progress, periodic and final checkpoints, resume,
-// cancellation and prediction files.
+// training in rounds (TrainRequest.Until), cancellation and prediction files.
 //
 // Copy this folder to start a new plugin; see plugins/README.md.
 package main
@@ -132,7 +132,11 @@ func (echo) Train(ctx context.Context, req *protocol.TrainRequest, report func(*
 	began := time.Now()
 	clock := sdk.NewClock(req)
 	last := start
-	for step := start + 1; step <= cfg.Steps; step++ {
+	end := cfg.Steps // the last step of this request: Until stops a round earlier
+	if req.Until > 0 {
+		end = min(req.Until, cfg.Steps)
+	}
+	for step := start + 1; step <= end; step++ {
 		if clock.Expired() {
 			break // the host's time limit: finish normally
 		}
