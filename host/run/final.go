@@ -372,7 +372,8 @@ func (r *Runner) members() []Member {
 }
 
 // applyConfig gives the final model the chosen lane's configuration (its post-processing
-// chosen on validation cases), the all-data model with its own planned total of steps.
+// chosen on validation cases), the all-data model with its own planned total of steps, a
+// cascade's fold models each with the low-resolution network of its fold.
 func (r *Runner) applyConfig(l *LaneState) error {
 	if !r.finalMade() {
 		return nil
@@ -389,8 +390,15 @@ func (r *Runner) applyConfig(l *LaneState) error {
 	if err != nil {
 		return err
 	}
-	for i := range r.st.Union {
-		r.st.Union[i].PluginConfig = cfg
+	for i, m := range r.st.Union {
+		c := cfg
+		if ref := cascadeOf(m.PluginConfig); ref != nil {
+			// A cascade's member keeps the low-resolution network of its own fold.
+			if c, err = withCascade(cfg, *ref); err != nil {
+				return err
+			}
+		}
+		r.st.Union[i].PluginConfig = c
 	}
 	return nil
 }

@@ -38,6 +38,12 @@ func (firstLane) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, er
 // its audit entries and its log.
 func finalRun(t *testing.T, mode string, budget time.Duration) (*Runner, []audit.Entry, string) {
 	t.Helper()
+	return finalRunWith(t, mode, budget, firstLane{})
+}
+
+// finalRunWith is finalRun with the lanes planner pl plans.
+func finalRunWith(t *testing.T, mode string, budget time.Duration, pl planner.Planner) (*Runner, []audit.Entry, string) {
+	t.Helper()
 	data := demo(t)
 	e, done := env(t, t.TempDir())
 	defer done()
@@ -48,7 +54,7 @@ func finalRun(t *testing.T, mode string, budget time.Duration) (*Runner, []audit
 		}
 	}
 	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: filepath.Join(t.TempDir(), "run"), Budget: budget,
-		Folds: 2, Steps: 3, Final: mode, Planner: firstLane{}, PlannerName: "first lane"}, e)
+		Folds: 2, Steps: 3, Final: mode, Planner: pl, PlannerName: fmt.Sprintf("%T", pl)}, e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,34 @@ func (r *Runner) exploit(ctx context.Context) error {
 		// The time until the reserve an ensemble would keep (its members predict the test
 		// set): the all-data model's limit is taken again when it starts.
 		left, folds := r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds()
-		d := schedule.Final(&w.Schedule, left, folds)
-		if want := r.st.FinalChoice; want != "" {
+		// A cascade's ensemble trains its low-resolution lane on every other fold too
+		// (cascade.go): that time is not the cascade's.
+		low, lowRound, err := r.st.lowresOf(w)
+		if err != nil {
+			// No fold but the first has a low-resolution network the cascade may take.
+			folds = 1
+		}
+		lowTime := time.Duration(0)
+		if low != nil && folds > 1 {
+			lowTime = lowresCost(low, lowRound, folds)
+		}
+		d := schedule.Final(&w.Schedule, left-lowTime, folds)
+		if d.Mode != schedule.FinalEnsemble && lowTime > 0 {
+			// The model on all the data trains the cascade alone, in all the time left.
+			d = schedule.Final(&w.Schedule, left, 1)
+			d.Why += fmt.Sprintf("; a fold ensemble of the cascade would first train %s on the other %d folds (about %v)", low.ID, folds-1, lowTime.Round(time.Second))
+		}
+		switch want := r.st.FinalChoice; want {
+		case schedule.FinalEnsemble:
+			d = schedule.Forced(&w.Schedule, left-lowTime, folds, want, r.st.Steps)
+		case schedule.FinalAllData:
 			d = schedule.Forced(&w.Schedule, left, folds, want, r.st.Steps)
+		}
+		if err != nil {
+			d.Why += fmt.Sprintf("; no fold ensemble: %v", err)
+		}
+		if d.Mode == schedule.FinalEnsemble && low != nil {
+			d.Why += fmt.Sprintf("; each fold's cascade takes the low-resolution network trained on that fold's own training cases, so %s trains to step %d on the other %d folds first (about %v, set aside from the time left)", low.ID, lowRound.Steps, folds-1, lowTime.Round(time.Second))
 		}
 		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until)}
 		r.logf("final model: %s", d.Why)
@@ -188,7 +213,9 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 // trainFolds trains the winner on every fold to the planned step: fold 0 continues from
 // its last round's checkpoint, the others train from scratch, all with the learning rate
 // annealed at that step; it scores each fold model on its fold's validation cases and makes
-// the ensemble of the fold models (judged by the mean of the out-of-fold scores).
+// the ensemble of the fold models (judged by the mean of the out-of-fold scores). A
+// cascade's fold k takes the low-resolution network trained on fold k ([Runner.foldLowres]),
+// so that no network a fold uses has seen its validation cases.
 func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	fl, err := r.folds()
 	if err != nil {
@@ -201,7 +228,19 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	}
 	fm.Config = cfg
 	place := r.placeOf(w)
+	low, lowRound, err := r.st.lowresOf(w)
+	if err != nil {
+		return err
+	}
+	cfgs := make([]json.RawMessage, fl.K)
 	for k := range fl.K {
+		cfgs[k] = cfg
+		if low != nil {
+			// A cascade's fold takes the low-resolution network of its own fold.
+			if cfgs[k], err = r.foldLowres(ctx, w, low, lowRound, fl, k, cfg); err != nil {
+				return err
+			}
+		}
 		f := w.Folds[k]
 		if f.Status == FoldDone && (k > 0 || f.Steps >= fm.Until) {
 			continue
@@ -230,7 +269,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		}
 		limit := schedule.FoldLimit(&w.Schedule, k, fl.K, int(fm.Until), from, r.usable())
 		out, err := r.trainOne(ctx, trainSpec{
-			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfg, train: train, val: val,
+			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfgs[k], train: train, val: val,
 			resume: resume, until: fm.Until, limit: limit, place: place, seed: r.st.Seed + int64(k),
 		})
 		if err != nil {
@@ -253,7 +292,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	var members []Member
 	for k := range fl.K {
 		f := w.Folds[k]
-		members = append(members, Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfg, Checkpoint: f.Checkpoint, SHA256: f.SHA256})
+		members = append(members, Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfgs[k], Checkpoint: f.Checkpoint, SHA256: f.SHA256})
 	}
 	m, n := w.Mean()
 	r.st.Union, r.st.Vote = members, true
@@ -263,7 +302,16 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	for _, mb := range members {
 		out[mb.Lane] = mb.SHA256
 	}
-	if err := r.record(audit.RoleHost, "final.made", nil, out, map[string]any{"mode": schedule.FinalEnsemble, "lane": w.ID, "out_of_fold": m, "folds": n, "until": fm.Until, "why": fm.Why}); err != nil {
+	details := map[string]any{"mode": schedule.FinalEnsemble, "lane": w.ID, "out_of_fold": m, "folds": n, "until": fm.Until, "why": fm.Why}
+	if low != nil {
+		// Each member's low-resolution network, by fold: the one trained on its fold.
+		lows := map[string]string{}
+		for k, c := range cfgs {
+			lows[members[k].Lane] = cascadeOf(c).SHA256
+		}
+		details["lowres"] = lows
+	}
+	if err := r.record(audit.RoleHost, "final.made", nil, out, details); err != nil {
 		return err
 	}
 	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": len(members), "score": m, "status": FoldDone})

@@ -26,13 +26,16 @@ import (
 // start, with the network the configuration names (cascade.checkpoint). nnU-Net trains
 // the cascade on out-of-fold predictions: each training case segmented by the one of
 // five 3d_lowres fold models that did not see it, so that the full-resolution network
-// learns from inputs as imperfect as those it will get. A run here trains fold 0 of the
-// 3d_lowres lane only, under a budget that leaves no room for four more folds, so the
-// training cases are segmented by that model, which saw most of them: those inputs are
-// better than on unseen cases, and the cascade may trust them more than it should; to
-// temper that, each is degraded once as nnU-Net's cascade augmentation does ([degrade]). The
-// validation cases are segmented the way Predict does (the cascade's own low-resolution
-// network on the case), so the validation score is that of the model as it predicts.
+// learns from inputs as imperfect as those it will get. Here a cascade of fold k takes the
+// 3d_lowres model trained on fold k's training cases (exploration's on fold 0; in a fold
+// ensemble the host trains the 3d_lowres lane on each other fold first, amid/host/run), so
+// neither network has seen the fold's validation cases; but there is no budget for the
+// out-of-fold predictions within a fold, so the training cases are segmented by that
+// model, which saw them: those inputs are better than on unseen cases, and the cascade may
+// trust them more than it should; to temper that, each is degraded once as nnU-Net's
+// cascade augmentation does ([degrade]). The validation cases are segmented the way Predict
+// does (the cascade's own low-resolution network on the case), so the validation score is
+// that of the model as it predicts.
 //
 // A cascade checkpoint carries the low-resolution network inside it ([withLowres]): its
 // training record (saved.Lowres) and its weights, so that export, verify, reproduce and
