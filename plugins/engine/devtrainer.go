@@ -246,7 +246,8 @@ func (dt *devTrainer) waitOne() (StepResult, error) {
 	if dt.obj != nil {
 		dt.obj.value = dt.objVal[s]
 	}
-	return StepResult{Loss: dt.dn.n.lossValue(), GradNorm: float64(sc[scNorm])}, nil
+	norm := float64(sc[scNorm])
+	return StepResult{Loss: dt.dn.n.lossValue(), GradNorm: norm, Skipped: !Finite(norm)}, nil
 }
 
 func (dt *devTrainer) wait() (StepResult, error) {

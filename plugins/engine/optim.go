@@ -74,14 +74,13 @@ func (a *Adam) stepRange(_, lo, hi int) {
 
 // ClipGradNorm scales all gradients so that their joint L2 norm is at most maxNorm, as
 // torch.nn.utils.clip_grad_norm_ does (nnU-Net: 12), and returns the norm before clipping.
+// A norm that is not finite leaves the gradients as they are: the step is skipped
+// ([Finite]).
 func ClipGradNorm(params []*Param, maxNorm float64) float64 {
-	var s float64
-	for _, p := range params {
-		for _, g := range p.Grad {
-			s += float64(g) * float64(g)
-		}
+	norm := gradNorm(params)
+	if !Finite(norm) {
+		return norm
 	}
-	norm := math.Sqrt(s)
 	if k := maxNorm / (norm + 1e-6); k < 1 {
 		for _, p := range params {
 			for i := range p.Grad {

@@ -28,7 +28,18 @@ type StepResult struct {
 	Loss float64
 	// GradNorm is the gradients' L2 norm before clipping.
 	GradNorm float64
+	// Skipped reports a step whose gradients were not finite (GradNorm NaN or infinite):
+	// the optimizer did not update the weights, as PyTorch's GradScaler skips such a step
+	// in nnU-Net's mixed-precision training. A patch of one constant value (a slab's
+	// empty corner, background 0 everywhere) gives every instance norm a variance of 0,
+	// and each one's backward multiplies the gradient by 1/√ε ≈ 316: through the dozen
+	// norms of a 6-stage U-Net it overflows float32.
+	Skipped bool
 }
+
+// Finite says whether a gradient norm is a finite number: a step with any other is
+// skipped.
+func Finite(norm float64) bool { return !math.IsNaN(norm) && !math.IsInf(norm, 0) }
 
 // Trainer runs training steps of a network, on whichever backend it was built: forward,
 // loss, backward, gradient clipping and the optimizer's update. On the CPU a step is
@@ -140,8 +151,11 @@ func (t *Trainer) Submit(lr float64) error {
 	} else {
 		norm = gradNorm(n.params)
 	}
-	t.opt.Step()
-	t.done = append(t.done, StepResult{Loss: n.lossValue(), GradNorm: norm})
+	skip := !Finite(norm)
+	if !skip {
+		t.opt.Step()
+	}
+	t.done = append(t.done, StepResult{Loss: n.lossValue(), GradNorm: norm, Skipped: skip})
 	return nil
 }
 

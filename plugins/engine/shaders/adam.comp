@@ -19,6 +19,9 @@ layout(push_constant) uniform P {
 void main() {
 	float lr = stp[0], c1 = stp[1], c2 = stp[2];
 	float k = scal[1];
+	if (k < 0.0) {
+		return; // gradients not finite: the step is skipped (clip.comp)
+	}
 	float step = lr / c1;
 	uint stride = gl_NumWorkGroups.x * 256;
 	for (uint i = p.off + gl_GlobalInvocationID.x; i < p.off + p.n; i += stride) {

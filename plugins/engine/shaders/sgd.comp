@@ -18,6 +18,9 @@ void main() {
 	float lr = stp[0];
 	bool first = stp[3] != 0.0;
 	float k = scal[1];
+	if (k < 0.0) {
+		return; // gradients not finite: the step is skipped (clip.comp)
+	}
 	uint stride = gl_NumWorkGroups.x * 256;
 	for (uint i = p.off + gl_GlobalInvocationID.x; i < p.off + p.n; i += stride) {
 		float g = gr[i];
