@@ -12,8 +12,9 @@
 // (tree k of a run stopped after k trees and continued is the tree k of an uninterrupted
 // one, bit for bit).
 //
-// Features are binned once ([Binner]: at most 255 quantile edges per feature, from the
-// training samples); a split sends a sample left when its bin is at most the split's.
+// Features are binned once ([Binner]: at most 255 edges per feature, each halfway between
+// a quantile of the training samples and the next larger value); a split sends a sample
+// left when its bin is at most the split's.
 // Each tree grows on a bootstrap sample, choosing at each node the best Gini split among
 // a random √F of the features, down to MaxDepth or MinLeaf samples; a leaf holds its
 // samples' class frequencies, and the forest predicts their mean.
@@ -52,8 +53,22 @@ func NewBinner(x []float32, features int) (*Binner, error) {
 		slices.Sort(col)
 		var edges []float32
 		for k := 1; k < MaxBins; k++ {
-			e := col[min(k*n/MaxBins, n-1)]
-			if (len(edges) == 0 || e > edges[len(edges)-1]) && e < col[n-1] {
+			q := col[min(k*n/MaxBins, n-1)]
+			// The edge lies halfway between the quantile and the next larger value, as a
+			// split on sorted values would put its threshold: a value in the gap
+			// between two training values (a slab between the training slabs, along
+			// a position feature) goes to the side it is nearer.
+			j, _ := slices.BinarySearchFunc(col, q, func(a, b float32) int {
+				if a <= b {
+					return -1
+				}
+				return 1
+			})
+			if j >= n {
+				continue
+			}
+			e := q + (col[j]-q)/2
+			if len(edges) == 0 || e > edges[len(edges)-1] {
 				edges = append(edges, e)
 			}
 		}
