@@ -122,6 +122,10 @@ type Candidate struct {
 	// Device is what the candidate was planned for, and MemoryBytes counts: "cpu" (the
 	// host's memory), or "vulkan:N NAME" (the device's); empty when the plugin does not say.
 	Device string
+	// MaxSteps is the most steps the lane can train, however long it is given (a
+	// forest's trees, a prior's one count); 0: no cap. The host's schedule never plans a
+	// round or a final model past it.
+	MaxSteps int64
 }
 
 // PlanResponse lists candidate configurations, best first.

@@ -61,6 +61,9 @@ func (r *PlanResponse) Validate(s ConfigChecker) error {
 		if err := s.Check(c.Config); err != nil {
 			return fmt.Errorf("%w: plan candidate %q: %w", ErrMalformed, c.Name, err)
 		}
+		if c.MaxSteps < 0 {
+			return fmt.Errorf("%w: plan candidate %q can train at most %d steps", ErrMalformed, c.Name, c.MaxSteps)
+		}
 		if c.MemoryBytes < 0 {
 			return fmt.Errorf("%w: plan candidate %q is planned for %d bytes of memory", ErrMalformed, c.Name, c.MemoryBytes)
 		}

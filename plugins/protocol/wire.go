@@ -90,7 +90,7 @@ func planRequestFromPB(r *pb.PlanRequest) *PlanRequest {
 func planToPB(r *PlanResponse) *pb.PlanResponse {
 	cs := make([]*pb.Candidate, len(r.Candidates))
 	for i, c := range r.Candidates {
-		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale, StepSeconds: c.StepSeconds, MemoryBytes: c.MemoryBytes, Device: c.Device}
+		cs[i] = &pb.Candidate{Name: c.Name, Config: c.Config, Rationale: c.Rationale, StepSeconds: c.StepSeconds, MemoryBytes: c.MemoryBytes, Device: c.Device, MaxSteps: c.MaxSteps}
 	}
 	return &pb.PlanResponse{Candidates: cs, Skipped: r.Skipped, Calibration: r.Calibration}
 }
@@ -98,7 +98,7 @@ func planToPB(r *PlanResponse) *pb.PlanResponse {
 func planFromPB(r *pb.PlanResponse) *PlanResponse {
 	cs := make([]Candidate, len(r.GetCandidates()))
 	for i, c := range r.GetCandidates() {
-		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale(), StepSeconds: c.GetStepSeconds(), MemoryBytes: c.GetMemoryBytes(), Device: c.GetDevice()}
+		cs[i] = Candidate{Name: c.GetName(), Config: c.GetConfig(), Rationale: c.GetRationale(), StepSeconds: c.GetStepSeconds(), MemoryBytes: c.GetMemoryBytes(), Device: c.GetDevice(), MaxSteps: c.GetMaxSteps()}
 	}
 	return &PlanResponse{Candidates: cs, Skipped: r.GetSkipped(), Calibration: r.GetCalibration()}
 }

@@ -492,6 +492,7 @@ type Candidate struct {
 	StepSeconds   float64                `protobuf:"fixed64,4,opt,name=step_seconds,json=stepSeconds,proto3" json:"step_seconds,omitempty"` // expected seconds per training step on this machine, 0: unknown
 	MemoryBytes   int64                  `protobuf:"varint,5,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`  // memory a training step is planned to use (the device's on a GPU)
 	Device        string                 `protobuf:"bytes,6,opt,name=device,proto3" json:"device,omitempty"`                                // what it was planned for: cpu, or vulkan:N and the device's name ("": not said)
+	MaxSteps      int64                  `protobuf:"varint,7,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`           // the most steps the lane can train (a forest's trees), 0: no cap
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +567,13 @@ func (x *Candidate) GetDevice() string {
 		return x.Device
 	}
 	return ""
+}
+
+func (x *Candidate) GetMaxSteps() int64 {
+	if x != nil {
+		return x.MaxSteps
+	}
+	return 0
 }
 
 type PlanResponse struct {
@@ -1228,14 +1236,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\vPlanRequest\x12 \n" +
 	"\vfingerprint\x18\x01 \x01(\fR\vfingerprint\x12(\n" +
 	"\x04task\x18\x02 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12 \n" +
-	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\xb3\x01\n" +
+	"\vcalibration\x18\x03 \x01(\fR\vcalibration\"\xd0\x01\n" +
 	"\tCandidate\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1c\n" +
 	"\trationale\x18\x03 \x01(\tR\trationale\x12!\n" +
 	"\fstep_seconds\x18\x04 \x01(\x01R\vstepSeconds\x12!\n" +
 	"\fmemory_bytes\x18\x05 \x01(\x03R\vmemoryBytes\x12\x16\n" +
-	"\x06device\x18\x06 \x01(\tR\x06device\"\x85\x01\n" +
+	"\x06device\x18\x06 \x01(\tR\x06device\x12\x1b\n" +
+	"\tmax_steps\x18\a \x01(\x03R\bmaxSteps\"\x85\x01\n" +
 	"\fPlanResponse\x129\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x19.amid.plugin.v1.CandidateR\n" +
