@@ -15,9 +15,9 @@ import (
 // Pools and Spacing are (D, H, W) = (Z, Y, X), as in package plan.
 type config struct {
 	Lane    string     `json:"lane"`
-	Patch   [3]int     `json:"patch"`
-	Batch   int        `json:"batch"`
-	Widths  []int      `json:"widths"`
+	Patch   [3]int     `json:"patch,omitzero"` // zero, with Batch and Widths, for the forest lane
+	Batch   int        `json:"batch,omitempty"`
+	Widths  []int      `json:"widths,omitempty"`
 	Kernels [][3]int   `json:"kernels,omitempty"`
 	Pools   [][3]int   `json:"pools,omitempty"`
 	Spacing [3]float64 `json:"spacing,omitzero"` // zero: each image's own grid
@@ -53,6 +53,10 @@ type config struct {
 	// Cascade names the trained 3d_lowres checkpoint whose segmentation the
 	// 3d_cascade_fullres lane takes as input (cascade.go).
 	Cascade *cascadeRef `json:"cascade,omitempty"`
+	// MaxDepth and Samples are the forest lane's: the deepest a tree's leaf lies, and
+	// the training voxels its trees grow on (voxel.go).
+	MaxDepth int `json:"max_depth,omitempty"`
+	Samples  int `json:"samples,omitempty"`
 }
 
 // Post-processing options, in the order Train reports them ("dice", "dice_lcc", ...).
@@ -80,7 +84,7 @@ const configSchema = `{
   "title": "AMID segmentation plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["2d", "2.5d", "3d_fullres", "3d_lowres", "3d_cascade_fullres"]},
+    "lane": {"enum": ["2d", "2.5d", "3d_fullres", "3d_lowres", "3d_cascade_fullres", "forest"]},
     "patch": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W; D = 1 for 2d"},
     "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
     "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
@@ -104,9 +108,11 @@ const configSchema = `{
     "postprocess": {"enum": ["none", "lcc", "small", "fill"]},
     "min_component": {"type": "integer", "minimum": 0},
     "instances": {"type": "boolean", "description": "labels are instance ids; the network learns background, interior and boundary"},
+    "max_depth": {"type": "integer", "minimum": 1, "maximum": 30, "description": "forest: the deepest a tree's leaf lies"},
+    "samples": {"type": "integer", "minimum": 1, "maximum": 100000000, "description": "forest: the training voxels the trees grow on"},
     "cascade": {"type": "object", "description": "3d_cascade_fullres: the trained 3d_lowres checkpoint whose segmentation is more input", "properties": {"checkpoint": {"type": "string", "minLength": 1}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "required": ["checkpoint", "sha256"], "additionalProperties": false}
   },
-  "required": ["lane", "patch", "batch", "widths", "modality", "labels", "steps"],
+  "required": ["lane", "modality", "labels", "steps"],
   "additionalProperties": false
 }`
 
@@ -136,6 +142,9 @@ func parseConfig(b []byte) (config, error) {
 	}
 	if c.Epoch == 0 {
 		c.Epoch = defaultEpoch
+		if c.Lane == plan.LaneForest {
+			c.Epoch = forestEpoch
+		}
 	}
 	if c.LR == 0 {
 		c.LR = defaultLR
@@ -165,9 +174,14 @@ func parseConfig(b []byte) (config, error) {
 	if c.Lane == plan.Lane25D && c.Slices == 0 {
 		c.Slices = plan.Slices25D
 	}
+	if c.Lane == plan.LaneForest {
+		return forestConfig(c)
+	}
 	switch {
 	case c.Lane != plan.Lane2D && c.Lane != plan.Lane25D && !c.is3D():
-		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D, plan.Lane3DLow, plan.Lane3DCascade)
+		return c, fmt.Errorf("segmentation configuration: lane %q is not one of %q, %q, %q, %q, %q, %q", c.Lane, plan.Lane2D, plan.Lane25D, plan.Lane3D, plan.Lane3DLow, plan.Lane3DCascade, plan.LaneForest)
+	case c.MaxDepth != 0 || c.Samples != 0:
+		return c, fmt.Errorf("segmentation configuration: max_depth and samples are the forest lane's, not %s's", c.Lane)
 	case (c.Lane == plan.Lane3DCascade) != (c.Cascade != nil):
 		return c, fmt.Errorf("segmentation configuration: a cascade (the 3d_lowres checkpoint) is given with lane %s and only there", plan.Lane3DCascade)
 	case c.Cascade != nil && (c.Cascade.Checkpoint == "" || len(c.Cascade.SHA256) != 64):
@@ -200,6 +214,39 @@ func parseConfig(b []byte) (config, error) {
 		return c, fmt.Errorf("segmentation configuration: modality %q is not ct, mr or rgb", c.Modality)
 	case !(c.LR > 0) || c.Decay < 0 || c.FgProb < 0 || c.FgProb > 1:
 		return c, fmt.Errorf("segmentation configuration: learning_rate must be positive, weight_decay ≥ 0, foreground_prob in [0, 1]")
+	}
+	for _, s := range c.Spacing {
+		if s < 0 {
+			return c, fmt.Errorf("segmentation configuration: negative spacing %v", c.Spacing)
+		}
+	}
+	return c, nil
+}
+
+// forestConfig checks the forest lane's configuration c, filling its defaults: no
+// network fields, and no post-processing an instance map would need.
+func forestConfig(c config) (config, error) {
+	if c.MaxDepth == 0 {
+		c.MaxDepth = defaultForestDepth
+	}
+	if c.Samples == 0 {
+		c.Samples = defaultForestSamples
+	}
+	switch {
+	case c.Patch != [3]int{} || c.Batch != 0 || len(c.Widths) > 0 || c.Kernels != nil || c.Pools != nil || c.Slices != 0 || c.Cascade != nil || c.DeepSupervision:
+		return c, fmt.Errorf("segmentation configuration: the forest lane has no network: no patch, batch, widths, kernels, pools, slices, cascade or deep_supervision")
+	case c.Instances:
+		return c, fmt.Errorf("segmentation configuration: the forest lane does not learn instances")
+	case c.MaxDepth < 1 || c.MaxDepth > 30 || c.Samples < 1 || c.Steps < 1 || c.Report < 1:
+		return c, fmt.Errorf("segmentation configuration: the forest needs max_depth from 1 to 30 and positive samples, steps and report_every")
+	case len(c.Labels) < 2 || len(c.Labels) > 256:
+		return c, fmt.Errorf("segmentation configuration: %d labels; the forest takes background and 1 to 255 classes", len(c.Labels))
+	case c.Modality == "ct" && (c.CT == nil || !(c.CT.Std > 0)):
+		return c, fmt.Errorf("segmentation configuration: modality ct needs ct statistics with a positive std")
+	case c.Modality != "ct" && c.Modality != "mr" && c.Modality != "rgb":
+		return c, fmt.Errorf("segmentation configuration: modality %q is not ct, mr or rgb", c.Modality)
+	case !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }) || c.MinComponent < 0:
+		return c, fmt.Errorf("segmentation configuration: postprocess %q or min_component %d is not valid", c.Post, c.MinComponent)
 	}
 	for _, s := range c.Spacing {
 		if s < 0 {

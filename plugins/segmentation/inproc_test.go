@@ -18,9 +18,9 @@ import (
 )
 
 // TestPlanLanes plans the plan package's ISLES-like and CT-like fingerprints: both get a
-// 2d, a 2.5d, a 3d_fullres and a 3d_lowres candidate (both are large enough to coarsen),
-// each valid against the schema and accepted by parseConfig; a 2-D task gets the 2d lane
-// only.
+// 2d, a 2.5d, a 3d_fullres, a 3d_lowres (both are large enough to coarsen) and a forest
+// candidate, each valid against the schema and accepted by parseConfig; a 2-D task gets
+// the 2d and the forest lanes only.
 func TestPlanLanes(t *testing.T) {
 	d, _ := seg{}.Describe(context.Background(), nil)
 	s, err := schema.Describe(d)
@@ -47,9 +47,9 @@ func TestPlanLanes(t *testing.T) {
 					t.Errorf("%s %s: %v", name, c.Name, err)
 				}
 			}
-			want := "2d 2.5d 3d_fullres 3d_lowres"
+			want := "2d 2.5d 3d_fullres 3d_lowres forest"
 			if dims == 2 {
-				want = "2d"
+				want = "2d forest"
 			}
 			if got := strings.Join(lanes, " "); got != want {
 				t.Errorf("%s, %d-D task: lanes %q, want %q", name, dims, got, want)

@@ -148,7 +148,7 @@ func TestPlanSpec(t *testing.T) {
 		if err := json.Unmarshal(cand.Config, &c); err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(c.Labels) != "[0 4]" || !c.DeepSupervision {
+		if fmt.Sprint(c.Labels) != "[0 4]" || (len(c.Widths) > 0 && !c.DeepSupervision) {
 			t.Errorf("%s: labels %v, deep supervision %v; want [0 4] and on", cand.Name, c.Labels, c.DeepSupervision)
 		}
 	}

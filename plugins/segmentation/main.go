@@ -173,6 +173,19 @@ func (seg) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		}
 		out.Candidates = append(out.Candidates, protocol.Candidate{Name: l.Lane, Config: b, Rationale: why, StepSeconds: l.StepSeconds, MemoryBytes: bytes, Device: device.Where(dev)})
 	}
+	if len(lanes) > 0 && (sp == nil || !sp.Instances) {
+		c, why, err := forestCandidate(lanes[0], f, sp)
+		if err != nil {
+			return nil, fmt.Errorf("segmentation plan: %w", err)
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		out.Candidates = append(out.Candidates, protocol.Candidate{Name: plan.LaneForest, Config: b, Rationale: why,
+			StepSeconds: forestTreeSeconds * float64(c.Samples) / defaultForestSamples, MemoryBytes: forestBytes(c, f, lanes[0]),
+			Device: "cpu", MaxSteps: forestTrees})
+	}
 	if len(out.Candidates) == 0 {
 		msg := fmt.Sprintf("segmentation plan: no lane fits a %d-D task", req.Task.Dims)
 		if len(out.Skipped) > 0 {

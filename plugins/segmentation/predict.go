@@ -38,6 +38,9 @@ type model struct {
 	// segmentation of the case being predicted, on the grid the network runs on.
 	low   *model
 	prior []float32
+	// grid is the spacing of the image being predicted, for a forest on the image's own
+	// grid (its features are in mm).
+	grid [3]float64
 }
 
 // load rebuilds the network a checkpoint was trained with (from the configuration it
@@ -69,6 +72,13 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 			return nil, fmt.Errorf("request: %w", err)
 		}
 		c.Post, c.MinComponent, c.Mirror = o.Post, o.MinComponent, o.Mirror
+	}
+	if c.Lane == plan.LaneForest {
+		m, err := wireForest(s, c)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		return m, nil
 	}
 	if batch <= 0 {
 		batch = inferBatch(be, c.Batch)
@@ -196,7 +206,9 @@ func (m *model) Close() {
 	if m.pred != nil {
 		m.pred.Close()
 	}
-	m.u.Free()
+	if m.u != nil {
+		m.u.Free()
+	}
 	if m.low != nil {
 		m.low.Close()
 	}
@@ -245,7 +257,7 @@ func (m *model) segment(img *volume.Volume) ([]int32, error) {
 			return nil, err
 		}
 	}
-	m.err = nil
+	m.err, m.grid = nil, img.Spacing
 	_, prob, err := infer.Segment(img, m.Model)
 	if err == nil {
 		err = m.err

@@ -68,53 +68,60 @@ type caseSource struct {
 func (s *caseSource) Name() string { return s.images[0] }
 
 func (s *caseSource) Load() (*data.Case, error) {
+	c, _, err := s.load()
+	return c, err
+}
+
+// load is Load, with the spacing of the grid the case is on.
+func (s *caseSource) load() (*data.Case, [3]float64, error) {
+	none := [3]float64{}
 	img, err := data.ReadChannels(s.images)
 	if err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	if img, err = conform(img, s.channels, s.images[0]); err != nil {
-		return nil, err
+		return nil, none, err
 	}
 	var lab *volume.Volume
 	if s.label != "" {
 		if lab, err = imageio.Read(s.label); err != nil {
-			return nil, fmt.Errorf("label %s: %w", s.label, err)
+			return nil, none, fmt.Errorf("label %s: %w", s.label, err)
 		}
 	}
 	if s.spacing != [3]float64{} {
 		if img, err = data.Resample(img, s.spacing, false); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.images[0], err)
+			return nil, none, fmt.Errorf("%s: %w", s.images[0], err)
 		}
 		if lab != nil {
 			if lab, err = data.Resample(lab, s.spacing, true); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.label, err)
+				return nil, none, fmt.Errorf("%s: %w", s.label, err)
 			}
 		}
 	}
 	if s.instances && lab != nil {
 		if lab, err = instanceClasses(lab); err != nil {
-			return nil, fmt.Errorf("label %s: %w", s.label, err)
+			return nil, none, fmt.Errorf("label %s: %w", s.label, err)
 		}
 	}
 	c, err := data.NewCase(s.images[0], img, lab, s.norm, s.classes)
 	if errors.Is(err, data.ErrLabel) {
-		return nil, fmt.Errorf("label %s: %w", s.label, err)
+		return nil, none, fmt.Errorf("label %s: %w", s.label, err)
 	}
 	if err != nil || s.prior == nil {
-		return c, err
+		return c, img.Spacing, err
 	}
 	oh, dims, err := priorPlanes(s.prior, s.spacing, len(s.classes))
 	if err != nil {
-		return nil, fmt.Errorf("%s: low-resolution segmentation: %w", s.images[0], err)
+		return nil, none, fmt.Errorf("%s: low-resolution segmentation: %w", s.images[0], err)
 	}
 	if dims != c.Dims {
-		return nil, fmt.Errorf("%s: low-resolution segmentation on a grid of %v, the image %v", s.images[0], dims, c.Dims)
+		return nil, none, fmt.Errorf("%s: low-resolution segmentation on a grid of %v, the image %v", s.images[0], dims, c.Dims)
 	}
 	n, at := len(oh)/(len(s.classes)-1), img.Dims[3]
 	c.Image = insertPlanes(c.Image, n, at, oh)
 	c.Min = slices.Insert(c.Min, at, make([]float32, len(s.classes)-1)...)
 	c.C += len(s.classes) - 1
-	return c, nil
+	return c, img.Spacing, nil
 }
 
 // instanceClasses is the class map (0 background, 1 interior, 2 boundary) of an instance

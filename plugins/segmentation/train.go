@@ -58,6 +58,10 @@ type saved struct {
 	// Lowres is a cascade's low-resolution network's record; its weights are in the
 	// checkpoint too (withLowres).
 	Lowres *saved `json:"lowres,omitempty"`
+	// Forest is the forest lane's model (forest.Forest's encoding) and ForestWeights the
+	// factors from its votes to the training voxels' class frequencies (voxel.go).
+	Forest        []byte    `json:"forest,omitempty"`
+	ForestWeights []float32 `json:"forest_weights,omitempty"`
 }
 
 func (seg) Train(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
@@ -156,6 +160,9 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, src []data.S
 		if err := withPriors(ctx, c, req.Train, src, ch, prog.Log); err != nil {
 			return nil, fmt.Errorf("segmentation train: %w", err)
 		}
+	}
+	if c.Lane == plan.LaneForest {
+		return trainForest(ctx, req, c, src, ch, rule, clock, prog)
 	}
 	return device.TrainLoop("segmentation", prog.Log, c, req, shrink, func(be engine.Backend, c config, resume string) (*training.Loop, error) {
 		return train(ctx, be, req, c, src, ch, low, clock, prog.Send, resume)

@@ -28,6 +28,9 @@ const (
 	// it, since it needs a trained 3d_lowres checkpoint: the host adds it after the first
 	// round (amid/host/planner).
 	Lane3DCascade = "3d_cascade_fullres"
+	// LaneForest classifies each voxel with a random forest from filter responses and
+	// its position (the plugin's voxel.go): no network, so Plan does not size it.
+	LaneForest = "forest"
 )
 
 // Rules, from nnU-Net v2's default planner (peers.md §3.1) unless said otherwise.
