@@ -91,12 +91,15 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 
 // rule ranks a candidate (lower first) and says why, from the fingerprint: thick-slice
 // volumes favour 2D lanes, near-isotropic ones 3D; prior lanes, which cost nothing, go
-// first so that every run has a baseline.
+// first so that every run has a baseline, and the segmentation plugin's forest, which
+// learns in seconds on any budget, right after them.
 func rule(in Input, fp fpView, name string, i int) (int, string) {
 	n := strings.ToLower(name)
 	switch {
 	case strings.Contains(n, "prior"):
 		return -10, "a prior lane costs no training and is the baseline learned lanes must beat"
+	case in.Kind == "segmentation" && n == laneForest:
+		return -8, "a voxel forest learns in seconds whatever the budget, and sees where a voxel lies: the fast lane the networks must beat"
 	case in.Kind == "segmentation" && in.Dims == 3 && fp.Anisotropy > 3 && strings.HasPrefix(n, "2d"):
 		return i - 5, fmt.Sprintf("anisotropy %.1f > 3 favours in-plane 2D", fp.Anisotropy)
 	case in.Kind == "segmentation" && in.Dims == 3 && fp.Anisotropy <= 3 && strings.HasPrefix(n, "3d"):
@@ -138,6 +141,7 @@ const (
 	laneFull    = "3d_fullres"
 	laneLow     = "3d_lowres"
 	laneCascade = "3d_cascade_fullres"
+	laneForest  = "forest"
 )
 
 // CascadeMargin: a 3d_lowres lane is competitive when its validation score is within

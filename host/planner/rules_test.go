@@ -166,3 +166,18 @@ func TestRulesCascade(t *testing.T) {
 		t.Errorf("no 3d_lowres lane: %v, %q", l, why)
 	}
 }
+
+// TestRulesForestEarly: the segmentation plugin's forest, listed last, ranks right after
+// the prior, before the networks the fingerprint favours, so that a budget of two lanes
+// keeps it.
+func TestRulesForestEarly(t *testing.T) {
+	in := input(1.2, 0)
+	in.Plugins[0].Candidates = append(in.Plugins[0].Candidates, protocol.Candidate{Name: "forest", Config: []byte(`{}`)})
+	got, err := Rules{MaxLanes: 2}.Plan(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); len(n) != 2 || n[0] != "other/prior" || n[1] != "segmentation/forest" {
+		t.Errorf("order %v, want the prior and the forest", n)
+	}
+}
