@@ -74,11 +74,7 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 		c.Post, c.MinComponent, c.Mirror = o.Post, o.MinComponent, o.Mirror
 	}
 	if c.Lane == plan.LaneForest {
-		m, err := wireForest(s, c)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
-		}
-		return m, nil
+		return wireForest(path, s, c)
 	}
 	if batch <= 0 {
 		batch = inferBatch(be, c.Batch)

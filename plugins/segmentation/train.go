@@ -58,9 +58,8 @@ type saved struct {
 	// Lowres is a cascade's low-resolution network's record; its weights are in the
 	// checkpoint too (withLowres).
 	Lowres *saved `json:"lowres,omitempty"`
-	// Forest is the forest lane's model (forest.Forest's encoding) and ForestWeights the
-	// factors from its votes to the training voxels' class frequencies (voxel.go).
-	Forest        []byte    `json:"forest,omitempty"`
+	// ForestWeights are the forest lane's factors from its votes to the training voxels'
+	// class frequencies; its trees are the checkpoint's extra bytes (voxel.go).
 	ForestWeights []float32 `json:"forest_weights,omitempty"`
 }
 

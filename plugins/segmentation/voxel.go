@@ -349,29 +349,28 @@ func (m *forestModel) run(planes []float32, dims [3]int, spacing [3]float64, ch 
 	return prob
 }
 
-// forestRecord is what a forest lane's checkpoint records: the configuration, the number
-// of image channels, and the encoded forest with its weights.
-func forestRecord(c config, ch int, m *forestModel) (saved, error) {
-	b, err := m.Forest.MarshalBinary()
+// readForest reads a forest lane's checkpoint: its record, and the forest its extra bytes
+// encode (the payload's SHA-256 checked).
+func readForest(path string) (*forestModel, saved, error) {
+	man, st, err := ckpt.Read(path)
 	if err != nil {
-		return saved{}, err
+		return nil, saved{}, err
 	}
-	return saved{Config: c, Channels: ch, Forest: b, ForestWeights: m.Weights}, nil
-}
-
-// openForest is the forest a checkpoint's record holds.
-func openForest(s saved) (*forestModel, error) {
+	var s saved
+	if err := json.Unmarshal(man.Train, &s); err != nil {
+		return nil, s, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
+	}
 	f := &forest.Forest{}
-	if err := f.UnmarshalBinary(s.Forest); err != nil {
-		return nil, err
+	if err := f.UnmarshalBinary(st.Extra); err != nil {
+		return nil, s, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if f.Classes != len(s.Config.Labels) || len(s.ForestWeights) != f.Classes {
-		return nil, fmt.Errorf("a forest of %d classes with %d weights for %d labels", f.Classes, len(s.ForestWeights), len(s.Config.Labels))
+	switch {
+	case f.Classes != len(s.Config.Labels) || len(s.ForestWeights) != f.Classes:
+		return nil, s, fmt.Errorf("checkpoint %s: a forest of %d classes with %d weights for %d labels", path, f.Classes, len(s.ForestWeights), len(s.Config.Labels))
+	case len(f.Trees) == 0:
+		return nil, s, fmt.Errorf("checkpoint %s: a forest without trees", path)
 	}
-	if len(f.Trees) == 0 {
-		return nil, errors.New("a forest without trees")
-	}
-	return &forestModel{Forest: f, Weights: s.ForestWeights}, nil
+	return &forestModel{Forest: f, Weights: s.ForestWeights}, s, nil
 }
 
 // empty is the weightless model a forest checkpoint saves: its trees are in the record.
@@ -390,17 +389,9 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 	}
 	m := &forestModel{Weights: d.weights()}
 	if req.ResumeFrom != "" {
-		man, err := ckpt.ReadManifest(req.ResumeFrom)
+		old, _, err := readForest(req.ResumeFrom)
 		if err != nil {
 			return nil, fmt.Errorf("segmentation train: resume: %w", err)
-		}
-		var s saved
-		if err := json.Unmarshal(man.Train, &s); err != nil {
-			return nil, fmt.Errorf("segmentation train: resume: checkpoint %s: %w", req.ResumeFrom, err)
-		}
-		old, err := openForest(s)
-		if err != nil {
-			return nil, fmt.Errorf("segmentation train: resume: checkpoint %s: %w", req.ResumeFrom, err)
 		}
 		if len(old.Forest.Binner.Edges) != d.F {
 			return nil, fmt.Errorf("segmentation train: resume: checkpoint %s has %d features, the lane %d", req.ResumeFrom, len(old.Forest.Binner.Edges), d.F)
@@ -434,19 +425,12 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 			votes[i] *= w
 		}
 	}
-	rec, err := forestRecord(c, ch, m)
-	if err != nil {
-		return nil, fmt.Errorf("segmentation train: %w", err)
-	}
 	cfg := forest.Config{MaxDepth: c.MaxDepth, MinLeaf: forestMinLeaf, Seed: uint64(c.Seed)}
 	loss := make([]float64, 1)
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"train_error"},
-		Dir: req.WorkDir, Record: &rec, Model: empty{}, Send: prog.Send, Clock: clock,
-		Fetch: func() error {
-			rec, err = forestRecord(c, ch, m)
-			return err
-		},
+		Dir: req.WorkDir, Record: saved{Config: c, Channels: ch, ForestWeights: m.Weights}, Model: empty{}, Send: prog.Send, Clock: clock,
+		Extra: m.Forest.MarshalBinary,
 	}
 	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("segmentation train: resume: %w", err)
@@ -492,10 +476,11 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 	return device.Result(engine.NewCPU(1), final, int64(l.At.Step), val)
 }
 
-// wireForest is the model of a forest checkpoint: infer.Segment normalises and resamples
-// the image as for a network, and the forest predicts the whole grid at once.
-func wireForest(s saved, c config) (*model, error) {
-	f, err := openForest(s)
+// wireForest is the model of the forest checkpoint at path, whose record is s and
+// configuration c: infer.Segment normalises and resamples the image as for a network, and
+// the forest predicts the whole grid at once.
+func wireForest(path string, s saved, c config) (*model, error) {
+	f, _, err := readForest(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,9 @@
 //
 // A checkpoint is one file: the magic "AMIDCKPT", the format version and the manifest
 // length as little-endian uint32, the manifest JSON, then the payload: every tensor the
-// manifest lists, in order, as little-endian float32. Files are written atomically and
+// manifest lists, in order, as little-endian float32, and after them the extra bytes the
+// manifest counts (a model that is not tensors: the segmentation plugin's forest keeps its
+// trees there, under the same SHA-256; none for a network). Files are written atomically and
 // durably (amid/viewer/fileio), so a crash leaves the old checkpoint or the new one, never
 // half of one.
 package ckpt
@@ -82,8 +84,11 @@ type Manifest struct {
 	// the step alone (a random generator's, for one), so that a resumed run draws what an
 	// uninterrupted one would; empty when there is none.
 	DataState    []byte   `json:"data_state,omitempty"`
-	Tensors      []Tensor `json:"tensors"`
-	PayloadBytes int64    `json:"payload_bytes"`
+	Tensors []Tensor `json:"tensors"`
+	// ExtraBytes is the length of the bytes the payload carries after the tensors
+	// ([Checkpoint.Extra]); 0 for a network's checkpoint.
+	ExtraBytes   int64 `json:"extra_bytes,omitempty"`
+	PayloadBytes int64 `json:"payload_bytes"`
 	SHA256       string   `json:"sha256"`
 }
 
@@ -98,6 +103,9 @@ type Checkpoint struct {
 	Opt Optimizer
 	// DataState, when not empty, is recorded as the manifest's DataState.
 	DataState []byte
+	// Extra are bytes a model keeps beside its tensors (a forest's trees), written after
+	// them in the payload, under its SHA-256; [Read] returns them.
+	Extra []byte
 }
 
 // slots lists an optimizer state's slot names in a fixed order.
@@ -149,7 +157,7 @@ func Save(path string, c Checkpoint) error {
 	for _, d := range data {
 		n += len(d)
 	}
-	payload := make([]byte, 4*n)
+	payload := make([]byte, 4*n, 4*n+len(c.Extra))
 	off := 0
 	for _, d := range data {
 		for _, v := range d {
@@ -157,6 +165,8 @@ func Save(path string, c Checkpoint) error {
 			off += 4
 		}
 	}
+	payload = append(payload, c.Extra...)
+	m.ExtraBytes = int64(len(c.Extra))
 	sum := sha256.Sum256(payload)
 	m.PayloadBytes, m.SHA256 = int64(len(payload)), hex.EncodeToString(sum[:])
 	man, err := json.MarshalIndent(m, "", " ")
@@ -245,8 +255,11 @@ func (m *Manifest) check() error {
 			return fmt.Errorf("%w: tensors too large", ErrFormat)
 		}
 	}
-	if total != m.PayloadBytes {
-		return fmt.Errorf("%w: tensors hold %d bytes, manifest says %d", ErrFormat, total, m.PayloadBytes)
+	if m.ExtraBytes < 0 || m.ExtraBytes > math.MaxInt64/2 {
+		return fmt.Errorf("%w: %d extra bytes", ErrFormat, m.ExtraBytes)
+	}
+	if total+m.ExtraBytes != m.PayloadBytes {
+		return fmt.Errorf("%w: tensors hold %d bytes and %d more follow, manifest says %d", ErrFormat, total, m.ExtraBytes, m.PayloadBytes)
 	}
 	return nil
 }
@@ -396,6 +409,8 @@ func readPayload(r io.Reader, m *Manifest) ([]byte, error) {
 type Stored struct {
 	params []*engine.Param
 	bufs   []engine.Buffer
+	// Extra are the bytes the checkpoint carries after its tensors ([Checkpoint.Extra]).
+	Extra []byte
 }
 
 // Params implements Model.
@@ -447,5 +462,6 @@ func Read(path string) (*Manifest, *Stored, error) {
 		}
 		pos += 4 * n
 	}
+	s.Extra = payload[pos:]
 	return m, s, nil
 }

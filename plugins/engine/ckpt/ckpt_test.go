@@ -265,3 +265,49 @@ func TestRead(t *testing.T) {
 		t.Error("a missing file read")
 	}
 }
+
+// TestExtra: bytes saved beside the tensors come back from Read, leave Load's tensors as
+// they are, count in the payload's SHA-256, and a manifest whose extra bytes do not add up
+// is refused.
+func TestExtra(t *testing.T) {
+	arch := tinyArch(engine.Instance)
+	r := newRun(t, arch, 4)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.ckpt")
+	extra := []byte("AMIDRF1\n the trees of a forest")
+	if err := Save(path, Checkpoint{Arch: arch, Model: r.u, Extra: extra}); err != nil {
+		t.Fatal(err)
+	}
+	m, s, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ExtraBytes != int64(len(extra)) || !bytes.Equal(s.Extra, extra) {
+		t.Fatalf("read %d extra bytes %q, saved %q", m.ExtraBytes, s.Extra, extra)
+	}
+	other := newRun(t, arch, 5)
+	if _, err := Load(path, arch, other.u, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range r.u.Params() {
+		if !slices.Equal(other.u.Params()[i].Data, p.Data) {
+			t.Fatalf("param %s differs after Load of a checkpoint with extra bytes", p.Name)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 1 // the extra bytes' last
+	bad := filepath.Join(dir, "bad.ckpt")
+	if err := os.WriteFile(bad, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(bad); !errors.Is(err, ErrFormat) {
+		t.Errorf("damaged extra bytes: %v, want ErrFormat", err)
+	}
+	m.ExtraBytes++
+	if err := m.check(); !errors.Is(err, ErrFormat) {
+		t.Errorf("extra bytes that do not add up: %v, want ErrFormat", err)
+	}
+}

@@ -96,6 +96,9 @@ type Loop struct {
 	// Data, when not nil, is the data order's state, saved with each checkpoint and
 	// restored by Resume.
 	Data State
+	// Extra, when not nil, gives the bytes each checkpoint carries beside its tensors
+	// (ckpt.Checkpoint.Extra: a forest's trees), after Fetch.
+	Extra func() ([]byte, error)
 	// Fetch, when not nil, is called before every checkpoint: a step that keeps the
 	// weights and the optimizer state on a device copies them into Model's and Opt's host
 	// buffers, which a checkpoint holds (checkpoints are device-independent).
@@ -166,6 +169,13 @@ func (l *Loop) Save(name string) (string, error) {
 			return "", fmt.Errorf("data order: %w", err)
 		}
 		c.DataState = b
+	}
+	if l.Extra != nil {
+		b, err := l.Extra()
+		if err != nil {
+			return "", fmt.Errorf("checkpoint %s: %w", name, err)
+		}
+		c.Extra = b
 	}
 	p := filepath.Join(l.Dir, name)
 	if err := ckpt.Save(p, c); err != nil {
