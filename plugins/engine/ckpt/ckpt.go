@@ -83,13 +83,13 @@ type Manifest struct {
 	// DataState is the state of the training data's order where it is not a function of
 	// the step alone (a random generator's, for one), so that a resumed run draws what an
 	// uninterrupted one would; empty when there is none.
-	DataState    []byte   `json:"data_state,omitempty"`
-	Tensors []Tensor `json:"tensors"`
+	DataState []byte   `json:"data_state,omitempty"`
+	Tensors   []Tensor `json:"tensors"`
 	// ExtraBytes is the length of the bytes the payload carries after the tensors
 	// ([Checkpoint.Extra]); 0 for a network's checkpoint.
-	ExtraBytes   int64 `json:"extra_bytes,omitempty"`
-	PayloadBytes int64 `json:"payload_bytes"`
-	SHA256       string   `json:"sha256"`
+	ExtraBytes   int64  `json:"extra_bytes,omitempty"`
+	PayloadBytes int64  `json:"payload_bytes"`
+	SHA256       string `json:"sha256"`
 }
 
 // Checkpoint is what Save writes.
