@@ -34,6 +34,9 @@ type Explorer struct {
 	Spent func() time.Duration
 	// End is the mark of the clock at which exploration's share is spent.
 	End time.Duration
+	// Left, when set, is the time until the reserve, which may grow once predictions are
+	// timed: exploration ends there even before End, and no round's limit reaches past it.
+	Left func() time.Duration
 	// Decided, when set, is called with each decision before its round trains (to record
 	// which lanes train and which stopped, and why), and with the last, Done, one.
 	Decided func(Round) error
@@ -51,6 +54,13 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			return Round{}, err
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
+		if e.Left != nil {
+			left := e.Left()
+			e.Plan.Explore = min(e.Plan.Explore, max(left, 0))
+			// Past the reserve, outOfTime ends exploration, or trains the one first round a
+			// run cannot do without, with its own limit.
+			e.Plan.Left = max(left, 0)
+		}
 		rd := e.Plan.Next()
 		if !rd.Done && e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
 			rd = e.outOfTime(rd)

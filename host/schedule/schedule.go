@@ -128,6 +128,21 @@ type Lane struct {
 	Stopped string `json:"stopped,omitempty"`
 	// Rung is the number of rounds the lane has finished.
 	Rung int `json:"rung"`
+	// MaxSteps is the most steps the lane can train, 0 when it has no cap: a prior lane
+	// counts its training labels in one step, and no step after that changes it. No round
+	// and no final model is planned past it.
+	MaxSteps int `json:"max_steps,omitempty"`
+}
+
+// Capped reports whether the lane has trained every step it can ([Lane.MaxSteps]).
+func (l *Lane) Capped() bool { return l.MaxSteps > 0 && l.Steps >= l.MaxSteps }
+
+// room is n steps more, or fewer when the lane's cap comes first (never below 0).
+func (l *Lane) room(n int) int {
+	if l.MaxSteps > 0 {
+		n = min(n, l.MaxSteps-l.Steps)
+	}
+	return max(n, 0)
 }
 
 // Score is the lane's last validation score (NaN before any).
@@ -304,8 +319,12 @@ type Plan struct {
 	Config
 	Lanes []*Lane
 	// Explore is the exploration time left: its share of the usable time less what it has
-	// spent.
+	// spent, and never more than Left.
 	Explore time.Duration
+	// Left, when positive, is the time until the reserve: no round's limit reaches past it
+	// ([Explorer.Left] sets it before each decision). 0: exploration's share is the only
+	// bound.
+	Left time.Duration
 }
 
 // active are the lanes not stopped.
@@ -323,6 +342,15 @@ func (p *Plan) active() []*Lane {
 // promotion of the better 1/Eta of the lanes at the highest rung, else the end of
 // exploration.
 func (p *Plan) Next() Round {
+	var rd Round
+	// A lane at its cap trains no more: it stays in the ranking for the winner, and the
+	// time of its rounds goes to the lanes that can still learn.
+	for _, l := range p.active() {
+		if l.Capped() {
+			l.Stopped = fmt.Sprintf("it has trained its cap of %d step(s); more steps would not change it", l.MaxSteps)
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+		}
+	}
 	act := p.active()
 	var fresh []*Lane
 	for _, l := range act {
@@ -331,9 +359,10 @@ func (p *Plan) Next() Round {
 		}
 	}
 	if len(fresh) > 0 {
-		return p.round(fresh, len(act))
+		r := p.round(fresh, len(act))
+		r.Stopped = append(rd.Stopped, r.Stopped...)
+		return r
 	}
-	var rd Round
 	// Flattened lanes stop: their time goes back to the others.
 	for _, l := range act {
 		if flat, gain := l.flattened(); flat && len(act) > 1 {
@@ -372,21 +401,34 @@ func (p *Plan) Next() Round {
 			return r
 		}
 	}
-	// Exploration is over: the best score of any lane that trained wins.
-	var best *Lane
+	// Exploration is over: the best score of any lane that trained and can train further
+	// wins, so that the final model has steps to make; a lane at its cap wins only when no
+	// other lane trained.
+	var best, top *Lane
 	for _, l := range p.Lanes {
 		if len(l.Curve) == 0 {
 			continue
 		}
-		if best == nil || l.Best().Score > best.Best().Score {
+		if top == nil || l.Best().Score > top.Best().Score {
+			top = l
+		}
+		if !l.Capped() && (best == nil || l.Best().Score > best.Best().Score) {
 			best = l
 		}
+	}
+	if best == nil {
+		best = top
 	}
 	rd.Done = true
 	if best != nil {
 		rd.Winner = best.ID
 		b := best.Best()
 		rd.Why = fmt.Sprintf("%s has the best validation score, %.4f at step %d", best.ID, b.Score, b.Step)
+		if top != best {
+			t := top.Best()
+			rd.Why = fmt.Sprintf("%s has the best validation score of the lanes that can train further, %.4f at step %d; %s scored %.4f at step %d but has trained its cap of %d step(s), so the time left goes to %s",
+				best.ID, b.Score, b.Step, top.ID, t.Score, t.Step, top.MaxSteps, best.ID)
+		}
 	}
 	return rd
 }
@@ -403,7 +445,11 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		if l.StepSeconds <= 0 && p.Steps == 0 {
 			// A step's time is unknown (a plugin that does not say, before the lane has
 			// trained): the round is its share of time, its steps what fits.
-			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
+			until := math.MaxInt32
+			if l.MaxSteps > 0 {
+				until = l.MaxSteps
+			}
+			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: until, Expected: per, Limit: per})
 			continue
 		}
 		train := per.Seconds() - l.Overhead
@@ -415,6 +461,7 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		if p.Steps > 0 {
 			steps = p.Steps * pow(p.eta(), l.Rung)
 		}
+		steps = max(l.room(steps), 1)
 		exp := seconds(float64(steps)*l.StepSeconds + l.Overhead)
 		limit := time.Duration(LimitSlack * float64(exp))
 		if p.Steps > 0 {
@@ -422,8 +469,28 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		}
 		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: limit})
 	}
-	rd.Jobs = Pack(rd.Jobs, p.Places, p.Lanes)
+	rd.Jobs = p.bound(Pack(rd.Jobs, p.Places, p.Lanes))
 	return rd
+}
+
+// bound shortens the time limits of jobs so that none reaches past the reserve (Left):
+// the jobs of a place run one after another, so each may use what is left after the
+// expected times of the jobs before it. A job that would start at or past the reserve
+// keeps its own limit: the explorer plans one only when no lane has trained yet and one
+// must ([Explorer]). Under fixed step counts the step ends a round and nothing is bounded.
+func (p *Plan) bound(jobs []Job) []Job {
+	if p.Left <= 0 || p.Steps > 0 {
+		return jobs
+	}
+	before := map[string]time.Duration{}
+	for i, j := range jobs {
+		if left := p.Left - before[j.Place.Name]; left > 0 && (j.Limit <= 0 || j.Limit > left) {
+			jobs[i].Limit = left
+			jobs[i].Expected = min(j.Expected, left)
+		}
+		before[j.Place.Name] += jobs[i].Expected
+	}
+	return jobs
 }
 
 // pow is b to the power e (e ≥ 0).
@@ -524,6 +591,16 @@ func Reserve(perCase, perStart time.Duration, test, val, options, models int, fa
 	return time.Duration(1.25 * float64(time.Duration(cases)*perCase+time.Duration(starts)*perStart))
 }
 
+// BeforeReserve says how much time is left before the reserve ("the 40s left before the
+// reserve") or, when none is, how far the run went past it ("exploration ran 3m6s past
+// the reserve"): never a negative duration.
+func BeforeReserve(left time.Duration) string {
+	if left < 0 {
+		return fmt.Sprintf("exploration ran %v past the reserve", (-left).Round(time.Second))
+	}
+	return fmt.Sprintf("the %v left before the reserve", left.Round(time.Second))
+}
+
 // Final modes.
 const (
 	FinalAllData  = "all-data"
@@ -590,11 +667,17 @@ func ensembleSteps(w *Lane, left time.Duration, folds int) int {
 // has trained fold 0).
 func Final(w *Lane, left time.Duration, folds int) Decision {
 	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	if w.Capped() {
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s has trained its cap of %d step(s), which every training case would not change: its fold model is submitted", w.ID, w.MaxSteps)}
+	}
 	flat, gain := w.flattened()
 	if folds > 1 && flat {
 		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
 		// costing an overhead.
 		n := ensembleSteps(w, left, folds)
+		if w.MaxSteps > 0 {
+			n = min(n, w.MaxSteps)
+		}
 		if n >= w.Steps && n > 0 {
 			per := seconds(float64(n)*c + o)
 			return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
@@ -605,11 +688,11 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 	// than it was seen to (the machine less busy) would otherwise stop with time left,
 	// while one that runs slower is stopped by its time limit a little before its
 	// learning rate reaches zero.
-	more := max(int(FinalOptimism*(left.Seconds()-o)/c), 0)
+	more := w.room(max(int(FinalOptimism*(left.Seconds()-o)/c), 0))
 	if more < 1 {
-		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s: no step of %s on all the data fits, so its fold model is submitted", BeforeReserve(left), w.ID)}
 	}
-	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
+	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (%s)", w.ID, w.Steps, more, BeforeReserve(left))
 	switch {
 	case folds > 1 && !flat && len(w.Curve) > 1:
 		why += fmt.Sprintf("; its validation curve still rises (%+.4f over its last round), so steps pay more than fold models", gain)
