@@ -166,3 +166,22 @@ func TestRulesCascade(t *testing.T) {
 		t.Errorf("no 3d_lowres lane: %v, %q", l, why)
 	}
 }
+
+// TestRulesPriorNotAlone: when the budget allows one lane, the prior (ranked first, as it
+// costs nothing) does not take it, since its one step cannot use a run's time (issue 23:
+// a 3-minute classification run trained only the prior and ended after 42 s); a prior
+// kept beside a learned lane is capped at one step.
+func TestRulesPriorNotAlone(t *testing.T) {
+	// 40 s left at 30 s a lane (MinLaneTime's default) on one slot: one lane.
+	got, err := Rules{}.Plan(context.Background(), input(1.2, 40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); len(n) != 1 || n[0] != "segmentation/3d_fullres" || got[0].MaxSteps != 0 {
+		t.Errorf("one lane: %v (max steps %d), want segmentation/3d_fullres uncapped", n, got[0].MaxSteps)
+	}
+	got, _ = Rules{MaxLanes: 3}.Plan(context.Background(), input(1.2, 0))
+	if got[0].Name != "other/prior" || got[0].MaxSteps != 1 {
+		t.Errorf("first lane %s with max steps %d, want other/prior capped at 1", got[0].Name, got[0].MaxSteps)
+	}
+}
