@@ -97,6 +97,9 @@ func (r *Runner) exploit(ctx context.Context) error {
 func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, took time.Duration) error {
 	fm := r.st.Final
 	more := schedule.Extend(steps, took, r.usable(), w.Schedule.Overhead)
+	if m := w.Schedule.MaxSteps; m > 0 {
+		more = min(more, m-int(fm.Steps)) // never past the lane's cap
+	}
 	if more <= 0 {
 		return nil
 	}

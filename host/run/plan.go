@@ -273,7 +273,7 @@ func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState
 		}
 		taken[id] = true
 		ls := &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}}
-		ls.Schedule = schedule.Lane{ID: id, MinSteps: 1, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
+		ls.Schedule = schedule.Lane{ID: id, MinSteps: 1, MaxSteps: l.MaxSteps, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
 		for _, p := range in.Plugins {
 			for _, c := range p.Candidates {
 				if p.Name == l.Plugin && bytes.Equal(c.Config, l.Config) {
