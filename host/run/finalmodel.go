@@ -41,6 +41,13 @@ func (r *Runner) exploit(ctx context.Context) error {
 			lowTime = lowresCost(low, lowRound, folds)
 		}
 		d := schedule.Final(&w.Schedule, left-lowTime, folds)
+		if d.Mode == schedule.FinalAllData && lowTime == 0 {
+			// The model on all the data predicts the test set alone: it has the time an
+			// ensemble's members would have predicted in.
+			if one := schedule.Final(&w.Schedule, r.remaining()-r.reserve(1), folds); one.Mode == schedule.FinalAllData {
+				d = one
+			}
+		}
 		if d.Mode != schedule.FinalEnsemble && lowTime > 0 {
 			// The model on all the data trains the cascade alone, in all the time left.
 			d = schedule.Final(&w.Schedule, left, 1)
@@ -96,7 +103,7 @@ func (r *Runner) exploit(ctx context.Context) error {
 // model is saved and recorded first, so a run stopped during the extension submits it.
 func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, took time.Duration) error {
 	fm := r.st.Final
-	more := schedule.Extend(steps, took, r.usable(), w.Schedule.Overhead)
+	more := schedule.Extend(steps, took, r.trainLeft(w), max(w.Schedule.Overhead-w.Schedule.Validation, 0))
 	if m := w.Schedule.MaxSteps; m > 0 {
 		more = min(more, m-int(fm.Steps)) // never past the lane's cap
 	}
@@ -112,7 +119,7 @@ func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, too
 	r.logf("the final model reached its planned step %d with %v left before the reserve: it trains on to step %d at the pace it made (%d steps in %v)", fm.Steps, r.usable().Round(time.Second), until, steps, took.Round(time.Second))
 	out, err := r.trainOne(ctx, trainSpec{
 		lane: w, fold: -1, audit: w.ID + ".all", work: r.path("lanes", w.ID, "all", "more"), cfg: cfg, train: r.data.Train,
-		resume: fm.Checkpoint, until: until, limit: r.usable(), place: r.placeOf(w), seed: r.st.Seed,
+		resume: fm.Checkpoint, until: until, limit: r.trainLeft(w), place: r.placeOf(w), seed: r.st.Seed,
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -133,6 +140,15 @@ func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, too
 		return err
 	}
 	return r.save()
+}
+
+// trainLeft is the time limit of a model on all the data that ends at the reserve: the
+// time until it, less the plugin's start (its clock starts once it has the request) and
+// one of w's steps (the limit is checked between steps, and the step under way finishes).
+// In app/cli's TestPlainTaskOfEveryKind a classification model limited to the time
+// until the reserve ran 0.3 % past the budget.
+func (r *Runner) trainLeft(w *LaneState) time.Duration {
+	return r.usable() - r.st.PluginStart - time.Duration(w.Schedule.StepSeconds*float64(time.Second))
 }
 
 // ensembleFolds is the number of folds an ensemble would have: the run's folds when the
@@ -182,7 +198,7 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 			resume = fm.Last // it was under way when the run stopped
 		}
 	}
-	limit := r.usable()
+	limit := r.trainLeft(w)
 	if limit <= 0 {
 		return fmt.Errorf("no time is left before the reserve")
 	}

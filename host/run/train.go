@@ -122,7 +122,10 @@ func (r *Runner) explore(ctx context.Context) error {
 	for _, l := range r.st.Lanes {
 		p.Lanes = append(p.Lanes, &l.Schedule)
 	}
-	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: r.usable, Decided: r.decided,
+	// A round's time limit starts when its plugin has started: the start comes out of the
+	// time until the reserve.
+	left := func() time.Duration { return r.usable() - r.st.PluginStart }
+	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: left, Decided: r.decided,
 		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
 	rd, err := e.Run(ctx, trainer{r})
 	if err != nil {
@@ -255,7 +258,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
 	// The round's time counts its validation, which the run's clock counts too: a round
 	// planned without it ran past exploration's share and the reserve.
-	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took), Validated: out.validated}, r.save()
 }
 
 // within reports whether path lies inside dir.

@@ -19,6 +19,8 @@ type Outcome struct {
 	// training time do not, or a busy cluster would make every later round and the final
 	// model plan fewer steps than fit.
 	Waited time.Duration
+	// Validated is the part of Took the validation after the round took.
+	Validated time.Duration
 }
 
 // Trainer carries out a job's round: host/run's is an executor training a lane-fold and
@@ -128,6 +130,7 @@ func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
 		}
 		o := outs[i]
 		l.Observe(o.Steps, o.Score, o.Took-o.Waited, o.StepTime, j.Place)
+		l.Validation = o.Validated.Seconds()
 	}
 	if e.After != nil {
 		return e.After(*rd)

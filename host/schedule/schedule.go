@@ -110,6 +110,9 @@ type Lane struct {
 	// Overhead is the time a round takes besides its steps (starting the plugin, loading
 	// the data, the validation prediction); the observed one once the lane has trained.
 	Overhead float64 `json:"overhead_seconds"`
+	// Validation is the part of Overhead the round's validation took (predicting the
+	// validation cases and scoring them), which a model on all the data does not do.
+	Validation float64 `json:"validation_seconds,omitempty"`
 	// Span is the width of the range its validation score moves over (host/evaluate's
 	// Span: 1 for the Dice, 3 for the IQA score); 0 when it has none (PSNR).
 	Span float64 `json:"span,omitempty"`
@@ -475,7 +478,7 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 
 // bound shortens the time limits of jobs so that none reaches past the reserve (Left):
 // the jobs of a place run one after another, so each may use what is left after the
-// expected times of the jobs before it. A job that would start at or past the reserve
+// expected times of the jobs before it, less the validation that follows its training. A job that would start at or past the reserve
 // keeps its own limit: the explorer plans one only when no lane has trained yet and one
 // must ([Explorer]). Under fixed step counts the step ends a round and nothing is bounded.
 func (p *Plan) bound(jobs []Job) []Job {
@@ -484,7 +487,9 @@ func (p *Plan) bound(jobs []Job) []Job {
 	}
 	before := map[string]time.Duration{}
 	for i, j := range jobs {
-		if left := p.Left - before[j.Place.Name]; left > 0 && (j.Limit <= 0 || j.Limit > left) {
+		// The validation after the round comes out of its time too.
+		left := p.Left - before[j.Place.Name] - seconds(p.lane(j.Lane).Validation)
+		if left > 0 && (j.Limit <= 0 || j.Limit > left) {
 			jobs[i].Limit = left
 			jobs[i].Expected = min(j.Expected, left)
 		}
@@ -623,17 +628,22 @@ type Decision struct {
 const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
 
 // MinExtension is the least time before the reserve for which an all-data model that
-// reached its planned last step is trained further ([Extend]).
-const MinExtension = 15 * time.Second
+// reached its planned last step is trained further ([Extend]), and the time must hold
+// twice the model's start too. Main's 15 s left a 25 s run's last 2–3 s unused (app/cli's
+// TestPlainTaskOfEveryKind: all-data models whose steps ran 28 % faster than exploration's
+// ended that early); a second holds about two restarts of a plugin, which took 0.3–0.5 s
+// there.
+const MinExtension = time.Second
 
 // Extend is how many more steps an all-data model that made steps in took and reached
 // its planned last step trains with left before the reserve: what left holds at the pace
 // of that training (a long run measures it better than exploration's short rounds, whose
 // steps were 20–40 % slower in make bench-quality, so the model was planned too short),
-// less a start's overhead; 0 when left is under MinExtension. Its learning rate then decays
-// again from where the new planned total puts it to zero at the new last step.
+// less a start's overhead; 0 when left is under MinExtension or twice the overhead. Its
+// learning rate then decays again from where the new planned total puts it to zero at the
+// new last step.
 func Extend(steps int, took, left time.Duration, overhead float64) int {
-	if steps <= 0 || took <= 0 || left < MinExtension {
+	if steps <= 0 || took <= 0 || left < MinExtension || left.Seconds() < 2*overhead {
 		return 0
 	}
 	pace := took.Seconds() / float64(steps)
@@ -688,7 +698,9 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 	// than it was seen to (the machine less busy) would otherwise stop with time left,
 	// while one that runs slower is stopped by its time limit a little before its
 	// learning rate reaches zero.
-	more := w.room(max(int(FinalOptimism*(left.Seconds()-o)/c), 0))
+	// The model on all the data has no validation cases: its start costs the overhead
+	// less the validation.
+	more := w.room(max(int(FinalOptimism*(left.Seconds()-max(o-w.Validation, 0))/c), 0))
 	if more < 1 {
 		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s: no step of %s on all the data fits, so its fold model is submitted", BeforeReserve(left), w.ID)}
 	}
