@@ -131,6 +131,10 @@ func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
 		o := outs[i]
 		l.Observe(o.Steps, o.Score, o.Took-o.Waited, o.StepTime, j.Place)
 		l.Validation = o.Validated.Seconds()
+		if j.Limit > 0 && o.Steps < j.Until {
+			// The time limit ended the round.
+			l.Outside = max(o.Took-o.Waited-o.Validated-j.Limit, 0).Seconds()
+		}
 	}
 	if e.After != nil {
 		return e.After(*rd)

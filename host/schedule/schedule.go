@@ -113,6 +113,10 @@ type Lane struct {
 	// Validation is the part of Overhead the round's validation took (predicting the
 	// validation cases and scoring them), which a model on all the data does not do.
 	Validation float64 `json:"validation_seconds,omitempty"`
+	// Outside is how long the lane's last round that its time limit ended ran past that
+	// limit, its validation left out: what the plugin's clock does not count (its start,
+	// the step under way, saving the checkpoint); 0 until a limit has ended a round.
+	Outside float64 `json:"outside_seconds,omitempty"`
 	// Span is the width of the range its validation score moves over (host/evaluate's
 	// Span: 1 for the Dice, 3 for the IQA score); 0 when it has none (PSNR).
 	Span float64 `json:"span,omitempty"`
@@ -478,7 +482,8 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 
 // bound shortens the time limits of jobs so that none reaches past the reserve (Left):
 // the jobs of a place run one after another, so each may use what is left after the
-// expected times of the jobs before it, less the validation that follows its training. A job that would start at or past the reserve
+// expected times of the jobs before it, less the validation that follows its training and
+// what its lane was seen to run past a limit ([Lane.Outside]). A job that would start at or past the reserve
 // keeps its own limit: the explorer plans one only when no lane has trained yet and one
 // must ([Explorer]). Under fixed step counts the step ends a round and nothing is bounded.
 func (p *Plan) bound(jobs []Job) []Job {
@@ -487,8 +492,10 @@ func (p *Plan) bound(jobs []Job) []Job {
 	}
 	before := map[string]time.Duration{}
 	for i, j := range jobs {
-		// The validation after the round comes out of its time too.
-		left := p.Left - before[j.Place.Name] - seconds(p.lane(j.Lane).Validation)
+		// The validation after the round, and what a round runs past its limit, come out
+		// of its time too.
+		l := p.lane(j.Lane)
+		left := p.Left - before[j.Place.Name] - seconds(l.Validation+l.Outside)
 		if left > 0 && (j.Limit <= 0 || j.Limit > left) {
 			jobs[i].Limit = left
 			jobs[i].Expected = min(j.Expected, left)
