@@ -181,3 +181,42 @@ func TestAllDataHasNoValidation(t *testing.T) {
 		t.Errorf("0.9 s left with a 0.5 s start: %d more steps, want 0", got)
 	}
 }
+
+// overrun is a trainer whose rounds that their time limit ends run extra past it, as a
+// plugin's do (its start, the step under way, saving the checkpoint: 1 s in the plain
+// detection run of app/cli's TestPlainTaskOfEveryKind).
+type overrun struct {
+	*Sim
+	extra time.Duration
+}
+
+func (o overrun) Train(ctx context.Context, j Job) (Outcome, error) {
+	out, err := o.Sim.Train(ctx, j)
+	if err == nil && out.Steps < j.Until {
+		out.Took += o.extra
+	}
+	return out, err
+}
+
+// TestOutsideTheLimit: a lane records how far a round its time limit ended ran past it,
+// and a later round's limit leaves that time and the validation before the reserve.
+func TestOutsideTheLimit(t *testing.T) {
+	// Planned at 0.1 s a step, it takes 0.3: the limit (1.5 × the expected) ends its round.
+	w := newWorld(1, laneSpec{"a", 0.8, 300, 0.3, 0.1, 1})
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}}, Lanes: w.lanes}
+	e := &Explorer{Plan: p, Spent: w.sim.Now, End: 20 * time.Second}
+	if _, err := e.Run(context.Background(), overrun{w.sim, time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// The simulated round stops within a step (0.3 s) before its limit: 0.7–1 s past it.
+	if l := w.lanes[0]; l.Outside < 0.7 || l.Outside > 1 {
+		t.Errorf("outside the limit: %.3g s, want 0.7–1", l.Outside)
+	}
+	l := &Lane{ID: "b", StepSeconds: 0.1, Overhead: 3, Validation: 1, Outside: 2, Rung: 1, Steps: 10, Curve: []Point{{Step: 10, Score: 0.5}}}
+	q := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}}, Lanes: []*Lane{l, {ID: "c", StepSeconds: 0.1, Overhead: 3}}, Explore: time.Minute, Left: 10 * time.Second}
+	for _, j := range q.round([]*Lane{l}, 2).Jobs {
+		if j.Limit > 7*time.Second { // 10 s to the reserve less 1 s of validation and 2 s outside
+			t.Errorf("limit %v, want at most 7 s", j.Limit)
+		}
+	}
+}
