@@ -117,6 +117,10 @@ func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, too
 	if m := w.Schedule.MaxSteps; m > 0 {
 		more = min(more, m-int(fm.Steps)) // never past the lane's cap
 	}
+	limit := r.trainLeft(w)
+	if limit <= 0 {
+		more = 0 // no time for the plugin's clock (a limit of 0 would be none)
+	}
 	if more <= 0 {
 		if left := r.usable(); left > 0 {
 			r.logf("the final model reached its planned step %d with %v left before the reserve: too little to train on (a start takes about %v)", fm.Steps, left.Round(10*time.Millisecond), time.Duration(start*float64(time.Second)).Round(10*time.Millisecond))
@@ -132,7 +136,7 @@ func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, too
 	r.logf("the final model reached its planned step %d with %v left before the reserve: it trains on to step %d at the pace it made (%d steps in %v)", fm.Steps, r.usable().Round(time.Second), until, steps, took.Round(time.Second))
 	out, err := r.trainOne(ctx, trainSpec{
 		lane: w, fold: -1, audit: w.ID + ".all", work: r.path("lanes", w.ID, "all", "more"), cfg: cfg, train: r.data.Train,
-		resume: fm.Checkpoint, until: until, limit: r.trainLeft(w), place: r.placeOf(w), seed: r.st.Seed,
+		resume: fm.Checkpoint, until: until, limit: limit, place: r.placeOf(w), seed: r.st.Seed,
 	})
 	if ctx.Err() != nil {
 		return ctx.Err()
