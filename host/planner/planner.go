@@ -89,6 +89,10 @@ type Lane struct {
 	// Device is what the plugin planned the lane for ("cpu", "vulkan:N NAME"; empty when
 	// it did not say), from the lane's candidate (protocol.Candidate.Device).
 	Device string `json:"device,omitempty"`
+	// MaxSteps is the most steps the lane can train, 0 when it has no cap, from its
+	// candidate (protocol.Candidate.MaxSteps): a prior lane counts its training labels in
+	// one step, a forest grows its trees (amid/host/schedule's Lane.MaxSteps).
+	MaxSteps int `json:"max_steps,omitempty"`
 }
 
 // Planner proposes lanes. Plan is called once before training (Results empty) and may be

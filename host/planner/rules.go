@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +60,7 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	for _, p := range in.Plugins {
 		for i, c := range p.Candidates {
 			l := Lane{Name: p.Name + "/" + c.Name, Plugin: p.Name, Config: json.RawMessage(c.Config), Rationale: c.Rationale}
+			l.MaxSteps = int(c.MaxSteps)
 			rank, why := rule(in, fp, c.Name, i)
 			if why != "" {
 				l.Rationale = strings.TrimSpace(l.Rationale + "; rules: " + why)
@@ -86,8 +88,18 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	for _, a := range all[:min(keep, len(all))] {
 		out = append(out, a.lane)
 	}
+	if learned := slices.IndexFunc(all, func(a ranked) bool { return !isPrior(a.lane.Name) }); learned >= keep {
+		// Every lane kept is a prior: the budget's last place goes to the first lane that
+		// learns, as a prior cannot use the time a run has (its one step makes it).
+		out[len(out)-1] = all[learned].lane
+		out[len(out)-1].Rationale = strings.TrimSpace(out[len(out)-1].Rationale + "; rules: the budget allows " + fmt.Sprint(keep) + " lane(s) and a prior lane cannot use a run's time, so a lane that learns takes the last place")
+	}
 	return out, nil
 }
+
+// isPrior reports whether a lane (a candidate's or a lane's name) is a prior lane, which
+// trains no network: one step makes it.
+func isPrior(name string) bool { return strings.Contains(strings.ToLower(name), "prior") }
 
 // rule ranks a candidate (lower first) and says why, from the fingerprint: thick-slice
 // volumes favour 2D lanes, near-isotropic ones 3D; prior lanes, which cost nothing, go
@@ -96,7 +108,7 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 func rule(in Input, fp fpView, name string, i int) (int, string) {
 	n := strings.ToLower(name)
 	switch {
-	case strings.Contains(n, "prior"):
+	case isPrior(n):
 		return -10, "a prior lane costs no training and is the baseline learned lanes must beat"
 	case in.Kind == "segmentation" && n == laneForest:
 		return -8, "a voxel forest learns in seconds whatever the budget, and sees where a voxel lies: the fast lane the networks must beat"

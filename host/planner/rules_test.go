@@ -17,7 +17,7 @@ func input(anisotropy float64, remaining time.Duration) Input {
 	return Input{Kind: "segmentation", Dims: 3, Fingerprint: fp, Slots: 1, Remaining: remaining, HigherIsBetter: true,
 		Plugins: []Plugin{
 			{Name: "segmentation", Candidates: []protocol.Candidate{{Name: "2d", Config: []byte(`{}`)}, {Name: "3d_fullres", Config: []byte(`{}`)}}},
-			{Name: "other", Candidates: []protocol.Candidate{{Name: "prior", Config: []byte(`{}`)}}},
+			{Name: "other", Candidates: []protocol.Candidate{{Name: "prior", Config: []byte(`{}`), MaxSteps: 1}}},
 		}}
 }
 
@@ -179,5 +179,24 @@ func TestRulesForestEarly(t *testing.T) {
 	}
 	if n := names(got); len(n) != 2 || n[0] != "other/prior" || n[1] != "segmentation/forest" {
 		t.Errorf("order %v, want the prior and the forest", n)
+	}
+}
+
+// TestRulesPriorNotAlone: when the budget allows one lane, the prior (ranked first, as it
+// costs nothing) does not take it, since its one step cannot use a run's time (issue 23:
+// a 3-minute classification run trained only the prior and ended after 42 s); a prior
+// kept beside a learned lane keeps the cap of one step its candidate declares.
+func TestRulesPriorNotAlone(t *testing.T) {
+	// 40 s left at 30 s a lane (MinLaneTime's default) on one slot: one lane.
+	got, err := Rules{}.Plan(context.Background(), input(1.2, 40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := names(got); len(n) != 1 || n[0] != "segmentation/3d_fullres" || got[0].MaxSteps != 0 {
+		t.Errorf("one lane: %v (max steps %d), want segmentation/3d_fullres uncapped", n, got[0].MaxSteps)
+	}
+	got, _ = Rules{MaxLanes: 3}.Plan(context.Background(), input(1.2, 0))
+	if got[0].Name != "other/prior" || got[0].MaxSteps != 1 {
+		t.Errorf("first lane %s with max steps %d, want other/prior capped at 1", got[0].Name, got[0].MaxSteps)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"amid/host/catalog"
 	"amid/host/export"
@@ -52,6 +53,7 @@ type TestCase struct {
 
 // export writes the model package and its zip into the run folder.
 func (r *Runner) export(ctx context.Context) error {
+	began := r.now()
 	dir := r.path("package")
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -63,7 +65,7 @@ func (r *Runner) export(ctx context.Context) error {
 		return err
 	}
 	r.st.Package = dir
-	r.logf("package written: %s (and %s)", dir, r.path("package.zip"))
+	r.logf("package written: %s (and %s) in %v", dir, r.path("package.zip"), r.now().Sub(began).Round(10*time.Millisecond))
 	return nil
 }
 

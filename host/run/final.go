@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"amid/host/audit"
 	"amid/host/catalog"
@@ -160,6 +161,7 @@ func (r *Runner) finalMade() bool {
 
 // final predicts the test set with the chosen lane and writes the submission.
 func (r *Runner) final(ctx context.Context) error {
+	r.logf("the final phases start with %v of the budget left; %v was kept for them", r.remaining().Round(10*time.Millisecond), r.reserve(r.models()).Round(10*time.Millisecond))
 	best, fold, err := r.choose()
 	if err != nil {
 		return err

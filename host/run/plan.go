@@ -273,13 +273,14 @@ func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState
 		}
 		taken[id] = true
 		ls := &LaneState{Lane: l, ID: id, Folds: map[int]FoldState{}}
-		ls.Schedule = schedule.Lane{ID: id, MinSteps: 1, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
+		ls.Schedule = schedule.Lane{ID: id, MinSteps: 1, MaxSteps: l.MaxSteps, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
 		for _, p := range in.Plugins {
 			for _, c := range p.Candidates {
 				if p.Name == l.Plugin && bytes.Equal(c.Config, l.Config) {
 					ls.Schedule.StepSeconds, ls.Schedule.Memory = c.StepSeconds, c.MemoryBytes
 					ls.Device = c.Device
 					ls.Schedule.MinSteps = minSteps(in.MinSteps, c.Name)
+					ls.Schedule.MaxSteps = int(c.MaxSteps)
 				}
 			}
 		}
@@ -295,6 +296,10 @@ func (r *Runner) laneStates(in planner.Input, lanes []planner.Lane) []*LaneState
 				}
 			}
 			ls.Schedule.MinSteps = minSteps(in.MinSteps, "")
+		}
+		if m := ls.Schedule.MaxSteps; m > 0 {
+			// A lane whose cap comes before the recorded minimum is judged at its cap.
+			ls.Schedule.MinSteps = min(ls.Schedule.MinSteps, m)
 		}
 		out = append(out, ls)
 	}

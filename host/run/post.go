@@ -61,7 +61,7 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 	nval := len(r.data.Train) / max(r.st.Folds, 2)
 	need := time.Duration(len(opts)*nval+2*len(r.data.Test)) * r.st.PredictPerCase
 	if r.st.PredictPerCase > 0 && r.remaining() < need {
-		r.logf("post-processing is not tried: %v left, trying %d options would take about %v", r.remaining().Round(time.Second), len(opts), need.Round(time.Second))
+		r.logf("post-processing is not tried: %v of the budget left, trying %d options would take about %v", max(r.remaining(), 0).Round(time.Second), len(opts), need.Round(time.Second))
 		return nil
 	}
 	fl, err := r.folds()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"amid/host/audit"
 	"amid/host/evaluate"
+	"amid/host/planner"
 	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/compute"
@@ -21,9 +24,27 @@ import (
 // export until a prediction has been timed (then amid/host/schedule.Reserve sizes it).
 const finalReserve = 0.15
 
-// exportTime is what the reserve adds for writing and zipping the package, hashing the
-// files and the audit log (a few seconds for the demo's package on the 2-core machine).
-const exportTime = 5 * time.Second
+// exportRate is the pace, in bytes a second, at which the reserve counts the export
+// copying, hashing and zipping the package's checkpoints: a fifth of the 100 MB/s the
+// 2-core machine deflates at, for a busy disk. The package's other files (the task, the
+// plan, the audit log) are a few hundred kilobytes.
+const exportRate = 20e6
+
+// exportTime is what the reserve keeps for the export: starting the plugin once (for its
+// version), and the models' checkpoints at exportRate. Main's fixed 5 s was a fifth of a
+// 25 s budget, while the plain runs of every kind (app/cli's TestPlainTaskOfEveryKind)
+// exported in under a second; the time it takes is logged ("package written ... in").
+func (r *Runner) exportTime(models int) time.Duration {
+	var size int64
+	for _, l := range r.st.Lanes {
+		if f, ok := l.Folds[0]; ok && f.Checkpoint != "" {
+			if fi, err := os.Stat(f.Checkpoint); err == nil {
+				size = max(size, fi.Size())
+			}
+		}
+	}
+	return r.st.PluginStart + time.Duration(float64(int64(max(models, 1))*size)/exportRate*float64(time.Second))
+}
 
 func protoCases(cs []task.Case, labels map[string]string) []protocol.Case {
 	out := make([]protocol.Case, len(cs))
@@ -53,12 +74,39 @@ func (r *Runner) models() int {
 // reserve is the time kept for the final phases: 15 % of the budget until a validation
 // prediction has been timed, then what the final phases' predictions are expected to take
 // (the test set twice by each of models models, for the submission and its reproduction,
-// and the chosen fold's validation cases once per post-processing option, counted as
-// four, each prediction starting the plugin once) with a quarter more, and the export.
+// and the chosen fold's validation cases once per post-processing option the lanes'
+// plugins offer, each prediction starting the plugin once) with a quarter more, and the
+// export ([Runner.exportTime]).
 func (r *Runner) reserve(models int) time.Duration {
 	fallback := time.Duration(finalReserve * float64(r.st.Budget))
+	if r.st.PredictPerCase <= 0 {
+		return fallback
+	}
 	nval := len(r.data.Train) / max(r.st.Folds, 2)
-	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, 4, models, fallback) + exportTime
+	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, r.postOptionCount(), models, fallback) + r.exportTime(models)
+}
+
+// postOptionCount is the number of post-processing options the final phase tries: the
+// most that the plugin of any of the run's lanes offers, 0 when none offers a choice
+// (choosePostprocess tries two or more; only segmentation's plugin offers any).
+func (r *Runner) postOptionCount() int {
+	if r.postOpts == nil {
+		var in planner.Input
+		if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+			return 0 // no plan yet: no lane either
+		}
+		r.postOpts = map[string]int{}
+		for _, p := range in.Plugins {
+			if n := len(postOptions(p.Schema)); n >= 2 {
+				r.postOpts[p.Name] = n
+			}
+		}
+	}
+	n := 0
+	for _, l := range r.st.Lanes {
+		n = max(n, r.postOpts[l.Plugin])
+	}
+	return n
 }
 
 // explore trains the lanes on fold 0 in rounds of successive halving (amid/host/schedule)
@@ -74,7 +122,16 @@ func (r *Runner) explore(ctx context.Context) error {
 	for _, l := range r.st.Lanes {
 		p.Lanes = append(p.Lanes, &l.Schedule)
 	}
-	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Decided: r.decided,
+	// A round's time limit starts when its plugin has started: the start comes out of the
+	// time until the reserve.
+	left := func() time.Duration { return r.usable() - r.st.PluginStart }
+	// A lane at its cap that leads keeps the time of its fold ensemble, and of the
+	// ensemble's predictions; its challenger may use the rest.
+	hold := func(l *schedule.Lane) time.Duration {
+		folds := r.ensembleFolds()
+		return schedule.CappedEnsemble(l, folds) + r.reserve(folds) - r.reserve(1)
+	}
+	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: left, Hold: hold, Decided: r.decided,
 		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
 	rd, err := e.Run(ctx, trainer{r})
 	if err != nil {
@@ -205,7 +262,9 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, fl.Lacks(0)
 	l.Folds[0] = f
 	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
-	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took)}, r.save()
+	// The round's time counts its validation, which the run's clock counts too: a round
+	// planned without it ran past exploration's share and the reserve.
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took), Validated: out.validated}, r.save()
 }
 
 // within reports whether path lies inside dir.
@@ -240,6 +299,8 @@ type trained struct {
 	took     time.Duration
 	stepTime time.Duration
 	score    *evaluate.Score
+	// validated is the time the validation prediction and its scoring took, after took.
+	validated time.Duration
 }
 
 // trainOne trains s through the executor, records it in the audit log and scores its
@@ -267,7 +328,13 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 	if s.limit > 0 {
 		bound = fmt.Sprintf(" for at most %v", s.limit.Round(time.Second))
 	}
-	r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Message: fmt.Sprintf("training %s to step %d%s on %s", id, s.until, bound, s.place.Name)})
+	target := fmt.Sprintf(" to step %d", s.until)
+	if s.until >= math.MaxInt32 {
+		// The schedule's "no step bound" (a lane whose step time is not known yet): the
+		// time limit ends the round.
+		target = ""
+	}
+	r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Message: fmt.Sprintf("training %s%s%s on %s", id, target, bound, s.place.Name)})
 	began := r.now()
 	var t0, t1 time.Time
 	var s0, s1 int64
@@ -336,6 +403,7 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 		if out.score, err = r.validate(ctx, filepath.Join(filepath.Dir(s.work), "val"), entry.Name, s.cfg, res.Checkpoint, s.val); err != nil {
 			return nil, fmt.Errorf("validation: %w", err)
 		}
+		out.validated = r.now().Sub(began) - took
 	}
 	score := 0.0
 	if out.score != nil {
@@ -393,7 +461,10 @@ func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, c
 	}
 	if len(val) > 0 {
 		// The slowest lane's time per case sets the final phases' reserve.
-		per := max(r.now().Sub(began)-r.st.PluginStart, 0) / time.Duration(len(val))
+		// A prediction faster than the plugin's start counts a microsecond a case: 0
+		// would mean that no prediction was timed, and keep the reserve at its fallback
+		// (15 % of the budget, where the plain classification run's final phases took 7 %).
+		per := max(r.now().Sub(began)-r.st.PluginStart, time.Microsecond) / time.Duration(len(val))
 		r.mu.Lock()
 		r.st.PredictPerCase = max(r.st.PredictPerCase, per)
 		r.mu.Unlock()

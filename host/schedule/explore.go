@@ -19,6 +19,8 @@ type Outcome struct {
 	// training time do not, or a busy cluster would make every later round and the final
 	// model plan fewer steps than fit.
 	Waited time.Duration
+	// Validated is the part of Took the validation after the round took.
+	Validated time.Duration
 }
 
 // Trainer carries out a job's round: host/run's is an executor training a lane-fold and
@@ -34,6 +36,14 @@ type Explorer struct {
 	Spent func() time.Duration
 	// End is the mark of the clock at which exploration's share is spent.
 	End time.Duration
+	// Left, when set, is the time until the reserve, which may grow once predictions are
+	// timed: exploration ends there even before End, and no round's limit reaches past it.
+	Left func() time.Duration
+	// Hold, when set, is the time the final model of a lane at its cap takes (its fold
+	// ensemble). While such a lane leads and a lane that can still learn goes on alone
+	// ([Plan.Challenger]), exploration may run past End until Hold before the reserve: the
+	// time the capped lane cannot use goes to its challenger.
+	Hold func(capped *Lane) time.Duration
 	// Decided, when set, is called with each decision before its round trains (to record
 	// which lanes train and which stopped, and why), and with the last, Done, one.
 	Decided func(Round) error
@@ -51,6 +61,20 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			return Round{}, err
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
+		if e.Left != nil {
+			left := e.Left()
+			e.Plan.Explore = min(e.Plan.Explore, max(left, 0))
+			if leader := e.Plan.Challenger(); leader != nil {
+				hold := time.Duration(0)
+				if e.Hold != nil {
+					hold = e.Hold(leader)
+				}
+				e.Plan.Explore = max(left-hold, 0)
+			}
+			// Past the reserve, outOfTime ends exploration, or trains the one first round a
+			// run cannot do without, with its own limit.
+			e.Plan.Left = max(left, 0)
+		}
 		rd := e.Plan.Next()
 		if !rd.Done && e.Plan.Explore <= 0 && e.Plan.Steps == 0 {
 			rd = e.outOfTime(rd)
@@ -118,6 +142,11 @@ func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
 		}
 		o := outs[i]
 		l.Observe(o.Steps, o.Score, o.Took-o.Waited, o.StepTime, j.Place)
+		l.Validation = o.Validated.Seconds()
+		if j.Limit > 0 && o.Steps < j.Until {
+			// The time limit ended the round.
+			l.Outside = max(o.Took-o.Waited-o.Validated-j.Limit, 0).Seconds()
+		}
 	}
 	if e.After != nil {
 		return e.After(*rd)

@@ -23,6 +23,9 @@ func Forced(w *Lane, left time.Duration, folds int, mode string, steps int) Deci
 			return d
 		}
 		n := max(ensembleSteps(w, left, folds), w.Steps, 1)
+		if w.MaxSteps > 0 {
+			n = max(min(n, w.MaxSteps), w.Steps)
+		}
 		per := seconds(float64(n)*c + o)
 		return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
 			Why: fmt.Sprintf("the fold ensemble was asked for: every fold of %s to step %d (at least its %d): fold 0 continues, the other %d train, and the %d fold models are ensembled", w.ID, n, w.Steps, folds-1, folds)}
@@ -30,6 +33,11 @@ func Forced(w *Lane, left time.Duration, folds int, mode string, steps int) Deci
 		more := max(int(FinalOptimism*(left.Seconds()-o)/c), 1)
 		if steps > 0 {
 			more = steps
+		}
+		if more = w.room(more); more < 1 {
+			d := Final(w, left, folds)
+			d.Why += "; the model on all the data asked for would make no step"
+			return d
 		}
 		return Decision{Mode: FinalAllData, Until: w.Steps + more, Limit: max(left, 0),
 			Why: fmt.Sprintf("a model on all the data was asked for: %s continues on every training case from step %d for %d more steps", w.ID, w.Steps, more)}

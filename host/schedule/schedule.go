@@ -110,6 +110,13 @@ type Lane struct {
 	// Overhead is the time a round takes besides its steps (starting the plugin, loading
 	// the data, the validation prediction); the observed one once the lane has trained.
 	Overhead float64 `json:"overhead_seconds"`
+	// Validation is the part of Overhead the round's validation took (predicting the
+	// validation cases and scoring them), which a model on all the data does not do.
+	Validation float64 `json:"validation_seconds,omitempty"`
+	// Outside is how long the lane's last round that its time limit ended ran past that
+	// limit, its validation left out: what the plugin's clock does not count (its start,
+	// the step under way, saving the checkpoint); 0 until a limit has ended a round.
+	Outside float64 `json:"outside_seconds,omitempty"`
 	// Span is the width of the range its validation score moves over (host/evaluate's
 	// Span: 1 for the Dice, 3 for the IQA score); 0 when it has none (PSNR).
 	Span float64 `json:"span,omitempty"`
@@ -128,6 +135,21 @@ type Lane struct {
 	Stopped string `json:"stopped,omitempty"`
 	// Rung is the number of rounds the lane has finished.
 	Rung int `json:"rung"`
+	// MaxSteps is the most steps the lane can train, 0 when it has no cap: a prior lane
+	// counts its training labels in one step, and no step after that changes it. No round
+	// and no final model is planned past it.
+	MaxSteps int `json:"max_steps,omitempty"`
+}
+
+// Capped reports whether the lane has trained every step it can ([Lane.MaxSteps]).
+func (l *Lane) Capped() bool { return l.MaxSteps > 0 && l.Steps >= l.MaxSteps }
+
+// room is n steps more, or fewer when the lane's cap comes first (never below 0).
+func (l *Lane) room(n int) int {
+	if l.MaxSteps > 0 {
+		n = min(n, l.MaxSteps-l.Steps)
+	}
+	return max(n, 0)
 }
 
 // Score is the lane's last validation score (NaN before any).
@@ -304,8 +326,12 @@ type Plan struct {
 	Config
 	Lanes []*Lane
 	// Explore is the exploration time left: its share of the usable time less what it has
-	// spent.
+	// spent, and never more than Left.
 	Explore time.Duration
+	// Left, when positive, is the time until the reserve: no round's limit reaches past it
+	// ([Explorer.Left] sets it before each decision). 0: exploration's share is the only
+	// bound.
+	Left time.Duration
 }
 
 // active are the lanes not stopped.
@@ -323,6 +349,15 @@ func (p *Plan) active() []*Lane {
 // promotion of the better 1/Eta of the lanes at the highest rung, else the end of
 // exploration.
 func (p *Plan) Next() Round {
+	var rd Round
+	// A lane at its cap trains no more: it stays in the ranking for the winner, and the
+	// time of its rounds goes to the lanes that can still learn.
+	for _, l := range p.active() {
+		if l.Capped() {
+			l.Stopped = fmt.Sprintf("it has trained its cap of %d step(s); more steps would not change it", l.MaxSteps)
+			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
+		}
+	}
 	act := p.active()
 	var fresh []*Lane
 	for _, l := range act {
@@ -331,9 +366,10 @@ func (p *Plan) Next() Round {
 		}
 	}
 	if len(fresh) > 0 {
-		return p.round(fresh, len(act))
+		r := p.round(fresh, len(act))
+		r.Stopped = append(rd.Stopped, r.Stopped...)
+		return r
 	}
-	var rd Round
 	// Flattened lanes stop: their time goes back to the others.
 	for _, l := range act {
 		if flat, gain := l.flattened(); flat && len(act) > 1 {
@@ -372,23 +408,56 @@ func (p *Plan) Next() Round {
 			return r
 		}
 	}
-	// Exploration is over: the best score of any lane that trained wins.
-	var best *Lane
-	for _, l := range p.Lanes {
-		if len(l.Curve) == 0 {
-			continue
-		}
-		if best == nil || l.Best().Score > best.Best().Score {
-			best = l
+	best := p.best()
+	// A lane at its cap that leads cannot use the time exploration has left: the last
+	// lane that can still learn goes on alone, as long as its curve rises and a round of
+	// it fits, judged on the same validation cases, and wins if it overtakes.
+	if len(act) == 1 && best != nil && best.Capped() && act[0] != best {
+		if flat, gain := act[0].flattened(); !flat && p.Explore > seconds(act[0].Overhead+act[0].Validation+act[0].StepSeconds) {
+			r := p.round(act, 1)
+			r.Stopped = append(rd.Stopped, r.Stopped...)
+			return r
+		} else if len(act[0].Curve) > 1 {
+			act[0].Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round, under %.2g, %.4f behind %s at its cap", gain, act[0].flatGain(), best.Best().Score-act[0].Score(), best.ID)
+			rd.Stopped = append(rd.Stopped, act[0].ID+": "+act[0].Stopped)
 		}
 	}
+	// Exploration is over: the best score of any lane that trained wins, a lane at its cap
+	// too.
 	rd.Done = true
 	if best != nil {
 		rd.Winner = best.ID
 		b := best.Best()
 		rd.Why = fmt.Sprintf("%s has the best validation score, %.4f at step %d", best.ID, b.Score, b.Step)
+		if best.Capped() {
+			rd.Why += fmt.Sprintf(" (at its cap of %d step(s))", best.MaxSteps)
+		}
 	}
 	return rd
+}
+
+// best is the lane with the best validation score of those that trained, nil before any.
+func (p *Plan) best() *Lane {
+	var best *Lane
+	for _, l := range p.Lanes {
+		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
+			best = l
+		}
+	}
+	return best
+}
+
+// Challenger returns the lane at its cap that leads while a single lane that can still
+// learn goes on, its curve rising, to challenge it; nil otherwise.
+func (p *Plan) Challenger() *Lane {
+	act, best := p.active(), p.best()
+	if len(act) != 1 || best == nil || !best.Capped() || act[0] == best || act[0].Rung == 0 {
+		return nil
+	}
+	if flat, _ := act[0].flattened(); flat {
+		return nil
+	}
+	return best
 }
 
 // round is the next round of lanes (n lanes still explored): each gets the exploration
@@ -403,7 +472,11 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		if l.StepSeconds <= 0 && p.Steps == 0 {
 			// A step's time is unknown (a plugin that does not say, before the lane has
 			// trained): the round is its share of time, its steps what fits.
-			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: math.MaxInt32, Expected: per, Limit: per})
+			until := math.MaxInt32
+			if l.MaxSteps > 0 {
+				until = l.MaxSteps
+			}
+			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: until, Expected: per, Limit: per})
 			continue
 		}
 		train := per.Seconds() - l.Overhead
@@ -415,6 +488,7 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		if p.Steps > 0 {
 			steps = p.Steps * pow(p.eta(), l.Rung)
 		}
+		steps = max(l.room(steps), 1)
 		exp := seconds(float64(steps)*l.StepSeconds + l.Overhead)
 		limit := time.Duration(LimitSlack * float64(exp))
 		if p.Steps > 0 {
@@ -422,8 +496,33 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 		}
 		rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: l.Steps + steps, Expected: exp, Limit: limit})
 	}
-	rd.Jobs = Pack(rd.Jobs, p.Places, p.Lanes)
+	rd.Jobs = p.bound(Pack(rd.Jobs, p.Places, p.Lanes))
 	return rd
+}
+
+// bound shortens the time limits of jobs so that none reaches past the reserve (Left):
+// the jobs of a place run one after another, so each may use what is left after the
+// expected times of the jobs before it, less the validation that follows its training and
+// what its lane was seen to run past a limit ([Lane.Outside]). A job that would start at or past the reserve
+// keeps its own limit: the explorer plans one only when no lane has trained yet and one
+// must ([Explorer]). Under fixed step counts the step ends a round and nothing is bounded.
+func (p *Plan) bound(jobs []Job) []Job {
+	if p.Left <= 0 || p.Steps > 0 {
+		return jobs
+	}
+	before := map[string]time.Duration{}
+	for i, j := range jobs {
+		// The validation after the round, and what a round runs past its limit, come out
+		// of its time too.
+		l := p.lane(j.Lane)
+		left := p.Left - before[j.Place.Name] - seconds(l.Validation+l.Outside)
+		if left > 0 && (j.Limit <= 0 || j.Limit > left) {
+			jobs[i].Limit = left
+			jobs[i].Expected = min(j.Expected, left)
+		}
+		before[j.Place.Name] += jobs[i].Expected
+	}
+	return jobs
 }
 
 // pow is b to the power e (e ≥ 0).
@@ -524,6 +623,16 @@ func Reserve(perCase, perStart time.Duration, test, val, options, models int, fa
 	return time.Duration(1.25 * float64(time.Duration(cases)*perCase+time.Duration(starts)*perStart))
 }
 
+// BeforeReserve says how much time is left before the reserve ("the 40s left before the
+// reserve") or, when none is, how far the run went past it ("exploration ran 3m6s past
+// the reserve"): never a negative duration.
+func BeforeReserve(left time.Duration) string {
+	if left < 0 {
+		return fmt.Sprintf("exploration ran %v past the reserve", (-left).Round(time.Second))
+	}
+	return fmt.Sprintf("the %v left before the reserve", left.Round(time.Second))
+}
+
 // Final modes.
 const (
 	FinalAllData  = "all-data"
@@ -546,17 +655,22 @@ type Decision struct {
 const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
 
 // MinExtension is the least time before the reserve for which an all-data model that
-// reached its planned last step is trained further ([Extend]).
-const MinExtension = 15 * time.Second
+// reached its planned last step is trained further ([Extend]), and the time must hold
+// twice the model's start too. Main's 15 s left a 25 s run's last 2–3 s unused (app/cli's
+// TestPlainTaskOfEveryKind: all-data models whose steps ran 28 % faster than exploration's
+// ended that early); a second holds about two restarts of a plugin, which took 0.3–0.5 s
+// there.
+const MinExtension = time.Second
 
 // Extend is how many more steps an all-data model that made steps in took and reached
 // its planned last step trains with left before the reserve: what left holds at the pace
 // of that training (a long run measures it better than exploration's short rounds, whose
 // steps were 20–40 % slower in make bench-quality, so the model was planned too short),
-// less a start's overhead; 0 when left is under MinExtension. Its learning rate then decays
-// again from where the new planned total puts it to zero at the new last step.
+// less a start's overhead; 0 when left is under MinExtension or twice the overhead. Its
+// learning rate then decays again from where the new planned total puts it to zero at the
+// new last step.
 func Extend(steps int, took, left time.Duration, overhead float64) int {
-	if steps <= 0 || took <= 0 || left < MinExtension {
+	if steps <= 0 || took <= 0 || left < MinExtension || left.Seconds() < 2*overhead {
 		return 0
 	}
 	pace := took.Seconds() / float64(steps)
@@ -585,16 +699,36 @@ func ensembleSteps(w *Lane, left time.Duration, folds int) int {
 	return int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
 }
 
+// CappedEnsemble is the time the folds of a fold ensemble of folds take to train lane w,
+// at its cap, to that cap: fold 0 has, the others train from scratch, each costing an
+// overhead.
+func CappedEnsemble(w *Lane, folds int) time.Duration {
+	return time.Duration(max(folds-1, 0)) * seconds(float64(w.MaxSteps)*max(w.StepSeconds, 1e-6)+w.Overhead)
+}
+
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
 // the number of folds the task's predictions can be ensembled over (1: none; the winner
 // has trained fold 0).
 func Final(w *Lane, left time.Duration, folds int) Decision {
 	c, o := max(w.StepSeconds, 1e-6), w.Overhead
+	if w.Capped() {
+		// More steps cannot change it; more models may: every other fold trains to the
+		// cap, when the time holds them.
+		if folds > 1 && CappedEnsemble(w, folds) <= left {
+			per := seconds(float64(w.MaxSteps)*c + o)
+			return Decision{Mode: FinalEnsemble, Until: w.MaxSteps, Limit: time.Duration(LimitSlack * float64(per)),
+				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: the other %d folds train to it in the %v left, and the %d fold models are ensembled", w.ID, w.MaxSteps, folds-1, left.Round(time.Second), folds)}
+		}
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change, and %s holds no fold ensemble: its fold model is submitted", w.ID, w.MaxSteps, BeforeReserve(left))}
+	}
 	flat, gain := w.flattened()
 	if folds > 1 && flat {
 		// Every fold to step n: fold 0 makes n − Steps more, the others n each, each fold
 		// costing an overhead.
 		n := ensembleSteps(w, left, folds)
+		if w.MaxSteps > 0 {
+			n = min(n, w.MaxSteps)
+		}
 		if n >= w.Steps && n > 0 {
 			per := seconds(float64(n)*c + o)
 			return Decision{Mode: FinalEnsemble, Until: n, Limit: time.Duration(LimitSlack * float64(per)),
@@ -605,11 +739,13 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 	// than it was seen to (the machine less busy) would otherwise stop with time left,
 	// while one that runs slower is stopped by its time limit a little before its
 	// learning rate reaches zero.
-	more := max(int(FinalOptimism*(left.Seconds()-o)/c), 0)
+	// The model on all the data has no validation cases: its start costs the overhead
+	// less the validation.
+	more := w.room(max(int(FinalOptimism*(left.Seconds()-max(o-w.Validation, 0))/c), 0))
 	if more < 1 {
-		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("the %v left before the reserve holds no step of %s on all the data: its fold model is submitted", left.Round(time.Second), w.ID)}
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s: no step of %s on all the data fits, so its fold model is submitted", BeforeReserve(left), w.ID)}
 	}
-	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (the %v left before the reserve)", w.ID, w.Steps, more, left.Round(time.Second))
+	why := fmt.Sprintf("%s continues on every training case from step %d for about %d more steps (%s)", w.ID, w.Steps, more, BeforeReserve(left))
 	switch {
 	case folds > 1 && !flat && len(w.Curve) > 1:
 		why += fmt.Sprintf("; its validation curve still rises (%+.4f over its last round), so steps pay more than fold models", gain)

@@ -15,6 +15,9 @@ type Sim struct {
 	Curves   map[string]Curve   // by lane id
 	Cost     map[string]float64 // the true seconds of a step, by lane id
 	Overhead float64            // seconds a round costs besides its steps
+	// Cap is the most steps a lane's plugin trains, by lane id (a prior's one): asked for
+	// more, it stops there, as the classification plugin's prior lane does.
+	Cap map[string]int
 
 	mu    sync.Mutex
 	base  time.Duration
@@ -66,6 +69,9 @@ func (s *Sim) Train(ctx context.Context, j Job) (Outcome, error) {
 	}
 	cost := s.Cost[j.Lane]
 	steps := j.Until - j.From
+	if c := s.Cap[j.Lane]; c > 0 {
+		steps = max(min(steps, c-j.From), 0)
+	}
 	if fit := int((j.Limit.Seconds() - s.Overhead) / cost); j.Limit > 0 && fit < steps {
 		steps = max(fit, 0) // the time limit ends the round first
 	}

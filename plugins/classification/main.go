@@ -87,6 +87,8 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		cand := protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where}
 		if c.Lane == laneCNN {
 			cand.MemoryBytes = bytes
+		} else {
+			cand.MaxSteps = 1 // the prior counts its labels in one step
 		}
 		out.Candidates = append(out.Candidates, cand)
 		return nil
