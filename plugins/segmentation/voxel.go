@@ -373,7 +373,7 @@ func readForest(path string) (*forestModel, saved, error) {
 	return &forestModel{Forest: f, Weights: s.ForestWeights}, s, nil
 }
 
-// empty is the weightless model a forest checkpoint saves: its trees are in the record.
+// empty is the weightless model a forest checkpoint saves: its trees are the extra bytes.
 type empty struct{}
 
 func (empty) Params() []*engine.Param  { return nil }
