@@ -88,18 +88,16 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	for _, a := range all[:min(keep, len(all))] {
 		out = append(out, a.lane)
 	}
-	if learned := slices.IndexFunc(all, func(a ranked) bool { return !isPrior(a.lane.Name) }); learned >= keep {
-		// Every lane kept is a prior: the budget's last place goes to the first lane that
-		// learns, as a prior cannot use the time a run has (its one step makes it).
-		out[len(out)-1] = all[learned].lane
-		out[len(out)-1].Rationale = strings.TrimSpace(out[len(out)-1].Rationale + "; rules: the budget allows " + fmt.Sprint(keep) + " lane(s) and a prior lane cannot use a run's time, so a lane that learns takes the last place")
+	if learned := slices.IndexFunc(all, func(a ranked) bool { return a.lane.MaxSteps == 0 }); learned >= keep {
+		// Every lane kept has a cap (a prior's one step, a forest's trees), which bounds
+		// its time: the first lane that can use the time a run has is added, and learns
+		// while they cannot (amid/host/schedule's challenger of a capped leader).
+		l := all[learned].lane
+		l.Rationale = strings.TrimSpace(l.Rationale + "; rules: the budget allows " + fmt.Sprint(keep) + " lane(s), every one with a cap on its steps that bounds its time, so a lane that can use a run's time is added")
+		out = append(out, l)
 	}
 	return out, nil
 }
-
-// isPrior reports whether a lane (a candidate's or a lane's name) is a prior lane, which
-// trains no network: one step makes it.
-func isPrior(name string) bool { return strings.Contains(strings.ToLower(name), "prior") }
 
 // rule ranks a candidate (lower first) and says why, from the fingerprint: thick-slice
 // volumes favour 2D lanes, near-isotropic ones 3D; prior lanes, which cost nothing, go
@@ -108,7 +106,7 @@ func isPrior(name string) bool { return strings.Contains(strings.ToLower(name), 
 func rule(in Input, fp fpView, name string, i int) (int, string) {
 	n := strings.ToLower(name)
 	switch {
-	case isPrior(n):
+	case strings.Contains(n, "prior"):
 		return -10, "a prior lane costs no training and is the baseline learned lanes must beat"
 	case in.Kind == "segmentation" && n == laneForest:
 		return -8, "a voxel forest learns in seconds whatever the budget, and sees where a voxel lies: the fast lane the networks must beat"

@@ -43,10 +43,11 @@ func TestRulesOrder(t *testing.T) {
 	if n := names(got); n[1] != "segmentation/3d_fullres" {
 		t.Errorf("isotropic order %v", n)
 	}
-	// 40 s left at 30 s a lane on one slot: one lane.
+	// 40 s left at 30 s a lane on one slot: one lane, and the first without a cap beside
+	// the prior (TestRulesPriorNotAlone).
 	got, _ = Rules{}.Plan(context.Background(), input(1.2, 40*time.Second))
-	if len(got) != 1 {
-		t.Errorf("%d lanes for 40 s, want 1", len(got))
+	if len(got) != 2 {
+		t.Errorf("%d lanes for 40 s, want the prior and one more", len(got))
 	}
 	if _, err := (Rules{}).Plan(context.Background(), Input{}); !errors.Is(err, ErrNoLane) {
 		t.Errorf("no candidates: %v", err)
@@ -183,17 +184,18 @@ func TestRulesForestEarly(t *testing.T) {
 }
 
 // TestRulesPriorNotAlone: when the budget allows one lane, the prior (ranked first, as it
-// costs nothing) does not take it, since its one step cannot use a run's time (issue 23:
-// a 3-minute classification run trained only the prior and ended after 42 s); a prior
-// kept beside a learned lane keeps the cap of one step its candidate declares.
+// costs nothing) does not take it alone, since its one step cannot use a run's time
+// (issue 23: a 3-minute classification run trained only the prior and ended after 42 s):
+// the first lane without a cap is added. A prior keeps the cap of one step its candidate
+// declares.
 func TestRulesPriorNotAlone(t *testing.T) {
 	// 40 s left at 30 s a lane (MinLaneTime's default) on one slot: one lane.
 	got, err := Rules{}.Plan(context.Background(), input(1.2, 40*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := names(got); len(n) != 1 || n[0] != "segmentation/3d_fullres" || got[0].MaxSteps != 0 {
-		t.Errorf("one lane: %v (max steps %d), want segmentation/3d_fullres uncapped", n, got[0].MaxSteps)
+	if n := names(got); len(n) != 2 || n[0] != "other/prior" || n[1] != "segmentation/3d_fullres" || got[1].MaxSteps != 0 {
+		t.Errorf("one lane: %v, want the prior and segmentation/3d_fullres uncapped", n)
 	}
 	got, _ = Rules{MaxLanes: 3}.Plan(context.Background(), input(1.2, 0))
 	if got[0].Name != "other/prior" || got[0].MaxSteps != 1 {

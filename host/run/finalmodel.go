@@ -362,6 +362,17 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": len(members), "score": m, "status": FoldDone})
 }
 
+// plannedSteps is the planned total of steps of configuration cfg, and whether it has one.
+func plannedSteps(cfg json.RawMessage) (int64, bool) {
+	var m struct {
+		Steps *int64 `json:"steps"`
+	}
+	if json.Unmarshal(cfg, &m) != nil || m.Steps == nil {
+		return 0, false
+	}
+	return *m.Steps, true
+}
+
 // withSteps is the configuration cfg with its planned total of steps set to n, when it
 // has a "steps" field (the built-in plugins' configurations do).
 func withSteps(cfg json.RawMessage, n int64) (json.RawMessage, error) {

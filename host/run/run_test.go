@@ -180,7 +180,15 @@ type refiner struct{ saw []planner.Result }
 
 func (f *refiner) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
 	if len(in.Results) == 0 {
+		// The first network lane: the test follows a network's rounds, its refinement
+		// and its reproduction across core types (a forest's lane has a cap and no
+		// tensors to forge).
 		lanes, err := planner.Rules{}.Plan(ctx, in)
+		for _, l := range lanes {
+			if l.MaxSteps == 0 {
+				return []planner.Lane{l}, err
+			}
+		}
 		return lanes[:1], err
 	}
 	f.saw = in.Results

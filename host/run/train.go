@@ -231,8 +231,17 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	if resume != "" {
 		r.logf("lane %s continues from %s", l.ID, resume)
 	}
+	// A round past the lane's planned total (a challenger of a capped leader, given the
+	// final model's time) plans its learning rate over the longer total, as the model on
+	// all the data does; the configuration's own total stays for the lane's record.
+	cfg := l.Config
+	if n, ok := plannedSteps(cfg); ok && int64(j.Until) > n {
+		if cfg, err = withSteps(cfg, int64(j.Until)); err != nil {
+			return schedule.Outcome{}, fmt.Errorf("lane %s: %w", l.ID, err)
+		}
+	}
 	out, err := r.trainOne(ctx, trainSpec{
-		lane: l, fold: 0, audit: l.ID + ".f0", work: work, cfg: l.Config, train: train, val: val,
+		lane: l, fold: 0, audit: l.ID + ".f0", work: work, cfg: cfg, train: train, val: val,
 		resume: resume, until: int64(j.Until), limit: j.Limit, place: j.Place, seed: r.st.Seed,
 	})
 	if ctx.Err() != nil {

@@ -413,14 +413,21 @@ func (p *Plan) Next() Round {
 	// lane that can still learn goes on alone, as long as its curve rises and a round of
 	// it fits, judged on the same validation cases, and wins if it overtakes.
 	if len(act) == 1 && best != nil && best.Capped() && act[0] != best {
-		if flat, gain := act[0].flattened(); !flat && p.Explore > seconds(act[0].Overhead+act[0].Validation+act[0].StepSeconds) {
+		c := act[0]
+		flat, gain := c.flattened()
+		fits := p.Explore > seconds(c.Overhead+c.Validation+c.StepSeconds)
+		if !flat && fits {
 			r := p.round(act, 1)
 			r.Stopped = append(rd.Stopped, r.Stopped...)
 			return r
-		} else if len(act[0].Curve) > 1 {
-			act[0].Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round, under %.2g, %.4f behind %s at its cap", gain, act[0].flatGain(), best.Best().Score-act[0].Score(), best.ID)
-			rd.Stopped = append(rd.Stopped, act[0].ID+": "+act[0].Stopped)
 		}
+		behind := fmt.Sprintf("%.4f behind %s at its cap", best.Best().Score-c.Score(), best.ID)
+		if flat {
+			c.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round, under %.2g, %s", gain, c.flatGain(), behind)
+		} else {
+			c.Stopped = fmt.Sprintf("no round of it fits the %v left before the time its leader's final model needs, %s", p.Explore.Round(time.Second), behind)
+		}
+		rd.Stopped = append(rd.Stopped, c.ID+": "+c.Stopped)
 	}
 	// Exploration is over: the best score of any lane that trained wins, a lane at its cap
 	// too.
@@ -436,11 +443,16 @@ func (p *Plan) Next() Round {
 	return rd
 }
 
-// best is the lane with the best validation score of those that trained, nil before any.
+// best is the lane with the best validation score of those that trained, nil before any;
+// of equal scores, one that can still train (a lane at its cap leads only when it is
+// better).
 func (p *Plan) best() *Lane {
 	var best *Lane
 	for _, l := range p.Lanes {
-		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
+		if len(l.Curve) == 0 {
+			continue
+		}
+		if best == nil || l.Best().Score > best.Best().Score || l.Best().Score == best.Best().Score && best.Capped() && !l.Capped() {
 			best = l
 		}
 	}
@@ -450,7 +462,13 @@ func (p *Plan) best() *Lane {
 // Challenger returns the lane at its cap that leads while a single lane that can still
 // learn goes on, its curve rising, to challenge it; nil otherwise.
 func (p *Plan) Challenger() *Lane {
-	act, best := p.active(), p.best()
+	var act []*Lane
+	for _, l := range p.active() {
+		if !l.Capped() {
+			act = append(act, l)
+		}
+	}
+	best := p.best()
 	if len(act) != 1 || best == nil || !best.Capped() || act[0] == best || act[0].Rung == 0 {
 		return nil
 	}

@@ -354,7 +354,11 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	if sp != nil {
 		suffix = sp.Output
 	}
-	return device.PredictCases(ctx, "segmentation", req.Cases, func(be engine.Backend) (*model, error) {
+	predict := device.PredictCases[*model]
+	if forestCheckpoint(req.Checkpoint) {
+		predict = device.PredictCasesCPU[*model] // the forest computes on the CPU
+	}
+	return predict(ctx, "segmentation", req.Cases, func(be engine.Backend) (*model, error) {
 		return load(be, req.Checkpoint, req.Config)
 	}, func(m *model, c protocol.Case) ([]string, error) {
 		if len(c.Images) == 0 {

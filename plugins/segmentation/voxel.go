@@ -373,6 +373,17 @@ func readForest(path string) (*forestModel, saved, error) {
 	return &forestModel{Forest: f, Weights: s.ForestWeights}, s, nil
 }
 
+// forestCheckpoint says whether the checkpoint at path is a forest lane's (false when it
+// cannot be read: loading it says why).
+func forestCheckpoint(path string) bool {
+	man, err := ckpt.ReadManifest(path)
+	if err != nil {
+		return false
+	}
+	var s saved
+	return json.Unmarshal(man.Train, &s) == nil && s.Config.Lane == plan.LaneForest
+}
+
 // empty is the weightless model a forest checkpoint saves: its trees are the extra bytes.
 type empty struct{}
 
@@ -473,7 +484,7 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 			return nil, fmt.Errorf("segmentation train: validation: %w", err)
 		}
 	}
-	return device.Result(engine.NewCPU(1), final, int64(l.At.Step), val)
+	return device.Result(device.CPU(), final, int64(l.At.Step), val)
 }
 
 // wireForest is the model of the forest checkpoint at path, whose record is s and

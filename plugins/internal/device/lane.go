@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -170,8 +171,25 @@ func Result(be engine.Backend, final string, step int64, val map[string]float64)
 // the backend that made them; an error is the plugin's ("segmentation predict: …"), or the
 // context's when it was cancelled.
 func PredictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+	return predictCases(ctx, plugin, cases, func(f func(engine.Backend) error) (engine.Backend, error) { return Predict(0, ToLog, f) }, open, each)
+}
+
+// PredictCasesCPU is [PredictCases] on the CPU whatever the setting: for a model that
+// computes on the CPU alone (the segmentation plugin's forest), whose identity is the CPU's.
+func PredictCasesCPU[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+	return predictCases(ctx, plugin, cases, func(f func(engine.Backend) error) (engine.Backend, error) {
+		be := CPU()
+		return be, f(be)
+	}, open, each)
+}
+
+// CPU is the CPU backend with the workers the setting's backend would have.
+func CPU() engine.Backend { return engine.NewCPU(runtime.GOMAXPROCS(0)) }
+
+// predictCases is PredictCases with on running the predictions on a backend.
+func predictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, on func(func(engine.Backend) error) (engine.Backend, error), open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
 	var out *protocol.PredictResponse
-	be, err := Predict(0, ToLog, func(be engine.Backend) error {
+	be, err := on(func(be engine.Backend) error {
 		m, err := open(be)
 		if err != nil {
 			return err
