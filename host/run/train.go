@@ -382,6 +382,11 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 		}
 	})
 	took := r.now().Sub(began)
+	if err == nil && s.limit > 0 && took > s.limit {
+		// What the plugin's clock does not count: the schedule leaves it before the
+		// reserve (schedule.Lane.Outside, Runner.trainLeft).
+		r.logf("%s took %v, %v past its %v limit", id, took.Round(10*time.Millisecond), (took - s.limit).Round(10*time.Millisecond), s.limit.Round(10*time.Millisecond))
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			r.logf("%s failed: %v", id, err)

@@ -188,7 +188,7 @@ func TestNoNegativeDuration(t *testing.T) {
 // TestAllDataHasNoValidation: a round's overhead counts its validation (issue 23: rounds
 // planned without it ran past exploration's share), but the model on all the data has no
 // validation cases, so its steps are planned for the overhead less the validation, and it
-// trains on (Extend) whenever the time left holds twice that start.
+// trains on (Extend) from MinExtension left.
 func TestAllDataHasNoValidation(t *testing.T) {
 	w := &Lane{ID: "iqa", Steps: 80, StepSeconds: 0.1, Overhead: 3, Validation: 2, Curve: []Point{{Step: 80, Score: 1.6}}}
 	// 1.1 × (12 − (3 − 2)) / 0.1 = 121 more steps; counting the validation, 99.
@@ -196,7 +196,7 @@ func TestAllDataHasNoValidation(t *testing.T) {
 		t.Errorf("all data: %s to step %d (%s), want step 201", d.Mode, d.Until, d.Why)
 	}
 	// 2.4 s left after 81 steps in 8 s (the plain IQA run's final model) with a start of
-	// 0.5 s: (2.4 − 0.5) / (8 / 81) = 19.2 more steps; under twice the start, none.
+	// 0.5 s: (2.4 − 0.5) / (8 / 81) = 19.2 more steps; under MinExtension (1 s), none.
 	if got := Extend(81, 8*time.Second, 2400*time.Millisecond, 0.5); got != 19 {
 		t.Errorf("2.4 s left: %d more steps, want 19", got)
 	}

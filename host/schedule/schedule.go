@@ -673,22 +673,20 @@ type Decision struct {
 const FinalRule = "The final model is the fold ensemble when the winner's validation curve has flattened (more steps no longer pay, more models may) and every fold can be trained to at least the winner's step count in the time left (then fold 0 continues from its checkpoint and the other folds train from scratch, all to the same step, and the folds are judged out of fold, as nnU-Net does); otherwise the winner continues on every training case from its best checkpoint until the reserve, its learning rate annealed to zero at the end: while its curve still rises, more data and steps are what it rewards, and a model on all the data has nothing held out to score it on."
 
 // MinExtension is the least time before the reserve for which an all-data model that
-// reached its planned last step is trained further ([Extend]), and the time must hold
-// twice the model's start too. Main's 15 s left a 25 s run's last 2–3 s unused (app/cli's
-// TestPlainTaskOfEveryKind: all-data models whose steps ran 28 % faster than exploration's
-// ended that early); a second holds about two restarts of a plugin, which took 0.3–0.5 s
-// there.
+// reached its planned last step is trained further ([Extend]). Main's 15 s left a 25 s
+// run's last 2–5 s unused (app/cli's TestPlainTaskOfEveryKind: all-data models, with no
+// validation cases, made their steps 10–75 % faster than exploration's rounds and ended
+// that early); a second holds about two restarts of a plugin, which took 0.3–0.5 s there.
 const MinExtension = time.Second
 
 // Extend is how many more steps an all-data model that made steps in took and reached
 // its planned last step trains with left before the reserve: what left holds at the pace
 // of that training (a long run measures it better than exploration's short rounds, whose
 // steps were 20–40 % slower in make bench-quality, so the model was planned too short),
-// less a start's overhead; 0 when left is under MinExtension or twice the overhead. Its
-// learning rate then decays again from where the new planned total puts it to zero at the
-// new last step.
+// less a start's overhead; 0 when left is under MinExtension. Its learning rate then
+// decays again from where the new planned total puts it to zero at the new last step.
 func Extend(steps int, took, left time.Duration, overhead float64) int {
-	if steps <= 0 || took <= 0 || left < MinExtension || left.Seconds() < 2*overhead {
+	if steps <= 0 || took <= 0 || left < MinExtension {
 		return 0
 	}
 	pace := took.Seconds() / float64(steps)
