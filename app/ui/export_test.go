@@ -106,12 +106,12 @@ func newRealRun(t *testing.T, a *App, pl planner.Planner, events func(run.Event)
 	return r
 }
 
-// realRun trains a real run (newRealRun) of the rules planner's first lane to its end on
-// the test goroutine and returns the run folder.
+// realRun trains a real run (newRealRun) of the rules planner's first network lane
+// (oneNetwork) to its end on the test goroutine and returns the run folder.
 func realRun(t *testing.T, a *App) string {
 	t.Helper()
 	var log strings.Builder
-	r := newRealRun(t, a, planner.Rules{MaxLanes: 1}, func(ev run.Event) {
+	r := newRealRun(t, a, oneNetwork{}, func(ev run.Event) {
 		if ev.Progress == nil {
 			log.WriteString(ev.Phase + " " + ev.Message + "\n")
 		}

@@ -36,7 +36,7 @@ const realRunEnd = 3 * realRunBudget
 type everyStep struct{}
 
 func (everyStep) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
-	lanes, err := planner.Rules{MaxLanes: 1}.Plan(ctx, in)
+	lanes, err := oneNetwork{}.Plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,23 @@ func (everyStep) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, er
 		}
 	}
 	return lanes, nil
+}
+
+// oneNetwork plans the rules planner's first lane without a cap on its steps: a network,
+// which trains for the run's time (a forest's 64 trees take a second, too short to pause).
+type oneNetwork struct{}
+
+func (oneNetwork) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
+	lanes, err := planner.Rules{}.Plan(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lanes {
+		if l.MaxSteps == 0 {
+			return []planner.Lane{l}, nil
+		}
+	}
+	return nil, fmt.Errorf("the rules planned no lane without a cap: %d lanes", len(lanes))
 }
 
 // progressRow returns the first lane row of the monitor's view with a training step and a

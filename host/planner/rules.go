@@ -25,7 +25,7 @@ import (
 // resolution when a 3d_lowres lane earned it and exploration has time for it ([Cascade]),
 // saying why.
 type Rules struct {
-	// MaxLanes bounds the lanes of the first round; 0 means 2 per slot, at least 4 (two
+	// MaxLanes bounds the lanes of the first round, exactly; 0 means 2 per slot, at least 4 (two
 	// rounds of successive halving).
 	MaxLanes int
 	// MinLaneTime is the least time a lane is worth training; the first round keeps no
@@ -88,10 +88,11 @@ func (r Rules) Plan(_ context.Context, in Input) ([]Lane, error) {
 	for _, a := range all[:min(keep, len(all))] {
 		out = append(out, a.lane)
 	}
-	if learned := slices.IndexFunc(all, func(a ranked) bool { return a.lane.MaxSteps == 0 }); learned >= keep {
-		// Every lane kept has a cap (a prior's one step, a forest's trees), which bounds
-		// its time: the first lane that can use the time a run has is added, and learns
-		// while they cannot (amid/host/schedule's challenger of a capped leader).
+	if learned := slices.IndexFunc(all, func(a ranked) bool { return a.lane.MaxSteps == 0 }); learned >= keep && r.MaxLanes <= 0 {
+		// Every lane the budget kept has a cap (a prior's one step, a forest's trees),
+		// which bounds its time: the first lane that can use the time a run has is added,
+		// and learns while they cannot (amid/host/schedule's challenger of a capped
+		// leader). A bound the caller set (MaxLanes) holds as it is.
 		l := all[learned].lane
 		l.Rationale = strings.TrimSpace(l.Rationale + "; rules: the budget allows " + fmt.Sprint(keep) + " lane(s), every one with a cap on its steps that bounds its time, so a lane that can use a run's time is added")
 		out = append(out, l)

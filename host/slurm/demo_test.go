@@ -101,7 +101,9 @@ func (ls lanes) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, err
 	if len(in.Results) > 0 {
 		return nil, nil
 	}
-	all, err := planner.Rules{}.Plan(ctx, in)
+	// The rules' order, without the cut a short budget makes (which another ranked lane,
+	// the forest, moves).
+	all, err := planner.Rules{MaxLanes: 64}.Plan(ctx, in)
 	var out []planner.Lane
 	for _, l := range all {
 		for _, n := range ls {
