@@ -149,7 +149,7 @@ func qualityFingerprint(t *testing.T, cases []protocol.Case, classes int) []byte
 }
 
 // writeCase writes a case's channel images and label as NIfTI (or PNG for 2D RGB).
-func writeCase(t *testing.T, dir, id, ext string, label *volume.Volume, images ...*volume.Volume) protocol.Case {
+func writeCase(t testing.TB, dir, id, ext string, label *volume.Volume, images ...*volume.Volume) protocol.Case {
 	c := protocol.Case{ID: id, Label: filepath.Join(dir, id+"_label"+ext)}
 	for k, v := range images {
 		c.Images = append(c.Images, filepath.Join(dir, fmt.Sprintf("%s_%04d%s", id, k, ext)))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -73,14 +72,7 @@ func quadrantCase(t testing.TB, dir, id string, r *rand.Rand) protocol.Case {
 			}
 		}
 	}
-	c := protocol.Case{ID: id, Images: []string{filepath.Join(dir, id+"_0000.nii.gz")}, Label: filepath.Join(dir, id+".nii.gz")}
-	if err := imageio.Write(c.Images[0], img); err != nil {
-		t.Fatal(err)
-	}
-	if err := imageio.Write(c.Label, lab); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return writeCase(t, dir, id, ".nii.gz", lab, img)
 }
 
 // TestForestLearnsPosition trains 16 trees on 4 quadrant cases and scores 2 held out:
