@@ -20,6 +20,7 @@ import (
 	"amid/host/audit/audittest"
 	"amid/host/planner"
 	"amid/host/run"
+	"amid/host/schedule"
 	"amid/plugins/protocol"
 	"amid/viewer/bridge"
 )
@@ -204,6 +205,13 @@ func TestMonitorRealRun(t *testing.T) {
 	for _, l := range st.Lanes {
 		for k, f := range l.Folds {
 			want[fmt.Sprintf("%s/f%d", l.ID, k)] = f.Status
+		}
+	}
+	if fm := st.Final; fm != nil && fm.Mode == schedule.FinalAllData {
+		// The model on all the data has its row, fold -1, done once its checkpoint is.
+		want[fm.Lane+"/f-1"] = fm.Mode
+		if fm.Checkpoint != "" {
+			want[fm.Lane+"/f-1"] = run.FoldDone
 		}
 	}
 	for _, rw := range m.view.Rows {
