@@ -25,7 +25,7 @@ import (
 // them, and checks that each run ends in a package that `amid verify` accepts, with one
 // prediction a test case in the kind's submission format. Before the annotation format,
 // the detection and classification runs failed at the submission ("unknown image format
-// (extension ".json")"). Each run spends 93–100 % of its budget ([budgetUsed]), and its
+// (extension ".json")"). Each run spends 88–100 % of its budget ([budgetUsed]), and its
 // log shows no negative duration and no absurd step count ([saneLog]): before issue 23's
 // fix the classification run ended after 2 s of 25 and the others at 72–80 %.
 func TestPlainTaskOfEveryKind(t *testing.T) {
@@ -123,8 +123,13 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 // percent of 25 s and well under 1 % of a 10-minute run. On a loaded machine a first
 // validation that ran slow once made the reserve 8.86 s where the final phases took 4.9 s
 // (segmentation, 81.9 %): the reserve is sized from that one timing. 100 % stays the upper
-// bound.
-const minUsed = 0.93
+// bound. Since the segmentation plugin's forest lane (64 trees at most), which leads the
+// segmentation task here, a U-Net challenges it until the time the forest's fold ensemble
+// and its predictions need, each estimated with the same quarter more: that run spent
+// 89.3 %, 92.1 %, 95.1 % and 89.7 % in four runs on the 2-core machine (the ensemble's fold
+// planned 2 s, took 2 s; the final phases kept 4.2 s, took 3 s; or the challenger's last
+// round overran the ensemble's time and the fold model was submitted). The bound is 88 %.
+const minUsed = 0.88
 
 // budgetUsed checks that the run in out spent minUsed–100 % of its budget (run.json's
 // spent, the run's own clock over every phase, export included), and that no lane or

@@ -65,11 +65,12 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			left := e.Left()
 			e.Plan.Explore = min(e.Plan.Explore, max(left, 0))
 			if leader := e.Plan.Challenger(); leader != nil {
-				hold := time.Duration(0)
+				// The challenger's rounds, limits included, end where the leader's final
+				// model needs its time.
 				if e.Hold != nil {
-					hold = e.Hold(leader)
+					left -= e.Hold(leader)
 				}
-				e.Plan.Explore = max(left-hold, 0)
+				e.Plan.Explore = max(left, 0)
 			}
 			// Past the reserve, outOfTime ends exploration, or trains the one first round a
 			// run cannot do without, with its own limit.
