@@ -151,6 +151,9 @@ func TestValidateRejects(t *testing.T) {
 	if err := (&PlanResponse{Candidates: []Candidate{{Name: "x", Config: []byte(`{}`)}}}).Validate(&checker{err: errors.New("missing lr")}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("config the checker refuses: err = %v", err)
 	}
+	if err := (&PlanResponse{Candidates: []Candidate{{Name: "x", Config: []byte(`{}`), MaxSteps: -1}}}).Validate(&checker{}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a negative step cap: %v", err)
+	}
 	if err := (&PlanResponse{}).Validate(&checker{}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("empty plan: err = %v", err)
 	}

@@ -23,7 +23,7 @@ func TestTrainRequestWire(t *testing.T) {
 	}
 }
 
-// TestPlanWire checks that a plan's step costs, memory, skipped lanes and calibration
+// TestPlanWire checks that a plan's step costs, memory, step caps, skipped lanes and calibration
 // survive the wire, and the calibration a request sends back.
 func TestPlanWire(t *testing.T) {
 	req := &PlanRequest{Fingerprint: []byte(`{}`), Task: Task{Kind: "segmentation", Dims: 3, Spec: []byte(`{}`)}, Calibration: []byte(`{"2d":1}`)}
@@ -31,7 +31,7 @@ func TestPlanWire(t *testing.T) {
 		t.Errorf("plan request:\n got %+v\nwant %+v", got, req)
 	}
 	resp := &PlanResponse{
-		Candidates: []Candidate{{Name: "2d", Config: []byte(`{}`), Rationale: "r", StepSeconds: 0.25, MemoryBytes: 1 << 30}},
+		Candidates: []Candidate{{Name: "2d", Config: []byte(`{}`), Rationale: "r", StepSeconds: 0.25, MemoryBytes: 1 << 30}, {Name: "forest", Config: []byte(`{}`), MaxSteps: 64}},
 		Skipped:    []string{"3d_fullres: too slow"}, Calibration: []byte(`{"2d":1}`),
 	}
 	if got := planFromPB(planToPB(resp)); !reflect.DeepEqual(got, resp) {
