@@ -40,7 +40,7 @@ func budgetRun(t *testing.T, w *world, budget time.Duration, reserve func() time
 	p := &Plan{Config: Config{Places: places}, Lanes: lanes}
 	var jobs []Job
 	said := out
-	e := &Explorer{Plan: p, Spent: w.sim.Now, End: explore,
+	e := &Explorer{Plan: p, Spent: w.sim.Now, End: explore, Hold: w.hold,
 		Left: func() time.Duration { return budget - reserve() - w.sim.Now() },
 		Decided: func(rd Round) error {
 			jobs = append(jobs, rd.Jobs...)
@@ -58,6 +58,9 @@ func budgetRun(t *testing.T, w *world, budget time.Duration, reserve func() time
 	w.explored = w.sim.Now()
 	d := Final(win, budget-reserve()-w.explored, folds)
 	said = append(said, d.Why)
+	if d.Mode == FinalEnsemble && win.Capped() {
+		w.sim.Advance(CappedEnsemble(win, folds)) // its other folds, to its cap
+	}
 	if d.Mode == FinalAllData {
 		j := Pack([]Job{{Lane: win.ID, From: win.Steps, Until: d.Until, Limit: d.Limit}}, places, w.lanes)[0]
 		if _, err := w.sim.Train(context.Background(), j); err != nil {
@@ -131,6 +134,59 @@ func TestCappedWinner(t *testing.T) {
 		t.Errorf("the capped prior with 5 folds and 5 s (4 folds of 3 s): %s (%s), want its fold model", d.Mode, d.Why)
 	}
 	noNegative(t, said...)
+}
+
+// TestHoldForCappedLeader: while a lane at its cap leads, its challenger trains until the
+// time the leader's fold ensemble needs, which then trains; when the explorer's Hold says
+// none fits (0), the challenger trains until the reserve. Either way the run ends within
+// 95–100 % of its budget. The challenger's steps grow 5 % slower a round and its plugin
+// takes half a second after its last step, as in app/cli's TestPlainTaskOfEveryKind:
+// with rounds bounded by their validation alone (main), its last round ran into the
+// held time, the ensemble no longer fitted and the time went unused (86–88 % there, and
+// a quarter of make bench-quality's 5-minute inia19-quadrants run).
+func TestHoldForCappedLeader(t *testing.T) {
+	for _, fits := range []bool{true, false} {
+		// TestCappedWinner's world: the network stays under the prior's 0.6.
+		w := newWorld(3, laneSpec{"cnn", 0.9, 2000, 0.1, 0.1, 1})
+		w.sim.Curves["prior"], w.sim.Cost["prior"] = prior("prior", 0.6), 0.001
+		w.sim.Cap = map[string]int{"prior": 1}
+		w.sim.Late, w.sim.Drift = 500*time.Millisecond, 0.05
+		w.lanes = append([]*Lane{{ID: "prior", Overhead: 3, MinSteps: 1, MaxSteps: 1}}, w.lanes...)
+		const folds = 5 // 4 more folds of the prior: 4 × 3.001 s
+		var held []time.Duration
+		w.hold = func(l *Lane, left time.Duration) time.Duration {
+			h := CappedEnsemble(l, folds)
+			if !fits || h > left {
+				h = 0
+			}
+			held = append(held, h)
+			return h
+		}
+		budget, final := 3*time.Minute, 10*time.Second
+		reserve := time.Duration(1.25 * float64(final))
+		rd, d, _, said := budgetRun(t, w, budget, func() time.Duration { return reserve }, final, folds)
+		if rd.Winner != "prior" {
+			t.Fatalf("fits %v: winner %s (%s), want the prior", fits, rd.Winner, rd.Why)
+		}
+		want := FinalFold
+		if fits {
+			want = FinalEnsemble
+		}
+		if d.Mode != want {
+			t.Errorf("fits %v: final %s (%s), want %s", fits, d.Mode, d.Why, want)
+		}
+		if len(held) == 0 {
+			t.Errorf("fits %v: the explorer never asked what the leader holds", fits)
+		}
+		last := w.sim.Runs[len(w.sim.Runs)-1]
+		if last.Lane != "cnn" || last.End > budget-reserve {
+			t.Errorf("fits %v: the last round %+v, want the challenger's, before the reserve at %v", fits, last, budget-reserve)
+		}
+		noNegative(t, said...)
+		if f := w.sim.Now().Seconds() / budget.Seconds(); f < 0.95 || f > 1 {
+			t.Errorf("fits %v: the run ended at %.1f%% of its budget, want 95–100%%", fits, 100*f)
+		}
+	}
 }
 
 // TestExplorationWithinReserve: issue 23's enhancement run. The only lane's minimum first

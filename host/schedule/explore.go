@@ -39,11 +39,13 @@ type Explorer struct {
 	// Left, when set, is the time until the reserve, which may grow once predictions are
 	// timed: exploration ends there even before End, and no round's limit reaches past it.
 	Left func() time.Duration
-	// Hold, when set, is the time the final model of a lane at its cap takes (its fold
-	// ensemble). While such a lane leads and a lane that can still learn goes on alone
+	// Hold, when set, is the time the final model of a lane at its cap needs of the time
+	// left before the reserve (its fold ensemble, or as many of its folds as fit), 0 when
+	// none fits. While such a lane leads and a lane that can still learn goes on alone
 	// ([Plan.Challenger]), exploration may run past End until Hold before the reserve: the
-	// time the capped lane cannot use goes to its challenger.
-	Hold func(capped *Lane) time.Duration
+	// time the capped lane cannot use goes to its challenger, all of it once the capped
+	// lane's final model no longer fits.
+	Hold func(capped *Lane, left time.Duration) time.Duration
 	// Decided, when set, is called with each decision before its round trains (to record
 	// which lanes train and which stopped, and why), and with the last, Done, one.
 	Decided func(Round) error
@@ -64,11 +66,13 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 		if e.Left != nil {
 			left := e.Left()
 			e.Plan.Explore = min(e.Plan.Explore, max(left, 0))
+			e.Plan.Held = 0
 			if leader := e.Plan.Challenger(); leader != nil {
 				// The challenger's rounds, limits included, end where the leader's final
 				// model needs its time.
 				if e.Hold != nil {
-					left -= e.Hold(leader)
+					e.Plan.Held = e.Hold(leader, left)
+					left -= e.Plan.Held
 				}
 				e.Plan.Explore = max(left, 0)
 			}

@@ -332,6 +332,9 @@ type Plan struct {
 	// ([Explorer.Left] sets it before each decision). 0: exploration's share is the only
 	// bound.
 	Left time.Duration
+	// Held is the time kept before the reserve for a capped leader's final model while its
+	// challenger goes on ([Explorer.Hold]); 0 when none is (or none fits).
+	Held time.Duration
 }
 
 // active are the lanes not stopped.
@@ -416,12 +419,16 @@ func (p *Plan) Next() Round {
 	// over a round of 700 steps, and a quarter of the budget went unused).
 	if len(act) == 1 && best != nil && best.Capped() && act[0] != best {
 		c := act[0]
-		if p.Explore > seconds(c.Overhead+c.Validation+c.StepSeconds) {
+		if p.Explore > seconds(c.Besides()) {
 			r := p.round(act, 1)
 			r.Stopped = append(rd.Stopped, r.Stopped...)
 			return r
 		}
-		c.Stopped = fmt.Sprintf("no round of it fits the %v left before the time its leader's final model needs, %.4f behind %s at its cap", p.Explore.Round(time.Second), best.Best().Score-c.Score(), best.ID)
+		until := "the reserve"
+		if p.Held > 0 {
+			until = "the time its leader's final model needs"
+		}
+		c.Stopped = fmt.Sprintf("no round of it fits the %v left before %s, %.4f behind %s at its cap", p.Explore.Round(time.Second), until, best.Best().Score-c.Score(), best.ID)
 		rd.Stopped = append(rd.Stopped, c.ID+": "+c.Stopped)
 	}
 	// Exploration is over: the best score of any lane that trained wins, a lane at its cap
@@ -512,9 +519,10 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 
 // bound shortens the time limits of jobs so that none reaches past the reserve (Left):
 // the jobs of a place run one after another, so each may use what is left after the
-// expected times of the jobs before it, less the validation that follows its training and
-// what its lane was seen to run past a limit ([Lane.Outside]). A job that would start at or past the reserve
-// keeps its own limit: the explorer plans one only when no lane has trained yet and one
+// expected times of the jobs before it, less what its round takes besides its steps (the
+// validation that follows its training, and what its lane was seen to run past a limit
+// or to take besides its steps: [Lane.Besides]). A job that would start at or past the
+// reserve keeps its own limit: the explorer plans one only when no lane has trained yet and one
 // must ([Explorer]). Under fixed step counts the step ends a round and nothing is bounded.
 func (p *Plan) bound(jobs []Job) []Job {
 	if p.Left <= 0 || p.Steps > 0 {
@@ -522,10 +530,12 @@ func (p *Plan) bound(jobs []Job) []Job {
 	}
 	before := map[string]time.Duration{}
 	for i, j := range jobs {
-		// The validation after the round, and what a round runs past its limit, come out
-		// of its time too.
+		// What a round takes besides its limited steps comes out of its time too. A
+		// challenger's last round planned with its validation alone ran 0.2–0.55 s into
+		// the time its capped leader's fold ensemble needed, which a 25 s run then lacked
+		// (app/cli's TestPlainTaskOfEveryKind).
 		l := p.lane(j.Lane)
-		left := p.Left - before[j.Place.Name] - seconds(l.Validation+l.Outside)
+		left := p.Left - before[j.Place.Name] - seconds(l.Besides())
 		if left > 0 && (j.Limit <= 0 || j.Limit > left) {
 			jobs[i].Limit = left
 			jobs[i].Expected = min(j.Expected, left)
@@ -533,6 +543,17 @@ func (p *Plan) bound(jobs []Job) []Job {
 		before[j.Place.Name] += jobs[i].Expected
 	}
 	return jobs
+}
+
+// Besides is what a round of l takes, in seconds, besides the steps its time limit
+// bounds: what it was seen to run past a limit, with its validation, or what its rounds
+// took besides their steps (the plugin's start, loading the cases, the checkpoint and the
+// validation), whichever is more, and a step: a limit ends a round at the end of the step
+// it falls in. (app/cli's TestPlainTaskOfEveryKind: a classification network's model on
+// all the data, limited to its time less what its round had run past (0.45 s), ran
+// 0.43 s past, and the run 18 ms past its budget; its steps took 0.27 s.)
+func (l *Lane) Besides() float64 {
+	return max(l.Validation+l.Outside, l.Overhead) + l.StepSeconds
 }
 
 // pow is b to the power e (e ≥ 0).
@@ -637,6 +658,9 @@ func Reserve(perCase, perStart time.Duration, test, val, options, models int, fa
 // reserve") or, when none is, how far the run went past it ("exploration ran 3m6s past
 // the reserve"): never a negative duration.
 func BeforeReserve(left time.Duration) string {
+	if left.Round(time.Second) == 0 {
+		return "no time left before the reserve"
+	}
 	if left < 0 {
 		return fmt.Sprintf("exploration ran %v past the reserve", (-left).Round(time.Second))
 	}
@@ -727,7 +751,13 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 			return Decision{Mode: FinalEnsemble, Until: w.MaxSteps, Limit: time.Duration(LimitSlack * float64(per)),
 				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: the other %d folds train to it in the %v left, and the %d fold models are ensembled", w.ID, w.MaxSteps, folds-1, left.Round(time.Second), folds)}
 		}
-		return Decision{Mode: FinalFold, Until: w.Steps, Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change, and %s holds no fold ensemble: its fold model is submitted", w.ID, w.MaxSteps, BeforeReserve(left))}
+		why := fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change", w.ID, w.MaxSteps)
+		if folds > 1 {
+			why += fmt.Sprintf(", and the %v its other %d folds need does not fit (%s)", CappedEnsemble(w, folds).Round(time.Second), folds-1, BeforeReserve(left))
+		} else {
+			why += ", and no fold ensemble is made"
+		}
+		return Decision{Mode: FinalFold, Until: w.Steps, Why: why + ": its fold model is submitted"}
 	}
 	flat, gain := w.flattened()
 	if folds > 1 && flat {

@@ -27,6 +27,8 @@ type world struct {
 	lanes []*Lane
 	// explored is the clock when exploration ended.
 	explored time.Duration
+	// hold, when set, is the explorer's Hold (budgetRun).
+	hold func(capped *Lane, left time.Duration) time.Duration
 }
 
 func newWorld(overhead float64, spec ...struct {
