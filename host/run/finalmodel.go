@@ -53,6 +53,12 @@ func (r *Runner) exploit(ctx context.Context) error {
 			d = schedule.Final(&w.Schedule, left, 1)
 			d.Why += fmt.Sprintf("; a fold ensemble of the cascade would first train %s on the other %d folds (about %v)", low.ID, folds-1, lowTime.Round(time.Second))
 		}
+		members := 0
+		if d.Mode == schedule.FinalFold && lowTime == 0 {
+			if k, dk := r.cappedMembers(w, folds); k > 0 {
+				d, members = dk, k
+			}
+		}
 		switch want := r.st.FinalChoice; want {
 		case schedule.FinalEnsemble:
 			d = schedule.Forced(&w.Schedule, left-lowTime, folds, want, r.st.Steps)
@@ -65,7 +71,10 @@ func (r *Runner) exploit(ctx context.Context) error {
 		if d.Mode == schedule.FinalEnsemble && low != nil {
 			d.Why += fmt.Sprintf("; each fold's cascade takes the low-resolution network trained on that fold's own training cases, so %s trains to step %d on the other %d folds first (about %v, set aside from the time left)", low.ID, lowRound.Steps, folds-1, lowTime.Round(time.Second))
 		}
-		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until)}
+		if d.Mode != schedule.FinalEnsemble {
+			members = 0
+		}
+		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until), Members: members}
 		r.logf("final model: %s", d.Why)
 		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": d.Mode, "lane": w.ID, "rule": schedule.FinalRule, "why": d.Why, "until": d.Until}); err != nil {
 			return err
@@ -175,10 +184,41 @@ func (r *Runner) extendAllData(ctx context.Context, w *LaneState, steps int, too
 // runs past their budget.
 func (r *Runner) trainLeft(w *LaneState) time.Duration {
 	s := w.Schedule
-	// The most of the three: a model on all the data ran 1 s past a limit whose round in
-	// exploration had run 0.4 s past (classification, 12 s for 11 s).
-	outside := max(s.Overhead-s.Validation, r.st.PluginStart.Seconds()+s.StepSeconds, s.Outside)
+	// What its rounds took besides their steps, less the validation a model on all the
+	// data does not have, or at least a start and a step: a model on all the data ran 1 s
+	// past a limit whose round in exploration had run 0.4 s past (classification, 12 s
+	// for 11 s).
+	outside := max(s.Besides()-s.Validation, r.st.PluginStart.Seconds()+s.StepSeconds)
 	return r.usable() - time.Duration(outside*float64(time.Second))
+}
+
+// cappedMembers is, for a winner w at its cap whose fold ensemble of folds does not fit
+// the time left, the most folds k (2 ≤ k < folds) whose ensemble does, each of its
+// members predicting the test set in the reserve, and the decision to train it; 0 when
+// none fits or w can still learn. A few fold models are better than one: without it, a
+// challenger's round that ran half a second into the time held for a forest's 5-fold
+// ensemble left the fold model alone with 74 s unused of a 5-minute budget (make
+// bench-quality, inia19-quadrants).
+func (r *Runner) cappedMembers(w *LaneState, folds int) (int, schedule.Decision) {
+	if !w.Schedule.Capped() {
+		return 0, schedule.Decision{}
+	}
+	for k := folds - 1; k >= 2; k-- {
+		d := schedule.Final(&w.Schedule, r.remaining()-r.reserve(k), k)
+		if d.Mode == schedule.FinalEnsemble {
+			d.Why += fmt.Sprintf(" (the time holds %d of the %d folds)", k, folds)
+			return k, d
+		}
+	}
+	return 0, schedule.Decision{}
+}
+
+// members is how many fold models the ensemble has of a run's folds.
+func (f *FinalModel) members(folds int) int {
+	if f.Members > 0 {
+		return min(f.Members, folds)
+	}
+	return folds
 }
 
 // ensembleFolds is the number of folds an ensemble would have: the run's folds when the
@@ -281,8 +321,9 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	if err != nil {
 		return err
 	}
-	cfgs := make([]json.RawMessage, fl.K)
-	for k := range fl.K {
+	n := fm.members(fl.K)
+	cfgs := make([]json.RawMessage, n)
+	for k := range n {
 		cfgs[k] = cfg
 		if low != nil {
 			// A cascade's fold takes the low-resolution network of its own fold.
@@ -316,7 +357,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		if resume != "" {
 			from = int(f.Steps)
 		}
-		limit := schedule.FoldLimit(&w.Schedule, k, fl.K, int(fm.Until), from, r.usable())
+		limit := schedule.FoldLimit(&w.Schedule, k, n, int(fm.Until), from, r.usable())
 		out, err := r.trainOne(ctx, trainSpec{
 			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfgs[k], train: train, val: val,
 			resume: resume, until: fm.Until, limit: limit, place: place, seed: r.st.Seed + int64(k),
@@ -339,7 +380,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		}
 	}
 	var members []Member
-	for k := range fl.K {
+	for k := range n {
 		f := w.Folds[k]
 		members = append(members, Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfgs[k], Checkpoint: f.Checkpoint, SHA256: f.SHA256})
 	}

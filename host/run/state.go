@@ -243,6 +243,10 @@ type FinalModel struct {
 	Last    string           `json:"last,omitempty"`
 	Took    time.Duration    `json:"took,omitempty"`
 	Compute compute.Identity `json:"compute,omitzero"`
+	// Members is how many fold models a fold ensemble has, folds 0 to Members−1: the
+	// run's folds when the time held them all, fewer when it held only those (a lane at its
+	// cap; [Runner.cappedMembers]); 0 is every fold (runs recorded before it was kept).
+	Members int `json:"members,omitempty"`
 	// Folds is the ensemble's out-of-fold validation score (mean over its folds).
 	OutOfFold float64 `json:"out_of_fold,omitempty"`
 	// Error says why the final model could not be made; the best fold model is submitted.

@@ -66,7 +66,7 @@ func (r *Runner) usable() time.Duration {
 // the final model is the ensemble, else one.
 func (r *Runner) models() int {
 	if f := r.st.Final; f != nil && f.Mode == schedule.FinalEnsemble {
-		return r.st.Folds
+		return f.members(r.st.Folds)
 	}
 	return 1
 }
@@ -125,11 +125,16 @@ func (r *Runner) explore(ctx context.Context) error {
 	// A round's time limit starts when its plugin has started: the start comes out of the
 	// time until the reserve.
 	left := func() time.Duration { return r.usable() - r.st.PluginStart }
-	// A lane at its cap that leads keeps the time of its fold ensemble, and of the
-	// ensemble's predictions; its challenger may use the rest.
-	hold := func(l *schedule.Lane) time.Duration {
-		folds := r.ensembleFolds()
-		return schedule.CappedEnsemble(l, folds) + r.reserve(folds) - r.reserve(1)
+	// A lane at its cap that leads keeps the time of its fold ensemble, or of as many of
+	// its folds as fit (cappedMembers), and of their predictions; its challenger may use
+	// the rest, and all of it once no ensemble fits: the fold model alone needs no time.
+	hold := func(l *schedule.Lane, left time.Duration) time.Duration {
+		for k := r.ensembleFolds(); k >= 2; k-- {
+			if h := schedule.CappedEnsemble(l, k) + r.reserve(k) - r.reserve(1); h <= left {
+				return h
+			}
+		}
+		return 0
 	}
 	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: left, Hold: hold, Decided: r.decided,
 		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
