@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	bin "encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,17 +31,18 @@ import (
 // learner that pays off in seconds beside the U-Nets, which need thousands of steps. A
 // step is one tree; trees are grown on voxels sampled once from the training cases (the
 // same voxels for a given seed and cases, so that a resumed lane grows the trees an
-// uninterrupted one would), and the checkpoint carries the whole forest as its extra
-// bytes, its weights in the training record. Prediction runs through infer.Segment like a
-// network's: the same
-// normalisation, grid and post-processing.
+// uninterrupted one would), and the checkpoint carries the whole forest (and its position
+// prior) as its extra bytes, its weights in the training record. Prediction runs through
+// infer.Segment like a network's: the same normalisation, grid and post-processing.
 //
 // Features, per image channel on the lane's grid (forestFeatures): the normalised value,
 // its Gaussian smoothings at forestScales mm, the magnitude of its gradient at the finest
 // scale and the difference of the finest and coarsest smoothings (local contrast, which
 // an axis-aligned split cannot form from the two); then the voxel's position in the
 // patient frame (the raw planes of data.Norm.Coords), which tells apart structures that
-// look alike but lie in different places.
+// look alike but lie in different places; and, with two training cases or more, each
+// class's frequency near that position in the training cases (the position prior, an
+// atlas: atlas.go).
 
 // forestScales are the standard deviations in mm of the Gaussian smoothings a channel's
 // features take: a voxel's immediate neighbourhood to a region of a few centimetres.
@@ -92,7 +95,7 @@ func forestCandidate(l plan.Config, f plan.Fingerprint, sp *taskspec.Spec) (conf
 	c.Lane, c.Patch, c.Batch, c.Widths, c.Kernels, c.Pools, c.Slices, c.DeepSupervision = plan.LaneForest, [3]int{}, 0, nil, nil, nil, 0, false
 	c.Steps, c.Epoch, c.Report, c.Coords = forestTrees, forestEpoch, 4, true
 	c.MaxDepth, c.Samples = defaultForestDepth, defaultForestSamples
-	why := fmt.Sprintf("forest: %d trees of depth ≤ %d on %d voxels sampled evenly from the cases and classes, features per channel the value, Gaussian smoothings at %v mm, the gradient and a difference of smoothings, and the position in the patient frame",
+	why := fmt.Sprintf("forest: %d trees of depth ≤ %d on %d voxels sampled evenly from the cases and classes, features per channel the value, Gaussian smoothings at %v mm, the gradient and a difference of smoothings, the position in the patient frame and, with two training cases or more, each class's frequency near it in the training cases (an atlas)",
 		forestTrees, defaultForestDepth, defaultForestSamples, forestScales)
 	voxels := float64(l.MedianShape[0]) * float64(l.MedianShape[1]) * float64(l.MedianShape[2])
 	if voxels > forestMaxVoxels && c.Spacing != ([3]float64{}) {
@@ -109,7 +112,8 @@ func forestCandidate(l plan.Config, f plan.Fingerprint, sp *taskspec.Spec) (conf
 // forestBytes is about the memory the forest lane c takes for a median case l's shape:
 // its samples' features and codes, and one case's feature planes and class scores.
 func forestBytes(c config, f plan.Fingerprint, l plan.Config) int64 {
-	F := int64(forestPerChannel*max(f.Channels, 1) + 3)
+	K := int64(len(c.Labels))
+	F := int64(forestPerChannel*max(f.Channels, 1)+3) + K
 	voxels := int64(1)
 	for a, n := range l.MedianShape {
 		if c.Spacing[a] > 0 && l.Spacing[a] > 0 {
@@ -117,7 +121,10 @@ func forestBytes(c config, f plan.Fingerprint, l plan.Config) int64 {
 		}
 		voxels *= int64(max(n, 1))
 	}
-	return int64(c.Samples)*F*5 + voxels*(F+int64(len(c.Labels)))*4
+	// The position prior: its counts by group of cases and its atlases (every case's,
+	// and one leaving out each group), K float32 planes of at most atlasMaxCells each.
+	prior := int64(atlasMaxCells) * K * 4 * (2*atlasGroups + 1)
+	return int64(c.Samples)*F*5 + voxels*(F+K)*4 + prior
 }
 
 // forestFeatures are the features of every voxel of an image: planes holds the normalised
@@ -221,12 +228,14 @@ func gradMag(p []float32, dims [3]int, spacing [3]float64) []float32 {
 }
 
 // forestData are the training voxels of a forest lane: their features (rows of F), their
-// classes, and the number of voxels of each class in the cases they were drawn from.
+// classes, and the number of voxels of each class in the cases they were drawn from; and
+// the position prior of every training case (nil without positions or with one case).
 type forestData struct {
 	F      int
 	X      []float32
 	Y      []uint8
 	Voxels []float64
+	Atlas  *atlas
 }
 
 // sampleForest draws the training voxels of the cases of src: each case gives each class
@@ -236,6 +245,11 @@ func sampleForest(ctx context.Context, src []data.Source, c config, ch, samples 
 	K := len(c.Labels)
 	d := &forestData{Voxels: make([]float64, K)}
 	quota := max(samples/(len(src)*K), 1)
+	var counts *atlasCounts
+	if c.Coords && len(src) >= 2 {
+		counts = newAtlasCounts(K, len(src))
+	}
+	var cases []int // the case of each sample
 	for i, s := range src {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -250,6 +264,9 @@ func sampleForest(ctx context.Context, src []data.Source, c config, ch, samples 
 		}
 		feats := forestFeatures(k.Image, k.Dims, spacing, ch, c.Coords)
 		d.F = len(feats)
+		if counts != nil {
+			counts.add(i, positions(k.Image, len(k.Label), ch), k.Label)
+		}
 		byClass := make([][]int32, K)
 		for v, l := range k.Label {
 			byClass[l] = append(byClass[l], int32(v))
@@ -265,13 +282,43 @@ func sampleForest(ctx context.Context, src []data.Source, c config, ch, samples 
 					d.X = append(d.X, f[idx[j]])
 				}
 				d.Y = append(d.Y, uint8(cl))
+				cases = append(cases, i)
 			}
 		}
 	}
 	if len(d.Y) == 0 {
 		return nil, errors.New("the training cases have no voxels")
 	}
+	if counts != nil {
+		all, without, err := counts.build()
+		if err != nil {
+			return nil, err
+		}
+		d.Atlas = all
+		d.withPrior(func(r int, pos [3]float64, out []float32) {
+			without[cases[r]%len(without)].sample(pos, out)
+		})
+	}
 	return d, nil
+}
+
+// withPrior appends to every sample r the K features prior gives at its position (the
+// last three features, in units of data.CoordScale).
+func (d *forestData) withPrior(prior func(r int, pos [3]float64, out []float32)) {
+	K := d.Atlas.K
+	F := d.F + K
+	x := make([]float32, 0, len(d.Y)*F)
+	v := make([]float32, K)
+	for r := range d.Y {
+		row := d.X[r*d.F : (r+1)*d.F]
+		var pos [3]float64
+		for a := range 3 {
+			pos[a] = float64(row[d.F-3+a]) * data.CoordScale
+		}
+		prior(r, pos, v)
+		x = append(append(x, row...), v...)
+	}
+	d.X, d.F = x, F
 }
 
 // forestModel is a trained forest with the weights that turn its votes, learnt on samples
@@ -279,6 +326,9 @@ func sampleForest(ctx context.Context, src []data.Source, c config, ch, samples 
 type forestModel struct {
 	Forest  *forest.Forest
 	Weights []float32
+	// Atlas is the position prior of every training case, whose K classes' frequencies at
+	// a voxel's position follow its features (nil: a forest without it).
+	Atlas *atlas
 }
 
 // forestPriorPower is how far the votes are weighted back from the balanced samples to
@@ -309,7 +359,11 @@ func (d *forestData) weights() []float32 {
 // each voxel's features binned, the trees' votes weighted back to the training frequencies.
 func (m *forestModel) run(planes []float32, dims [3]int, spacing [3]float64, ch int, coords bool) []float32 {
 	feats := forestFeatures(planes, dims, spacing, ch, coords)
-	S, F, K := dims[0]*dims[1]*dims[2], len(feats), m.Forest.Classes
+	S := dims[0] * dims[1] * dims[2]
+	if m.Atlas != nil {
+		feats = append(feats, m.Atlas.planes(positions(planes, S, ch))...)
+	}
+	F, K := len(feats), m.Forest.Classes
 	prob := make([]float32, K*S)
 	workers := runtime.GOMAXPROCS(0)
 	const chunk = 4096
@@ -361,8 +415,8 @@ func readForest(path string) (*forestModel, saved, error) {
 	if err := json.Unmarshal(man.Train, &s); err != nil {
 		return nil, s, fmt.Errorf("checkpoint %s: training configuration: %w", path, err)
 	}
-	f := &forest.Forest{}
-	if err := f.UnmarshalBinary(st.Extra); err != nil {
+	f, at, err := decodeForest(st.Extra)
+	if err != nil {
 		return nil, s, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	switch {
@@ -370,8 +424,54 @@ func readForest(path string) (*forestModel, saved, error) {
 		return nil, s, fmt.Errorf("checkpoint %s: a forest of %d classes with %d weights for %d labels", path, f.Classes, len(s.ForestWeights), len(s.Config.Labels))
 	case len(f.Trees) == 0:
 		return nil, s, fmt.Errorf("checkpoint %s: a forest without trees", path)
+	case at != nil && at.K != f.Classes:
+		return nil, s, fmt.Errorf("checkpoint %s: a position prior of %d classes for a forest of %d", path, at.K, f.Classes)
 	}
-	return &forestModel{Forest: f, Weights: s.ForestWeights}, s, nil
+	return &forestModel{Forest: f, Weights: s.ForestWeights, Atlas: at}, s, nil
+}
+
+// forestAtlasMagic opens a forest checkpoint's extra bytes that hold a position prior
+// after the forest: the magic, the forest's length (uint64, little-endian), the forest,
+// the atlas. A forest without one is its encoding alone.
+const forestAtlasMagic = "AMIDFA1\n"
+
+// encode is the forest's extra bytes in its checkpoint.
+func (m *forestModel) encode() ([]byte, error) {
+	f, err := m.Forest.MarshalBinary()
+	if err != nil || m.Atlas == nil {
+		return f, err
+	}
+	a, err := m.Atlas.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := bin.LittleEndian.AppendUint64([]byte(forestAtlasMagic), uint64(len(f)))
+	return append(append(b, f...), a...), nil
+}
+
+// decodeForest decodes what forestModel.encode wrote: the forest and its position prior
+// (nil for a forest without one).
+func decodeForest(b []byte) (*forest.Forest, *atlas, error) {
+	f := &forest.Forest{}
+	if !bytes.HasPrefix(b, []byte(forestAtlasMagic)) {
+		return f, nil, f.UnmarshalBinary(b)
+	}
+	b = b[len(forestAtlasMagic):]
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("%w: no length after %q", forest.ErrFormat, forestAtlasMagic[:len(forestAtlasMagic)-1])
+	}
+	n := bin.LittleEndian.Uint64(b)
+	if b = b[8:]; n > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("%w: a forest of %d bytes in %d", forest.ErrFormat, n, len(b))
+	}
+	if err := f.UnmarshalBinary(b[:n]); err != nil {
+		return nil, nil, err
+	}
+	at := &atlas{}
+	if err := at.UnmarshalBinary(b[n:]); err != nil {
+		return nil, nil, err
+	}
+	return f, at, nil
 }
 
 // forestCheckpoint says whether the checkpoint at path is a forest lane's (false when it
@@ -399,7 +499,7 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
-	m := &forestModel{Weights: d.weights()}
+	m := &forestModel{Weights: d.weights(), Atlas: d.Atlas}
 	if req.ResumeFrom != "" {
 		old, _, err := readForest(req.ResumeFrom)
 		if err != nil {
@@ -442,7 +542,7 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 	l := &training.Loop{
 		Steps: c.Steps, Until: int(req.Until), LR: c.LR, Epoch: c.Epoch, Report: c.Report, Losses: []string{"train_error"},
 		Dir: req.WorkDir, Record: saved{Config: c, Channels: ch, ForestWeights: m.Weights}, Model: empty{}, Send: prog.Send, Clock: clock,
-		Extra: m.Forest.MarshalBinary,
+		Extra: m.encode,
 	}
 	if err := l.Resume(req.ResumeFrom); err != nil {
 		return nil, fmt.Errorf("segmentation train: resume: %w", err)
