@@ -189,6 +189,45 @@ func TestHoldForCappedLeader(t *testing.T) {
 	}
 }
 
+// TestChallengerOnceAlone: make bench-quality's 5-minute inia19-quadrants run at 137 s.
+// The capped forest leads (0.82); of the two U-Nets still learning, 2.5d's curve has just
+// flattened (0.28 to 0.27) and 2d's still rises (0.19 to 0.36); exploration's share is
+// spent, 143 s are left before the reserve and the forest's fold ensemble needs 86 s of
+// them. The decision that stops 2.5d makes 2d the forest's challenger: it trains a round
+// within the 57 s the ensemble leaves. Main decided whether a challenger goes on before
+// the decision's lanes had stopped: 2d was stopped ("no round of it fits the 0s left"),
+// the ensemble trained, and a quarter of the budget went unused.
+func TestChallengerOnceAlone(t *testing.T) {
+	forest := &Lane{ID: "forest", MaxSteps: 64, Steps: 64, StepSeconds: 0.04, Overhead: 6.6, Rung: 1, Curve: []Point{{Step: 64, Score: 0.8177}}}
+	flat := &Lane{ID: "2.5d", Steps: 448, StepSeconds: 0.095, Overhead: 3, Rung: 2, Curve: []Point{{Step: 179, Score: 0.2835}, {Step: 448, Score: 0.2702}}}
+	rising := &Lane{ID: "2d", Steps: 485, StepSeconds: 0.1, Overhead: 3, Validation: 1.5, Rung: 2, Curve: []Point{{Step: 183, Score: 0.1866}, {Step: 485, Score: 0.3642}}}
+	forest.Stopped = "it has trained its cap of 64 step(s); more steps would not change it"
+	var asked time.Duration
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu", Device: "cpu", Workers: 2}}}, Lanes: []*Lane{forest, flat, rising},
+		Left: 143 * time.Second,
+		Hold: func(l *Lane, left time.Duration) time.Duration {
+			asked = left
+			if l != forest {
+				t.Errorf("the hold asked for %s, want the capped leader", l.ID)
+			}
+			return 86 * time.Second
+		}}
+	rd := p.Next()
+	if rd.Done || len(rd.Jobs) != 1 || rd.Jobs[0].Lane != "2d" {
+		t.Fatalf("decision %+v, want a round of 2d", rd)
+	}
+	if flat.Stopped == "" || rising.Stopped != "" {
+		t.Errorf("2.5d stopped %q, 2d stopped %q: want 2.5d flattened and 2d going on", flat.Stopped, rising.Stopped)
+	}
+	if asked != 143*time.Second || p.Held != 86*time.Second {
+		t.Errorf("the hold was asked with %v left and held %v; want 143s and 86s", asked, p.Held)
+	}
+	// The round ends, with what it takes besides its steps, before the held time.
+	if j := rd.Jobs[0]; j.Limit <= 0 || j.Limit+seconds(rising.Besides()) > 57*time.Second {
+		t.Errorf("2d's round is limited to %v, and takes %.1f s besides: past the 57 s the ensemble leaves", j.Limit, rising.Besides())
+	}
+}
+
 // TestExplorationWithinReserve: issue 23's enhancement run. The only lane's minimum first
 // round (1000 steps of 0.2 s: 200 s) does not fit a 3-minute budget, and it is trained all
 // the same; once its validation is timed the reserve grows from 15 % of the budget

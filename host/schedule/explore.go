@@ -42,7 +42,7 @@ type Explorer struct {
 	// Hold, when set, is the time the final model of a lane at its cap needs of the time
 	// left before the reserve (its fold ensemble, or as many of its folds as fit), 0 when
 	// none fits. While such a lane leads and a lane that can still learn goes on alone
-	// ([Plan.Challenger]), exploration may run past End until Hold before the reserve: the
+	// ([Plan.Next]), exploration may run past End until Hold before the reserve: the
 	// time the capped lane cannot use goes to its challenger, all of it once the capped
 	// lane's final model no longer fits.
 	Hold func(capped *Lane, left time.Duration) time.Duration
@@ -63,21 +63,13 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 			return Round{}, err
 		}
 		e.Plan.Explore = max(e.End-e.Spent(), 0)
+		e.Plan.Hold, e.Plan.Held = e.Hold, 0
 		if e.Left != nil {
 			left := e.Left()
 			e.Plan.Explore = min(e.Plan.Explore, max(left, 0))
-			e.Plan.Held = 0
-			if leader := e.Plan.Challenger(); leader != nil {
-				// The challenger's rounds, limits included, end where the leader's final
-				// model needs its time.
-				if e.Hold != nil {
-					e.Plan.Held = e.Hold(leader, left)
-					left -= e.Plan.Held
-				}
-				e.Plan.Explore = max(left, 0)
-			}
 			// Past the reserve, outOfTime ends exploration, or trains the one first round a
-			// run cannot do without, with its own limit.
+			// run cannot do without, with its own limit. A capped leader's challenger may
+			// go on past End ([Plan.Next]).
 			e.Plan.Left = max(left, 0)
 		}
 		rd := e.Plan.Next()

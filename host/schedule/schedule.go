@@ -332,8 +332,12 @@ type Plan struct {
 	// ([Explorer.Left] sets it before each decision). 0: exploration's share is the only
 	// bound.
 	Left time.Duration
+	// Hold, when set, is the time the final model of a lane at its cap needs of the time
+	// left before the reserve (its fold ensemble, or as many of its folds as fit), 0 when
+	// none fits ([Explorer.Hold] sets it).
+	Hold func(capped *Lane, left time.Duration) time.Duration
 	// Held is the time kept before the reserve for a capped leader's final model while its
-	// challenger goes on ([Explorer.Hold]); 0 when none is (or none fits).
+	// challenger goes on (Hold's); 0 when none is (or none fits).
 	Held time.Duration
 }
 
@@ -419,6 +423,18 @@ func (p *Plan) Next() Round {
 	// over a round of 700 steps, and a quarter of the budget went unused).
 	if len(act) == 1 && best != nil && best.Capped() && act[0] != best {
 		c := act[0]
+		if p.Left > 0 {
+			// The challenger's rounds, limits included, may use the time until the reserve
+			// but what the leader's final model needs, exploration's share spent or not.
+			// (Decided before the lanes that stop in this decision had stopped, the
+			// challenger of make bench-quality's 5-minute inia19-quadrants run had no
+			// time, and a quarter of the budget went unused.)
+			p.Held = 0
+			if p.Hold != nil {
+				p.Held = p.Hold(best, p.Left)
+			}
+			p.Explore = max(p.Left-p.Held, 0)
+		}
 		if p.Explore > seconds(c.Besides()) {
 			r := p.round(act, 1)
 			r.Stopped = append(rd.Stopped, r.Stopped...)
@@ -457,22 +473,6 @@ func (p *Plan) best() *Lane {
 		if best == nil || l.Best().Score > best.Best().Score || l.Best().Score == best.Best().Score && best.Capped() && !l.Capped() {
 			best = l
 		}
-	}
-	return best
-}
-
-// Challenger returns the lane at its cap that leads while a single lane that can still
-// learn goes on to challenge it; nil otherwise.
-func (p *Plan) Challenger() *Lane {
-	var act []*Lane
-	for _, l := range p.active() {
-		if !l.Capped() {
-			act = append(act, l)
-		}
-	}
-	best := p.best()
-	if len(act) != 1 || best == nil || !best.Capped() || act[0] == best || act[0].Rung == 0 {
-		return nil
 	}
 	return best
 }
@@ -535,7 +535,7 @@ func (p *Plan) bound(jobs []Job) []Job {
 		// the time its capped leader's fold ensemble needed, which a 25 s run then lacked
 		// (app/cli's TestPlainTaskOfEveryKind).
 		l := p.lane(j.Lane)
-		left := p.Left - before[j.Place.Name] - seconds(l.Besides())
+		left := p.Left - p.Held - before[j.Place.Name] - seconds(l.Besides())
 		if left > 0 && (j.Limit <= 0 || j.Limit > left) {
 			jobs[i].Limit = left
 			jobs[i].Expected = min(j.Expected, left)
@@ -753,7 +753,7 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 		}
 		why := fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change", w.ID, w.MaxSteps)
 		if folds > 1 {
-			why += fmt.Sprintf(", and the %v its other %d folds need does not fit (%s)", CappedEnsemble(w, folds).Round(time.Second), folds-1, BeforeReserve(left))
+			why += fmt.Sprintf(", and the %v its other %d folds need does not fit the %v left before the reserve for the predictions of %d models", CappedEnsemble(w, folds).Round(time.Second), folds-1, max(left, 0).Round(time.Second), folds)
 		} else {
 			why += ", and no fold ensemble is made"
 		}
