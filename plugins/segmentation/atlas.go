@@ -62,6 +62,8 @@ type atlasCounts struct {
 	cells map[[3]int32][]float32 // per cell, g × k counts
 }
 
+// newAtlasCounts counts k classes of cases training cases (two or more: a single case
+// has no other to take its prior from, and the forest then goes without one).
 func newAtlasCounts(k, cases int) *atlasCounts {
 	return &atlasCounts{k: k, g: min(cases, atlasGroups), cells: map[[3]int32][]float32{}}
 }
@@ -175,14 +177,9 @@ func (a *atlasCounts) build() (all *atlas, without []*atlas, err error) {
 		return smoothAtlas(num, dims, step, origin)
 	}
 	all = make1(-1)
-	if a.g > 1 {
-		without = make([]*atlas, a.g)
-		for g := range without {
-			without[g] = make1(g)
-		}
-	} else {
-		// One training case: nothing is left to leave it out of.
-		without = []*atlas{all}
+	without = make([]*atlas, a.g)
+	for g := range without {
+		without[g] = make1(g)
 	}
 	return all, without, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -92,9 +93,9 @@ func TestAtlasPrior(t *testing.T) {
 	}
 }
 
-// TestAtlasEncoding: an atlas decodes to what was encoded, in a forest's checkpoint bytes
-// too, and damaged bytes are an error.
-func TestAtlasEncoding(t *testing.T) {
+// twoSlabs is the atlas of two slabs, of classes 0 and 1, 20 mm apart, and its encoding.
+func twoSlabs(tb testing.TB) (*atlas, []byte) {
+	tb.Helper()
 	a := newAtlasCounts(2, 2)
 	for i, z := range []float64{0, 20} {
 		pos, lab := slabOf(z, int32(i))
@@ -102,17 +103,25 @@ func TestAtlasEncoding(t *testing.T) {
 	}
 	all, _, err := a.build()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	b, err := all.MarshalBinary()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return all, b
+}
+
+// TestAtlasEncoding: an atlas decodes to what was encoded, and damaged bytes are an
+// error. (The checkpoint's extra bytes that carry it after the forest are read back by
+// TestForestResume, whose two training cases give the forest a prior.)
+func TestAtlasEncoding(t *testing.T) {
+	all, b := twoSlabs(t)
 	var back atlas
 	if err := back.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
-	if back.Origin != all.Origin || back.Step != all.Step || back.Dims != all.Dims || back.K != all.K || !equal32(back.Prob, all.Prob) {
+	if back.Origin != all.Origin || back.Step != all.Step || back.Dims != all.Dims || back.K != all.K || !slices.Equal(back.Prob, all.Prob) {
 		t.Errorf("decoded %+v, encoded %+v", back, all)
 	}
 	for _, bad := range [][]byte{nil, b[:len(b)-1], append(bytes.Clone(b), 0), []byte(atlasMagic)} {
@@ -122,33 +131,9 @@ func TestAtlasEncoding(t *testing.T) {
 	}
 }
 
-func equal32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // FuzzForestExtra: no bytes make the decoder of a forest checkpoint's extra bytes panic.
 func FuzzForestExtra(f *testing.F) {
-	a := newAtlasCounts(2, 2)
-	for i, z := range []float64{0, 20} {
-		pos, lab := slabOf(z, int32(i))
-		a.add(i, pos, lab)
-	}
-	all, _, err := a.build()
-	if err != nil {
-		f.Fatal(err)
-	}
-	b, err := all.MarshalBinary()
-	if err != nil {
-		f.Fatal(err)
-	}
+	_, b := twoSlabs(f)
 	f.Add(b)
 	f.Add(append([]byte(forestAtlasMagic), 1, 0, 0, 0, 0, 0, 0, 0, 'x'))
 	f.Fuzz(func(t *testing.T, data []byte) {
