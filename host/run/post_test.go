@@ -2,8 +2,13 @@ package run
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"amid/host/task"
 )
 
 func TestPostOptions(t *testing.T) {
@@ -17,5 +22,69 @@ func TestPostOptions(t *testing.T) {
 	cfg, err := withOption(json.RawMessage(`{"lane":"2d","postprocess":"none"}`), "postprocess", "lcc")
 	if err != nil || string(cfg) != `{"lane":"2d","postprocess":"lcc"}` {
 		t.Errorf("config %s %v", cfg, err)
+	}
+}
+
+// TestPostWhileFits: post-processing options are tried while one more and the test
+// predictions after it fit the budget, each timed by the one before; the last ones are
+// dropped, not the budget. The numbers are those of app/cli's TestPlainTaskOfEveryKind
+// run that ended 0.3 s past its 40 s budget: 8 training cases in 2 folds (4 validation
+// cases), 2 test cases, a plugin start of 0.1 s, an option's prediction and scoring of
+// 0.5 s, and the final phases started with 2.9 s left. One more option and the test
+// predictions then need 1.25 × ((4 + 2 × 2) × (0.5 − 0.1)/4 + 3 × 0.1) + 0.1 (the
+// export's plugin start) = 1.475 s: after 3 options 1.4 s is left, and fill is dropped,
+// where trying all four left 0.9 s for the test predictions and the export, which took 1.5 s.
+func TestPostWhileFits(t *testing.T) {
+	opts := []string{"none", "lcc", "small", "fill"}
+	for _, c := range []struct {
+		name      string
+		remaining time.Duration
+		perCase   time.Duration // the slowest validation's, before the first option
+		take      time.Duration // each option's prediction and scoring
+		want      int
+	}{
+		{"late", 2900 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond, 3},
+		{"on time", 10 * time.Second, 100 * time.Millisecond, 500 * time.Millisecond, 4},
+		// The first option is judged by the validations: 1.25 × (8 × 0.2 + 0.3) + 0.1 = 2.475 s.
+		{"slow validations", 2400 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, 0},
+		// The options turn out slower than the validations: 1 s each, 0.225 s a case,
+		// 1.25 × (8 × 0.225 + 0.3) + 0.1 = 2.725 s after the first.
+		{"slower options", 3500 * time.Millisecond, 100 * time.Millisecond, time.Second, 1},
+		// Before any prediction was timed (the reserve was its fallback) the first option
+		// is tried, and times the next.
+		{"untimed", time.Second, 0, 500 * time.Millisecond, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+			var logged []string
+			r := &Runner{
+				st:   &State{Budget: 40 * time.Second, Folds: 2, PredictPerCase: c.perCase, PluginStart: 100 * time.Millisecond},
+				data: &task.Dataset{Train: make([]task.Case, 8), Test: make([]task.Case, 2)},
+				env: Env{Now: func() time.Time { return at }, Events: func(e Event) {
+					logged = append(logged, e.Message)
+				}},
+				began:  at,
+				spent0: 40*time.Second - c.remaining,
+			}
+			var tried []string
+			err := r.whileFits(opts, 4, func(o string) error {
+				tried = append(tried, o)
+				at = at.Add(c.take)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(tried, opts[:c.want]) {
+				t.Errorf("tried %v, want %v; log %q", tried, opts[:c.want], logged)
+			}
+			if c.want < len(opts) && (len(logged) != 1 || !strings.Contains(logged[0], "post-processing "+strings.Join(opts[c.want:], ", ")+" is not tried")) {
+				t.Errorf("log %q, want the options not tried named", logged)
+			}
+		})
+	}
+	r := &Runner{st: &State{Budget: time.Minute}, data: &task.Dataset{}}
+	if err := r.whileFits(opts, 4, func(string) error { return errors.New("disk full") }); err == nil || err.Error() != "disk full" {
+		t.Errorf("an option's error: %v", err)
 	}
 }

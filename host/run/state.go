@@ -177,8 +177,9 @@ type State struct {
 	TestScore   *Grade       `json:"test_score,omitempty"`
 	Package     string       `json:"package,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
-	// PredictPerCase is the longest time a lane's prediction took per validation case,
-	// which sizes the reserve for the final phases.
+	// PredictPerCase is the longest time a lane's validation took per case (its
+	// prediction and scoring, less the plugin's start), which sizes the reserve for the
+	// final phases.
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
 	// models of the chosen lane and the next best, their predictions combined.

@@ -478,16 +478,6 @@ func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, c
 	if err != nil {
 		return nil, err
 	}
-	if len(val) > 0 {
-		// The slowest lane's time per case sets the final phases' reserve.
-		// A prediction faster than the plugin's start counts a microsecond a case: 0
-		// would mean that no prediction was timed, and keep the reserve at its fallback
-		// (15 % of the budget, where the plain classification run's final phases took 7 %).
-		per := max(r.now().Sub(began)-r.st.PluginStart, time.Microsecond) / time.Duration(len(val))
-		r.mu.Lock()
-		r.st.PredictPerCase = max(r.st.PredictPerCase, per)
-		r.mu.Unlock()
-	}
 	pairs := make([]evaluate.Pair, 0, len(val))
 	for _, c := range val {
 		files := preds.Files[c.ID]
@@ -496,7 +486,23 @@ func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, c
 		}
 		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: files[0], Label: r.labels[c.ID]})
 	}
-	return evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+	if err == nil && len(val) > 0 {
+		// The slowest lane's time per case, its scoring included (the final phases score
+		// each post-processing option too), sets the final phases' reserve.
+		r.mu.Lock()
+		r.st.PredictPerCase = max(r.st.PredictPerCase, r.perCase(r.now().Sub(began), len(val)))
+		r.mu.Unlock()
+	}
+	return s, err
+}
+
+// perCase is the time a prediction of n cases that took took spent on each, less the
+// plugin's start. A prediction faster than the plugin's start counts a microsecond a case:
+// 0 would mean that no prediction was timed, and keep the reserve at its fallback (15 % of
+// the budget, where the plain classification run's final phases took 7 %).
+func (r *Runner) perCase(took time.Duration, n int) time.Duration {
+	return max(took-r.st.PluginStart, time.Microsecond) / time.Duration(max(n, 1))
 }
 
 // predict runs the plugin's Predict on cases into a fresh folder out and returns the files

@@ -228,6 +228,40 @@ func TestChallengerOnceAlone(t *testing.T) {
 	}
 }
 
+// TestNoRoundShorterThanItsOverhead: app/cli's TestPlainTaskOfEveryKind run that ended
+// 0.3 s past its 40 s budget. A U-Net challenged the forest at its cap with 0.1 s of
+// steps left before the forest's fold ensemble; the round took 1 s, the ensemble no
+// longer fit, and the time it had held went to a last round that overran the reserve.
+// A challenger's round starts only when its limited steps get at least what the round
+// takes besides them.
+func TestNoRoundShorterThanItsOverhead(t *testing.T) {
+	for _, c := range []struct {
+		left  time.Duration
+		round bool
+	}{
+		// 2d takes max(0.3 + 0.33, 0.36) + 0.01 = 0.64 s besides its steps; the forest's
+		// ensemble holds 4 s.
+		{4*time.Second + 740*time.Millisecond, false}, // 0.74 s: 0.1 s of steps
+		{5*time.Second + 200*time.Millisecond, false}, // 1.2 s: 0.56 s of steps
+		{5*time.Second + 300*time.Millisecond, true},  // 1.3 s: 0.66 s of steps
+	} {
+		forest := &Lane{ID: "forest", MaxSteps: 64, Steps: 64, StepSeconds: 0.0147, Overhead: 1, Rung: 1, Curve: []Point{{Step: 64, Score: 0.9914}}}
+		forest.Stopped = "it has trained its cap of 64 step(s); more steps would not change it"
+		unet := &Lane{ID: "2d", Steps: 2719, StepSeconds: 0.01, Overhead: 0.36, Validation: 0.3, Outside: 0.33, Rung: 2,
+			Curve: []Point{{Step: 774, Score: 0.7317}, {Step: 2719, Score: 0.9257}}}
+		p := &Plan{Config: Config{Places: []Place{{Name: "cpu", Device: "cpu", Workers: 2}}}, Lanes: []*Lane{forest, unet},
+			Left: c.left, Hold: func(*Lane, time.Duration) time.Duration { return 4 * time.Second }}
+		rd := p.Next()
+		if got := len(rd.Jobs) == 1; got != c.round || rd.Done == c.round {
+			t.Errorf("%v left: decision %+v, want a round %v", c.left, rd, c.round)
+			continue
+		}
+		if !c.round && !strings.Contains(unet.Stopped, "a round takes 0.6s besides its steps") {
+			t.Errorf("%v left: 2d stopped %q", c.left, unet.Stopped)
+		}
+	}
+}
+
 // TestExplorationWithinReserve: issue 23's enhancement run. The only lane's minimum first
 // round (1000 steps of 0.2 s: 200 s) does not fit a 3-minute budget, and it is trained all
 // the same; once its validation is timed the reserve grows from 15 % of the budget
