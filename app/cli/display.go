@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -43,6 +44,19 @@ func (d *display) event(e hostrun.Event) {
 	}
 	p := e.Progress
 	key := fmt.Sprintf("%s fold %d", e.Lane, e.Fold)
+	if e.Fold < 0 {
+		key = e.Lane + " on all the data"
+	}
+	// A round planned by time alone (its lane's step time not yet known) runs to a
+	// sentinel step it never reaches: the line shows the step, not a total of billions.
+	total := p.TotalSteps
+	if total >= math.MaxInt32 {
+		total = 0
+	}
+	at := fmt.Sprintf("step %d/%d", p.Step, total)
+	if total <= 0 {
+		at = fmt.Sprintf("step %d", p.Step)
+	}
 	if p.Message != "" { // a plugin's message: a line of its own, never throttled
 		d.line(e, key+": "+p.Message)
 		if p.Losses == nil && p.Validation == nil {
@@ -57,7 +71,7 @@ func (d *display) event(e hostrun.Event) {
 	if !d.tty {
 		if time.Since(d.lastLine) >= 10*time.Second || p.Step == p.TotalSteps {
 			d.lastLine = time.Now()
-			fmt.Fprintf(d.w, "%s  %-8s %s: step %d/%d%s, %.1f samples/s, ETA %v\n", e.Time.Format("15:04:05"), e.Phase, key, p.Step, p.TotalSteps, loss, p.SamplesPerSecond, p.ETA.Round(time.Second))
+			fmt.Fprintf(d.w, "%s  %-8s %s: %s%s, %.1f samples/s, ETA %v\n", e.Time.Format("15:04:05"), e.Phase, key, at, loss, p.SamplesPerSecond, p.ETA.Round(time.Second))
 		}
 		return
 	}
@@ -66,7 +80,11 @@ func (d *display) event(e hostrun.Event) {
 			_ = d.bar.Finish()
 			fmt.Fprintln(d.w)
 		}
-		d.bar = progressbar.NewOptions64(max(p.TotalSteps, 1),
+		n := int64(-1) // a spinner: no total to fill
+		if total > 0 {
+			n = total
+		}
+		d.bar = progressbar.NewOptions64(n,
 			progressbar.OptionSetWriter(d.w), progressbar.OptionSetDescription(key),
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())

@@ -293,7 +293,9 @@ func (m *monitorScreen) foldsLocked(st *run.State) {
 				// A new slice: the snapshots on the screen share the old one's array.
 				curve := make([]float64, 0, len(l.Schedule.Curve))
 				for _, p := range l.Schedule.Curve {
-					curve = append(curve, p.Score)
+					if !p.Undefined { // a round without a value has no point to draw
+						curve = append(curve, p.Score)
+					}
 				}
 				row.Curve = curve
 			}

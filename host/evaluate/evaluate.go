@@ -52,6 +52,41 @@ type Score struct {
 	Extra  map[string]float64 `json:"extra,omitempty"`
 	// PerCase holds the per-case values where the metric is a mean over cases.
 	PerCase map[string]float64 `json:"per_case,omitempty"`
+	// Undefined, when set, says why the primary metric has no value on these cases (a
+	// correlation of one case, or of predictions that are one value): Value is then 0,
+	// a placeholder no record shows as a score, and Extra and PerCase leave out what is
+	// undefined too.
+	Undefined string `json:"undefined,omitempty"`
+}
+
+// String is the score as a log prints it: "dice 0.8123", or "plcc_srocc_krocc undefined
+// (the predictions are one value (3) for all 1 cases)".
+func (s *Score) String() string {
+	if s.Undefined != "" {
+		return fmt.Sprintf("%s undefined (%s)", s.Metric, s.Undefined)
+	}
+	return fmt.Sprintf("%s %.4f", s.Metric, s.Value)
+}
+
+// defined leaves out of s the values that are not finite (JSON cannot hold them, and they
+// are no evidence), and marks a non-finite primary value undefined with reason, or with
+// one of its own when reason is empty.
+func (s *Score) defined(reason string) *Score {
+	bad := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
+	if bad(s.Value) || reason != "" {
+		if reason == "" {
+			reason = fmt.Sprintf("%v on these %d cases", s.Value, s.Cases)
+		}
+		s.Value, s.Undefined = 0, reason
+	}
+	for _, m := range []map[string]float64{s.Extra, s.PerCase} {
+		for k, v := range m {
+			if bad(v) {
+				delete(m, k)
+			}
+		}
+	}
+	return s
 }
 
 // Span is the width of the range the primary validation score of s moves over, the unit
@@ -75,6 +110,14 @@ var ErrEval = errors.New("cannot score predictions")
 
 // Evaluate scores pairs for the task spec s.
 func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, error) {
+	sc, err := evaluate(ctx, s, pairs)
+	if err != nil {
+		return nil, err
+	}
+	return sc.defined(""), nil
+}
+
+func evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("%w: no validation cases", ErrEval)
 	}
@@ -372,8 +415,6 @@ func scores(anns [][2]*taskspec.Annotation) (*Score, error) {
 		pred[i], gt[i] = *a[0].Score, *a[1].Score
 	}
 	s, pl, sr, kr := metrics.LDCTScore(pred, gt)
-	if math.IsNaN(s) {
-		s = 0 // constant predictions have no correlation
-	}
-	return &Score{Metric: "plcc_srocc_krocc", Value: s, Cases: len(anns), Extra: map[string]float64{"plcc": pl, "srocc": sr, "krocc": kr}}, nil
+	sc := &Score{Metric: "plcc_srocc_krocc", Value: s, Cases: len(anns), Extra: map[string]float64{"plcc": pl, "srocc": sr, "krocc": kr}}
+	return sc.defined(metrics.CorrelationUndefined(pred, gt)), nil
 }

@@ -2,6 +2,8 @@ package evaluate
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -206,3 +208,50 @@ func TestEnhancementTaskMetric(t *testing.T) {
 
 // psnrCapForTest is metrics.ImageMetric's cap for identical images (plugins/metrics/image.go).
 const psnrCapForTest = 100
+
+// TestUndefinedCorrelation: issue 32's LDCT-IQA run of 3 training cases, whose folds
+// validate on one case each. A correlation of one case, or of predictions that are one
+// value (an IQA net early in training), has no value: the score says so with the reason,
+// Value is 0, and no NaN is left in the record (json.Marshal refused the run's state with
+// "unsupported value: NaN", on every resume).
+func TestUndefinedCorrelation(t *testing.T) {
+	dir := t.TempDir()
+	spec := &taskspec.Spec{Kind: taskspec.IQA, Dims: 2, Score: &taskspec.ScoreRange{Min: 0, Max: 4}}
+	pairsOf := func(preds, labels []float64) []Pair {
+		var pairs []Pair
+		for i := range preds {
+			id := fmt.Sprintf("c%d-%d", len(preds), i)
+			pp, gp := filepath.Join(dir, id+"p.json"), filepath.Join(dir, id+"g.json")
+			writeAnn(t, pp, &taskspec.Annotation{Score: &preds[i]})
+			writeAnn(t, gp, &taskspec.Annotation{Score: &labels[i]})
+			pairs = append(pairs, Pair{ID: id, Pred: pp, Label: gp})
+		}
+		return pairs
+	}
+	for _, c := range []struct {
+		preds, labels []float64
+		why           string
+	}{
+		{[]float64{2.5}, []float64{1}, "a correlation needs two cases or more, and there is 1"},
+		{[]float64{2, 2, 2}, []float64{0, 1, 3}, "the predictions are one value (2) for all 3 cases"},
+		{[]float64{0, 1, 3}, []float64{2, 2, 2}, "the labels are one value (2) for all 3 cases"},
+	} {
+		s, err := Evaluate(context.Background(), spec, pairsOf(c.preds, c.labels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Undefined != c.why || s.Value != 0 {
+			t.Errorf("%v against %v: value %v, undefined %q; want 0 and %q", c.preds, c.labels, s.Value, s.Undefined, c.why)
+		}
+		if b, err := json.Marshal(s); err != nil {
+			t.Errorf("%v against %v: the score cannot be recorded: %v", c.preds, c.labels, err)
+		} else if !strings.Contains(s.String(), "undefined ("+c.why+")") {
+			t.Errorf("the log shows %q (%s)", s.String(), b)
+		}
+	}
+	// Two cases that vary have a value, as before.
+	s, err := Evaluate(context.Background(), spec, pairsOf([]float64{1, 2}, []float64{0, 4}))
+	if err != nil || s.Undefined != "" || math.Abs(s.Value-3) > 1e-12 {
+		t.Errorf("two varying cases: %+v, %v; want 3", s, err)
+	}
+}

@@ -228,7 +228,10 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 	}
 	single := best.Folds[0].Score
 	why := fmt.Sprintf("the union of %s and %s scores %.4f on fold 0's validation cases against %.4f for %s alone", best.ID, other.ID, s.Value, single, best.ID)
-	if s.Value <= single {
+	if s.Undefined != "" || best.Folds[0].Undefined != "" {
+		why = fmt.Sprintf("no score compares the union of %s and %s with %s alone: the validation is undefined (%s)", best.ID, other.ID, best.ID, firstNonEmpty(s.Undefined, best.Folds[0].Undefined))
+	}
+	if s.Value <= single || s.Undefined != "" || best.Folds[0].Undefined != "" {
 		r.st.Why = append(r.st.Why, why+": the single lane is kept")
 		r.logf("%s: the single lane is kept", why)
 		return nil

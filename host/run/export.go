@@ -242,6 +242,9 @@ func (r *Runner) solutionReport() export.Report {
 		Result:         fmt.Sprintf("Mean validation %s %.4f over %d fold(s).", t.Metric.Name, m, n),
 		Chosen:         best.ID,
 	}
+	if n == 0 {
+		rep.Result = fmt.Sprintf("The validation %s is undefined on every fold: %s.", t.Metric.Name, best.Undefined())
+	}
 	if g := r.st.TestScore; g != nil && g.Valid {
 		rep.Result += fmt.Sprintf(" The challenge's grader scores the test submission %s = %.4f.", g.Primary, g.Score)
 	}

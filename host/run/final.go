@@ -99,20 +99,30 @@ func (r *Runner) choose() (*LaneState, int, error) {
 		best = w
 	}
 	m, n := best.Mean()
-	r.st.Why = []string{fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.task.Metric.Name, m, n, len(ranked))}
+	won := fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.task.Metric.Name, m, n, len(ranked))
+	if n == 0 {
+		won = fmt.Sprintf("%s won, though no score ranked it: its validation %s is undefined on every fold (%s), and so is every lane's of the %d that finished", best.ID, r.task.Metric.Name, best.Undefined(), len(ranked))
+	}
+	r.st.Why = []string{won}
 	for _, l := range ranked {
 		if l == best {
 			continue
 		}
 		lm, ln := l.Mean()
 		why := fmt.Sprintf("%s lost: mean validation %.4f over %d fold(s), %.4f below the winner", l.ID, lm, ln, m-lm)
+		switch {
+		case ln == 0:
+			why = fmt.Sprintf("%s lost: its validation is undefined on every fold (%s)", l.ID, l.Undefined())
+		case n == 0:
+			why = fmt.Sprintf("%s lost: mean validation %.4f over %d fold(s), where the winner's is undefined", l.ID, lm, ln)
+		}
 		if l.Schedule.Stopped != "" {
 			why += "; " + l.Schedule.Stopped
 		}
 		r.st.Why = append(r.st.Why, why)
 	}
 	for _, l := range r.st.Lanes {
-		if _, n := l.Mean(); n == 0 {
+		if _, n := l.Mean(); n == 0 && l.Undefined() == "" {
 			why := "it finished no fold"
 			if l.Schedule.Stopped != "" {
 				why = l.Schedule.Stopped
@@ -143,7 +153,8 @@ func (r *Runner) choose() (*LaneState, int, error) {
 	sort.Ints(folds)
 	fold := folds[0]
 	for _, k := range folds {
-		if best.Folds[k].Score > best.Folds[fold].Score {
+		// A fold with a score beats one whose score is undefined (no evidence).
+		if f, b := best.Folds[k], best.Folds[fold]; f.scored() && (!b.scored() || f.Score > b.Score) {
 			fold = k
 		}
 	}
@@ -246,8 +257,8 @@ func (r *Runner) verify(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("grading: %w", err)
 			}
-			g := &Grade{Valid: res.Valid, Errors: res.Errors, Primary: res.Primary.Name, Score: finite(float64(res.Primary.Value)),
-				Percentile: finite(float64(res.Percentile)), Metrics: map[string]float64{}}
+			g := &Grade{Valid: res.Valid, Errors: res.Errors, Primary: res.Primary.Name, Score: orZero(float64(res.Primary.Value)),
+				Percentile: orZero(float64(res.Percentile)), Metrics: map[string]float64{}}
 			for k, v := range res.Metrics {
 				if f := float64(v); !math.IsNaN(f) && !math.IsInf(f, 0) {
 					g.Metrics[k] = f
@@ -290,8 +301,8 @@ func (r *Runner) verify(ctx context.Context) error {
 	return r.record(audit.RoleHost, "run.verified", nil, nil, details)
 }
 
-// finite maps NaN and infinities to 0, which JSON can hold.
-func finite(f float64) float64 {
+// orZero maps NaN and infinities to 0, which JSON can hold.
+func orZero(f float64) float64 {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0
 	}

@@ -371,10 +371,10 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 			return err
 		}
 		f = w.Folds[k]
-		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra
+		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra, f.Undefined = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra, out.score.Undefined
 		f.Took, f.Compute, f.Lacks = f.Took+out.took, out.res.Compute, fl.Lacks(k)
 		w.Folds[k] = f
-		r.logf("lane %s fold %d: validation %s %.4f after %d steps, trained on %s%s", w.ID, k, out.score.Metric, out.score.Value, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))
+		r.logf("lane %s fold %d: validation %s after %d steps, trained on %s%s", w.ID, k, out.score, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))
 		if err := r.save(); err != nil {
 			return err
 		}
@@ -386,8 +386,12 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 	}
 	m, n := w.Mean()
 	r.st.Union, r.st.Vote = members, true
+	oof := fmt.Sprintf("%.4f", m)
+	if n == 0 {
+		m, oof = 0, "undefined on every fold ("+w.Undefined()+")"
+	}
 	fm.OutOfFold = m
-	r.logf("the final model is the ensemble of %s's %d fold models: out-of-fold validation %.4f", w.ID, n, m)
+	r.logf("the final model is the ensemble of %s's %d fold models: out-of-fold validation %s", w.ID, len(members), oof)
 	out := map[string]string{}
 	for _, mb := range members {
 		out[mb.Lane] = mb.SHA256

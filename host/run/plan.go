@@ -330,6 +330,9 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 		f := l.Folds[0]
 		res := planner.Result{Lane: l.Name, Plugin: l.Plugin, Config: l.Config, Score: f.Score, Extra: f.Extra, Folds: 1, Status: "done",
 			Took: f.Took, Steps: f.Steps, StepSeconds: l.Schedule.StepSeconds, Checkpoint: f.Checkpoint, SHA256: f.SHA256}
+		if f.Undefined != "" {
+			res.Reason = "its validation score is undefined: " + f.Undefined
+		}
 		if f.Status != FoldDone {
 			res.Score, res.Folds, res.Status, res.Reason = 0, 0, "failed", oneLine(f.Error)
 			if l.Schedule.Stopped != "" && f.Error == "" {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"amid/host/finite"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -26,16 +27,33 @@ func (r *Runner) path(name ...string) string {
 // writeJSON writes v as indented JSON to path (atomically and durably) and returns the
 // hex sha256 of what it wrote.
 func writeJSON(path string, v any) (string, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := encode(filepath.Base(path), v, true)
 	if err != nil {
 		return "", err
 	}
-	b = append(b, '\n')
 	if err := fileio.Write(path, b); err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// encode is how the run encodes its records (run.json, the files of its folder, the
+// details of its audit entries), indented as a file or on one line: a non-finite float,
+// which JSON cannot hold, is refused with the record's and the field's name
+// (amid/host/finite).
+func encode(name string, v any, indent bool) ([]byte, error) {
+	if err := finite.Check(v); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !indent {
+		return json.Marshal(v)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return append(b, '\n'), nil
 }
 
 func readJSON(path string, v any) error {

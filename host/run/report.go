@@ -42,6 +42,10 @@ func Report(st *State) string {
 		for _, l := range st.Lanes {
 			var pts []string
 			for _, p := range l.Schedule.Curve {
+				if p.Undefined {
+					pts = append(pts, fmt.Sprintf("%d: undefined", p.Step))
+					continue
+				}
 				pts = append(pts, fmt.Sprintf("%d: %.4f", p.Step, p.Score))
 			}
 			fmt.Fprintf(&b, "| %s | %d | %.3g s | %s | %s |\n", l.ID, l.Schedule.MinSteps, l.Schedule.StepSeconds, strings.Join(pts, ", "), l.Schedule.Stopped)

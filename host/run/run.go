@@ -288,7 +288,7 @@ func (r *Runner) logf(format string, args ...any) {
 func (r *Runner) record(role, action string, in, out map[string]string, details any) error {
 	var d json.RawMessage
 	if details != nil {
-		b, err := json.Marshal(details)
+		b, err := encode("audit entry "+action, details, false)
 		if err != nil {
 			return err
 		}

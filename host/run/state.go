@@ -59,10 +59,12 @@ type FoldState struct {
 	Steps          int64              `json:"steps,omitempty"`
 	Score          float64            `json:"score"`
 	Extra          map[string]float64 `json:"extra,omitempty"`
-	Plugin         map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
-	Error          string             `json:"error,omitempty"`
-	Took           time.Duration      `json:"took"`
-	Compute        compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	// Undefined says why Score has no value (evaluate.Score.Undefined); Score is then 0.
+	Undefined string             `json:"undefined,omitempty"`
+	Plugin    map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
+	Error     string             `json:"error,omitempty"`
+	Took      time.Duration      `json:"took"`
+	Compute   compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
 	// Lacks are the classes that the training cases hold and the fold's validation cases
 	// do not (amid/host/folds Folds.Lacks): the fold's score is not trusted to rank models.
 	Lacks []string `json:"lacks,omitempty"`
@@ -78,6 +80,7 @@ type Round struct {
 	Steps      int64              `json:"steps"`
 	Score      float64            `json:"score"`
 	Extra      map[string]float64 `json:"extra,omitempty"`
+	Undefined  string             `json:"undefined,omitempty"` // why Score has no value
 	Checkpoint string             `json:"checkpoint"`
 	SHA256     string             `json:"sha256"`
 	Took       time.Duration      `json:"took"`
@@ -101,12 +104,12 @@ type LaneState struct {
 func (l *LaneState) Mean() (float64, int) {
 	trusted := false
 	for _, f := range l.Folds {
-		trusted = trusted || f.Status == FoldDone && !math.IsNaN(f.Score) && len(f.Lacks) == 0
+		trusted = trusted || f.scored() && len(f.Lacks) == 0
 	}
 	var s float64
 	n := 0
 	for _, f := range l.Folds {
-		if f.Status == FoldDone && !math.IsNaN(f.Score) && (!trusted || len(f.Lacks) == 0) {
+		if f.scored() && (!trusted || len(f.Lacks) == 0) {
 			s += f.Score
 			n++
 		}
@@ -117,11 +120,34 @@ func (l *LaneState) Mean() (float64, int) {
 	return s / float64(n), n
 }
 
+// scored reports whether the fold is done with a validation score that has a value.
+func (f FoldState) scored() bool {
+	return f.Status == FoldDone && !math.IsNaN(f.Score) && f.Undefined == ""
+}
+
+// Undefined says why the lane has no mean validation score though it finished folds:
+// every one's metric was undefined (the first such fold's reason); "" otherwise.
+func (l *LaneState) Undefined() string {
+	if _, n := l.Mean(); n > 0 {
+		return ""
+	}
+	why, first := "", -1
+	for k, f := range l.Folds {
+		if f.Status == FoldDone && f.Undefined != "" && (first < 0 || k < first) {
+			why, first = f.Undefined, k
+		}
+	}
+	return why
+}
+
 // MeanText is the lane's mean validation score as the report and the desktop show it: four
 // decimals, or "—" before any fold is done.
 func (l *LaneState) MeanText() string {
 	if m, n := l.Mean(); n > 0 {
 		return fmt.Sprintf("%.4f", m)
+	}
+	if l.Undefined() != "" {
+		return "undefined"
 	}
 	return "—"
 }
@@ -138,6 +164,10 @@ func (l *LaneState) FoldTexts(detail bool) []string {
 	for _, k := range ks {
 		f := l.Folds[k]
 		switch {
+		case f.Status == FoldDone && f.Undefined != "" && detail:
+			per = append(per, fmt.Sprintf("f%d undefined: %s (%d steps, %v)", k, f.Undefined, f.Steps, f.Took.Round(time.Second)))
+		case f.Status == FoldDone && f.Undefined != "":
+			per = append(per, fmt.Sprintf("f%d undefined", k))
 		case f.Status == FoldDone && detail:
 			per = append(per, fmt.Sprintf("f%d %.4f (%d steps, %v)%s", k, f.Score, f.Steps, f.Took.Round(time.Second), lacksText(f.Lacks)))
 		case f.Status == FoldDone:
@@ -286,11 +316,11 @@ func (s *State) lane(id string) *LaneState {
 
 // save writes the state atomically.
 func (s *State) save(dir string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := encode(stateFileName, s, true)
 	if err != nil {
 		return err
 	}
-	if err := fileio.Write(filepath.Join(dir, stateFileName), append(b, '\n')); err != nil {
+	if err := fileio.Write(filepath.Join(dir, stateFileName), b); err != nil {
 		return fmt.Errorf("run state: %w", err)
 	}
 	return nil

@@ -263,22 +263,24 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 		l.Folds[0] = f
 		return schedule.Outcome{}, errors.Join(err, r.save())
 	}
-	rd := Round{Until: int64(j.Until), Steps: out.res.Steps, Score: out.score.Value, Extra: out.score.Extra,
+	rd := Round{Until: int64(j.Until), Steps: out.res.Steps, Score: out.score.Value, Extra: out.score.Extra, Undefined: out.score.Undefined,
 		Checkpoint: out.res.Checkpoint, SHA256: out.res.SHA256, Took: out.took, Place: j.Place.Name}
 	f.Rounds = append(f.Rounds, rd)
 	f.Status, f.Steps, f.Took, f.Compute, f.Error = FoldDone, out.res.Steps, f.Took+out.took, out.res.Compute, ""
 	best := f.Rounds[0]
 	for _, x := range f.Rounds {
-		if x.Score >= best.Score {
+		// The best round with a score, a later one on a tie; of rounds whose scores are
+		// all undefined (no evidence), the latest, which trained most.
+		if x.Undefined == "" && (best.Undefined != "" || x.Score >= best.Score) || x.Undefined != "" && best.Undefined != "" {
 			best = x
 		}
 	}
-	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, fl.Lacks(0)
+	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Undefined, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, best.Undefined, fl.Lacks(0)
 	l.Folds[0] = f
-	r.logf("lane %s round %d: validation %s %.4f after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score.Metric, out.score.Value, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
+	r.logf("lane %s round %d: validation %s after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
 	// The round's time counts its validation, which the run's clock counts too: a round
 	// planned without it ran past exploration's share and the reserve.
-	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took), Validated: out.validated}, r.save()
+	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took), Validated: out.validated, Undefined: out.score.Undefined != ""}, r.save()
 }
 
 // within reports whether path lies inside dir.
@@ -455,12 +457,15 @@ func startStep(s trainSpec) int64 {
 	return 0
 }
 
-// ranked returns the lanes with a finished fold, best mean first.
+// ranked returns the lanes with a finished fold, best mean first, then those whose folds'
+// scores are all undefined.
 func (r *Runner) ranked() []*LaneState {
-	var out []*LaneState
+	var out, undefined []*LaneState
 	for _, l := range r.st.Lanes {
 		if _, n := l.Mean(); n > 0 {
 			out = append(out, l)
+		} else if l.Undefined() != "" {
+			undefined = append(undefined, l)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -468,7 +473,9 @@ func (r *Runner) ranked() []*LaneState {
 		b, _ := out[j].Mean()
 		return a > b
 	})
-	return out
+	// Lanes whose every fold's score is undefined come last, in the plan's order: no
+	// score ranks them.
+	return append(out, undefined...)
 }
 
 // validate predicts the validation cases with a checkpoint into out and scores them.

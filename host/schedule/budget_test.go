@@ -372,3 +372,46 @@ func TestOutsideTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestUndefinedRounds: a round whose validation metric had no value (issue 32: a
+// correlation of one validation case) is no evidence either way. The lane ranks at the
+// median of the others' scores, neither last nor first; its curve is neither flat nor
+// rising; and when no lane has a score, the first that trained is taken, with a reason
+// that says no score chose it.
+func TestUndefinedRounds(t *testing.T) {
+	place := []Place{{Name: "cpu", Device: "cpu", Workers: 2}}
+	lane := func(id string, curve ...Point) *Lane {
+		return &Lane{ID: id, Steps: 100, StepSeconds: 0.1, Overhead: 1, Rung: 1, Curve: curve}
+	}
+	a := lane("a", Point{Step: 100, Score: 0.6})
+	b := lane("b", Point{Step: 100, Score: 0.2})
+	c := lane("c", Point{Step: 100, Undefined: true})
+	p := &Plan{Config: Config{Places: place}, Lanes: []*Lane{a, b, c}, Explore: 100 * time.Second}
+	rd := p.Next()
+	if a.Stopped != "" || c.Stopped != "" || b.Stopped == "" {
+		t.Errorf("stopped: a %q, b %q, c %q; want b alone (c ranks at the median, 0.4)", a.Stopped, b.Stopped, c.Stopped)
+	}
+	if !strings.Contains(b.Stopped, "(c undefined)") {
+		t.Errorf("b stopped %q, want the last promoted lane's score shown as undefined", b.Stopped)
+	}
+	if len(rd.Jobs) != 2 {
+		t.Errorf("jobs %+v, want a and c", rd.Jobs)
+	}
+	// An undefined last round shows no flattening, whatever came before.
+	d := lane("d", Point{Step: 50, Score: 0.5}, Point{Step: 100, Undefined: true})
+	if flat, _ := d.flattened(); flat {
+		t.Error("a curve ending in an undefined round flattened")
+	}
+	if s := d.Score(); s != 0.5 || d.Best().Score != 0.5 {
+		t.Errorf("score %v, best %v: want the last defined, 0.5", s, d.Best().Score)
+	}
+	// No lane with a score: the first that trained wins, and the reason says so.
+	e, f := lane("e", Point{Step: 100, Undefined: true}), lane("f", Point{Step: 100, Undefined: true})
+	e.Stopped = "not promoted"
+	p = &Plan{Config: Config{Places: place}, Lanes: []*Lane{e, f}}
+	f.MaxSteps = 100 // at its cap: the decision is final
+	rd = p.Next()
+	if !rd.Done || rd.Winner != "e" || !strings.Contains(rd.Why, "no lane's validation score has a value") {
+		t.Errorf("decision %+v, want e taken with the reason", rd)
+	}
+}

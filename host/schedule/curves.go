@@ -96,7 +96,7 @@ func (c *Curves) MinSteps(kind, lane string) (int, string) {
 		}
 	}
 	if len(use) == 0 {
-		return 1, "no learning curve of a " + kind + " task is recorded"
+		return 1, "1 step: no learning curve of the task kind " + kind + " is recorded"
 	}
 	n, why := 0, ""
 	for _, cv := range use {

@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -21,6 +22,9 @@ type Outcome struct {
 	Waited time.Duration
 	// Validated is the part of Took the validation after the round took.
 	Validated time.Duration
+	// Undefined: the validation metric had no value on the fold's cases (Score is 0):
+	// the round is no evidence either way ([Point.Undefined]).
+	Undefined bool
 }
 
 // Trainer carries out a job's round: host/run's is an executor training a lane-fold and
@@ -96,7 +100,7 @@ func (e *Explorer) Run(ctx context.Context, t Trainer) (Round, error) {
 func (e *Explorer) outOfTime(rd Round) Round {
 	var best *Lane
 	for _, l := range e.Plan.active() {
-		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score) {
+		if len(l.Curve) > 0 && (best == nil || l.Best().Score > best.Best().Score || math.IsNaN(best.Best().Score)) {
 			best = l
 		}
 	}
@@ -139,6 +143,9 @@ func (e *Explorer) round(ctx context.Context, t Trainer, rd *Round) error {
 		}
 		o := outs[i]
 		l.Observe(o.Steps, o.Score, o.Took-o.Waited, o.StepTime, j.Place)
+		if o.Undefined {
+			l.Curve[len(l.Curve)-1].Score, l.Curve[len(l.Curve)-1].Undefined = 0, true
+		}
 		l.Validation = o.Validated.Seconds()
 		if j.Limit > 0 && o.Steps < j.Until {
 			// The time limit ended the round.

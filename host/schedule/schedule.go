@@ -99,6 +99,21 @@ type Point struct {
 	Step    int     `json:"step"`
 	Score   float64 `json:"score"`
 	Seconds float64 `json:"seconds,omitempty"`
+	// Undefined: the round's validation metric had no value (host/evaluate's
+	// Score.Undefined: a correlation of one case, or of predictions that are one value).
+	// It is no evidence either way: Score is 0 and counts in no ranking, gain or choice.
+	Undefined bool `json:"undefined,omitempty"`
+}
+
+// defined is the lane's curve without its undefined points.
+func (l *Lane) defined() []Point {
+	var out []Point
+	for _, p := range l.Curve {
+		if !p.Undefined {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Lane is a lane as the schedule sees it.
@@ -154,16 +169,26 @@ func (l *Lane) room(n int) int {
 
 // Score is the lane's last validation score (NaN before any).
 func (l *Lane) Score() float64 {
-	if len(l.Curve) == 0 {
+	d := l.defined()
+	if len(d) == 0 {
 		return math.NaN()
 	}
-	return l.Curve[len(l.Curve)-1].Score
+	return d[len(d)-1].Score
+}
+
+// ScoreText is the lane's latest validation score as a sentence shows it: "0.8123", or
+// "undefined" when no round of it had one.
+func (l *Lane) ScoreText() string {
+	if s := l.Score(); !math.IsNaN(s) {
+		return fmt.Sprintf("%.4f", s)
+	}
+	return "undefined"
 }
 
 // Best is the lane's best validation score and its point (NaN before any).
 func (l *Lane) Best() Point {
 	b := Point{Score: math.NaN()}
-	for _, p := range l.Curve {
+	for _, p := range l.defined() {
 		if math.IsNaN(b.Score) || p.Score > b.Score {
 			b = p
 		}
@@ -175,10 +200,11 @@ func (l *Lane) Best() Point {
 // how much.
 func (l *Lane) flattened() (bool, float64) {
 	n := len(l.Curve)
-	if n < 2 {
-		return false, 0
+	d := l.defined()
+	if n < 2 || l.Curve[n-1].Undefined || len(d) < 2 {
+		return false, 0 // a round without a value shows nothing, flat or rising
 	}
-	gain := l.Curve[n-1].Score - l.Curve[n-2].Score
+	gain := d[len(d)-1].Score - d[len(d)-2].Score
 	return gain < l.flatGain(), gain
 }
 
@@ -190,8 +216,8 @@ func (l *Lane) flatGain() float64 {
 		return Flat * l.Span
 	}
 	size := 1.0
-	if n := len(l.Curve); n > 0 {
-		size = max(math.Abs(l.Curve[n-1].Score), 1)
+	if s := l.Score(); !math.IsNaN(s) {
+		size = max(math.Abs(s), 1)
 	}
 	return Flat * size
 }
@@ -380,7 +406,8 @@ func (p *Plan) Next() Round {
 	// Flattened lanes stop: their time goes back to the others.
 	for _, l := range act {
 		if flat, gain := l.flattened(); flat && len(act) > 1 {
-			l.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round (steps %d to %d), under %.2g", gain, l.Curve[len(l.Curve)-2].Step, l.Steps, l.flatGain())
+			d := l.defined()
+			l.Stopped = fmt.Sprintf("its validation curve flattened: %+.4f over its last round (steps %d to %d), under %.2g", gain, d[len(d)-2].Step, l.Steps, l.flatGain())
 			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
 		}
 	}
@@ -402,10 +429,10 @@ func (p *Plan) Next() Round {
 			r.Stopped = append(rd.Stopped, r.Stopped...)
 			return r
 		}
-		sort.SliceStable(act, func(i, j int) bool { return act[i].Score() > act[j].Score() })
+		rankByScore(act)
 		keep := (len(act) + p.eta() - 1) / p.eta()
 		for _, l := range act[keep:] {
-			l.Stopped = fmt.Sprintf("not promoted after %d round(s): validation %.4f, outside the better 1/%d (%s %.4f)", l.Rung, l.Score(), p.eta(), act[keep-1].ID, act[keep-1].Score())
+			l.Stopped = fmt.Sprintf("not promoted after %d round(s): validation %s, outside the better 1/%d (%s %s)", l.Rung, l.ScoreText(), p.eta(), act[keep-1].ID, act[keep-1].ScoreText())
 			rd.Stopped = append(rd.Stopped, l.ID+": "+l.Stopped)
 		}
 		act = act[:keep]
@@ -449,12 +476,27 @@ func (p *Plan) Next() Round {
 		if p.Held > 0 {
 			until = "the time its leader's final model needs"
 		}
-		c.Stopped = fmt.Sprintf("no round of it fits the %v left before %s (a round takes %.1fs besides its steps), %.4f behind %s at its cap", p.Explore.Round(time.Second), until, c.Besides(), best.Best().Score-c.Score(), best.ID)
+		behind := fmt.Sprintf("%.4f behind", best.Best().Score-c.Score())
+		if math.IsNaN(c.Score()) {
+			behind = "its validation undefined, behind"
+		}
+		c.Stopped = fmt.Sprintf("no round of it fits the %v left before %s (a round takes %.1fs besides its steps), %s %s at its cap", p.Explore.Round(time.Second), until, c.Besides(), behind, best.ID)
 		rd.Stopped = append(rd.Stopped, c.ID+": "+c.Stopped)
 	}
 	// Exploration is over: the best score of any lane that trained wins, a lane at its cap
 	// too.
 	rd.Done = true
+	if best == nil {
+		// No lane's validation had a value: the first that trained is taken, and the
+		// reason says that no score chose it.
+		for _, l := range p.Lanes {
+			if len(l.Curve) > 0 {
+				rd.Winner = l.ID
+				rd.Why = fmt.Sprintf("no lane's validation score has a value (every round's metric was undefined): %s, the first lane that trained, is taken", l.ID)
+				return rd
+			}
+		}
+	}
 	if best != nil {
 		rd.Winner = best.ID
 		b := best.Best()
@@ -466,14 +508,38 @@ func (p *Plan) Next() Round {
 	return rd
 }
 
+// rankByScore sorts lanes by their latest validation score, best first. A lane whose
+// rounds had no value (undefined) is no evidence either way: it ranks at the median of
+// the others' scores, neither the worst nor the best, until a round of it has one.
+func rankByScore(lanes []*Lane) {
+	var scores []float64
+	for _, l := range lanes {
+		if s := l.Score(); !math.IsNaN(s) {
+			scores = append(scores, s)
+		}
+	}
+	mid := 0.0
+	if n := len(scores); n > 0 {
+		sort.Float64s(scores)
+		mid = (scores[(n-1)/2] + scores[n/2]) / 2
+	}
+	key := func(l *Lane) float64 {
+		if s := l.Score(); !math.IsNaN(s) {
+			return s
+		}
+		return mid
+	}
+	sort.SliceStable(lanes, func(i, j int) bool { return key(lanes[i]) > key(lanes[j]) })
+}
+
 // best is the lane with the best validation score of those that trained, nil before any;
 // of equal scores, one that can still train (a lane at its cap leads only when it is
 // better).
 func (p *Plan) best() *Lane {
 	var best *Lane
 	for _, l := range p.Lanes {
-		if len(l.Curve) == 0 {
-			continue
+		if math.IsNaN(l.Best().Score) {
+			continue // not trained, or no round with a value
 		}
 		if best == nil || l.Best().Score > best.Best().Score || l.Best().Score == best.Best().Score && best.Capped() && !l.Capped() {
 			best = l

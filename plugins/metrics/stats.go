@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -256,4 +257,33 @@ func LDCTScore(pred, gt []float64) (score, plcc, srocc, krocc float64) {
 	srocc = math.Abs(Spearman(pred, gt))
 	krocc = math.Abs(Kendall(pred, gt))
 	return plcc + srocc + krocc, plcc, srocc, krocc
+}
+
+// CorrelationUndefined says why the correlations of pred with gt (Pearson's, Spearman's,
+// Kendall's) have no value, "" when they have one: fewer than two pairs, a NaN, or a side
+// that holds one value (its variance is 0; scipy's pearsonr returns NaN there too, with a
+// ConstantInputWarning).
+func CorrelationUndefined(pred, gt []float64) string {
+	switch {
+	case len(pred) != len(gt):
+		return fmt.Sprintf("%d predictions for %d labels", len(pred), len(gt))
+	case len(pred) < 2:
+		return fmt.Sprintf("a correlation needs two cases or more, and there is %d", len(pred))
+	case statsHasNaN(pred) || statsHasNaN(gt):
+		return "a value is NaN"
+	case constant(pred):
+		return fmt.Sprintf("the predictions are one value (%g) for all %d cases", pred[0], len(pred))
+	case constant(gt):
+		return fmt.Sprintf("the labels are one value (%g) for all %d cases", gt[0], len(gt))
+	}
+	return ""
+}
+
+func constant(x []float64) bool {
+	for _, v := range x[1:] {
+		if v != x[0] {
+			return false
+		}
+	}
+	return true
 }
