@@ -27,7 +27,9 @@ import (
 // the detection and classification runs failed at the submission ("unknown image format
 // (extension ".json")"). Each run spends 88–100 % of its budget ([budgetUsed]), and its
 // log shows no negative duration and no absurd step count ([saneLog]): before issue 23's
-// fix the classification run ended after 2 s of 25 and the others at 72–80 %.
+// fix the classification run ended after 2 s of 25 and the others at 72–80 %. The same
+// plugins then run issue 32's datasets too small or too uniform to learn from
+// ([undefinedValidation], [degenerateSweep]).
 func TestPlainTaskOfEveryKind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a task of every kind")
@@ -51,6 +53,7 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 		}
 	}
 	t.Run("iqa with one validation case a fold", undefinedValidation)
+	t.Run("degenerate", degenerateSweep)
 	for _, kind := range bench.PlainKinds() {
 		t.Run(kind, func(t *testing.T) {
 			// 8 cases (6 train, 2 test after the generators' 80/20 split), the fewest

@@ -87,7 +87,7 @@ func LockStratified(cases []task.Case, classes map[string][]string, k int, seed 
 		}
 	}
 	if len(byPatient) < 2 {
-		return nil, fmt.Errorf("%w: %d patients; cross-validation needs at least 2", ErrFolds, len(byPatient))
+		return nil, fmt.Errorf("%w: the %d training case(s) come from %d patient(s), and validation needs 2 or more, one to train on and one to validate on: add training cases of another patient", ErrFolds, len(cases), len(byPatient))
 	}
 	k = min(k, len(byPatient))
 	if k < 2 {
@@ -133,32 +133,44 @@ func LockStratified(cases []task.Case, classes map[string][]string, k int, seed 
 			has[i][cl]++
 		}
 	}
+	// open says whether fold i may take the next patient: every fold, unless the patients
+	// left are no more than the empty folds, which must each get one (gathering a rare
+	// class in one fold put both patients of a 2-patient task in fold 0, and fold 0's
+	// model had no training case).
+	open := func(i int) bool {
+		empty := 0
+		for _, n := range size {
+			if n == 0 {
+				empty++
+			}
+		}
+		return size[i] == 0 || len(patients)-len(fold) > empty
+	}
+	pick := func(before func(i, best int) bool) int {
+		best := -1
+		for i := range k {
+			if open(i) && (best < 0 || before(i, best)) {
+				best = i
+			}
+		}
+		return best
+	}
 	for _, cl := range order {
 		rare := holders[cl] < k // it cannot be in every fold
 		for _, p := range patients {
 			if _, done := fold[p]; done || !held[p][cl] {
 				continue
 			}
-			best := 0
-			for i := 1; i < k; i++ {
-				if better(has[i][cl], has[best][cl], rare, len(has[i]), len(has[best]), size[i], size[best]) {
-					best = i
-				}
-			}
-			deal(p, best)
+			deal(p, pick(func(i, best int) bool {
+				return better(has[i][cl], has[best][cl], rare, len(has[i]), len(has[best]), size[i], size[best])
+			}))
 		}
 	}
 	for _, p := range patients {
 		if _, done := fold[p]; done {
 			continue
 		}
-		best := 0
-		for i := range k {
-			if size[i] < size[best] {
-				best = i
-			}
-		}
-		deal(p, best)
+		deal(p, pick(func(i, best int) bool { return size[i] < size[best] }))
 	}
 
 	// Number the folds from the one lacking the fewest classes.

@@ -201,6 +201,35 @@ func TestRareClassesGather(t *testing.T) {
 	}
 }
 
+// TestNoEmptyFold: every fold gets a patient, however rare the classes. Issue 32's sweep:
+// a plain classification task of 2 training patients, each holding classes the other does
+// not, gathered both in fold 0 (its rare classes), and fold 0's model had no training case
+// ("classification train: no training cases") in every lane.
+func TestNoEmptyFold(t *testing.T) {
+	for _, c := range []struct {
+		patients, k int
+	}{{2, 2}, {3, 3}, {4, 3}, {5, 5}} {
+		var cs []task.Case
+		cls := map[string][]string{}
+		for p := range c.patients {
+			id := fmt.Sprintf("p%d", p)
+			cs = append(cs, task.Case{ID: id, Patient: id})
+			// A class every patient holds, and one each holds alone: all rare.
+			cls[id] = []string{"common", "only-" + id}
+		}
+		f, err := LockStratified(cs, cls, c.k, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range f.K {
+			train, val, err := f.Split(cs, i)
+			if err != nil || len(train) == 0 || len(val) == 0 {
+				t.Errorf("%d patients in %d folds: fold %d trains on %d and validates on %d cases (%v)", c.patients, c.k, i, len(train), len(val), err)
+			}
+		}
+	}
+}
+
 // Without classes the split is the one Lock made before stratification: the hash was
 // printed by TestPatientsStayTogetherAndFoldsBalance's data (cases(23, 2), 5 folds, seed
 // 42) at commit f3bdd9c.
