@@ -272,6 +272,11 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 			if err := acc.add(a, img); err != nil {
 				c.add(Fatal, cs.ID, "case %s: label %s: %v", cs.ID, lab, err)
 			}
+			if what := noObject(spec, a); what != "" {
+				// The detection plugin refused such a case only when a lane trained, and
+				// every lane failed.
+				c.add(Fatal, cs.ID, "case %s: label %s lists no %s, and the detection plugin trains on cases that hold one (cases without findings are not supported yet)", cs.ID, lab, what)
+			}
 		}
 		all = append(all, sample(img, samplesPerCase)...)
 	}
@@ -503,4 +508,22 @@ func meanStd(v []float64) (float64, float64) {
 		s2 += (x - m) * (x - m)
 	}
 	return m, math.Sqrt(s2 / float64(len(v)))
+}
+
+// noObject names the objects a detection label of spec must hold and a lacks ("boxes",
+// "points", "box3d"); "" when it holds one, or the task is not detection.
+func noObject(spec *taskspec.Spec, a *taskspec.Annotation) string {
+	switch {
+	case spec.Kind != taskspec.Detection:
+		return ""
+	case spec.Box3D && a.Box3D == nil:
+		return "box3d"
+	case spec.Box3D:
+		return ""
+	case len(spec.Points) > 0 && len(a.Points) == 0:
+		return "points"
+	case len(spec.Points) == 0 && len(a.Boxes) == 0:
+		return "boxes"
+	}
+	return ""
 }
