@@ -575,9 +575,18 @@ func TestCancelStopsTheRunsJobs(t *testing.T) {
 	for _, dir := range dirs {
 		rec := readRecord(t, dir)
 		sub := rec.Submissions[len(rec.Submissions)-1]
-		st, err := l.State(context.Background(), sub.Job)
-		if err != nil {
-			t.Fatal(err)
+		// The run ends once the job's own events show its end; Slurm may still hold it
+		// as running a moment longer (its step completing: a CI run under -race saw
+		// Phase Running right after the run returned), so its state is polled.
+		var st lanejob.State
+		for wait := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			st, err = l.State(context.Background(), sub.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Phase == lanejob.Ended || time.Now().After(wait) {
+				break
+			}
 		}
 		if !sub.HostCancelled || st.Phase != lanejob.Ended || st.Outcome != lanejob.Cancelled {
 			t.Errorf("%s: job %s recorded as cancelled by AMID: %v; Slurm says %+v, want it cancelled", dir, sub.Job, sub.HostCancelled, st)
