@@ -60,7 +60,7 @@ type Score struct {
 }
 
 // String is the score as a log prints it: "dice 0.8123", or "plcc_srocc_krocc undefined
-// (the predictions are one value (3) for all 1 cases)".
+// (the predictions are one value (3) for all 4 cases)".
 func (s *Score) String() string {
 	if s.Undefined != "" {
 		return fmt.Sprintf("%s undefined (%s)", s.Metric, s.Undefined)

@@ -221,7 +221,11 @@ func (r *Runner) finalText() string {
 		return fmt.Sprintf(" Final model: continued on all %d training cases from step %d to step %d (planned %d) in %v. Rule: %s How it applied: %s",
 			len(r.data.Train), fm.FromStep, fm.Steps, fm.Until, fm.Took.Round(1e9), fm.Rule, fm.Why)
 	}
-	return fmt.Sprintf(" Final model: the ensemble of the %d fold models, out-of-fold validation %.4f. Rule: %s How it applied: %s", len(r.st.Union), fm.OutOfFold, fm.Rule, fm.Why)
+	oof := fmt.Sprintf("%.4f", fm.OutOfFold)
+	if w := r.st.lane(r.st.Chosen); w != nil && w.Undefined() != "" {
+		oof = "undefined on every fold" // OutOfFold's 0 is a placeholder
+	}
+	return fmt.Sprintf(" Final model: the ensemble of the %d fold models, out-of-fold validation %s. Rule: %s How it applied: %s", len(r.st.Union), oof, fm.Rule, fm.Why)
 }
 
 func (r *Runner) solutionReport() export.Report {
