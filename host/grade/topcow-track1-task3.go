@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
+	"amid/host/yamldoc"
 	"amid/plugins/metrics"
 )
 
@@ -115,7 +114,7 @@ func readEdges(path string) (ant, pos string, err error) {
 			return "", "", err
 		}
 	case strings.HasSuffix(low, ".yml"), strings.HasSuffix(low, ".yaml"):
-		if err := yaml.Unmarshal(raw, &doc); err != nil {
+		if err := yamldoc.Unmarshal(raw, &doc); err != nil {
 			return "", "", fmt.Errorf("%s is not an edge-list YAML mapping: %w", path, err)
 		}
 	default:

@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
+	"amid/host/yamldoc"
 	"amid/plugins/taskspec"
 )
 
@@ -68,7 +67,7 @@ func parseROI(b []byte) (*taskspec.Box3D, error) {
 // "1" for value 1) or, when the classes are not numbers, by its index.
 func parseEdges(b []byte, attrs []taskspec.Attribute) (map[string]int, error) {
 	var doc map[string]map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	if err := yamldoc.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("not an edge-list YAML mapping: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	out := make(map[string]int, len(attrs))

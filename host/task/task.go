@@ -88,6 +88,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"amid/host/yamldoc"
+
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/dicom"
@@ -256,7 +258,7 @@ func Parse(b []byte) (*Task, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%w: the file is empty", ErrInvalid)
 	}
-	if err := yaml.UnmarshalWithOptions(b, &t, yaml.Strict()); err != nil {
+	if err := yamldoc.Unmarshal(b, &t, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, oneLine(yaml.FormatError(err, false, false)))
 	}
 	if err := t.Validate(); err != nil {
