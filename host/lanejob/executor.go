@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"amid/host/predict"
 	"amid/host/run"
 	"amid/plugins/protocol"
 	"amid/viewer/fileio"
@@ -172,7 +173,7 @@ func dflt(d, v time.Duration) time.Duration {
 func (e *Executor) Places() []run.Place { return e.Launcher.Places() }
 
 // Predict implements run.Executor: on the host.
-func (e *Executor) Predict(ctx context.Context, job *run.PredictJob) (*run.Predicted, error) {
+func (e *Executor) Predict(ctx context.Context, job *run.PredictJob) (*predict.Predicted, error) {
 	if e.Local == nil {
 		return nil, errors.New("this executor has no local executor to predict with")
 	}

@@ -158,7 +158,7 @@ func Cases(dir string) (*task.Dataset, error) {
 		return nil, err
 	}
 	// A series chosen in a study folder is read from its own folder of links, as the run
-	// read it (align).
+	// read it (predict.Align).
 	return d, d.LinkSeries(filepath.Join(dir, "channels", "series"))
 }
 

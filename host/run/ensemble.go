@@ -2,185 +2,18 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"amid/host/audit"
-	"amid/host/catalog"
 	"amid/host/evaluate"
-	"amid/host/supervisor"
-	"amid/host/task"
-	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
-	"amid/viewer/imageio"
-	"amid/viewer/volume"
+	"amid/host/predict"
 )
-
-// Member is one model of a union ensemble: a lane's fold-0 checkpoint and configuration.
-type Member struct {
-	Lane         string          `json:"lane"`
-	PluginConfig json.RawMessage `json:"plugin_config"`
-	Checkpoint   string          `json:"checkpoint"` // a path in a run; a file name under model/ in a package
-	SHA256       string          `json:"sha256"`
-}
-
-// unionable reports whether predictions of the task's kind can be combined: the mean of
-// regressed scores (iqa), the mean of enhanced images, the union of binary masks.
-func unionable(s *taskspec.Spec) bool {
-	switch s.Kind {
-	case taskspec.IQA, taskspec.Enhancement:
-		return true
-	case taskspec.Segmentation:
-		return !s.Instances && len(s.Labels) == 2
-	}
-	return false
-}
-
-// combinable reports whether a fold ensemble's predictions of the task's kind can be
-// combined: a vote of label maps (segmentation without instances), the mean of scores
-// (iqa) or of images (enhancement).
-func combinable(s *taskspec.Spec) bool {
-	switch s.Kind {
-	case taskspec.IQA, taskspec.Enhancement:
-		return true
-	case taskspec.Segmentation:
-		return !s.Instances
-	}
-	return false
-}
-
-// combine writes the members' prediction files of one case combined to out, named as the
-// first member's file: the union of binary masks, or with vote each voxel's most frequent
-// label (the earliest member's on a tie); the mean of scores and images.
-func combine(s *taskspec.Spec, files []string, outDir string, vote bool) (string, error) {
-	out := filepath.Join(outDir, filepath.Base(files[0]))
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return "", err
-	}
-	if s.Kind == taskspec.IQA {
-		var sum float64
-		for _, f := range files {
-			a, err := taskspec.ReadAnnotation(f, s)
-			if err != nil {
-				return "", err
-			}
-			if a.Score == nil {
-				return "", fmt.Errorf("%s has no score", f)
-			}
-			sum += *a.Score
-		}
-		mean := sum / float64(len(files))
-		b, err := (&taskspec.Annotation{Score: &mean}).Marshal()
-		if err != nil {
-			return "", err
-		}
-		err = fileio.Write(out, b)
-		return out, err
-	}
-	if vote && s.Kind == taskspec.Segmentation {
-		return out, voteLabels(files, out)
-	}
-	var acc *volume.Volume
-	var vals []float64
-	for i, f := range files {
-		v, err := imageio.Read(f)
-		if err != nil {
-			return "", err
-		}
-		if i == 0 {
-			acc, vals = v, make([]float64, v.Len())
-		} else if v.Dims != acc.Dims {
-			return "", fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], acc.Dims)
-		}
-		for j := range vals {
-			x := v.AtIndex(j)
-			if s.Kind == taskspec.Segmentation {
-				vals[j] = max(vals[j], x) // union of 0 / label masks
-			} else {
-				vals[j] += x / float64(len(files))
-			}
-		}
-	}
-	for j, x := range vals {
-		acc.SetIndex(j, x)
-	}
-	return out, imageio.Write(out, acc)
-}
-
-// voteLabels writes to out each voxel's most frequent label among the label maps files,
-// the earliest file's label on a tie.
-func voteLabels(files []string, out string) error {
-	vols := make([]*volume.Volume, len(files))
-	for i, f := range files {
-		v, err := imageio.Read(f)
-		if err != nil {
-			return err
-		}
-		if i > 0 && v.Dims != vols[0].Dims {
-			return fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], vols[0].Dims)
-		}
-		vols[i] = v
-	}
-	acc := vols[0] // each voxel is written after every member's value of it was read
-	count := map[float64]int{}
-	for j := range acc.Len() {
-		clear(count)
-		n := 0
-		for _, v := range vols {
-			x := v.AtIndex(j)
-			count[x]++
-			n = max(n, count[x])
-		}
-		for _, v := range vols {
-			if x := v.AtIndex(j); count[x] == n {
-				acc.SetIndex(j, x)
-				break
-			}
-		}
-	}
-	return imageio.Write(out, acc)
-}
-
-// predictUnion predicts cases with every member and writes their union (or vote) into out.
-// The members run in processes of the same plugin on this machine, so the union's compute
-// identity is theirs (the first member's).
-func predictUnion(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, members []Member, vote bool, cases []task.Case, out string) (*Predicted, error) {
-	if err := os.RemoveAll(out); err != nil {
-		return nil, err
-	}
-	var all []*Predicted
-	for _, m := range members {
-		p, err := Predict(ctx, entry, opts, t, m.PluginConfig, m.Checkpoint, cases, filepath.Join(out+".members", m.Lane))
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, p)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	res := map[string][]string{}
-	for _, c := range cases {
-		var files []string
-		for _, p := range all {
-			files = append(files, p.Files[c.ID][0])
-		}
-		f, err := combine(t.Spec(), files, out, vote)
-		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		res[c.ID] = []string{f}
-	}
-	return &Predicted{Files: res, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
-}
 
 // tryUnion compares, on fold 0's validation cases, the chosen lane with the union of it
 // and the next best lane of the same plugin (both trained on fold 0's training cases), and
 // keeps the union when it scores higher. The test set plays no part.
 func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
-	if !unionable(r.task.Spec()) || best.Folds[0].Status != FoldDone {
+	if !predict.Unionable(r.task.Spec()) || best.Folds[0].Status != FoldDone {
 		return nil
 	}
 	var other *LaneState
@@ -205,7 +38,7 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 	if err != nil {
 		return err
 	}
-	members := []Member{
+	members := []predict.Member{
 		{Lane: best.ID, PluginConfig: best.Config, Checkpoint: best.Folds[0].Checkpoint, SHA256: best.Folds[0].SHA256},
 		{Lane: other.ID, PluginConfig: other.Config, Checkpoint: other.Folds[0].Checkpoint, SHA256: other.Folds[0].SHA256},
 	}
@@ -213,7 +46,7 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 	if err != nil {
 		return err
 	}
-	preds, err := predictUnion(ctx, entry, r.env.Supervisor, r.task, members, false, hval, r.path("lanes", "union", "f0", "val"))
+	preds, err := r.predictor(entry).Union(ctx, members, false, hval, r.path("lanes", "union", "f0", "val"))
 	if err != nil {
 		r.logf("the union of %s and %s could not be scored: %v", best.ID, other.ID, err)
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"amid/host/catalog"
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/store"
 	"amid/host/supervisor"
@@ -34,7 +35,7 @@ type Executor interface {
 	Train(ctx context.Context, job *TrainJob, place Place, progress func(*protocol.Progress)) (*Trained, error)
 	// Predict writes the predictions of job.Cases with job's checkpoint into job.Out
 	// (emptied first) and returns the files per case.
-	Predict(ctx context.Context, job *PredictJob) (*Predicted, error)
+	Predict(ctx context.Context, job *PredictJob) (*predict.Predicted, error)
 }
 
 // A Stopper is an executor whose work can outlive the host (a cluster's jobs). The run
@@ -182,6 +183,14 @@ func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress 
 }
 
 // Predict implements Executor.
-func (l *Local) Predict(ctx context.Context, job *PredictJob) (*Predicted, error) {
-	return Predict(ctx, job.Entry, l.Opts, job.Task, job.Config, job.Checkpoint, job.Cases, job.Out)
+func (l *Local) Predict(ctx context.Context, job *PredictJob) (*predict.Predicted, error) {
+	p := &predict.Predictor{Entry: job.Entry, Opts: l.Opts, Task: job.Task, Sent: sentPredict}
+	return p.One(ctx, job.Config, job.Checkpoint, job.Cases, job.Out)
+}
+
+// sentPredict hands a prediction request to sent, when a test set it.
+func sentPredict(req *protocol.PredictRequest) {
+	if sent != nil {
+		sent(req)
+	}
 }

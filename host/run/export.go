@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -11,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"amid/host/catalog"
 	"amid/host/export"
+	"amid/host/predict"
 	"amid/host/schedule"
-	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/compute"
@@ -24,32 +22,6 @@ import (
 // Version is AMID's version, recorded in packages; the CLI sets it from its link-time
 // version.
 var Version = "dev"
-
-// ModelConfig is model/config.json of a package: what `amid reproduce` needs besides the
-// plugin and the weights.
-type ModelConfig struct {
-	Lane         string          `json:"lane"`
-	Fold         int             `json:"fold"`
-	Plugin       string          `json:"plugin"`
-	PluginConfig json.RawMessage `json:"plugin_config"`
-	Checkpoint   string          `json:"checkpoint"` // file name under model/
-	Data         string          `json:"data"`       // the data folder the test cases were read from
-	Test         []TestCase      `json:"test"`
-	// Deidentified: the test cases are named by pseudonyms, and Data is left out (it may
-	// name the patients); the run folder's key maps them back (see Reproduce).
-	Deidentified bool `json:"deidentified,omitempty"`
-	// Members, when set, make the model a union: each member predicts and the host
-	// combines their predictions (the fields above then describe the chosen lane).
-	Members []Member `json:"members,omitempty"`
-	// Vote: the members' label maps are combined by a vote, not by their union.
-	Vote bool `json:"vote,omitempty"`
-}
-
-// TestCase is one test case's id and the sha256 of each of its image files.
-type TestCase struct {
-	ID     string   `json:"id"`
-	SHA256 []string `json:"sha256"`
-}
 
 // export writes the model package and its zip into the run folder.
 func (r *Runner) export(ctx context.Context) error {
@@ -88,13 +60,13 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
 		fold = -1 // every training case
 	}
-	mc := ModelConfig{Lane: best.ID, Fold: fold, Plugin: best.Plugin, PluginConfig: model.PluginConfig,
+	mc := predict.ModelConfig{Lane: best.ID, Fold: fold, Plugin: best.Plugin, PluginConfig: model.PluginConfig,
 		Checkpoint: filepath.Base(model.Checkpoint), Data: r.st.Data, Vote: r.st.Vote, Deidentified: r.st.Deidentify}
 	if r.st.Deidentify {
 		mc.Data = ""
 	}
 	for _, c := range r.data.Test {
-		tc := TestCase{ID: c.ID}
+		tc := predict.TestCase{ID: c.ID}
 		for _, p := range c.Images {
 			s, err := fileio.PathSHA256(p)
 			if err != nil {
@@ -131,7 +103,7 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 				return err
 			}
 			c.Checkpoints = append(c.Checkpoints, dst)
-			mc.Members = append(mc.Members, Member{Lane: m.Lane, PluginConfig: m.PluginConfig, Checkpoint: filepath.Base(dst), SHA256: m.SHA256})
+			mc.Members = append(mc.Members, predict.Member{Lane: m.Lane, PluginConfig: m.PluginConfig, Checkpoint: filepath.Base(dst), SHA256: m.SHA256})
 		}
 		c.ModelConfig = mc
 	}
@@ -302,18 +274,11 @@ func firstNonEmpty(s ...string) string {
 // the identity the re-run had.
 func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Options) (compute.Identity, error) {
 	var none compute.Identity
-	var man export.Manifest
-	if err := readJSON(filepath.Join(pkg, "manifest.json"), &man); err != nil {
-		return none, err
-	}
-	var mc ModelConfig
-	if err := readJSON(filepath.Join(pkg, "model", "config.json"), &mc); err != nil {
-		return none, err
-	}
-	t, err := task.Load(filepath.Join(pkg, "task.yaml"))
+	pk, err := predict.Open(pkg)
 	if err != nil {
 		return none, err
 	}
+	t, mc := pk.Task, pk.Model
 	if data == "" {
 		data = mc.Data
 	}
@@ -326,7 +291,7 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	if err != nil {
 		return none, err
 	}
-	if _, err := align(ctx, d, filepath.Join(out, "channels")); err != nil {
+	if _, err := predict.Align(ctx, d, filepath.Join(out, "channels")); err != nil {
 		return none, err
 	}
 	byID := map[string]task.Case{}
@@ -360,35 +325,11 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 			return none, err
 		}
 	}
-	bin := filepath.Join(pkg, filepath.FromSlash(man.Plugin.Binary))
-	sum, err := fileio.SHA256(bin)
+	pr, err := pk.Predictor(opts)
 	if err != nil {
 		return none, err
 	}
-	if sum != man.Plugin.SHA256 {
-		return none, fmt.Errorf("plugin %s has sha256 %s, the manifest records %s", bin, sum, man.Plugin.SHA256)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil && !os.IsPermission(err) {
-		return none, err
-	}
-	opts.Env = append(slices.Clip(opts.Env), compute.Env(man.Compute)...)
-	// The package's own plugin is trusted by the checksum its verified manifest records.
-	entry := &catalog.Entry{Name: man.Plugin.Name, Path: bin, SHA256: sum, State: catalog.Trusted,
-		Record: &store.Plugin{Name: man.Plugin.Name, Path: bin, TrustedSHA256: sum}}
-	if len(mc.Members) > 0 {
-		members := make([]Member, len(mc.Members))
-		for i, m := range mc.Members {
-			members[i] = m
-			members[i].Checkpoint = filepath.Join(pkg, "model", m.Checkpoint)
-		}
-		p, err := predictUnion(ctx, entry, opts, t, members, mc.Vote, cases, filepath.Join(out, "predictions"))
-		if err != nil {
-			return none, err
-		}
-		return p.Compute, nil
-	}
-	ckpt := filepath.Join(pkg, "model", mc.Checkpoint)
-	p, err := Predict(ctx, entry, opts, t, mc.PluginConfig, ckpt, cases, filepath.Join(out, "predictions"))
+	p, err := pk.Predict(ctx, pr, cases, filepath.Join(out, "predictions"))
 	if err != nil {
 		return none, err
 	}

@@ -18,71 +18,20 @@ import (
 	"amid/host/catalog"
 	"amid/host/evaluate"
 	"amid/host/grade"
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/submit"
-	"amid/host/supervisor"
 	"amid/host/task"
-	"amid/plugins/compute"
-	"amid/plugins/protocol"
 	"amid/viewer/fileio"
 )
 
-// Predicted is what a prediction wrote: the files per case, and what computed them.
-type Predicted struct {
-	Files   map[string][]string
-	Compute compute.Identity
-}
-
 // sent, when set (by this package's tests), sees every training and prediction request
-// just before this machine's plugin process receives it (Local.Train, Predict).
+// just before this machine's plugin process receives it (Local.Train, Runner.predictor).
 var sent func(req any)
 
-// Predict starts the plugin of entry, writes predictions of cases with checkpoint ckpt into
-// out (emptied first) and returns the files per case id. It checks that every case has a
-// file inside out.
-func Predict(ctx context.Context, entry *catalog.Entry, opts supervisor.Options, t *task.Task, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
-	if err := os.RemoveAll(out); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	p, err := supervisor.Start(ctx, entry, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Kill()
-	spec, err := jsonOf(t.Spec())
-	if err != nil {
-		return nil, err
-	}
-	req := &protocol.PredictRequest{
-		Task: protocol.Task{Kind: t.Kind, Dims: t.Dims, Metric: t.Metric.Name, Spec: spec}, Config: cfg, Checkpoint: ckpt,
-		Cases: protoCases(cases, nil), OutputDir: out,
-	}
-	if sent != nil {
-		sent(req)
-	}
-	resp, err := p.Predict(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]string{}
-	for _, pr := range resp.Predictions {
-		for _, f := range pr.Files {
-			rel, err := filepath.Rel(out, f)
-			if err != nil || rel == ".." || len(rel) > 2 && rel[:3] == "../" {
-				return nil, fmt.Errorf("plugin %s wrote %s outside its output folder %s", entry.Name, f, out)
-			}
-		}
-		files[pr.CaseID] = pr.Files
-	}
-	for _, c := range cases {
-		if len(files[c.ID]) == 0 {
-			return nil, fmt.Errorf("plugin %s wrote no prediction for case %s", entry.Name, c.ID)
-		}
-	}
-	return &Predicted{Files: files, Compute: resp.Compute}, nil
+// predictor predicts with entry's plugin on this machine.
+func (r *Runner) predictor(entry *catalog.Entry) *predict.Predictor {
+	return &predict.Predictor{Entry: entry, Opts: r.env.Supervisor, Task: r.task, Sent: sentPredict}
 }
 
 // choose picks exploration's winner (the lane with the best mean validation score when
@@ -372,16 +321,16 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 
 // members are the chosen model's members: the union's or the fold ensemble's, the final
 // model trained on all data, or the chosen lane's fold model.
-func (r *Runner) members() []Member {
+func (r *Runner) members() []predict.Member {
 	if r.st.Union != nil {
 		return r.st.Union
 	}
 	best := r.st.lane(r.st.Chosen)
 	if fm := r.st.Final; r.finalMade() && fm.Mode == schedule.FinalAllData {
-		return []Member{{Lane: best.ID + ".all", PluginConfig: fm.Config, Checkpoint: fm.Checkpoint, SHA256: fm.SHA256}}
+		return []predict.Member{{Lane: best.ID + ".all", PluginConfig: fm.Config, Checkpoint: fm.Checkpoint, SHA256: fm.SHA256}}
 	}
 	f := best.Folds[r.st.ChosenFold]
-	return []Member{{Lane: best.ID, PluginConfig: best.Config, Checkpoint: f.Checkpoint, SHA256: f.SHA256}}
+	return []predict.Member{{Lane: best.ID, PluginConfig: best.Config, Checkpoint: f.Checkpoint, SHA256: f.SHA256}}
 }
 
 // applyConfig gives the final model the chosen lane's configuration (its post-processing
@@ -429,7 +378,7 @@ func (r *Runner) chosenLane() string {
 }
 
 // predictChosen predicts cases into out with the chosen model.
-func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out string) (*Predicted, error) {
+func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out string) (*predict.Predicted, error) {
 	best := r.st.lane(r.st.Chosen)
 	if r.st.Union == nil {
 		m := r.members()[0]
@@ -442,7 +391,7 @@ func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out strin
 	if cases, err = r.handed.casesOf(cases); err != nil {
 		return nil, err
 	}
-	return predictUnion(ctx, entry, r.env.Supervisor, r.task, r.st.Union, r.st.Vote, cases, out)
+	return r.predictor(entry).Union(ctx, r.st.Union, r.st.Vote, cases, out)
 }
 
 // untrusted says, a sentence per fold, which finished folds of the lanes lack classes in

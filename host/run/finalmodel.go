@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/host/predict"
 	"amid/host/schedule"
 )
 
@@ -224,7 +225,7 @@ func (f *FinalModel) members(folds int) int {
 // ensembleFolds is the number of folds an ensemble would have: the run's folds when the
 // task's predictions can be combined, else 1 (no ensemble).
 func (r *Runner) ensembleFolds() int {
-	if combinable(r.task.Spec()) {
+	if predict.Combinable(r.task.Spec()) {
 		return r.st.Folds
 	}
 	return 1
@@ -379,10 +380,10 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 			return err
 		}
 	}
-	var members []Member
+	var members []predict.Member
 	for k := range n {
 		f := w.Folds[k]
-		members = append(members, Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfgs[k], Checkpoint: f.Checkpoint, SHA256: f.SHA256})
+		members = append(members, predict.Member{Lane: fmt.Sprintf("%s.f%d", w.ID, k), PluginConfig: cfgs[k], Checkpoint: f.Checkpoint, SHA256: f.SHA256})
 	}
 	m, n := w.Mean()
 	r.st.Union, r.st.Vote = members, true

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"amid/host/finite"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"amid/host/finite"
+	"amid/host/predict"
 
 	"amid/host/audit"
 	"amid/host/folds"
@@ -101,7 +103,7 @@ func (r *Runner) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	moved, err := align(ctx, d, r.path("channels"))
+	moved, err := predict.Align(ctx, d, r.path("channels"))
 	if err != nil {
 		return err
 	}
@@ -184,7 +186,7 @@ func (r *Runner) load(ctx context.Context) error {
 		return err
 	}
 	r.data = d
-	if _, err := align(ctx, d, r.path("channels")); err != nil {
+	if _, err := predict.Align(ctx, d, r.path("channels")); err != nil {
 		return err
 	}
 	if err := readJSON(r.path("labels.json"), &r.labels); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"amid/host/planner"
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/plugins/compute"
 	"amid/viewer/fileio"
@@ -213,7 +214,7 @@ type State struct {
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
 	// models of the chosen lane and the next best, their predictions combined.
-	Union []Member `json:"union,omitempty"`
+	Union []predict.Member `json:"union,omitempty"`
 	// Vote: the members are a fold ensemble whose label maps are combined by a vote (the
 	// union's are combined by their union).
 	Vote bool `json:"vote,omitempty"`

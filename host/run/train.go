@@ -14,6 +14,7 @@ import (
 	"amid/host/audit"
 	"amid/host/evaluate"
 	"amid/host/planner"
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/compute"
@@ -44,17 +45,6 @@ func (r *Runner) exportTime(models int) time.Duration {
 		}
 	}
 	return r.st.PluginStart + time.Duration(float64(int64(max(models, 1))*size)/exportRate*float64(time.Second))
-}
-
-func protoCases(cs []task.Case, labels map[string]string) []protocol.Case {
-	out := make([]protocol.Case, len(cs))
-	for i, c := range cs {
-		out[i] = protocol.Case{ID: c.ID, Images: c.Images}
-		if labels != nil {
-			out[i].Label = labels[c.ID]
-		}
-	}
-	return out
 }
 
 // usable is the time lanes may still train, leaving the final reserve.
@@ -355,7 +345,7 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 	var t0, t1 time.Time
 	var s0, s1 int64
 	res, err := r.exec.Train(ctx, &TrainJob{RunID: r.st.ID, ID: id, Entry: entry, Request: protocol.TrainRequest{
-		Task: pt, Config: s.cfg, Train: protoCases(train, labels), Validation: protoCases(val, labels),
+		Task: pt, Config: s.cfg, Train: predict.Cases(train, labels), Validation: predict.Cases(val, labels),
 		WorkDir: s.work, ResumeFrom: s.resume, Seed: s.seed, TimeLimit: s.limit, Until: s.until,
 	}, Memory: s.lane.Schedule.Memory}, s.place, func(p *protocol.Progress) {
 		now := r.now()
@@ -514,7 +504,7 @@ func (r *Runner) perCase(took time.Duration, n int) time.Duration {
 
 // predict runs the plugin's Predict on cases into a fresh folder out and returns the files
 // per case.
-func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt string, cases []task.Case, out string) (*Predicted, error) {
+func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt string, cases []task.Case, out string) (*predict.Predicted, error) {
 	entry, err := r.env.Catalog.Find(plugin)
 	if err != nil {
 		return nil, err

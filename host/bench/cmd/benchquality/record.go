@@ -13,8 +13,8 @@ import (
 	"amid/host/catalog"
 	"amid/host/evaluate"
 	"amid/host/ingest"
+	"amid/host/predict"
 	"amid/host/profile"
-	"amid/host/run"
 	"amid/host/schedule"
 	"amid/host/store"
 	"amid/host/supervisor"
@@ -123,7 +123,7 @@ func recordCurves(ctx context.Context, dir, bin, work string) error {
 					return fmt.Errorf("%s: %w", c.Name, err)
 				}
 				resume = rec.Checkpoint
-				pred, err := run.Predict(ctx, entry, opts, t, c.Config, rec.Checkpoint, tasksOf(val), filepath.Join(wd, "val"))
+				pred, err := (&predict.Predictor{Entry: entry, Opts: opts, Task: t}).One(ctx, c.Config, rec.Checkpoint, tasksOf(val), filepath.Join(wd, "val"))
 				if err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package run
+package predict
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 func TestCombine(t *testing.T) {
 	dir := t.TempDir()
 	bin := &taskspec.Spec{Kind: taskspec.Segmentation, Dims: 3, Labels: []taskspec.Label{{Value: 0}, {Value: 1}}}
-	if !unionable(bin) || unionable(&taskspec.Spec{Kind: taskspec.Segmentation, Labels: make([]taskspec.Label, 3)}) || unionable(&taskspec.Spec{Kind: taskspec.Detection}) {
+	if !Unionable(bin) || Unionable(&taskspec.Spec{Kind: taskspec.Segmentation, Labels: make([]taskspec.Label, 3)}) || Unionable(&taskspec.Spec{Kind: taskspec.Detection}) {
 		t.Fatal("unionable kinds")
 	}
 	write := func(name string, vals ...float64) string {

@@ -1,4 +1,4 @@
-package run
+package predict
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"amid/viewer/volume"
 )
 
-// align brings every case's channels onto its first channel's grid: a channel acquired on
+// Align brings every case's channels onto its first channel's grid: a channel acquired on
 // another grid (ISLES'22 FLAIR against DWI) is resampled by world position (trilinear) and
 // written into dir; the case's image list then names that file. Predictions are made on
 // the first channel's grid, which is the label's. It returns how many channels it moved.
@@ -19,7 +19,7 @@ import (
 // once. First, a channel that is a series chosen in a DICOM study folder gets a folder of
 // its own under dir/series (task.Dataset.LinkSeries), so that everything after reads
 // that series alone.
-func align(ctx context.Context, d *task.Dataset, dir string) (int, error) {
+func Align(ctx context.Context, d *task.Dataset, dir string) (int, error) {
 	if err := d.LinkSeries(filepath.Join(dir, "series")); err != nil {
 		return 0, err
 	}
