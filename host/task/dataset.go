@@ -88,42 +88,52 @@ func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp)
 	ids = slices.Compact(ids)
 	cases := make([]Case, 0, len(ids))
 	for _, id := range ids {
-		c := Case{ID: id, Patient: id}
-		if patient != nil {
-			if m := patient.FindStringSubmatch(id); m != nil && m[1] != "" {
-				c.Patient = m[1]
-			}
-		}
-		for i, p := range s.Images {
-			f := Expand(root, p, id)
-			if i == 0 {
-				f = firstExisting(root, first, id)
-			}
-			st, err := os.Stat(f)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s case %s: image %s is missing", ErrData, name, id, f)
-			}
-			c.Images = append(c.Images, f)
-			c.Series = append(c.Series, nil)
-			c.shared = append(c.shared, false)
-			if st.IsDir() {
-				if err := t.chooseSeries(&c, i, name); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if s.Label.Path != "" {
-			c.Label = Expand(root, s.Label.Path, id)
-			if _, err := os.Stat(c.Label); err != nil {
-				if Table(s.Label.Format) {
-					return nil, fmt.Errorf("%w: label table %s is missing", ErrData, c.Label)
-				}
-				return nil, fmt.Errorf("%w: %s case %s has no label: %s is missing", ErrData, name, id, c.Label)
-			}
+		c, err := t.caseAt(root, s, first, name, patient, id)
+		if err != nil {
+			return nil, err
 		}
 		cases = append(cases, c)
 	}
 	return cases, nil
+}
+
+// caseAt is case id of split name under root, by the split's patterns (first: its first
+// image's patterns, FirstPatterns), its patient named by patient (nil: the case itself).
+func (t *Task) caseAt(root string, s *Split, first []string, name string, patient *regexp.Regexp, id string) (Case, error) {
+	c := Case{ID: id, Patient: id}
+	if patient != nil {
+		if m := patient.FindStringSubmatch(id); m != nil && m[1] != "" {
+			c.Patient = m[1]
+		}
+	}
+	for i, p := range s.Images {
+		f := Expand(root, p, id)
+		if i == 0 {
+			f = firstExisting(root, first, id)
+		}
+		st, err := os.Stat(f)
+		if err != nil {
+			return c, fmt.Errorf("%w: %s case %s: image %s is missing", ErrData, name, id, f)
+		}
+		c.Images = append(c.Images, f)
+		c.Series = append(c.Series, nil)
+		c.shared = append(c.shared, false)
+		if st.IsDir() {
+			if err := t.chooseSeries(&c, i, name); err != nil {
+				return c, err
+			}
+		}
+	}
+	if s.Label.Path != "" {
+		c.Label = Expand(root, s.Label.Path, id)
+		if _, err := os.Stat(c.Label); err != nil {
+			if Table(s.Label.Format) {
+				return c, fmt.Errorf("%w: label table %s is missing", ErrData, c.Label)
+			}
+			return c, fmt.Errorf("%w: %s case %s has no label: %s is missing", ErrData, name, id, c.Label)
+		}
+	}
+	return c, nil
 }
 
 // FirstPatterns is the first image pattern followed by its variants with the other

@@ -15,18 +15,11 @@ import (
 // resampling warnings. An error names the case, the folder and, when the selector does
 // not pick one series, every candidate.
 func (t *Task) chooseSeries(c *Case, i int, split string) error {
-	var sel dicom.Selector
-	if i < len(t.Data.Series) {
-		sel = t.Data.Series[i]
-	}
-	if t.Dims == 3 && sel.MinSlices == 0 {
-		sel.MinSlices = 2 // one image is not a volume (a localizer, a screen capture)
-	}
 	st, err := dicom.Scan(c.Images[i])
 	if err != nil {
 		return fmt.Errorf("%w: %s case %s: %w", ErrData, split, c.ID, err)
 	}
-	s, notes, err := st.Select(sel)
+	s, notes, err := st.Select(t.selector(i))
 	if err != nil {
 		return fmt.Errorf("%w: %s case %s, %s: %w", ErrData, split, c.ID, channelName(t, i), err)
 	}
@@ -40,6 +33,18 @@ func (t *Task) chooseSeries(c *Case, i int, split string) error {
 	// When the folder holds more than the series, LinkSeries gives it a folder of its own.
 	c.shared[i] = len(st.Series) != 1 || len(st.Skipped) > 0 || st.DICOMDIR || !flat(c.Images[i], s.Paths())
 	return nil
+}
+
+// selector picks the series of image i in a case's DICOM folder.
+func (t *Task) selector(i int) dicom.Selector {
+	var sel dicom.Selector
+	if i < len(t.Data.Series) {
+		sel = t.Data.Series[i]
+	}
+	if t.Dims == 3 && sel.MinSlices == 0 {
+		sel.MinSlices = 2 // one image is not a volume (a localizer, a screen capture)
+	}
+	return sel
 }
 
 // channelName names image i of a case: "channel ct" or "image 1".

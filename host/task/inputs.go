@@ -1,0 +1,168 @@
+package task
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"amid/viewer/dicom"
+	"amid/viewer/imageio"
+)
+
+// Inputs finds the cases in paths given to a trained model (amid predict). Each path is
+//
+//   - a DICOM folder in which the task's series selector picks a series, as in training
+//     (a series folder, or a study as PACS exports it): one case;
+//   - a folder laid out as the task's test split below the folder that holds {id}
+//     ("test/{id}_0000.nii.gz" read as "{id}_0000.nii.gz" in the folder): its cases;
+//     for a task of one image per case, any folder of images and DICOM folders: each;
+//   - a file (or case folder) named as that layout names a case's first image: that case,
+//     its other channels found beside it by their patterns;
+//   - for a task of one image per case, any other image file or folder: one case named
+//     by the file's name without its suffix.
+//
+// Case ids must be unique; each is its own patient. A path that gives no case, a case
+// missing a channel, or two cases of one id are errors naming the path.
+func (t *Task) Inputs(paths []string) ([]Case, error) {
+	rel := t.Data.Test
+	rel.Images = make([]string, len(t.Data.Test.Images))
+	for i, p := range t.Data.Test.Images {
+		rel.Images[i] = fromID(p)
+	}
+	rel.Label = LabelSource{}
+	var out []Case
+	from := map[string]string{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := t.inputCases(abs, &rel)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", p, err)
+		}
+		for _, c := range cs {
+			if other, ok := from[c.ID]; ok {
+				return nil, fmt.Errorf("%w: inputs %s and %s both give case %s: rename one", ErrData, other, p, c.ID)
+			}
+			from[c.ID] = p
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no input given", ErrData)
+	}
+	return out, nil
+}
+
+// fromID is pattern from the path segment that holds {id} on.
+func fromID(pattern string) string {
+	k := strings.Index(pattern, "{id}")
+	if k < 0 {
+		return pattern
+	}
+	return pattern[strings.LastIndex(pattern[:k], "/")+1:]
+}
+
+// inputCases are the cases of the input path abs (see Inputs); rel is the test split read
+// from the segment that holds {id}.
+func (t *Task) inputCases(abs string, rel *Split) ([]Case, error) {
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		if t.picks(abs) {
+			return t.inputCase(abs, rel)
+		}
+		cs, err := t.split(abs, rel, "input", nil)
+		if err != nil || len(cs) > 0 {
+			return cs, err
+		}
+		if len(rel.Images) == 1 {
+			if cs, err := t.eachInput(abs, rel); err != nil || len(cs) > 0 {
+				return cs, err
+			}
+		}
+	}
+	return t.inputCase(abs, rel)
+}
+
+// eachInput are the cases of a folder whose names the task's layout does not know, for a
+// task of one image per case: each image file in it, and each folder in which the task's
+// selector picks a series.
+func (t *Task) eachInput(dir string, rel *Split) ([]Case, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Case
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if isDir(p) {
+			if !t.picks(p) {
+				continue
+			}
+		} else if _, err := imageio.FormatOf(p); err != nil {
+			continue
+		}
+		cs, err := t.inputCase(p, rel)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
+// picks reports whether the DICOM folder dir is one case: the task's selector picks one
+// series in it for the first image (false when dir holds no DICOM image, or the series of
+// several patients).
+func (t *Task) picks(dir string) bool {
+	st, err := dicom.Scan(dir)
+	if err != nil || len(st.Series) == 0 {
+		return false
+	}
+	_, _, err = st.Select(t.selector(0))
+	return err == nil
+}
+
+// inputCase is the one case the path abs is: a case's first image (or case folder) by the
+// layout rel, or, for a task of one image per case, the image itself.
+func (t *Task) inputCase(abs string, rel *Split) ([]Case, error) {
+	root, base := filepath.Dir(abs), filepath.Base(abs)
+	first := rel.FirstPatterns()
+	for _, p := range first {
+		seg, _, _ := strings.Cut(p, "/")
+		prefix, suffix, _ := strings.Cut(seg, "{id}")
+		if len(base) <= len(prefix)+len(suffix) || !strings.HasPrefix(base, prefix) || !strings.HasSuffix(base, suffix) {
+			continue
+		}
+		id := base[len(prefix) : len(base)-len(suffix)]
+		if _, err := os.Stat(Expand(root, p, id)); err != nil {
+			continue
+		}
+		c, err := t.caseAt(root, rel, first, "input", nil, id)
+		if err != nil {
+			return nil, err
+		}
+		return []Case{c}, nil
+	}
+	if len(rel.Images) != 1 {
+		return nil, fmt.Errorf("%w: the task's cases have %d images (%s), and this path is named as none of them", ErrData, len(rel.Images), strings.Join(rel.Images, ", "))
+	}
+	id := strings.TrimSuffix(base, Suffix(base))
+	if id == "" || strings.HasPrefix(id, ".") {
+		return nil, fmt.Errorf("%w: a hidden file is not an image", ErrData)
+	}
+	one := &Split{Images: []string{base}}
+	c, err := t.caseAt(root, one, one.Images, "input", nil, id)
+	if err != nil {
+		return nil, err
+	}
+	return []Case{c}, nil
+}
