@@ -34,6 +34,7 @@ func commands() []*cobra.Command {
 		laneCmd(),
 		reportCmd(),
 		reproduceCmd(),
+		predictCmd(),
 		benchCmd(),
 	}
 }

@@ -79,6 +79,7 @@ func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deident
 // whose predictions are DICOM SEG too. Each SEG references its source series,
 // study and patient by their original UIDs, dciodvfy finds no error in it, pydicom reads
 // it, and AMID's SEG reader reads it back to the identical label map (export.Verify).
+// The package then predicts the test studies as new patients ([checkPredictNew]).
 func TestDICOMEndToEnd(t *testing.T) {
 	skipLong(t)
 	data := t.TempDir()
@@ -132,6 +133,11 @@ func TestDICOMEndToEnd(t *testing.T) {
 	if rep, _ := os.ReadFile(filepath.Join(st.Package, "report.md")); !bytes.Contains(rep, []byte("by the original UIDs, so they can be sent back to PACS")) {
 		t.Error("the report does not say that the SEG objects reference the original UIDs")
 	}
+	var ids []string
+	for _, c := range d.Test {
+		ids = append(ids, c.ID)
+	}
+	checkPredictNew(t, st.Package, data, ids)
 }
 
 // transcode recompresses every file of the named cases' study folders (train or test) in

@@ -76,16 +76,10 @@ func (t *Task) Resolve(root string) (*Dataset, error) {
 
 func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp) ([]Case, error) {
 	first := s.FirstPatterns()
-	var ids []string
-	for _, p := range first {
-		more, err := IDs(root, p)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, more...)
+	ids, err := idsOf(root, first)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(ids)
-	ids = slices.Compact(ids)
 	cases := make([]Case, 0, len(ids))
 	for _, id := range ids {
 		c, err := t.caseAt(root, s, first, name, patient, id)
@@ -95,6 +89,20 @@ func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp)
 		cases = append(cases, c)
 	}
 	return cases, nil
+}
+
+// idsOf lists the case ids under root that any of the patterns match, sorted, each once.
+func idsOf(root string, patterns []string) ([]string, error) {
+	var ids []string
+	for _, p := range patterns {
+		more, err := IDs(root, p)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, more...)
+	}
+	sort.Strings(ids)
+	return slices.Compact(ids), nil
 }
 
 // caseAt is case id of split name under root, by the split's patterns (first: its first

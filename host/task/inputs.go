@@ -10,6 +10,13 @@ import (
 	"amid/viewer/imageio"
 )
 
+// Unread is an input, or a case in a folder of cases, that gives no case to predict.
+type Unread struct {
+	Input string // the path as given
+	ID    string // the case in the input, when the input is a folder of cases
+	Err   error
+}
+
 // Inputs finds the cases in paths given to a trained model (amid predict). Each path is
 //
 //   - a DICOM folder in which the task's series selector picks a series, as in training
@@ -22,9 +29,14 @@ import (
 //   - for a task of one image per case, any other image file or folder: one case named
 //     by the file's name without its suffix.
 //
-// Case ids must be unique; each is its own patient. A path that gives no case, a case
-// missing a channel, or two cases of one id are errors naming the path.
-func (t *Task) Inputs(paths []string) ([]Case, error) {
+// Each case is its own patient. What gives no case (a path that does not exist, a case
+// missing a channel, a DICOM folder whose series the selector cannot pick, a second case
+// of an id already found) is an Unread with the reason, and the other cases are kept.
+// The error is for no path at all.
+func (t *Task) Inputs(paths []string) ([]Case, []Unread, error) {
+	if len(paths) == 0 {
+		return nil, nil, fmt.Errorf("%w: no input given", ErrData)
+	}
 	rel := t.Data.Test
 	rel.Images = make([]string, len(t.Data.Test.Images))
 	for i, p := range t.Data.Test.Images {
@@ -32,28 +44,33 @@ func (t *Task) Inputs(paths []string) ([]Case, error) {
 	}
 	rel.Label = LabelSource{}
 	var out []Case
+	var bad []Unread
 	from := map[string]string{}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return nil, err
+			bad = append(bad, Unread{Input: p, Err: err})
+			continue
 		}
-		cs, err := t.inputCases(abs, &rel)
+		cs, unread, err := t.inputCases(abs, &rel)
 		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", p, err)
+			bad = append(bad, Unread{Input: p, Err: err})
+			continue
+		}
+		for _, u := range unread {
+			u.Input = p
+			bad = append(bad, u)
 		}
 		for _, c := range cs {
 			if other, ok := from[c.ID]; ok {
-				return nil, fmt.Errorf("%w: inputs %s and %s both give case %s: rename one", ErrData, other, p, c.ID)
+				bad = append(bad, Unread{Input: p, ID: c.ID, Err: fmt.Errorf("%w: inputs %s and %s both give case %s: rename one", ErrData, other, p, c.ID)})
+				continue
 			}
 			from[c.ID] = p
 			out = append(out, c)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no input given", ErrData)
-	}
-	return out, nil
+	return out, bad, nil
 }
 
 // fromID is pattern from the path segment that holds {id} on.
@@ -66,38 +83,59 @@ func fromID(pattern string) string {
 }
 
 // inputCases are the cases of the input path abs (see Inputs); rel is the test split read
-// from the segment that holds {id}.
-func (t *Task) inputCases(abs string, rel *Split) ([]Case, error) {
+// from the segment that holds {id}. A folder's cases that cannot be read are unread; the
+// error is for an input that gives no case at all.
+func (t *Task) inputCases(abs string, rel *Split) ([]Case, []Unread, error) {
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if st.IsDir() {
 		if t.picks(abs) {
-			return t.inputCase(abs, rel)
+			c, err := t.inputCase(abs, rel)
+			return []Case{c}, nil, err
 		}
-		cs, err := t.split(abs, rel, "input", nil)
-		if err != nil || len(cs) > 0 {
-			return cs, err
+		first := rel.FirstPatterns()
+		ids, err := idsOf(abs, first)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(ids) > 0 {
+			var cs []Case
+			var bad []Unread
+			for _, id := range ids {
+				c, err := t.caseAt(abs, rel, first, "input", nil, id)
+				if err != nil {
+					bad = append(bad, Unread{ID: id, Err: err})
+					continue
+				}
+				cs = append(cs, c)
+			}
+			return cs, bad, nil
 		}
 		if len(rel.Images) == 1 {
-			if cs, err := t.eachInput(abs, rel); err != nil || len(cs) > 0 {
-				return cs, err
+			if cs, bad := t.eachInput(abs, rel); len(cs)+len(bad) > 0 {
+				return cs, bad, nil
 			}
 		}
 	}
-	return t.inputCase(abs, rel)
+	c, err := t.inputCase(abs, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Case{c}, nil, nil
 }
 
 // eachInput are the cases of a folder whose names the task's layout does not know, for a
 // task of one image per case: each image file in it, and each folder in which the task's
 // selector picks a series.
-func (t *Task) eachInput(dir string, rel *Split) ([]Case, error) {
+func (t *Task) eachInput(dir string, rel *Split) ([]Case, []Unread) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, []Unread{{Err: err}}
 	}
 	var out []Case
+	var bad []Unread
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		if strings.HasPrefix(e.Name(), ".") {
@@ -110,13 +148,14 @@ func (t *Task) eachInput(dir string, rel *Split) ([]Case, error) {
 		} else if _, err := imageio.FormatOf(p); err != nil {
 			continue
 		}
-		cs, err := t.inputCase(p, rel)
+		c, err := t.inputCase(p, rel)
 		if err != nil {
-			return nil, err
+			bad = append(bad, Unread{ID: e.Name(), Err: err})
+			continue
 		}
-		out = append(out, cs...)
+		out = append(out, c)
 	}
-	return out, nil
+	return out, bad
 }
 
 // picks reports whether the DICOM folder dir is one case: the task's selector picks one
@@ -133,7 +172,7 @@ func (t *Task) picks(dir string) bool {
 
 // inputCase is the one case the path abs is: a case's first image (or case folder) by the
 // layout rel, or, for a task of one image per case, the image itself.
-func (t *Task) inputCase(abs string, rel *Split) ([]Case, error) {
+func (t *Task) inputCase(abs string, rel *Split) (Case, error) {
 	root, base := filepath.Dir(abs), filepath.Base(abs)
 	first := rel.FirstPatterns()
 	for _, p := range first {
@@ -146,23 +185,15 @@ func (t *Task) inputCase(abs string, rel *Split) ([]Case, error) {
 		if _, err := os.Stat(Expand(root, p, id)); err != nil {
 			continue
 		}
-		c, err := t.caseAt(root, rel, first, "input", nil, id)
-		if err != nil {
-			return nil, err
-		}
-		return []Case{c}, nil
+		return t.caseAt(root, rel, first, "input", nil, id)
 	}
 	if len(rel.Images) != 1 {
-		return nil, fmt.Errorf("%w: the task's cases have %d images (%s), and this path is named as none of them", ErrData, len(rel.Images), strings.Join(rel.Images, ", "))
+		return Case{}, fmt.Errorf("%w: the task's cases have %d images (%s), and this path is named as none of them", ErrData, len(rel.Images), strings.Join(rel.Images, ", "))
 	}
 	id := strings.TrimSuffix(base, Suffix(base))
 	if id == "" || strings.HasPrefix(id, ".") {
-		return nil, fmt.Errorf("%w: a hidden file is not an image", ErrData)
+		return Case{}, fmt.Errorf("%w: a hidden file is not an image", ErrData)
 	}
 	one := &Split{Images: []string{base}}
-	c, err := t.caseAt(root, one, one.Images, "input", nil, id)
-	if err != nil {
-		return nil, err
-	}
-	return []Case{c}, nil
+	return t.caseAt(root, one, one.Images, "input", nil, id)
 }

@@ -65,37 +65,41 @@ func TestInputs(t *testing.T) {
 		{at("ren"), "other scan7"},                                  // renamed: the text file is no image
 		{at("ren/scan7.nii.gz", "in/p1_a_ct.nii.gz"), "scan7 p1_a"}, // in the order given
 	} {
-		cs, err := tk.Inputs(c.in)
-		if err != nil || ids(cs) != c.want {
-			t.Errorf("%v: cases %q, %v; want %q", c.in, ids(cs), err, c.want)
+		cs, bad, err := tk.Inputs(c.in)
+		if err != nil || len(bad) > 0 || ids(cs) != c.want {
+			t.Errorf("%v: cases %q, %v %v; want %q", c.in, ids(cs), bad, err, c.want)
 		}
 	}
-	cs, _ := tk.Inputs(at("ren/scan7.nii.gz"))
+	cs, _, _ := tk.Inputs(at("ren/scan7.nii.gz"))
 	if len(cs) != 1 || cs[0].Images[0] != filepath.Join(root, "ren", "scan7.nii.gz") || cs[0].Patient != "scan7" {
 		t.Errorf("renamed file: %+v", cs)
 	}
+	// What gives no case is unread, with the reason; the other cases stay.
 	for _, c := range []struct {
-		in   []string
-		want string
+		in          []string
+		cases, want string
 	}{
-		{at("in/p1_a_ct.nii.gz", "dup/p1_a_ct.nii.gz"), "both give case p1_a: rename one"},
-		{at("missing.nii.gz"), "missing.nii.gz: "},
-		{at("ren/notes.txt", "in"), ""}, // a text file given by name is a case its plugin will refuse, not a silent skip
-		{nil, "no input given"},
+		{at("in/p1_a_ct.nii.gz", "dup/p1_a_ct.nii.gz"), "p1_a", "both give case p1_a: rename one"},
+		{at("missing.nii.gz", "in/p2_b_ct.nii.gz"), "p2_b", "missing.nii.gz: no such file"},
+		// A text file given by name is a case its model will refuse, not a silent skip.
+		{at("ren/notes.txt"), "notes", ""},
 	} {
-		_, err := tk.Inputs(c.in)
+		cs, bad, err := tk.Inputs(c.in)
+		if err != nil || ids(cs) != c.cases {
+			t.Errorf("%v: cases %q, %v; want %q", c.in, ids(cs), err, c.cases)
+		}
 		if c.want == "" {
-			if err != nil {
-				t.Errorf("%v: %v", c.in, err)
+			if len(bad) > 0 {
+				t.Errorf("%v: unread %v", c.in, bad)
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: %v; want %q", c.in, err, c.want)
+		if len(bad) != 1 || bad[0].Input != c.in[1] && bad[0].Input != c.in[0] || !strings.Contains(bad[0].Err.Error(), c.want) {
+			t.Errorf("%v: unread %v; want one, %q", c.in, bad, c.want)
 		}
 	}
-	if _, err := tk.Inputs(at("emptyish")); err == nil {
-		t.Error("a missing folder gives no error")
+	if _, _, err := tk.Inputs(nil); !errors.Is(err, ErrData) {
+		t.Errorf("no input: %v", err)
 	}
 }
 
@@ -111,20 +115,20 @@ func TestInputChannels(t *testing.T) {
 	}
 	root := t.TempDir()
 	writeImages(t, root, "in/a_0000.nii.gz", "in/a_0001.nii.gz", "half/b_0000.nii.gz")
-	cs, err := tk.Inputs([]string{filepath.Join(root, "in")})
+	cs, _, err := tk.Inputs([]string{filepath.Join(root, "in")})
 	if err != nil || ids(cs) != "a" || len(cs[0].Images) != 2 || cs[0].Images[1] != filepath.Join(root, "in", "a_0001.nii.gz") {
 		t.Fatalf("folder: %+v %v", cs, err)
 	}
-	if cs, err := tk.Inputs([]string{filepath.Join(root, "in", "a_0000.nii.gz")}); err != nil || ids(cs) != "a" || len(cs[0].Images) != 2 {
+	if cs, _, err := tk.Inputs([]string{filepath.Join(root, "in", "a_0000.nii.gz")}); err != nil || ids(cs) != "a" || len(cs[0].Images) != 2 {
 		t.Errorf("first image: %+v %v", cs, err)
 	}
-	_, err = tk.Inputs([]string{filepath.Join(root, "in", "a_0001.nii.gz")})
-	if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "have 2 images ({id}_0000.nii.gz, {id}_0001.nii.gz), and this path is named as none of them") {
-		t.Errorf("second image alone: %v", err)
+	_, bad, _ := tk.Inputs([]string{filepath.Join(root, "in", "a_0001.nii.gz")})
+	if len(bad) != 1 || !errors.Is(bad[0].Err, ErrData) || !strings.Contains(bad[0].Err.Error(), "have 2 images ({id}_0000.nii.gz, {id}_0001.nii.gz), and this path is named as none of them") {
+		t.Errorf("second image alone: %v", bad)
 	}
-	_, err = tk.Inputs([]string{filepath.Join(root, "half")})
-	if !errors.Is(err, ErrData) || !strings.Contains(err.Error(), "input case b: image "+filepath.Join(root, "half", "b_0001.nii.gz")+" is missing") {
-		t.Errorf("missing channel: %v", err)
+	_, bad, _ = tk.Inputs([]string{filepath.Join(root, "half")})
+	if len(bad) != 1 || bad[0].ID != "b" || !errors.Is(bad[0].Err, ErrData) || !strings.Contains(bad[0].Err.Error(), "input case b: image "+filepath.Join(root, "half", "b_0001.nii.gz")+" is missing") {
+		t.Errorf("missing channel: %v", bad)
 	}
 }
 
@@ -145,7 +149,7 @@ func TestInputStudies(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(one, "README.TXT"), []byte("exported"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := tk.Inputs([]string{one})
+	cs, _, err := tk.Inputs([]string{one})
 	if err != nil || ids(cs) != "one" || cs[0].Series[0] == nil || cs[0].Series[0].Modality != "MR" || cs[0].Series[0].Slices != 20 {
 		t.Fatalf("one study: %+v %v", cs, err)
 	}
@@ -154,12 +158,22 @@ func TestInputStudies(t *testing.T) {
 	copyTree(t, filepath.Join(root, "fixture", "SE0002"), filepath.Join(many, "mr1"))
 	copyTree(t, filepath.Join(root, "fixture", "SE0005"), filepath.Join(many, "ct1"))
 	// The task's selector picks the MR in the two: one case.
-	if cs, err := tk.Inputs([]string{many}); err != nil || ids(cs) != "many" {
+	if cs, _, err := tk.Inputs([]string{many}); err != nil || ids(cs) != "many" {
 		t.Fatalf("a folder in which the selector picks one series: %q %v", ids(cs), err)
 	}
 	// A selector that picks any volume finds two series: a folder of two cases.
 	tk.Data.Series = []dicom.Selector{{MinSlices: 2}}
-	cs, err = tk.Inputs([]string{many})
+	// A folder in it that holds no DICOM image is unread, and the others are cases.
+	if err := os.MkdirAll(filepath.Join(many, "junk"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(many, "junk", "README.TXT"), []byte("exported"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, bad, err := tk.Inputs([]string{many})
+	if len(bad) != 1 || bad[0].ID != "junk" || bad[0].Input != many {
+		t.Errorf("junk folder: %v", bad)
+	}
 	if err != nil || ids(cs) != "ct1 mr1" || cs[1].Series[0].Modality != "MR" || cs[0].Series[0].Modality != "CT" {
 		t.Fatalf("two studies: %q %v", ids(cs), err)
 	}

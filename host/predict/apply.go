@@ -1,0 +1,317 @@
+package predict
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"amid/host/audit"
+	"amid/host/export"
+	"amid/host/profile"
+	"amid/host/supervisor"
+	"amid/host/task"
+	"amid/plugins/compute"
+	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/seg"
+	"amid/viewer/fileio"
+)
+
+// Files Apply writes in its output folder, besides predictions/ and dicom/.
+const (
+	FileResults = "results.json" // what happened to each case (Result)
+	FileVolumes = "volumes.csv"  // segmentation: each label's voxels and volume per case
+	FileAudit   = "audit.jsonl"  // the predict run's own audit log, exported
+	fileAuditDB = "audit.db"     // the same log in its bbolt file
+	workDir     = ".work"
+)
+
+// ErrOutput marks an output folder Apply will not write into.
+var ErrOutput = errors.New("the output folder")
+
+// Options tune Apply.
+type Options struct {
+	Supervisor supervisor.Options
+	// Progress, when set, hears of each case as it ends: its number (from 1) of total.
+	Progress func(k, total int, c CaseResult)
+	// Version is AMID's version, written into each DICOM SEG.
+	Version string
+}
+
+// CaseResult is what Apply did with one case. Paths are relative to the output folder.
+type CaseResult struct {
+	ID          string   `json:"id"`
+	Inputs      []string `json:"inputs"`
+	Predictions []string `json:"predictions,omitempty"`
+	SEG         string   `json:"dicom_seg,omitempty"`
+	// Warnings say what the model never saw in training (see profile.Admit).
+	Warnings []string `json:"warnings,omitempty"`
+	// Error says why the case has no prediction; the other cases are predicted.
+	Error   string  `json:"error,omitempty"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is results.json: what one Apply did.
+type Result struct {
+	Package        string           `json:"package"`
+	ManifestSHA256 string           `json:"manifest_sha256"`
+	Task           string           `json:"task"`
+	Lane           string           `json:"lane"`
+	Compute        compute.Identity `json:"compute,omitzero"`
+	Cases          []CaseResult     `json:"cases"`
+	Failed         int              `json:"failed"`
+}
+
+// Apply predicts the cases in inputs (see task.Task.Inputs) with the model package in
+// the folder pkg, into out (a new or empty folder). It verifies the package first
+// (export.Verify: files, sha256s, audit chain, weights) and refuses a changed one. Each
+// case is checked against the package's data contract (profile.Admit), brought onto one
+// grid (Align) and predicted alone through the package's own plugin, ensemble and
+// configuration, so that one bad case loses no other's result. out then holds
+// predictions/ (the task's own format, as the package's predictions/), dicom/ID.dcm (a
+// DICOM SEG where a segmentation's input is DICOM), volumes.csv (segmentation),
+// results.json and the predict run's own audit log (audit.jsonl), whose first entry
+// names the package's manifest and audit anchor and whose entries record inputs and
+// outputs by sha256 alone, never by name (a failure by its stage: the reason, which may
+// name a file, is in results.json). An error means nothing was predicted, or the
+// results could not be recorded; failed cases are in Result.
+func Apply(ctx context.Context, pkg string, inputs []string, out string, o Options) (*Result, error) {
+	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("%w %s holds files already: give a new or empty folder", ErrOutput, out)
+	}
+	if st, err := os.Stat(pkg); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%s is a file: give the package folder (unzip a package.zip first)", pkg)
+	}
+	if _, err := export.Verify(ctx, pkg, export.VerifyOptions{}); err != nil {
+		return nil, fmt.Errorf("the package %s fails its check, so nothing was predicted: %w", pkg, err)
+	}
+	pk, err := Open(pkg)
+	if err != nil {
+		return nil, err
+	}
+	var fp profile.Fingerprint
+	if err := readJSON(filepath.Join(pkg, export.FileFingerprint), &fp); err != nil {
+		return nil, err
+	}
+	cases, unread, err := pk.Task.Inputs(inputs)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := pk.Predictor(o.Supervisor)
+	if err != nil {
+		return nil, err
+	}
+	manSum, err := fileio.PathSHA256(filepath.Join(pkg, export.FileManifest))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	log, err := audit.Open(filepath.Join(out, fileAuditDB))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	a := &applied{pk: pk, pr: pr, fp: &fp, out: out, log: log, o: o,
+		res: &Result{Package: pkg, ManifestSHA256: manSum, Task: pk.Task.ID, Lane: pk.Manifest.Lane}}
+	if err := a.record("predict.started", map[string]string{export.FileManifest: manSum}, nil, map[string]any{
+		"package_audit_last_hash": pk.Manifest.Audit.LastHash, "task": pk.Task.ID, "lane": pk.Manifest.Lane,
+		"plugin": pk.Manifest.Plugin.Name, "plugin_sha256": pk.Manifest.Plugin.SHA256, "amid_version": o.Version, "cases": len(cases), "unread": len(unread),
+	}); err != nil {
+		return nil, err
+	}
+	total := len(cases) + len(unread)
+	for k, u := range unread {
+		cr := CaseResult{ID: u.ID, Inputs: []string{u.Input}, Error: u.Err.Error()}
+		a.res.Cases = append(a.res.Cases, cr)
+		a.res.Failed++
+		if err := a.record("predict.failed", nil, nil, map[string]any{"input": k + 1, "stage": "input"}); err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			o.Progress(k+1, total, cr)
+		}
+	}
+	var vols []VolumeRow
+	for k, c := range cases {
+		if err := ctx.Err(); err != nil {
+			return a.res, err
+		}
+		cr, rows, err := a.one(ctx, k, c)
+		if err != nil {
+			return a.res, err
+		}
+		vols = append(vols, rows...)
+		a.res.Cases = append(a.res.Cases, cr)
+		if cr.Error != "" {
+			a.res.Failed++
+		}
+		if o.Progress != nil {
+			o.Progress(len(unread)+k+1, total, cr)
+		}
+	}
+	return a.res, a.finish(vols)
+}
+
+// applied is one Apply under way.
+type applied struct {
+	pk  *Package
+	pr  *Predictor
+	fp  *profile.Fingerprint
+	out string
+	log *audit.Log
+	o   Options
+	res *Result
+}
+
+func (a *applied) record(action string, in, outs map[string]string, details map[string]any) error {
+	d, err := json.Marshal(details)
+	if err != nil {
+		return err
+	}
+	_, err = a.log.Append(audit.Entry{Role: audit.RoleHost, Action: action, Inputs: in, Outputs: outs, Details: d})
+	return err
+}
+
+// one predicts case k. A case the model refuses or fails on is a CaseResult with Error;
+// the error returned is one that stops the whole Apply (the audit log cannot be written).
+func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []VolumeRow, error) {
+	began := time.Now()
+	cr := CaseResult{ID: c.ID, Inputs: append([]string(nil), c.Images...)}
+	in := map[string]string{}
+	for i, p := range c.Images {
+		s, err := fileio.PathSHA256(p)
+		if err != nil {
+			s = ""
+		}
+		if s != "" {
+			in[fmt.Sprintf("image%d", i+1)] = s
+		}
+	}
+	fail := func(stage string, err error) (CaseResult, []VolumeRow, error) {
+		cr.Error = err.Error()
+		cr.Seconds = time.Since(began).Seconds()
+		return cr, nil, a.record("predict.failed", in, nil, map[string]any{"case": k + 1, "stage": stage})
+	}
+	work := filepath.Join(a.out, workDir, fmt.Sprintf("%d", k+1))
+	d := &task.Dataset{Test: []task.Case{c}}
+	if _, err := Align(ctx, d, filepath.Join(work, "channels")); err != nil {
+		return fail("read", err)
+	}
+	c = d.Test[0]
+	warns, err := profile.Admit(a.fp, a.pk.Task, c)
+	if err != nil {
+		return fail("contract", err)
+	}
+	cr.Warnings = warns
+	p, err := a.pk.Predict(ctx, a.pr, []task.Case{c}, filepath.Join(work, "predictions"))
+	if err != nil {
+		if ctx.Err() != nil {
+			return cr, nil, ctx.Err()
+		}
+		return fail("prediction", err)
+	}
+	a.res.Compute = p.Compute
+	outs := map[string]string{}
+	for i, f := range p.Files[c.ID] {
+		rel := filepath.Join("predictions", filepath.Base(f))
+		dst := filepath.Join(a.out, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return cr, nil, err
+		}
+		if err := os.Rename(f, dst); err != nil {
+			return cr, nil, err
+		}
+		s, err := fileio.PathSHA256(dst)
+		if err != nil {
+			return cr, nil, err
+		}
+		outs[fmt.Sprintf("prediction%d", i+1)] = s
+		cr.Predictions = append(cr.Predictions, rel)
+	}
+	var rows []VolumeRow
+	if len(cr.Predictions) > 0 {
+		pred := filepath.Join(a.out, cr.Predictions[0])
+		if SEGable(a.pk.Task, c) {
+			f, err := SEG(a.pk.Task, c.Images[0], pred, seg.Options{
+				SeriesDescription: "AMID " + a.pk.Task.ID + " prediction",
+				Algorithm:         "AMID " + a.pk.Manifest.Lane,
+				SoftwareVersion:   a.o.Version,
+				Created:           began,
+			})
+			if err != nil {
+				return fail("dicom", err)
+			}
+			rel := filepath.Join("dicom", c.ID+".dcm")
+			if err := os.MkdirAll(filepath.Join(a.out, "dicom"), 0o755); err != nil {
+				return cr, nil, err
+			}
+			if err := dataset.WriteFile(filepath.Join(a.out, rel), f); err != nil {
+				return cr, nil, err
+			}
+			s, err := fileio.PathSHA256(filepath.Join(a.out, rel))
+			if err != nil {
+				return cr, nil, err
+			}
+			outs["seg"] = s
+			cr.SEG = rel
+		}
+		if rows, err = Volumes(a.pk.Task, c.ID, pred); err != nil {
+			return fail("volumes", err)
+		}
+	}
+	cr.Seconds = time.Since(began).Seconds()
+	details := map[string]any{"case": k + 1, "seconds": cr.Seconds}
+	if len(warns) > 0 {
+		details["warnings"] = warns
+	}
+	return cr, rows, a.record("predict.case", in, outs, details)
+}
+
+// finish writes volumes.csv and results.json, records the end and exports the log.
+func (a *applied) finish(vols []VolumeRow) error {
+	outs := map[string]string{}
+	if len(vols) > 0 {
+		if err := fileio.Write(filepath.Join(a.out, FileVolumes), VolumesCSV(a.pk.Task, vols)); err != nil {
+			return err
+		}
+		s, err := fileio.PathSHA256(filepath.Join(a.out, FileVolumes))
+		if err != nil {
+			return err
+		}
+		outs[FileVolumes] = s
+	}
+	b, err := json.MarshalIndent(a.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fileio.Write(filepath.Join(a.out, FileResults), append(b, '\n')); err != nil {
+		return err
+	}
+	s, err := fileio.PathSHA256(filepath.Join(a.out, FileResults))
+	if err != nil {
+		return err
+	}
+	outs[FileResults] = s
+	if err := a.record("predict.done", nil, outs, map[string]any{
+		"cases": len(a.res.Cases), "failed": a.res.Failed, "compute": a.res.Compute,
+	}); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(a.out, FileAudit))
+	if err != nil {
+		return err
+	}
+	if err := a.log.ExportJSONL(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(a.out, workDir))
+}

@@ -1,0 +1,152 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"amid/host/audit"
+	"amid/host/export"
+	"amid/host/predict"
+	"amid/viewer/dicom/seg"
+)
+
+// copyDir copies the folder src into dst, links followed.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPredictNew uses the package of a DICOM run as a radiologist would on new patients
+// (amid predict): the test studies, copied under names no pattern knows (Mr_Smith_1, …),
+// and a folder that holds no image are predicted through predict.Apply. Every study gets
+// the package's own prediction byte for byte, a DICOM SEG that references the series the
+// package's own SEG references, and a row per label in volumes.csv; the folder without an image fails alone; the predict run's audit
+// log is an intact chain that names the package's audit anchor and no case. A package
+// whose plugin binary lost a byte is refused before anything is predicted.
+func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
+	in := filepath.Join(t.TempDir(), "incoming")
+	names := map[string]string{}
+	var inputs []string
+	for k, id := range ids {
+		name := "Mr_Smith_" + string(rune('1'+k))
+		copyDir(t, filepath.Join(data, "test", "images", id), filepath.Join(in, name))
+		names[name] = id
+		inputs = append(inputs, filepath.Join(in, name))
+	}
+	if err := os.MkdirAll(filepath.Join(in, "scanner-notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "scanner-notes", "notes.txt"), []byte("no image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "predicted")
+	res, err := predict.Apply(context.Background(), pkg, append(inputs, filepath.Join(in, "scanner-notes")), out, predict.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Cases[len(res.Cases)-1]
+	if res.Failed != 1 || len(res.Cases) != len(ids)+1 || last.Error == "" {
+		t.Fatalf("results %+v: want the folder without an image failed alone", res.Cases)
+	}
+	t.Logf("the folder without an image: %s", last.Error)
+	var mc predict.ModelConfig
+	readJSONT(t, filepath.Join(pkg, "model", "config.json"), &mc)
+	for _, c := range res.Cases[:len(ids)] {
+		id := names[c.ID]
+		got, err := os.ReadFile(filepath.Join(out, c.Predictions[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(pkg, "predictions", id+".nii.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s (test case %s): the prediction differs from the package's", c.ID, id)
+		}
+		s, err := seg.Read(filepath.Join(out, c.SEG))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The package's own SEG of the study references its source series (checked by
+		// TestDICOMEndToEnd before).
+		ref, err := seg.Read(filepath.Join(pkg, "dicom", id+".dcm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ReferencedSeriesUID != ref.ReferencedSeriesUID || s.StudyInstanceUID != ref.StudyInstanceUID || len(s.Frames) != len(ref.Frames) {
+			t.Errorf("%s: the SEG references series %s with %d frames, the package's %s with %d", c.ID, s.ReferencedSeriesUID, len(s.Frames), ref.ReferencedSeriesUID, len(ref.Frames))
+		}
+	}
+	f, err := os.Open(filepath.Join(out, predict.FileVolumes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	// The demo task's five labels but background, for each study.
+	if err != nil || len(rows) != 1+5*len(ids) || strings.Join(rows[0], ",") != "case_id,label,name,voxels,volume_ml" {
+		t.Errorf("volumes.csv: %v %v", rows, err)
+	}
+	n, _, err := audit.VerifyJSONLFile(filepath.Join(out, predict.FileAudit))
+	if err != nil || n != len(ids)+3 {
+		t.Fatalf("the predict audit log: %d entries, %v; want %d", n, err, len(ids)+3)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, predict.FileAudit))
+	for _, name := range []string{"Mr_Smith", "scanner-notes", "notes.txt", ids[0]} {
+		if bytes.Contains(b, []byte(name)) {
+			t.Errorf("the predict audit log names %q", name)
+		}
+	}
+	var man export.Manifest
+	readJSONT(t, filepath.Join(pkg, "manifest.json"), &man)
+	entries, _ := audit.ReadJSONL(bytes.NewReader(b))
+	var first map[string]any
+	if err := json.Unmarshal(entries[0].Details, &first); err != nil || first["package_audit_last_hash"] != man.Audit.LastHash {
+		t.Errorf("the first entry %s does not name the package's audit anchor %s", entries[0].Details, man.Audit.LastHash)
+	}
+
+	changed := filepath.Join(t.TempDir(), "package")
+	copyDir(t, pkg, changed)
+	bin := filepath.Join(changed, filepath.FromSlash(man.Plugin.Binary))
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 1
+	if err := os.WriteFile(bin, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(t.TempDir(), "refused")
+	_, err = predict.Apply(context.Background(), changed, []string{in}, out2, predict.Options{})
+	if !errors.Is(err, export.ErrFailed) || !strings.Contains(err.Error(), "fails its check, so nothing was predicted") {
+		t.Errorf("a changed plugin: %v", err)
+	}
+	if _, err := os.Stat(out2); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused package left %s: %v", out2, err)
+	}
+}
