@@ -29,7 +29,8 @@ import (
 // log shows no negative duration and no absurd step count ([saneLog]): before issue 23's
 // fix the classification run ended after 2 s of 25 and the others at 72–80 %. The same
 // plugins then run issue 32's datasets too small or too uniform to learn from
-// ([undefinedValidation], [degenerateSweep]).
+// ([undefinedValidation], [degenerateSweep]). Each package then predicts its test images
+// renamed, as new patients, through `amid predict` ([predictRenamed]).
 func TestPlainTaskOfEveryKind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a task of every kind")
@@ -119,7 +120,60 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 					t.Errorf("case %s: %v", r[0], err)
 				}
 			}
+			predictRenamed(t, ds, filepath.Join(out, "package"))
 		})
+	}
+}
+
+// predictRenamed copies the test images under new names (patient1.png, …) and predicts
+// them with the package through `amid predict`, as a user with new patients would: each
+// prediction has the bytes of the package's own for the same image, and the predict
+// run's audit log is intact.
+func predictRenamed(t *testing.T, ds *task.Dataset, pkg string) {
+	t.Helper()
+	in, out := t.TempDir(), filepath.Join(t.TempDir(), "predicted")
+	names := map[string]string{}
+	for k, c := range ds.Test {
+		if len(c.Images) != 1 {
+			t.Fatalf("case %s has %d images: the plain tasks have one", c.ID, len(c.Images))
+		}
+		name := "patient" + strconv.Itoa(k+1)
+		b, err := os.ReadFile(c.Images[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, name+task.Suffix(c.Images[0])), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names[name] = c.ID
+	}
+	o, e, code := run(t, "predict", pkg, in, "--out", out)
+	if code != 0 {
+		t.Fatalf("amid predict: exit %d\n%s\n%s", code, o, e)
+	}
+	t.Logf("amid predict:\n%s", o)
+	preds, err := os.ReadDir(filepath.Join(out, "predictions"))
+	if err != nil || len(preds) != len(ds.Test) {
+		t.Fatalf("%d predictions (%v), want %d", len(preds), err, len(ds.Test))
+	}
+	for _, p := range preds {
+		name := p.Name()
+		for n, id := range names {
+			if strings.HasPrefix(name, n+".") || strings.HasPrefix(name, n+"_") {
+				name = id + strings.TrimPrefix(name, n)
+			}
+		}
+		got, err := os.ReadFile(filepath.Join(out, "predictions", p.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(pkg, "predictions", name))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: differs from the package's %s (%v)", p.Name(), name, err)
+		}
+	}
+	if _, e, code := run(t, "audit", "verify", filepath.Join(out, "audit.jsonl")); code != 0 {
+		t.Errorf("amid audit verify: %s", e)
 	}
 }
 
