@@ -16,7 +16,9 @@ BIN   := bin
 # loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
 # GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo; Slurm
 # (slurm-wlm: slurmctld, slurmd and the client commands) and munge, for the one-node
-# cluster on loopback the Slurm executor's tests run against (.ci/slurm.sh). npm
+# cluster on loopback the Slurm executor's tests run against (.ci/slurm.sh); Orthanc with
+# its DICOMweb plugin and curl, the PACS on loopback amid predict's PACS tests run against
+# (.ci/orthanc.sh; the Debian service is never started). npm
 # (for fetching real test images) is installed from Debian only when no npm command is on
 # the PATH, since many machines carry their own Node.js.
 APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
@@ -25,7 +27,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
             dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools \
-            slurm-wlm munge
+            slurm-wlm munge orthanc orthanc-dicomweb curl
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn slurm floats-alt e2e fuzz-short \
