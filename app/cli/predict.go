@@ -2,19 +2,23 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"amid/host"
+	"amid/host/config"
+	"amid/host/dicomweb"
 	"amid/host/predict"
 )
 
 func predictCmd() *cobra.Command {
-	var out string
+	var out, pacsURL string
+	var studies, query []string
 	cmd := &cobra.Command{
-		Use:   "predict PACKAGE INPUT... --out DIR",
+		Use:   "predict PACKAGE [INPUT...] --out DIR [--pacs URL --study UID | --query KEY=VALUE]",
 		Short: "Use a model package on new patients: predictions, DICOM SEG, volumes, an audit log",
 		Long: `predict verifies the model package folder PACKAGE (files, sha256s, audit chain, weights;
 a changed package is refused before anything is predicted), then predicts each case of the
@@ -31,23 +35,71 @@ DIR (new or empty) receives predictions/ in the task's own format, dicom/ID.dcm 
 SEG, for segmentations of DICOM input), volumes.csv (each label's voxels and mL),
 results.json, and audit.jsonl: this predict run's own audit log, which names the package's
 manifest and audit anchor and records each input and output by its sha256 alone (amid
-audit verify checks it). The exit status is 1 when any case failed.`,
-		Args: cobra.MinimumNArgs(2),
+audit verify checks it). The exit status is 1 when any case failed.
+
+With --study or --query, the studies are retrieved from the PACS by DICOMweb (WADO-RS;
+--query finds them by QIDO-RS), predicted as inputs, and each DICOM SEG is stored back in
+the PACS by STOW-RS as soon as it is written; a study the PACS refuses it for fails alone,
+its files kept. The PACS's user and password come from the settings, never the command
+line, and are never written to a log or the audit log.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return fmt.Errorf("--out DIR is needed: the folder the predictions go to")
 			}
 			w := cmd.OutOrStdout()
-			res, err := predict.Apply(cmd.Context(), args[0], args[1:], out, predict.Options{
+			inputs := args[1:]
+			settings := config.FromEnv()
+			if pacsURL != "" {
+				settings.PACS.URL = pacsURL
+			}
+			var send predict.Sender
+			if len(studies)+len(query) > 0 {
+				if settings.PACS.URL == "" {
+					return fmt.Errorf("--study and --query need a PACS: --pacs URL or $%s", config.EnvPACSURL)
+				}
+				c := &dicomweb.Client{URL: settings.PACS.URL, User: settings.PACS.User, Password: settings.PACS.Password}
+				uids := studies
+				if len(query) > 0 {
+					found, err := predict.FindStudies(cmd.Context(), c, query)
+					if err != nil {
+						return err
+					}
+					if len(found) == 0 {
+						return fmt.Errorf("the PACS %s holds no study for %s", settings.PACS, strings.Join(query, ", "))
+					}
+					uids = append(uids, found...)
+				}
+				tmp, err := os.MkdirTemp("", "amid-pacs-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				fmt.Fprintf(w, "retrieving %d studies from %s\n", len(uids), settings.PACS)
+				got, err := predict.Retrieve(cmd.Context(), c, uids, tmp)
+				if err != nil {
+					return err
+				}
+				inputs, send = append(inputs, got...), c
+			}
+			if len(inputs) == 0 {
+				return fmt.Errorf("nothing to predict: give INPUTs, or --study or --query with a PACS")
+			}
+			res, err := predict.Apply(cmd.Context(), args[0], inputs, out, predict.Options{
 				Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()),
 				Version:    Version,
+				Send:       send,
 				Progress: func(k, n int, c predict.CaseResult) {
 					bar := strings.Repeat("#", 20*k/n) + strings.Repeat(".", 20-20*k/n)
 					switch {
 					case c.Error != "":
 						fmt.Fprintf(w, "[%s] %d/%d %s: failed: %s\n", bar, k, n, c.ID, c.Error)
 					default:
-						fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds)
+						sent := ""
+						if c.Sent {
+							sent = "; its DICOM SEG stored in the PACS"
+						}
+						fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds, sent)
 					}
 					for _, x := range c.Warnings {
 						fmt.Fprintf(w, "      warning: %s\n", x)
@@ -65,6 +117,10 @@ audit verify checks it). The exit status is 1 when any case failed.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "the folder the results go to (new or empty)")
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "the folder the results go to (new or empty)")
+	f.StringVar(&pacsURL, "pacs", "", "the PACS's DICOMweb root (default $"+config.EnvPACSURL+"; user and password from $"+config.EnvPACSUser+", $"+config.EnvPACSPassword+")")
+	f.StringArrayVar(&studies, "study", nil, "a Study Instance UID to retrieve from the PACS (repeatable)")
+	f.StringArrayVar(&query, "query", nil, "a QIDO-RS filter key=value for the studies to retrieve, such as PatientID=123 (repeatable)")
 	return cmd
 }

@@ -21,6 +21,13 @@
 //	AMID_SLURM_CPUS       cores a job, its worker split (default 4)
 //	AMID_SLURM_GPUS       lane-folds at once on a GPU each (default 0)
 //
+// and the PACS amid predict --pacs talks to by DICOMweb (PACS; never written to a log or
+// an audit entry):
+//
+//	AMID_PACS_URL       the DICOMweb service root, such as http://pacs:8042/dicom-web/
+//	AMID_PACS_USER      the user, for HTTP basic authentication
+//	AMID_PACS_PASSWORD  its password
+//
 // The built-in plugin folder is plugins next to the running executable (bin/plugins for
 // bin/amid).
 package config
@@ -46,6 +53,9 @@ const (
 	EnvSlurmJobs      = "AMID_SLURM_JOBS"
 	EnvSlurmCPUs      = "AMID_SLURM_CPUS"
 	EnvSlurmGPUs      = "AMID_SLURM_GPUS"
+	EnvPACSURL        = "AMID_PACS_URL"
+	EnvPACSUser       = "AMID_PACS_USER"
+	EnvPACSPassword   = "AMID_PACS_PASSWORD"
 )
 
 // Settings are the folders chosen for AMID, the device its plugins compute on and where
@@ -58,6 +68,20 @@ type Settings struct {
 	// every plugin process as AMID_DEVICE.
 	Device   string
 	Executor Executor
+	PACS     PACS
+}
+
+// PACS is where a PACS answers DICOMweb, and who AMID is to it.
+type PACS struct {
+	URL, User, Password string
+}
+
+// String names the PACS by its address and user, never its password.
+func (p PACS) String() string {
+	if p.User == "" {
+		return p.URL
+	}
+	return p.URL + " as " + p.User
 }
 
 // Device settings: DeviceAuto, DeviceCPU, DeviceVulkan, or "vulkan:N" for device N.
@@ -153,6 +177,11 @@ func (s Settings) WithEnv() Settings {
 	if d := strings.TrimSpace(os.Getenv(EnvDevice)); d != "" {
 		s.Device = d
 	}
+	for name, field := range map[string]*string{EnvPACSURL: &s.PACS.URL, EnvPACSUser: &s.PACS.User, EnvPACSPassword: &s.PACS.Password} {
+		if v := os.Getenv(name); v != "" {
+			*field = v
+		}
+	}
 	return s
 }
 
@@ -173,7 +202,7 @@ func (s Settings) DeviceEnv() ([]string, error) {
 // settings.
 func EnvOverrides() []string {
 	var out []string
-	for _, e := range []string{EnvHome, EnvPluginDir, EnvDevice, EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs} {
+	for _, e := range []string{EnvHome, EnvPluginDir, EnvDevice, EnvExecutor, EnvSlurmPartition, EnvSlurmAccount, EnvSlurmJobs, EnvSlurmCPUs, EnvSlurmGPUs, EnvPACSURL, EnvPACSUser, EnvPACSPassword} {
 		if os.Getenv(e) != "" {
 			out = append(out, e)
 		}

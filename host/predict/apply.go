@@ -39,6 +39,9 @@ type Options struct {
 	Progress func(k, total int, c CaseResult)
 	// Version is AMID's version, written into each DICOM SEG.
 	Version string
+	// Send, when set, receives each case's DICOM SEG as soon as it is written (the PACS
+	// the study came from); a refusal fails the case and keeps its files.
+	Send Sender
 }
 
 // CaseResult is what Apply did with one case. Paths are relative to the output folder.
@@ -49,7 +52,10 @@ type CaseResult struct {
 	SEG         string   `json:"dicom_seg,omitempty"`
 	// Warnings say what the model never saw in training (see profile.Admit).
 	Warnings []string `json:"warnings,omitempty"`
-	// Error says why the case has no prediction; the other cases are predicted.
+	// Sent: the SEG was stored in the PACS the case came from (Options.Send).
+	Sent bool `json:"sent,omitempty"`
+	// Error says why the case has no prediction, or why it was not sent; the other
+	// cases are predicted.
 	Error   string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
 }
@@ -259,6 +265,15 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 			}
 			outs["seg"] = s
 			cr.SEG = rel
+			if a.o.Send != nil {
+				// A refusal keeps the case's files and records them: the case fails at
+				// the send alone.
+				if err := a.o.Send.Store(ctx, []string{filepath.Join(a.out, rel)}); err != nil {
+					cr.Error = fmt.Sprintf("the DICOM SEG was not stored in the PACS: %v", err)
+				} else {
+					cr.Sent = true
+				}
+			}
 		}
 		if rows, err = Volumes(a.pk.Task, c.ID, pred); err != nil {
 			return fail("volumes", err)
@@ -266,6 +281,9 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 	}
 	cr.Seconds = time.Since(began).Seconds()
 	details := map[string]any{"case": k + 1, "seconds": cr.Seconds}
+	if a.o.Send != nil {
+		details["sent"] = cr.Sent
+	}
 	if len(warns) > 0 {
 		details["warnings"] = warns
 	}

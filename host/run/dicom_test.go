@@ -79,7 +79,8 @@ func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deident
 // whose predictions are DICOM SEG too. Each SEG references its source series,
 // study and patient by their original UIDs, dciodvfy finds no error in it, pydicom reads
 // it, and AMID's SEG reader reads it back to the identical label map (export.Verify).
-// The package then predicts the test studies as new patients ([checkPredictNew]).
+// The package then predicts the test studies as new patients ([checkPredictNew]), and
+// through a real PACS ([checkPredictPACS]).
 func TestDICOMEndToEnd(t *testing.T) {
 	skipLong(t)
 	data := t.TempDir()
@@ -138,6 +139,14 @@ func TestDICOMEndToEnd(t *testing.T) {
 		ids = append(ids, c.ID)
 	}
 	checkPredictNew(t, st.Package, data, ids)
+	// The PACS receives the studies as generated: storescu cannot read the UN elements that
+	// gdcmconv leaves in the implicit-VR files it recompressed (transcode), which keep their
+	// UIDs and voxels.
+	orig := t.TempDir()
+	if err := synth.DemoDICOM(orig, 6, 11, synth.DICOMOptions{Studies: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkPredictPACS(t, st.Package, orig, ids)
 }
 
 // transcode recompresses every file of the named cases' study folders (train or test) in

@@ -13,8 +13,11 @@ import (
 	"testing"
 
 	"amid/host/audit"
+	"amid/host/dicomweb"
+	"amid/host/dicomweb/dicomwebtest"
 	"amid/host/export"
 	"amid/host/predict"
+	"amid/internal/ci"
 	"amid/viewer/dicom/seg"
 )
 
@@ -149,4 +152,118 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 	if _, err := os.Stat(out2); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused package left %s: %v", out2, err)
 	}
+}
+
+// checkPredictPACS is the round trip through a real PACS (Orthanc on loopback,
+// .ci/orthanc.sh): the test studies are sent to it as a modality sends them (storescu),
+// found by QIDO-RS, retrieved by WADO-RS, predicted, and each DICOM SEG stored back by
+// STOW-RS. The PACS then holds, in each study, the very SEG written locally, whose label
+// map is the package's own prediction of that study. A PACS that refuses the store (a
+// wrong password) fails each case at the send alone, its files kept; a PACS that is down
+// is one sentence.
+func checkPredictPACS(t *testing.T, pkg, data string, ids []string) {
+	srv, err := dicomwebtest.Start(18152)
+	if err != nil {
+		ci.Missing(t, err.Error())
+	}
+	t.Cleanup(func() { srv.Stop() })
+	for _, id := range ids {
+		if err := srv.Send(filepath.Join(data, "test", "images", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	c := &dicomweb.Client{URL: srv.URL, User: srv.User, Password: srv.Password}
+	uids, err := predict.FindStudies(ctx, c, []string{"ModalitiesInStudy=CT"})
+	if err != nil || len(uids) != len(ids) {
+		t.Fatalf("found %v, %v; sent %d studies", uids, err, len(ids))
+	}
+	inputs, err := predict.Retrieve(ctx, c, uids, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "predicted")
+	res, err := predict.Apply(ctx, pkg, inputs, out, predict.Options{Send: c})
+	if err != nil || res.Failed != 0 {
+		t.Fatalf("apply: %+v %v", res, err)
+	}
+	// The package's own SEG of each test study names the study: its prediction is the one
+	// to match.
+	byStudy := map[string]string{}
+	for _, id := range ids {
+		ref, err := seg.Read(filepath.Join(pkg, "dicom", id+".dcm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byStudy[ref.StudyInstanceUID] = id
+	}
+	for _, cr := range res.Cases {
+		if !cr.Sent {
+			t.Errorf("%s: not sent", cr.ID)
+		}
+		id, ok := byStudy[cr.ID]
+		if !ok {
+			t.Fatalf("study %s is no test study of the package", cr.ID)
+		}
+		got, _ := os.ReadFile(filepath.Join(out, cr.Predictions[0]))
+		want, _ := os.ReadFile(filepath.Join(pkg, "predictions", id+".nii.gz"))
+		if !bytes.Equal(got, want) {
+			t.Errorf("study of %s: the prediction differs from the package's", id)
+		}
+		local, err := os.ReadFile(filepath.Join(out, cr.SEG))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := c.Retrieve(ctx, cr.ID, filepath.Join(t.TempDir(), "back"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := 0
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); bytes.Equal(b, local) {
+				stored++
+			}
+		}
+		if stored != 1 || len(files) != dicomCount(t, filepath.Join(data, "test", "images", id))+1 {
+			t.Errorf("study of %s: the PACS holds %d objects, %d of them the SEG written; want the study's and the SEG", id, len(files), stored)
+		}
+	}
+	// A PACS that refuses the store: every case fails at the send, its files kept.
+	refusing := *c
+	refusing.Password, refusing.Tries = "not-the-password", 1
+	out2 := filepath.Join(t.TempDir(), "refused")
+	res, err = predict.Apply(ctx, pkg, inputs, out2, predict.Options{Send: &refusing})
+	if err != nil || res.Failed != len(ids) {
+		t.Fatalf("a refusing PACS: %+v %v", res, err)
+	}
+	for _, cr := range res.Cases {
+		if cr.Sent || !strings.Contains(cr.Error, "not stored in the PACS") || strings.Contains(cr.Error, "not-the-password") {
+			t.Errorf("%s: %+v", cr.ID, cr)
+		}
+		if _, err := os.Stat(filepath.Join(out2, cr.SEG)); err != nil {
+			t.Errorf("%s: the SEG is lost: %v", cr.ID, err)
+		}
+	}
+	// A PACS that is down.
+	srv.Stop()
+	down := *c
+	down.Tries = 1
+	if _, err := predict.FindStudies(ctx, &down, nil); !errors.Is(err, dicomweb.ErrPACS) || strings.Contains(err.Error(), srv.Password) {
+		t.Errorf("a PACS that is down: %v", err)
+	}
+}
+
+// dicomCount counts the files under dir.
+func dicomCount(t *testing.T, dir string) int {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -104,7 +104,7 @@ func (s *Server) Send(dir string) error {
 	if len(parts) != 3 {
 		return fmt.Errorf("the test PACS's DICOM address %q is not host:port:AE", s.DICOM)
 	}
-	out, err := exec.Command("storescu", "-aec", parts[2], "+sd", "+r", "-nh", parts[0], parts[1], dir).CombinedOutput()
+	out, err := exec.Command("storescu", "-aec", parts[2], "+sd", "+r", parts[0], parts[1], dir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("storescu %s: %v\n%s", dir, err, out)
 	}
