@@ -11,6 +11,7 @@ import (
 	"amid/host"
 	"amid/host/config"
 	"amid/host/dicomweb"
+	"amid/host/export"
 	"amid/host/predict"
 )
 
@@ -89,6 +90,16 @@ line, and are never written to a log or the audit log.`,
 				Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()),
 				Version:    Version,
 				Send:       send,
+				Card: func(c *export.Card) {
+					if c == nil {
+						fmt.Fprintln(w, "intended use: the package has no model card (made by an older AMID)")
+						return
+					}
+					fmt.Fprintf(w, "intended use: %s\n", c.IntendedUse)
+					for _, l := range c.Limitations {
+						fmt.Fprintf(w, "limit: %s\n", l)
+					}
+				},
 				Progress: func(k, n int, c predict.CaseResult) {
 					bar := strings.Repeat("#", 20*k/n) + strings.Repeat(".", 20-20*k/n)
 					switch {

@@ -8,6 +8,7 @@
 //	reproduce.sh      re-runs prediction with the bundled plugin into OUT/predictions: amid reproduce PACKAGE OUT
 //	task.yaml         the task definition
 //	fingerprint.json  the dataset fingerprint
+//	model_card.json   the model card (see Card), and model_card.md its text
 //	plan.json         the planned lanes
 //	scores.json       per-fold validation scores of every lane (see Scores)
 //	review.json       the reviewer's decisions (see Decision)
@@ -116,6 +117,9 @@ type Contents struct {
 	Submission  string   // folder copied to submission/; "" for none
 
 	Report Report
+	// Card is the model card, written as model_card.json and model_card.md; nil writes
+	// none.
+	Card *Card
 
 	// Audit is the run's audit log; Write appends the export entry to it. Required.
 	Audit *audit.Log
@@ -346,6 +350,18 @@ func write(root string, c *Contents) (*Manifest, error) {
 	}
 	if err := writeFile(root, FileTask, c.Task, 0o644); err != nil {
 		return nil, err
+	}
+	if c.Card != nil {
+		b, err := json.MarshalIndent(c.Card, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("export: %s: %w", FileCard, err)
+		}
+		if err := writeFile(root, FileCard, append(b, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+		if err := writeFile(root, FileCardText, []byte(RenderCard(c.Card)), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeFile(root, FileReproduce, []byte(reproduceScript(binary)), 0o755); err != nil {
 		return nil, err

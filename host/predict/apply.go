@@ -39,6 +39,10 @@ type Options struct {
 	Progress func(k, total int, c CaseResult)
 	// Version is AMID's version, written into each DICOM SEG.
 	Version string
+	// Card, when set, hears the package's model card once the package is verified (nil
+	// for a package made before cards), so that its intended use and limits can be shown
+	// once before anything is predicted.
+	Card func(*export.Card)
 	// Send, when set, receives each case's DICOM SEG as soon as it is written (the PACS
 	// the study came from); a refusal fails the case and keeps its files.
 	Send Sender
@@ -97,6 +101,13 @@ func Apply(ctx context.Context, pkg string, inputs []string, out string, o Optio
 	pk, err := Open(pkg)
 	if err != nil {
 		return nil, err
+	}
+	if o.Card != nil {
+		card, err := export.ReadCard(os.DirFS(pkg))
+		if err != nil {
+			return nil, err
+		}
+		o.Card(card)
 	}
 	var fp profile.Fingerprint
 	if err := readJSON(filepath.Join(pkg, export.FileFingerprint), &fp); err != nil {

@@ -108,7 +108,7 @@ func (r *Runner) foldLowres(ctx context.Context, w, low *LaneState, rd Round, fl
 			return nil, fmt.Errorf("the low-resolution network of fold %d of %s: %w", k, w.ID, err)
 		}
 		f = FoldState{Status: FoldDone, Checkpoint: out.res.Checkpoint, SHA256: out.res.SHA256, Steps: out.res.Steps,
-			Score: out.score.Value, Extra: out.score.Extra, Undefined: out.score.Undefined, Took: out.took, Compute: out.res.Compute, Lacks: fl.Lacks(k)}
+			Score: out.score.Value, Extra: out.score.Extra, Undefined: out.score.Undefined, PerCase: out.score.PerCase, Took: out.took, Compute: out.res.Compute, Lacks: fl.Lacks(k)}
 		low.Folds[k] = f
 		r.logf("lane %s fold %d (the low-resolution network of %s's fold %d): validation %s after %d steps, trained on %s%s",
 			low.ID, k, w.ID, k, out.score, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))

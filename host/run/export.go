@@ -12,6 +12,7 @@ import (
 
 	"amid/host/export"
 	"amid/host/predict"
+	"amid/host/profile"
 	"amid/host/schedule"
 	"amid/host/supervisor"
 	"amid/host/task"
@@ -84,6 +85,10 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	if err := readJSON(r.path("fingerprint.json"), &fp); err != nil {
 		return err
 	}
+	var fingerprint profile.Fingerprint
+	if err := readJSON(r.path("fingerprint.json"), &fingerprint); err != nil {
+		return err
+	}
 	if err := readJSON(r.path("plan.json"), &plan); err != nil {
 		return err
 	}
@@ -91,7 +96,7 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		TaskID: r.task.ID, AMIDVersion: Version, Plugin: export.Plugin{Name: best.Plugin, Version: version, Binary: entry.Path},
 		Lane: r.chosenLane(),
 		Task: rawTask, Fingerprint: fp, Plan: plan, Scores: r.scores(), ModelConfig: mc,
-		Checkpoints: []string{model.Checkpoint}, Report: r.solutionReport(), Audit: r.audit,
+		Checkpoints: []string{model.Checkpoint}, Report: r.solutionReport(), Audit: r.audit, Card: r.card(&fingerprint, version),
 	}
 	if r.st.Union != nil {
 		// Each member's checkpoint under its lane's name (they share the file name

@@ -313,7 +313,7 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("scoring the test set against %s: %w", r.st.Answers, err)
 	}
-	r.st.TestScore = &Grade{Valid: true, Primary: s.Metric, Score: s.Value}
+	r.st.TestScore = &Grade{Valid: true, Primary: s.Metric, Score: s.Value, Metrics: s.Extra, PerCase: s.PerCase}
 	details["test_score"] = s.Value
 	r.logf("test %s against the answers in %s: %.4f on %d cases", s.Metric, r.st.Answers, s.Value, s.Cases)
 	return nil

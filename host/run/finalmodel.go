@@ -372,7 +372,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 			return err
 		}
 		f = w.Folds[k]
-		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra, f.Undefined = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra, out.score.Undefined
+		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra, f.Undefined, f.PerCase = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra, out.score.Undefined, out.score.PerCase
 		f.Took, f.Compute, f.Lacks = f.Took+out.took, out.res.Compute, fl.Lacks(k)
 		w.Folds[k] = f
 		r.logf("lane %s fold %d: validation %s after %d steps, trained on %s%s", w.ID, k, out.score, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))

@@ -126,6 +126,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if !strings.Contains(Report(st), "(chosen)") {
 		t.Error("the report does not mark the chosen lane")
 	}
+	checkCard(t, st)
 	// Export for the user is refused until every test case has a decision, unless a
 	// reason is recorded.
 	dest := filepath.Join(t.TempDir(), "reviewed")

@@ -61,11 +61,13 @@ type FoldState struct {
 	Score          float64            `json:"score"`
 	Extra          map[string]float64 `json:"extra,omitempty"`
 	// Undefined says why Score has no value (evaluate.Score.Undefined); Score is then 0.
-	Undefined string             `json:"undefined,omitempty"`
-	Plugin    map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
-	Error     string             `json:"error,omitempty"`
-	Took      time.Duration      `json:"took"`
-	Compute   compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
+	Undefined string `json:"undefined,omitempty"`
+	// PerCase are the validation cases' values (Round.PerCase) of the fold's model.
+	PerCase map[string]float64 `json:"per_case,omitempty"`
+	Plugin  map[string]float64 `json:"plugin_validation,omitempty"` // what the plugin said, for the record only
+	Error   string             `json:"error,omitempty"`
+	Took    time.Duration      `json:"took"`
+	Compute compute.Identity   `json:"compute,omitzero"` // what trained the checkpoint
 	// Lacks are the classes that the training cases hold and the fold's validation cases
 	// do not (amid/host/folds Folds.Lacks): the fold's score is not trusted to rank models.
 	Lacks []string `json:"lacks,omitempty"`
@@ -77,11 +79,14 @@ type FoldState struct {
 // Round is one round of a lane-fold: trained to step Steps (it was asked for Until) in
 // Took on Place, its checkpoint and the host's validation score of it.
 type Round struct {
-	Until      int64              `json:"until"`
-	Steps      int64              `json:"steps"`
-	Score      float64            `json:"score"`
-	Extra      map[string]float64 `json:"extra,omitempty"`
-	Undefined  string             `json:"undefined,omitempty"` // why Score has no value
+	Until     int64              `json:"until"`
+	Steps     int64              `json:"steps"`
+	Score     float64            `json:"score"`
+	Extra     map[string]float64 `json:"extra,omitempty"`
+	Undefined string             `json:"undefined,omitempty"` // why Score has no value
+	// PerCase are the validation cases' values where the metric is a mean over cases (the
+	// model card's confidence interval).
+	PerCase    map[string]float64 `json:"per_case,omitempty"`
 	Checkpoint string             `json:"checkpoint"`
 	SHA256     string             `json:"sha256"`
 	Took       time.Duration      `json:"took"`
@@ -294,6 +299,9 @@ type Grade struct {
 	Percentile float64            `json:"percentile"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Errors     []string           `json:"errors,omitempty"`
+	// PerCase are the test cases' values where the host scores the test set against its
+	// answers and the metric is a mean over cases (the model card's confidence interval).
+	PerCase map[string]float64 `json:"per_case,omitempty"`
 }
 
 // laneNamed is the lane the planner named name (nil for none or "").

@@ -253,7 +253,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 		l.Folds[0] = f
 		return schedule.Outcome{}, errors.Join(err, r.save())
 	}
-	rd := Round{Until: int64(j.Until), Steps: out.res.Steps, Score: out.score.Value, Extra: out.score.Extra, Undefined: out.score.Undefined,
+	rd := Round{Until: int64(j.Until), Steps: out.res.Steps, Score: out.score.Value, Extra: out.score.Extra, Undefined: out.score.Undefined, PerCase: out.score.PerCase,
 		Checkpoint: out.res.Checkpoint, SHA256: out.res.SHA256, Took: out.took, Place: j.Place.Name}
 	f.Rounds = append(f.Rounds, rd)
 	f.Status, f.Steps, f.Took, f.Compute, f.Error = FoldDone, out.res.Steps, f.Took+out.took, out.res.Compute, ""
@@ -265,7 +265,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 			best = x
 		}
 	}
-	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Undefined, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, best.Undefined, fl.Lacks(0)
+	f.Checkpoint, f.SHA256, f.Score, f.Extra, f.Undefined, f.PerCase, f.Lacks = best.Checkpoint, best.SHA256, best.Score, best.Extra, best.Undefined, best.PerCase, fl.Lacks(0)
 	l.Folds[0] = f
 	r.logf("lane %s round %d: validation %s after %d steps (%v, %.3g s a step), trained on %s", l.ID, rung+1, out.score, out.res.Steps, out.took.Round(time.Second), out.stepTime.Seconds()/float64(max(out.res.Steps-int64(j.From), 1)), trainedOn(out.res.Compute))
 	// The round's time counts its validation, which the run's clock counts too: a round
