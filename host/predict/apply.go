@@ -110,7 +110,7 @@ func Apply(ctx context.Context, pkg string, inputs []string, out string, o Optio
 		o.Card(card)
 	}
 	var fp profile.Fingerprint
-	if err := readJSON(filepath.Join(pkg, export.FileFingerprint), &fp); err != nil {
+	if err := fileio.ReadJSON(filepath.Join(pkg, export.FileFingerprint), &fp); err != nil {
 		return nil, err
 	}
 	cases, unread, err := pk.Task.Inputs(inputs)

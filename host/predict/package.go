@@ -55,10 +55,10 @@ type Package struct {
 // Open reads the manifest, the model configuration and the task of the package folder dir.
 func Open(dir string) (*Package, error) {
 	p := &Package{Dir: dir}
-	if err := readJSON(filepath.Join(dir, "manifest.json"), &p.Manifest); err != nil {
+	if err := fileio.ReadJSON(filepath.Join(dir, "manifest.json"), &p.Manifest); err != nil {
 		return nil, err
 	}
-	if err := readJSON(filepath.Join(dir, filepath.FromSlash(export.FileModelConfig)), &p.Model); err != nil {
+	if err := fileio.ReadJSON(filepath.Join(dir, filepath.FromSlash(export.FileModelConfig)), &p.Model); err != nil {
 		return nil, err
 	}
 	t, err := task.Load(filepath.Join(dir, export.FileTask))
@@ -103,15 +103,4 @@ func (p *Package) Predict(ctx context.Context, pr *Predictor, cases []task.Case,
 		return pr.Union(ctx, members, mc.Vote, cases, out)
 	}
 	return pr.One(ctx, mc.PluginConfig, filepath.Join(p.Dir, export.DirModel, mc.Checkpoint), cases, out)
-}
-
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

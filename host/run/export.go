@@ -82,14 +82,14 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 		return err
 	}
 	var fp, plan any
-	if err := readJSON(r.path("fingerprint.json"), &fp); err != nil {
+	if err := fileio.ReadJSON(r.path("fingerprint.json"), &fp); err != nil {
 		return err
 	}
 	var fingerprint profile.Fingerprint
-	if err := readJSON(r.path("fingerprint.json"), &fingerprint); err != nil {
+	if err := fileio.ReadJSON(r.path("fingerprint.json"), &fingerprint); err != nil {
 		return err
 	}
-	if err := readJSON(r.path("plan.json"), &plan); err != nil {
+	if err := fileio.ReadJSON(r.path("plan.json"), &plan); err != nil {
 		return err
 	}
 	c := export.Contents{

@@ -298,7 +298,7 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 		return nil
 	}
 	var preds map[string][]string
-	if err := readJSON(r.path("final", "predictions.json"), &preds); err != nil {
+	if err := fileio.ReadJSON(r.path("final", "predictions.json"), &preds); err != nil {
 		return err
 	}
 	var pairs []evaluate.Pair

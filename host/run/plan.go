@@ -19,6 +19,7 @@ import (
 	"amid/host/supervisor"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // protoTask is the protocol's view of the task.
@@ -320,7 +321,7 @@ func minSteps(m map[string]int, name string) int {
 // minimum does not fit what exploration has left is not added, and the log says why.
 func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 	var in planner.Input
-	if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+	if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
 		return nil, err
 	}
 	in.Remaining = r.remaining()
@@ -421,7 +422,7 @@ func (r *Runner) refine(ctx context.Context) ([]*LaneState, error) {
 // SHA-256.
 func (r *Runner) planRefined(said []string) (string, error) {
 	var doc Plan
-	if err := readJSON(r.path("plan.json"), &doc); err != nil {
+	if err := fileio.ReadJSON(r.path("plan.json"), &doc); err != nil {
 		return "", err
 	}
 	doc.Refined = append(doc.Refined, said...)

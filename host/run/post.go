@@ -12,6 +12,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/planner"
 	"amid/host/schedule"
+	"amid/viewer/fileio"
 )
 
 // postOptions are the values of the "postprocess" property of a plugin's configuration
@@ -74,7 +75,7 @@ func (r *Runner) whileFits(opts []string, val int, try func(o string) error) err
 // plugins is none). The test set plays no part.
 func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) error {
 	var in planner.Input
-	if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+	if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
 		return err
 	}
 	var opts []string

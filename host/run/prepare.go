@@ -58,17 +58,6 @@ func encode(name string, v any, indent bool) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
 // idsHash is the sha256 of the sorted ids, one per line.
 func idsHash(ids []string) string {
 	s := append([]string(nil), ids...)
@@ -189,7 +178,7 @@ func (r *Runner) load(ctx context.Context) error {
 	if _, err := predict.Align(ctx, d, r.path("channels")); err != nil {
 		return err
 	}
-	if err := readJSON(r.path("labels.json"), &r.labels); err != nil {
+	if err := fileio.ReadJSON(r.path("labels.json"), &r.labels); err != nil {
 		return err
 	}
 	if err := r.handOver(ctx); err != nil {

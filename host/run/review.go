@@ -11,6 +11,7 @@ import (
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/store"
+	"amid/viewer/fileio"
 )
 
 // Review decisions.
@@ -28,7 +29,7 @@ const reviewFile = "review.json"
 // Decisions returns a run's review decisions, one per case (the newest).
 func Decisions(dir string) ([]export.Decision, error) {
 	var all []export.Decision
-	err := readJSON(filepath.Join(dir, reviewFile), &all)
+	err := fileio.ReadJSON(filepath.Join(dir, reviewFile), &all)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func Review(dir string, d export.Decision) error {
 		return fmt.Errorf("review: run %s has no test predictions yet (phase %s)", st.ID, st.Phase)
 	}
 	var preds map[string][]string
-	if err := readJSON(filepath.Join(dir, "final", "predictions.json"), &preds); err != nil {
+	if err := fileio.ReadJSON(filepath.Join(dir, "final", "predictions.json"), &preds); err != nil {
 		return fmt.Errorf("review: %w", err)
 	}
 	if _, ok := preds[d.Case]; !ok {
@@ -78,7 +79,7 @@ func Review(dir string, d export.Decision) error {
 	}
 	defer lg.Close()
 	var all []export.Decision
-	if err := readJSON(filepath.Join(dir, reviewFile), &all); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fileio.ReadJSON(filepath.Join(dir, reviewFile), &all); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	all = append(all, d)
@@ -115,7 +116,7 @@ func ExportTo(ctx context.Context, dir, dest, reason string, env Env) (string, e
 		return "", fmt.Errorf("export: %s exists; choose a new folder", dest)
 	}
 	var preds map[string][]string
-	if err := readJSON(r.path("final", "predictions.json"), &preds); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fileio.ReadJSON(r.path("final", "predictions.json"), &preds); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
 	ds, err := Decisions(dir)

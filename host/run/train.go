@@ -19,6 +19,7 @@ import (
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
+	"amid/viewer/fileio"
 )
 
 // finalReserve is the part of the budget kept for the final prediction, verification and
@@ -82,7 +83,7 @@ func (r *Runner) reserve(models int) time.Duration {
 func (r *Runner) postOptionCount() int {
 	if r.postOpts == nil {
 		var in planner.Input
-		if err := readJSON(r.path("planner-input.json"), &in); err != nil {
+		if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
 			return 0 // no plan yet: no lane either
 		}
 		r.postOpts = map[string]int{}

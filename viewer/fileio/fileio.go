@@ -6,12 +6,14 @@
 // crash or a power cut) sees the old file or the new one, never half of one, and a write
 // that returned stays written. SHA256 is the lower-case hex sha256 of a file's bytes, the
 // form in which checkpoints, plugin binaries and package files are named everywhere.
+// ReadJSON reads back a JSON record (a run's state, a package's model configuration).
 package fileio
 
 import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -166,4 +168,16 @@ func sha256Of(r io.Reader) (sum string, n int64, err error) {
 		return "", n, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// ReadJSON decodes the JSON file at path into v; a decoding error names the file.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
