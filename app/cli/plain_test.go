@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"amid/host/bench"
+	"amid/host/predict"
 	hostrun "amid/host/run"
 	"amid/host/task"
 	"amid/plugins/taskspec"
@@ -120,7 +121,7 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 					t.Errorf("case %s: %v", r[0], err)
 				}
 			}
-			predictRenamed(t, ds, filepath.Join(out, "package"))
+			predictRenamed(t, kind, ds, filepath.Join(out, "package"))
 		})
 	}
 }
@@ -129,7 +130,7 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 // them with the package through `amid predict`, as a user with new patients would: each
 // prediction has the bytes of the package's own for the same image, and the predict
 // run's audit log is intact.
-func predictRenamed(t *testing.T, ds *task.Dataset, pkg string) {
+func predictRenamed(t *testing.T, kind string, ds *task.Dataset, pkg string) {
 	t.Helper()
 	in, out := t.TempDir(), filepath.Join(t.TempDir(), "predicted")
 	names := map[string]string{}
@@ -174,6 +175,31 @@ func predictRenamed(t *testing.T, ds *task.Dataset, pkg string) {
 	}
 	if _, e, code := run(t, "audit", "verify", filepath.Join(out, "audit.jsonl")); code != 0 {
 		t.Errorf("amid audit verify: %s", e)
+	}
+	// The segmentation plugin says how sure it is of each case, and so does the
+	// classification plugin's network (its class-prior lane, which may win on 8 cases,
+	// has none to say); the others do not yet.
+	var res predict.Result
+	b, err := os.ReadFile(filepath.Join(out, predict.FileResults))
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cases {
+		says := c.Confidence != nil
+		switch {
+		case kind == taskspec.Classification:
+			t.Logf("case %s: confidence %v", c.ID, c.Confidence)
+		case says != (kind == taskspec.Segmentation):
+			t.Errorf("case %s of a %s task: confidence %v", c.ID, kind, c.Confidence)
+		case says && (*c.Confidence <= 0 || *c.Confidence > 1):
+			t.Errorf("case %s: confidence %v, not in (0, 1]", c.ID, *c.Confidence)
+		}
+	}
+	if len(res.ReviewOrder) != len(ds.Test) {
+		t.Errorf("review order %v", res.ReviewOrder)
 	}
 }
 

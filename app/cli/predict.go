@@ -110,7 +110,11 @@ line, and are never written to a log or the audit log.`,
 						if c.Sent {
 							sent = "; its DICOM SEG stored in the PACS"
 						}
-						fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds, sent)
+						sure := ""
+						if c.Confidence != nil {
+							sure = fmt.Sprintf(", confidence %.3f", *c.Confidence)
+						}
+						fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s%s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds, sure, sent)
 					}
 					for _, x := range c.Warnings {
 						fmt.Fprintf(w, "      warning: %s\n", x)
@@ -122,6 +126,9 @@ line, and are never written to a log or the audit log.`,
 			}
 			fmt.Fprintf(w, "%d of %d cases predicted into %s with the package's %s lane (%s); audit log %s\n",
 				len(res.Cases)-res.Failed, len(res.Cases), out, res.Lane, res.Compute, filepath.Join(out, predict.FileAudit))
+			if len(res.ReviewOrder) > 1 {
+				fmt.Fprintf(w, "to review, least sure first: %s\n", strings.Join(res.ReviewOrder, ", "))
+			}
 			if res.Failed > 0 {
 				return fmt.Errorf("%d of %d cases failed; results.json says why for each", res.Failed, len(res.Cases))
 			}

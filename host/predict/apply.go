@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"amid/host/audit"
@@ -54,6 +55,9 @@ type CaseResult struct {
 	Inputs      []string `json:"inputs"`
 	Predictions []string `json:"predictions,omitempty"`
 	SEG         string   `json:"dicom_seg,omitempty"`
+	// Confidence is how sure the model is of the case, from 0 to 1 (nil when its plugin
+	// does not say; see protocol.Prediction.Confidence).
+	Confidence *float64 `json:"confidence,omitempty"`
 	// Warnings say what the model never saw in training (see profile.Admit).
 	Warnings []string `json:"warnings,omitempty"`
 	// Sent: the SEG was stored in the PACS the case came from (Options.Send).
@@ -73,6 +77,9 @@ type Result struct {
 	Compute        compute.Identity `json:"compute,omitzero"`
 	Cases          []CaseResult     `json:"cases"`
 	Failed         int              `json:"failed"`
+	// ReviewOrder is the predicted cases' ids, the least sure first (by Confidence; the
+	// cases without one last, in input order): the order to look at them in.
+	ReviewOrder []string `json:"review_order"`
 }
 
 // Apply predicts the cases in inputs (see task.Task.Inputs) with the model package in
@@ -233,6 +240,9 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 		return fail("prediction", err)
 	}
 	a.res.Compute = p.Compute
+	if v, ok := p.Confidence[c.ID]; ok {
+		cr.Confidence = &v
+	}
 	outs := map[string]string{}
 	for i, f := range p.Files[c.ID] {
 		rel := filepath.Join("predictions", filepath.Base(f))
@@ -292,6 +302,9 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 	}
 	cr.Seconds = time.Since(began).Seconds()
 	details := map[string]any{"case": k + 1, "seconds": cr.Seconds}
+	if cr.Confidence != nil {
+		details["confidence"] = *cr.Confidence
+	}
 	if a.o.Send != nil {
 		details["sent"] = cr.Sent
 	}
@@ -303,6 +316,20 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 
 // finish writes volumes.csv and results.json, records the end and exports the log.
 func (a *applied) finish(vols []VolumeRow) error {
+	var done []CaseResult
+	for _, c := range a.res.Cases {
+		if len(c.Predictions) > 0 {
+			done = append(done, c)
+		}
+	}
+	sort.SliceStable(done, func(i, j int) bool {
+		ci, cj := done[i].Confidence, done[j].Confidence
+		return ci != nil && (cj == nil || *ci < *cj)
+	})
+	a.res.ReviewOrder = []string{}
+	for _, c := range done {
+		a.res.ReviewOrder = append(a.res.ReviewOrder, c.ID)
+	}
 	outs := map[string]string{}
 	if len(vols) > 0 {
 		if err := fileio.Write(filepath.Join(a.out, FileVolumes), VolumesCSV(a.pk.Task, vols)); err != nil {

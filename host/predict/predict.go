@@ -20,10 +20,12 @@ import (
 	"amid/plugins/protocol"
 )
 
-// Predicted is what a prediction wrote: the files per case, and what computed them.
+// Predicted is what a prediction wrote: the files per case, how sure the model is of each
+// case (where its plugin says: protocol.Prediction.Confidence), and what computed them.
 type Predicted struct {
-	Files   map[string][]string
-	Compute compute.Identity
+	Files      map[string][]string
+	Confidence map[string]float64
+	Compute    compute.Identity
 }
 
 // Member is one model of a union ensemble: a lane's checkpoint and configuration.
@@ -86,7 +88,7 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]string{}
+	files, conf := map[string][]string{}, map[string]float64{}
 	for _, pr := range resp.Predictions {
 		for _, f := range pr.Files {
 			rel, err := filepath.Rel(out, f)
@@ -95,13 +97,19 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 			}
 		}
 		files[pr.CaseID] = pr.Files
+		if c := pr.Confidence; c != nil {
+			if !(*c >= 0 && *c <= 1) {
+				return nil, fmt.Errorf("plugin %s gave case %s a confidence of %v, which is not between 0 and 1", p.Entry.Name, pr.CaseID, *c)
+			}
+			conf[pr.CaseID] = *c
+		}
 	}
 	for _, c := range cases {
 		if len(files[c.ID]) == 0 {
 			return nil, fmt.Errorf("plugin %s wrote no prediction for case %s", p.Entry.Name, c.ID)
 		}
 	}
-	return &Predicted{Files: files, Compute: resp.Compute}, nil
+	return &Predicted{Files: files, Confidence: conf, Compute: resp.Compute}, nil
 }
 
 // Union predicts cases with every member and writes their union (or, with vote, their
@@ -122,11 +130,20 @@ func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, case
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	res := map[string][]string{}
+	res, conf := map[string][]string{}, map[string]float64{}
 	for _, c := range cases {
 		var files []string
+		var sum float64
+		sure := 0
 		for _, pr := range all {
 			files = append(files, pr.Files[c.ID][0])
+			if v, ok := pr.Confidence[c.ID]; ok {
+				sum += v
+				sure++
+			}
+		}
+		if sure == len(all) {
+			conf[c.ID] = sum / float64(sure) // the members' mean, when every member says
 		}
 		f, err := combine(p.Task.Spec(), files, out, vote)
 		if err != nil {
@@ -134,5 +151,5 @@ func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, case
 		}
 		res[c.ID] = []string{f}
 	}
-	return &Predicted{Files: res, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
+	return &Predicted{Files: res, Confidence: conf, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
 }

@@ -76,8 +76,16 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 		t.Fatalf("results %+v: want the folder without an image failed alone", res.Cases)
 	}
 	t.Logf("the folder without an image: %s", last.Error)
-	var mc predict.ModelConfig
-	readJSONT(t, filepath.Join(pkg, "model", "config.json"), &mc)
+	// Each predicted study has a confidence (the segmentation plugin's), and the review
+	// order holds them, the least sure first.
+	for _, c := range res.Cases[:len(ids)] {
+		if c.Confidence == nil || *c.Confidence <= 0 || *c.Confidence > 1 {
+			t.Errorf("%s: confidence %v", c.ID, c.Confidence)
+		}
+	}
+	if len(res.ReviewOrder) != len(ids) {
+		t.Errorf("review order %v", res.ReviewOrder)
+	}
 	for _, c := range res.Cases[:len(ids)] {
 		id := names[c.ID]
 		got, err := os.ReadFile(filepath.Join(out, c.Predictions[0]))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -66,26 +67,29 @@ func load(be engine.Backend, path string) (*predictor, error) {
 	return p, nil
 }
 
-// classes predicts a case's class of every attribute.
-func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
+// classes predicts a case's class of every attribute, and how sure the network is: the
+// least, over its heads, of the chosen class's softmax probability (nil for the prior,
+// which has no network).
+func (p *predictor) classes(k protocol.Case) (map[string]int, *float64, error) {
 	if len(k.Images) == 0 {
-		return nil, fmt.Errorf("case %s has no image file", k.ID)
+		return nil, nil, fmt.Errorf("case %s has no image file", k.ID)
 	}
 	if p.model == nil {
-		return p.rec.Prior, nil
+		return p.rec.Prior, nil, nil
 	}
 	c := p.rec.Config
 	im, err := cnn.Load(k.Images, p.rec.Dims, c.ROIXYZ(), c.GridXYZ())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if im.C != p.rec.Channels {
-		return nil, fmt.Errorf("%w: %d channels, the model was trained on %d", cnn.ErrImage, im.C, p.rec.Channels)
+		return nil, nil, fmt.Errorf("%w: %d channels, the model was trained on %d", cnn.ErrImage, im.C, p.rec.Channels)
 	}
 	if err := p.rec.Intensity.Apply(im); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]int{}
+	conf := 1.0
 	err = cnn.Infer(p.model, []*cnn.Image{im}, func(_ int, y []float32) {
 		off := 0
 		for _, h := range p.rec.Heads {
@@ -98,11 +102,17 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, error) {
 			for i, a := range h.Attrs {
 				out[a] = h.Classes[best][i]
 			}
+			// softmax of the head's logits at its best class: 1 / Σ exp(y_k − y_best)
+			var z float64
+			for k := range h.Classes {
+				z += math.Exp(float64(y[off+k] - y[off+best]))
+			}
+			conf = min(conf, 1/z)
 			off += len(h.Classes)
 		}
 	})
 	p.model.SetTraining(false)
-	return out, err
+	return out, &conf, err
 }
 
 // Close frees the model's device memory (nothing on the CPU or for the prior).
@@ -115,22 +125,23 @@ func (p *predictor) Close() {
 func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	return device.PredictCases(ctx, "classification", req.Cases, func(be engine.Backend) (*predictor, error) {
 		return load(be, req.Checkpoint)
-	}, func(p *predictor, k protocol.Case) ([]string, error) {
+	}, func(p *predictor, k protocol.Case) (protocol.Prediction, error) {
+		var none protocol.Prediction
 		path, err := imageplugin.OutPath(req.OutputDir, k.ID)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		cl, err := p.classes(k)
+		cl, conf, err := p.classes(k)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+			return none, fmt.Errorf("case %s: %w", k.ID, err)
 		}
 		b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		if _, err := sdk.WriteFile(path, b); err != nil {
-			return nil, fmt.Errorf("case %s: %w", k.ID, err)
+			return none, fmt.Errorf("case %s: %w", k.ID, err)
 		}
-		return []string{path}, nil
+		return protocol.Prediction{Files: []string{path}, Confidence: conf}, nil
 	})
 }

@@ -264,7 +264,7 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if pred[i], err = p.classes(k); err != nil {
+			if pred[i], _, err = p.classes(k); err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
 			}
 			priors[i] = p.rec.Prior

@@ -234,25 +234,25 @@ func outPath(dir, id string) (string, error) {
 func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol.PredictResponse, error) {
 	return device.PredictCases(ctx, "detection", req.Cases, func(be engine.Backend) (*detector, error) {
 		return load(be, req.Checkpoint)
-	}, func(d *detector, c protocol.Case) ([]string, error) {
+	}, func(d *detector, c protocol.Case) (protocol.Prediction, error) {
 		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("%w: case %s has no image file", ErrInput, c.ID)
+			return protocol.Prediction{}, fmt.Errorf("%w: case %s has no image file", ErrInput, c.ID)
 		}
 		p, err := outPath(req.OutputDir, c.ID)
 		if err != nil {
-			return nil, err
+			return protocol.Prediction{}, err
 		}
 		a, err := d.detect(c.Images)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		b, err := a.Marshal()
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		if _, err := sdk.WriteFile(p, b); err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return []string{p}, nil
+		return protocol.Prediction{Files: []string{p}}, nil
 	})
 }

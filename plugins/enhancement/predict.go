@@ -201,26 +201,26 @@ func (enh) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	}
 	return device.PredictCases(ctx, "enhancement", req.Cases, func(be engine.Backend) (*model, error) {
 		return load(be, req.Checkpoint)
-	}, func(m *model, c protocol.Case) ([]string, error) {
+	}, func(m *model, c protocol.Case) (protocol.Prediction, error) {
 		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("case %s has no image file", c.ID)
+			return protocol.Prediction{}, fmt.Errorf("case %s has no image file", c.ID)
 		}
 		g, err := readGray(c.Images[0])
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		p, err := outPath(req.OutputDir, c.ID, c.Images[0], spec, g.Vol.DType())
 		if err != nil {
-			return nil, err
+			return protocol.Prediction{}, err
 		}
 		v, err := m.restore(g)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		if err := imageio.Write(p, v); err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return []string{p}, nil
+		return protocol.Prediction{Files: []string{p}}, nil
 	})
 }
 

@@ -197,6 +197,12 @@ type PredictRequest struct {
 type Prediction struct {
 	CaseID string
 	Files  []string
+	// Confidence is how sure the model is of the case, from 0 (not at all) to 1 (certain),
+	// so that a reader can look at the least sure cases first: for a segmentation, one
+	// minus the mean normalised entropy of the class probabilities over the voxels it calls
+	// foreground; for a classification, the chosen class's probability. Nil when the
+	// plugin does not say (a compatible addition: a plugin without it still predicts).
+	Confidence *float64
 }
 
 // PredictResponse lists the predictions written.

@@ -162,7 +162,7 @@ func predictRequestFromPB(r *pb.PredictRequest) *PredictRequest {
 func predictToPB(r *PredictResponse) *pb.PredictResponse {
 	ps := make([]*pb.Prediction, len(r.Predictions))
 	for i, p := range r.Predictions {
-		ps[i] = &pb.Prediction{CaseId: p.CaseID, Files: p.Files}
+		ps[i] = &pb.Prediction{CaseId: p.CaseID, Files: p.Files, Confidence: p.Confidence}
 	}
 	return &pb.PredictResponse{Predictions: ps, Compute: computeToPB(r.Compute)}
 }
@@ -171,6 +171,10 @@ func predictFromPB(r *pb.PredictResponse) *PredictResponse {
 	ps := make([]Prediction, len(r.GetPredictions()))
 	for i, p := range r.GetPredictions() {
 		ps[i] = Prediction{CaseID: p.GetCaseId(), Files: p.GetFiles()}
+		if p.Confidence != nil {
+			c := p.GetConfidence()
+			ps[i].Confidence = &c
+		}
 	}
 	return &PredictResponse{Predictions: ps, Compute: computeFromPB(r.GetCompute())}
 }

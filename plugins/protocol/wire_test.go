@@ -51,7 +51,10 @@ func TestComputeWire(t *testing.T) {
 	if got := resultFromPB(resultToPB(r)); !reflect.DeepEqual(got, r) {
 		t.Errorf("result:\n got %+v\nwant %+v", got, r)
 	}
-	p := &PredictResponse{Predictions: []Prediction{{CaseID: "a", Files: []string{"/a"}}}, Compute: id}
+	// A confidence travels, 0 included; none stays none (a plugin that does not say).
+	zero, sure := 0.0, 0.93
+	p := &PredictResponse{Predictions: []Prediction{{CaseID: "a", Files: []string{"/a"}}, {CaseID: "b", Files: []string{"/b"}, Confidence: &sure},
+		{CaseID: "c", Files: []string{"/c"}, Confidence: &zero}}, Compute: id}
 	if got := predictFromPB(predictToPB(p)); !reflect.DeepEqual(got, p) {
 		t.Errorf("predict:\n got %+v\nwant %+v", got, p)
 	}

@@ -223,34 +223,35 @@ func inferBatch(be engine.Backend, trainBatch int) int {
 	return max(1, min(be.Workers(), trainBatch))
 }
 
-// classes predicts the class of every voxel of a case's image files, on the image's grid.
-func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, err error) {
+// classes predicts the class of every voxel of a case's image files, on the image's grid,
+// and how sure it is (infer.Confidence).
+func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, conf float64, err error) {
 	if img, err = data.ReadChannels(paths); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	if cls, err = m.segment(img); err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
+	if cls, conf, err = m.segment(img); err != nil {
+		return nil, nil, 0, fmt.Errorf("image %s: %w", paths[0], err)
 	}
-	return img, cls, nil
+	return img, cls, conf, nil
 }
 
-// segment predicts the class of every voxel of img, on its grid; a cascade first
-// segments img with its low-resolution model.
-func (m *model) segment(img *volume.Volume) ([]int32, error) {
+// segment predicts the class of every voxel of img, on its grid, and how sure it is; a
+// cascade first segments img with its low-resolution model.
+func (m *model) segment(img *volume.Volume) ([]int32, float64, error) {
 	if m.low != nil {
-		low, err := m.low.segment(img)
+		low, _, err := m.low.segment(img)
 		if err != nil {
-			return nil, fmt.Errorf("low-resolution network: %w", err)
+			return nil, 0, fmt.Errorf("low-resolution network: %w", err)
 		}
 		v, err := classVolume(img, low, m.Classes)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	m.err, m.grid = nil, img.Spacing
@@ -259,9 +260,10 @@ func (m *model) segment(img *volume.Volume) ([]int32, error) {
 		err = m.err
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return infer.Argmax(prob, m.Classes), nil
+	cls := infer.Argmax(prob, m.Classes)
+	return cls, infer.Confidence(prob, m.Classes, cls), nil
 }
 
 // post returns a copy of the class map cls of grid dims post-processed by option name.
@@ -360,26 +362,27 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	}
 	return predict(ctx, "segmentation", req.Cases, func(be engine.Backend) (*model, error) {
 		return load(be, req.Checkpoint, req.Config)
-	}, func(m *model, c protocol.Case) ([]string, error) {
+	}, func(m *model, c protocol.Case) (protocol.Prediction, error) {
+		var none protocol.Prediction
 		if len(c.Images) == 0 {
-			return nil, fmt.Errorf("case %s has no image file", c.ID)
+			return none, fmt.Errorf("case %s has no image file", c.ID)
 		}
 		p, err := outPath(req.OutputDir, c.ID, c.Images[0], suffix)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
-		img, cls, err := m.classes(c.Images)
+		img, cls, conf, err := m.classes(c.Images)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		lab, err := m.label(img, cls)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		if err := imageio.Write(p, lab); err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.ID, err)
+			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return []string{p}, nil
+		return protocol.Prediction{Files: []string{p}, Confidence: &conf}, nil
 	})
 }
 
@@ -414,7 +417,7 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 		if len(c.Images) == 0 || c.Label == "" {
 			return nil, fmt.Errorf("validation case %s needs an image and a label", c.ID)
 		}
-		img, cls, err := m.classes(c.Images)
+		img, cls, _, err := m.classes(c.Images)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}

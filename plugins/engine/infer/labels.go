@@ -23,6 +23,47 @@ func Argmax(prob []float32, K int) []int32 {
 	return out
 }
 
+// Confidence is how sure K planes of class scores are of the class map lab, from 0 to 1:
+// one minus the mean entropy of each voxel's scores (normalised to sum 1), divided by its
+// largest value log K, over the voxels lab calls foreground (class other than 0), or over
+// every voxel when there is none. A voxel whose scores are all zero counts as unsure.
+func Confidence(prob []float32, K int, lab []int32) float64 {
+	n := len(lab)
+	if K < 2 || n == 0 || len(prob) != K*n {
+		return 1
+	}
+	fg := false
+	for _, k := range lab {
+		if k != 0 {
+			fg = true
+			break
+		}
+	}
+	var sum float64
+	count := 0
+	for i, k := range lab {
+		if fg && k == 0 {
+			continue
+		}
+		var total float64
+		for c := range K {
+			total += max(float64(prob[c*n+i]), 0)
+		}
+		h := math.Log(float64(K))
+		if total > 0 {
+			h = 0
+			for c := range K {
+				if p := max(float64(prob[c*n+i]), 0) / total; p > 0 {
+					h -= p * math.Log(p)
+				}
+			}
+		}
+		sum += h
+		count++
+	}
+	return 1 - sum/float64(count)/math.Log(float64(K))
+}
+
 // ToVolume returns the class map lab as a label volume on ref's grid (dims, spacing,
 // origin, direction), each class k written as mapping[k], the task's value. The element
 // type is the smallest of uint8, int16 and int32 that holds every mapped value.

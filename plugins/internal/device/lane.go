@@ -170,13 +170,13 @@ func Result(be engine.Backend, final string, step int64, val map[string]float64)
 // case's prediction files and returns their paths. The response carries the identity of
 // the backend that made them; an error is the plugin's ("segmentation predict: …"), or the
 // context's when it was cancelled.
-func PredictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+func PredictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) (protocol.Prediction, error)) (*protocol.PredictResponse, error) {
 	return predictCases(ctx, plugin, cases, func(f func(engine.Backend) error) (engine.Backend, error) { return Predict(0, ToLog, f) }, open, each)
 }
 
 // PredictCasesCPU is [PredictCases] on the CPU whatever the setting: for a model that
 // computes on the CPU alone (the segmentation plugin's forest), whose identity is the CPU's.
-func PredictCasesCPU[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+func PredictCasesCPU[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, open func(engine.Backend) (M, error), each func(M, protocol.Case) (protocol.Prediction, error)) (*protocol.PredictResponse, error) {
 	return predictCases(ctx, plugin, cases, func(f func(engine.Backend) error) (engine.Backend, error) {
 		be := CPU()
 		return be, f(be)
@@ -187,7 +187,7 @@ func PredictCasesCPU[M interface{ Close() }](ctx context.Context, plugin string,
 func CPU() engine.Backend { return engine.NewCPU(runtime.GOMAXPROCS(0)) }
 
 // predictCases is PredictCases with on running the predictions on a backend.
-func predictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, on func(func(engine.Backend) error) (engine.Backend, error), open func(engine.Backend) (M, error), each func(M, protocol.Case) ([]string, error)) (*protocol.PredictResponse, error) {
+func predictCases[M interface{ Close() }](ctx context.Context, plugin string, cases []protocol.Case, on func(func(engine.Backend) error) (engine.Backend, error), open func(engine.Backend) (M, error), each func(M, protocol.Case) (protocol.Prediction, error)) (*protocol.PredictResponse, error) {
 	var out *protocol.PredictResponse
 	be, err := on(func(be engine.Backend) error {
 		m, err := open(be)
@@ -200,11 +200,12 @@ func predictCases[M interface{ Close() }](ctx context.Context, plugin string, ca
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			files, err := each(m, c)
+			p, err := each(m, c)
 			if err != nil {
 				return err
 			}
-			out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: c.ID, Files: files})
+			p.CaseID = c.ID
+			out.Predictions = append(out.Predictions, p)
 		}
 		return nil
 	})

@@ -1097,9 +1097,13 @@ func (x *PredictRequest) GetOutputDir() string {
 }
 
 type Prediction struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CaseId        string                 `protobuf:"bytes,1,opt,name=case_id,json=caseId,proto3" json:"case_id,omitempty"`
-	Files         []string               `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CaseId string                 `protobuf:"bytes,1,opt,name=case_id,json=caseId,proto3" json:"case_id,omitempty"`
+	Files  []string               `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	// How sure the model is of the case, from 0 to 1 (see protocol.Prediction); absent when
+	// the plugin does not say. Added in protocol 1 without a version change: older plugins
+	// leave it out, older hosts ignore it.
+	Confidence    *float64 `protobuf:"fixed64,3,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1146,6 +1150,13 @@ func (x *Prediction) GetFiles() []string {
 		return x.Files
 	}
 	return nil
+}
+
+func (x *Prediction) GetConfidence() float64 {
+	if x != nil && x.Confidence != nil {
+		return *x.Confidence
+	}
+	return 0
 }
 
 type PredictResponse struct {
@@ -1313,11 +1324,15 @@ const file_plugin_proto_rawDesc = "" +
 	"checkpoint\x12*\n" +
 	"\x05cases\x18\x04 \x03(\v2\x14.amid.plugin.v1.CaseR\x05cases\x12\x1d\n" +
 	"\n" +
-	"output_dir\x18\x05 \x01(\tR\toutputDir\";\n" +
+	"output_dir\x18\x05 \x01(\tR\toutputDir\"o\n" +
 	"\n" +
 	"Prediction\x12\x17\n" +
 	"\acase_id\x18\x01 \x01(\tR\x06caseId\x12\x14\n" +
-	"\x05files\x18\x02 \x03(\tR\x05files\"\x82\x01\n" +
+	"\x05files\x18\x02 \x03(\tR\x05files\x12#\n" +
+	"\n" +
+	"confidence\x18\x03 \x01(\x01H\x00R\n" +
+	"confidence\x88\x01\x01B\r\n" +
+	"\v_confidence\"\x82\x01\n" +
 	"\x0fPredictResponse\x12<\n" +
 	"\vpredictions\x18\x01 \x03(\v2\x1a.amid.plugin.v1.PredictionR\vpredictions\x121\n" +
 	"\acompute\x18\x02 \x01(\v2\x17.amid.plugin.v1.ComputeR\acompute2\xaf\x02\n" +
@@ -1404,6 +1419,7 @@ func file_plugin_proto_init() {
 		(*TrainEvent_Progress)(nil),
 		(*TrainEvent_Result)(nil),
 	}
+	file_plugin_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
