@@ -167,8 +167,8 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 // found by QIDO-RS, retrieved by WADO-RS, predicted, and each DICOM SEG stored back by
 // STOW-RS. The PACS then holds, in each study, the very SEG written locally, whose label
 // map is the package's own prediction of that study. A PACS that refuses the store (a
-// wrong password) fails each case at the send alone, its files kept; a PACS that is down
-// is one sentence.
+// wrong password) fails each case at the send alone, its files kept. A watch of the PACS
+// predicts each study once, across restarts. A PACS that is down is one sentence.
 func checkPredictPACS(t *testing.T, pkg, data string, ids []string) {
 	srv, err := dicomwebtest.Start(18152)
 	if err != nil {
@@ -251,6 +251,33 @@ func checkPredictPACS(t *testing.T, pkg, data string, ids []string) {
 		if _, err := os.Stat(filepath.Join(out2, cr.SEG)); err != nil {
 			t.Errorf("%s: the SEG is lost: %v", cr.ID, err)
 		}
+	}
+	// Watching the PACS: its studies are predicted once each; a watch started again
+	// predicts none twice; a study sent later is predicted at the next round.
+	wdir := filepath.Join(t.TempDir(), "watch")
+	var said []string
+	wt := &predict.Watch{Package: pkg, Client: c, Query: []string{"ModalitiesInStudy=CT"}, Out: wdir, Rounds: 1,
+		Log: func(s string) { said = append(said, s) }}
+	if err := wt.Run(ctx); err != nil || len(said) != len(ids) {
+		t.Fatalf("watch: %v, said %q", err, said)
+	}
+	said = nil
+	if err := wt.Run(ctx); err != nil || len(said) != 0 {
+		t.Errorf("the watch started again: %v, said %q", err, said)
+	}
+	train, _ := os.ReadDir(filepath.Join(data, "train", "images"))
+	if err := srv.Send(filepath.Join(data, "train", "images", train[0].Name())); err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Run(ctx); err != nil || len(said) != 1 || !strings.Contains(said[0], "(0 failed)") {
+		t.Errorf("a study sent later: %v, said %q", err, said)
+	}
+	var rec struct {
+		Done map[string]json.RawMessage `json:"done"`
+	}
+	readJSONT(t, filepath.Join(wdir, predict.FileWatch), &rec)
+	if len(rec.Done) != len(ids)+1 {
+		t.Errorf("watch.json records %d studies, want %d", len(rec.Done), len(ids)+1)
 	}
 	// A PACS that is down.
 	srv.Stop()
