@@ -26,7 +26,7 @@ func predictCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "predict PACKAGE [INPUT...] --out DIR [--pacs URL (--study UID | --query KEY=VALUE | --watch)]",
 		Short: "Use a model package on new patients: predictions, DICOM SEG, volumes, an audit log",
-		Long: `predict verifies the model package folder PACKAGE (files, sha256s, audit chain, weights;
+		Long: `predict verifies the model package PACKAGE, a folder or its zip (files, sha256s, audit chain, weights;
 a changed package is refused before anything is predicted), prints its intended use and
 limits, then predicts each case of the INPUTs with the package's own plugin, weights,
 ensemble and configuration.

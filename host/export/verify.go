@@ -485,6 +485,41 @@ func identities(pkg, rerun compute.Identity) string {
 	return "under a different compute identity (" + compute.Diff(pkg, rerun) + ")"
 }
 
+// Unpack writes the files a package zip's manifest lists into the folder dir (created;
+// it must not hold them already), so that the package can run from there; Verify the
+// folder afterwards, since Unpack checks no sha256.
+func Unpack(zipPath, dir string) error {
+	zr, err := zip.OpenReader(zipPath)
+	if err != nil {
+		return fmt.Errorf("%s is neither a package folder nor a readable zip: %w", zipPath, err)
+	}
+	defer zr.Close()
+	fsys, err := zipRoot(&zr.Reader)
+	if err != nil {
+		return fmt.Errorf("%s: %w", zipPath, err)
+	}
+	b, err := readLimited(fsys, FileManifest, maxManifest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", zipPath, err)
+	}
+	m, err := ParseManifest(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", zipPath, err)
+	}
+	for _, f := range m.Files {
+		if !cleanRel(f.Path) {
+			return fmt.Errorf("%s: the manifest lists %q, which is not a path inside the package", zipPath, f.Path)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := extract(fsys, m, dir); err != nil {
+		return fmt.Errorf("%s: %w", zipPath, err)
+	}
+	return nil
+}
+
 // extract writes the manifest's files from fsys under dir, executables with mode 0755.
 func extract(fsys fs.FS, m *Manifest, dir string) error {
 	for _, f := range m.Files {

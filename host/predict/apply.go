@@ -83,7 +83,8 @@ type Result struct {
 }
 
 // Apply predicts the cases in inputs (see task.Task.Inputs) with the model package in
-// the folder pkg, into out (a new or empty folder). It verifies the package first
+// the folder pkg (or its zip, unpacked into out's work folder), into out (a new or empty
+// folder). It verifies the package first
 // (export.Verify: files, sha256s, audit chain, weights) and refuses a changed one. Each
 // case is checked against the package's data contract (profile.Admit), brought onto one
 // grid (Align) and predicted alone through the package's own plugin, ensemble and
@@ -99,8 +100,14 @@ func Apply(ctx context.Context, pkg string, inputs []string, out string, o Optio
 	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("%w %s holds files already: give a new or empty folder", ErrOutput, out)
 	}
+	given := pkg
 	if st, err := os.Stat(pkg); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("%s is a file: give the package folder (unzip a package.zip first)", pkg)
+		// A package.zip runs from its files unpacked into the work folder, verified there.
+		dir := filepath.Join(out, workDir, "package")
+		if err := export.Unpack(pkg, dir); err != nil {
+			return nil, err
+		}
+		pkg = dir
 	}
 	if _, err := export.Verify(ctx, pkg, export.VerifyOptions{}); err != nil {
 		return nil, fmt.Errorf("the package %s fails its check, so nothing was predicted: %w", pkg, err)
@@ -141,7 +148,7 @@ func Apply(ctx context.Context, pkg string, inputs []string, out string, o Optio
 	}
 	defer log.Close()
 	a := &applied{pk: pk, pr: pr, fp: &fp, out: out, log: log, o: o,
-		res: &Result{Package: pkg, ManifestSHA256: manSum, Task: pk.Task.ID, Lane: pk.Manifest.Lane}}
+		res: &Result{Package: given, ManifestSHA256: manSum, Task: pk.Task.ID, Lane: pk.Manifest.Lane}}
 	if err := a.record("predict.started", map[string]string{export.FileManifest: manSum}, nil, map[string]any{
 		"package_audit_last_hash": pk.Manifest.Audit.LastHash, "task": pk.Task.ID, "lane": pk.Manifest.Lane,
 		"plugin": pk.Manifest.Plugin.Name, "plugin_sha256": pk.Manifest.Plugin.SHA256, "amid_version": o.Version, "cases": len(cases), "unread": len(unread),

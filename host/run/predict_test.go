@@ -141,6 +141,21 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 		t.Errorf("the first entry %s does not name the package's audit anchor %s", entries[0].Details, man.Audit.LastHash)
 	}
 
+	// The package's zip predicts the same.
+	zipped := filepath.Join(t.TempDir(), "from-zip")
+	zres, err := predict.Apply(context.Background(), filepath.Join(filepath.Dir(pkg), "package.zip"), inputs[:1], zipped, predict.Options{})
+	if err != nil || zres.Failed != 0 {
+		t.Fatalf("the package's zip: %+v %v", zres, err)
+	}
+	a, _ := os.ReadFile(filepath.Join(zipped, zres.Cases[0].Predictions[0]))
+	b0, _ := os.ReadFile(filepath.Join(out, res.Cases[0].Predictions[0]))
+	if !bytes.Equal(a, b0) {
+		t.Error("the package's zip predicts otherwise than its folder")
+	}
+	if _, err := os.Stat(filepath.Join(zipped, ".work")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the unpacked package stayed: %v", err)
+	}
+
 	changed := filepath.Join(t.TempDir(), "package")
 	copyDir(t, pkg, changed)
 	bin := filepath.Join(changed, filepath.FromSlash(man.Plugin.Binary))
