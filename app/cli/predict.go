@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,11 +73,9 @@ command line, and are never written to a log or the audit log.`,
 				c = &dicomweb.Client{URL: settings.PACS.URL, User: settings.PACS.User, Password: settings.PACS.Password}
 			}
 			if watch {
-				card, err := export.ReadCard(os.DirFS(args[0]))
-				if err != nil {
-					return err
-				}
-				printCard(w, card)
+				// The card once, with the first study (a package's zip is read then).
+				var once sync.Once
+				o.Card = func(card *export.Card) { once.Do(func() { printCard(w, card) }) }
 				fmt.Fprintf(w, "watching %s every %v for studies%s; Ctrl-C stops\n", settings.PACS, every, queryText(query))
 				wt := &predict.Watch{Package: args[0], Client: c, Query: query, Every: every, Out: out, Options: o,
 					Log: func(s string) { fmt.Fprintln(w, s) }}
