@@ -33,6 +33,12 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"report", filepath.Join(dir, "nowhere")}, "nowhere"},
 		{[]string{"demo", filepath.Join(dir, "d"), "--cases", "1"}, "at least 2"},
 		{[]string{"bench", "--tasks", "no-such-challenge", "--out", filepath.Join(dir, "b")}, "no-such-challenge"},
+		{[]string{"predict", filepath.Join(dir, "empty"), bad}, "--out DIR is needed"},
+		{[]string{"predict", filepath.Join(dir, "empty"), "--out", filepath.Join(dir, "p1"), "--study", "1.2.3"}, "need a PACS: --pacs URL or $AMID_PACS_URL"},
+		{[]string{"predict", filepath.Join(dir, "empty"), "--out", filepath.Join(dir, "p2")}, "nothing to predict"},
+		{[]string{"predict", filepath.Join(dir, "empty"), bad, "--out", filepath.Join(dir, "p3")}, "fails its check, so nothing was predicted"},
+		{[]string{"predict", bad, bad, "--out", filepath.Join(dir, "p4")}, "neither a package folder nor a readable zip"},
+		{[]string{"predict", filepath.Join(dir, "empty"), bad, "--out", dir}, "holds files already"},
 	} {
 		out, errOut, code := run(t, c.args...)
 		msg := out + errOut
