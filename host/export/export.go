@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/host/finite"
 	"amid/plugins/compute"
 	"amid/viewer/fileio"
 )
@@ -352,6 +353,9 @@ func write(root string, c *Contents) (*Manifest, error) {
 		return nil, err
 	}
 	if c.Card != nil {
+		if err := finite.Check(c.Card); err != nil {
+			return nil, fmt.Errorf("export: %s: %w", FileCard, err)
+		}
 		b, err := json.MarshalIndent(c.Card, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("export: %s: %w", FileCard, err)

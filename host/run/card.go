@@ -79,7 +79,10 @@ func (r *Runner) card(fp *profile.Fingerprint, version string) *export.Card {
 	if n := len(per); n > 0 && n < fp.Train {
 		c.Evaluation.Validation += fmt.Sprintf(" The folds trained within the budget validated %d of the %d cases.", n, fp.Train)
 	}
-	m, _ := best.Mean()
+	m, n := best.Mean()
+	if n == 0 {
+		m = 0 // undefined on every fold: Undefined says why, and JSON holds no NaN
+	}
 	if len(per) > 0 {
 		m = mean(per) // the folds' cases are the ones the interval resamples
 	}
