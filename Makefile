@@ -92,7 +92,7 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race learn slurm floats-alt e2e fuzz-short screenshots-check
+test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -140,9 +140,10 @@ learn:
 # a one-node cluster on loopback that .ci/slurm.sh starts before and stops after, whatever
 # the tests' outcome: jobs of what the plan asks for, a plugin changed on the shared folder
 # refused on the node, jobs cancelled by the run and from outside, a node failure, and the
-# demo task on Slurm against the same run here (about 2 minutes). The race pass runs them
-# once more under the race detector (their TestMain starts the cluster when none answers,
-# through the same script, and stops it after).
+# demo task on Slurm against the same run here (about 2 minutes). make test does not run
+# this target: its race pass runs the same tests under the race detector (their TestMain
+# starts the cluster when none answers, through the same script, and stops it after), and
+# running them twice cost CI two minutes.
 slurm: deps
 	@.ci/slurm.sh start
 	@rc=0; $(GO) test -count=1 -timeout 10m ./host/slurm/... || rc=$$?; .ci/slurm.sh stop; exit $$rc
