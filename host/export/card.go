@@ -186,7 +186,7 @@ func RenderCard(c *Card) string {
 	t := c.Training
 	w("## Training data\n\n%d cases of %d patients; modality %s; %d channel(s).\n\n", t.Cases, t.Patients, orDash(t.Modality), t.Channels)
 	w("- median shape (Z, Y, X): %d × %d × %d\n", t.MedianSize[0], t.MedianSize[1], t.MedianSize[2])
-	w("- spacing (Z, Y, X), least to most: %s to %s mm\n", vec(t.Spacing[0]), vec(t.Spacing[1]))
+	w("- spacing (Z, Y, X), least to most: %s to %s mm\n", Triple(t.Spacing[0]), Triple(t.Spacing[1]))
 	w("- intensity percentiles 0.5 / 50 / 99.5: %.4g / %.4g / %.4g\n", t.Intensity[0], t.Intensity[1], t.Intensity[2])
 	for i, cl := range t.Classes {
 		if i < len(t.CasesWithClass) {
@@ -238,4 +238,5 @@ func firstInterval(s []CardScore) string {
 	return "none."
 }
 
-func vec(v [3]float64) string { return fmt.Sprintf("%.3g × %.3g × %.3g", v[0], v[1], v[2]) }
+// Triple writes three values as "0.8 × 0.8 × 4" (a spacing, a shape).
+func Triple(v [3]float64) string { return fmt.Sprintf("%.3g × %.3g × %.3g", v[0], v[1], v[2]) }

@@ -79,12 +79,9 @@ func Admit(fp *Fingerprint, t *task.Task, c task.Case) ([]string, error) {
 	if t.Dims == 2 {
 		axes = 2
 	}
+	sp := fp.SpacingRange()
 	for a := range axes {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, s := range fp.Cases {
-			x := s.Spacing[2-a] // Shape is (Z, Y, X)
-			lo, hi = min(lo, x), max(hi, x)
-		}
+		lo, hi := sp[0][2-a], sp[1][2-a] // the range is (Z, Y, X)
 		if x := v.Spacing[a]; len(fp.Cases) > 0 && (x < lo/spacingSlack || x > hi*spacingSlack) {
 			warns = append(warns, fmt.Sprintf("the spacing along %c, %.4g mm, lies outside the training spacings, %.4g to %.4g mm", "XYZ"[a], x, lo, hi))
 		}
@@ -96,4 +93,20 @@ func Admit(fp *Fingerprint, t *task.Task, c task.Case) ([]string, error) {
 		}
 	}
 	return warns, nil
+}
+
+// SpacingRange is the least and the most spacing along Z, Y and X over the training cases
+// (zero without cases).
+func (f *Fingerprint) SpacingRange() [2][3]float64 {
+	if len(f.Cases) == 0 {
+		return [2][3]float64{}
+	}
+	lo := [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}
+	hi := [3]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1)}
+	for _, s := range f.Cases {
+		for a := range 3 {
+			lo[a], hi[a] = min(lo[a], s.Spacing[a]), max(hi[a], s.Spacing[a])
+		}
+	}
+	return [2][3]float64{lo, hi}
 }

@@ -3,7 +3,6 @@ package run
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -49,7 +48,7 @@ func (r *Runner) card(fp *profile.Fingerprint, version string) *export.Card {
 		kindText(t.Kind), orNone(strings.Join(classes, ", ")), t.Dims, firstNonEmpty(t.Modality, "unspecified-modality"),
 		fp.Train, fp.Patients, strings.TrimSpace(t.Description))
 	c.Training = export.CardData{Cases: fp.Train, Patients: fp.Patients, Modality: fp.Modality, Channels: fp.Channels, Classes: classes,
-		MedianSize: fp.MedianShape, Spacing: spacingRange(fp), Intensity: fp.Intensity, CasesWithClass: withClass}
+		MedianSize: fp.MedianShape, Spacing: fp.SpacingRange(), Intensity: fp.Intensity, CasesWithClass: withClass}
 	split := ""
 	if fl, err := r.folds(); err == nil {
 		split = fl.Hash
@@ -115,9 +114,9 @@ func (r *Runner) limits(fp *profile.Fingerprint, undefined string) []string {
 		dims = "2-D images"
 	}
 	out = append(out, fmt.Sprintf("It reads %s of %d channel(s)%s: amid predict refuses other inputs with the reason.", dims, max(fp.Channels, 1), modalityText(t.Modality)))
-	sp := spacingRange(fp)
+	sp := fp.SpacingRange()
 	out = append(out, fmt.Sprintf("It saw spacings (Z, Y, X) from %s to %s mm and intensities between %.4g and %.4g (0.5 and 99.5 percentiles); amid predict warns of an input more than 25 %% outside the spacings or whose median intensity lies outside those percentiles.",
-		spacingText(sp[0]), spacingText(sp[1]), fp.Intensity[0], fp.Intensity[2]))
+		export.Triple(sp[0]), export.Triple(sp[1]), fp.Intensity[0], fp.Intensity[2]))
 	if fp.Train < fewCases {
 		out = append(out, fmt.Sprintf("It was trained on %d cases, fewer than %d: its scores' intervals are wide, and it has seen little of the variety of real patients.", fp.Train, fewCases))
 	}
@@ -173,23 +172,6 @@ func modalityText(m string) string {
 	}
 	return ", of modality " + m
 }
-
-// spacingRange is the least and the most spacing along Z, Y and X over the training cases.
-func spacingRange(fp *profile.Fingerprint) [2][3]float64 {
-	lo := [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}
-	hi := [3]float64{math.Inf(-1), math.Inf(-1), math.Inf(-1)}
-	for _, s := range fp.Cases {
-		for a := range 3 {
-			lo[a], hi[a] = min(lo[a], s.Spacing[a]), max(hi[a], s.Spacing[a])
-		}
-	}
-	if len(fp.Cases) == 0 {
-		return [2][3]float64{}
-	}
-	return [2][3]float64{lo, hi}
-}
-
-func spacingText(v [3]float64) string { return fmt.Sprintf("%.3g × %.3g × %.3g", v[0], v[1], v[2]) }
 
 // sortedValues are m's values in the order of its sorted keys.
 func sortedValues(m map[string]float64) []float64 {
