@@ -224,34 +224,34 @@ func inferBatch(be engine.Backend, trainBatch int) int {
 }
 
 // classes predicts the class of every voxel of a case's image files, on the image's grid,
-// and how sure it is (infer.Confidence).
-func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, conf float64, err error) {
+// with the class scores it chose them by (K planes of the image's voxels).
+func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, prob []float32, err error) {
 	if img, err = data.ReadChannels(paths); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, nil, err
 	}
-	if cls, conf, err = m.segment(img); err != nil {
-		return nil, nil, 0, fmt.Errorf("image %s: %w", paths[0], err)
+	if cls, prob, err = m.segment(img); err != nil {
+		return nil, nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
 	}
-	return img, cls, conf, nil
+	return img, cls, prob, nil
 }
 
-// segment predicts the class of every voxel of img, on its grid, and how sure it is; a
-// cascade first segments img with its low-resolution model.
-func (m *model) segment(img *volume.Volume) ([]int32, float64, error) {
+// segment predicts the class of every voxel of img, on its grid, and returns the class
+// scores too; a cascade first segments img with its low-resolution model.
+func (m *model) segment(img *volume.Volume) ([]int32, []float32, error) {
 	if m.low != nil {
 		low, _, err := m.low.segment(img)
 		if err != nil {
-			return nil, 0, fmt.Errorf("low-resolution network: %w", err)
+			return nil, nil, fmt.Errorf("low-resolution network: %w", err)
 		}
 		v, err := classVolume(img, low, m.Classes)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 	}
 	m.err, m.grid = nil, img.Spacing
@@ -260,10 +260,9 @@ func (m *model) segment(img *volume.Volume) ([]int32, float64, error) {
 		err = m.err
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	cls := infer.Argmax(prob, m.Classes)
-	return cls, infer.Confidence(prob, m.Classes, cls), nil
+	return infer.Argmax(prob, m.Classes), prob, nil
 }
 
 // post returns a copy of the class map cls of grid dims post-processed by option name.
@@ -371,10 +370,12 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err != nil {
 			return none, err
 		}
-		img, cls, conf, err := m.classes(c.Images)
+		img, cls, prob, err := m.classes(c.Images)
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
+		// Predict alone says how sure it is: validation, on the budget's clock, does not.
+		conf := infer.Confidence(prob, m.Classes, cls)
 		lab, err := m.label(img, cls)
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
