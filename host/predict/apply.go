@@ -365,16 +365,13 @@ func (a *applied) finish(vols []VolumeRow) error {
 	}); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(a.out, FileAudit))
-	if err != nil {
-		return err
-	}
-	if err := a.log.ExportJSONL(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := exportLog(a.log, a.out); err != nil {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(a.out, workDir))
+}
+
+// exportLog writes the predict run's audit log as audit.jsonl in out, atomically.
+func exportLog(log *audit.Log, out string) error {
+	return fileio.WriteWith(filepath.Join(out, FileAudit), log.ExportJSONL)
 }

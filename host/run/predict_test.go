@@ -123,9 +123,28 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 	if err != nil || len(rows) != 1+5*len(ids) || strings.Join(rows[0], ",") != "case_id,label,name,voxels,volume_ml" {
 		t.Errorf("volumes.csv: %v %v", rows, err)
 	}
+	// A reader's decisions go into the predict run's own log: two on the first study
+	// (the newest counts), none on the folder without a prediction or of another word.
+	first := res.Cases[0].ID
+	for _, d := range []string{Rejected, Approved} {
+		if err := predict.Review(out, export.Decision{Case: first, Decision: d, Reviewer: "reader", Note: "checked " + d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := predict.Review(out, export.Decision{Case: last.ID, Decision: Approved}); err == nil || !strings.Contains(err.Error(), "has no prediction") {
+		t.Errorf("a decision on a case without a prediction: %v", err)
+	}
+	if err := predict.Review(out, export.Decision{Case: first, Decision: "maybe"}); err == nil {
+		t.Error("a decision that is neither approved nor rejected was taken")
+	}
+	if ds, err := predict.Decisions(out); err != nil || len(ds) != 1 || ds[0].Decision != Approved || ds[0].Note != "checked approved" {
+		t.Errorf("decisions %+v %v: want the first study approved", ds, err)
+	}
+	// Apply's entries (started, one per study, the failed folder, done) and the two
+	// decisions.
 	n, _, err := audit.VerifyJSONLFile(filepath.Join(out, predict.FileAudit))
-	if err != nil || n != len(ids)+3 {
-		t.Fatalf("the predict audit log: %d entries, %v; want %d", n, err, len(ids)+3)
+	if err != nil || n != len(ids)+5 {
+		t.Fatalf("the predict audit log: %d entries, %v; want %d", n, err, len(ids)+5)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, predict.FileAudit))
 	for _, name := range []string{"Mr_Smith", "scanner-notes", "notes.txt", ids[0]} {
@@ -136,8 +155,8 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 	var man export.Manifest
 	readJSONT(t, filepath.Join(pkg, "manifest.json"), &man)
 	entries, _ := audit.ReadJSONL(bytes.NewReader(b))
-	var first map[string]any
-	if err := json.Unmarshal(entries[0].Details, &first); err != nil || first["package_audit_last_hash"] != man.Audit.LastHash {
+	var started map[string]any
+	if err := json.Unmarshal(entries[0].Details, &started); err != nil || started["package_audit_last_hash"] != man.Audit.LastHash {
 		t.Errorf("the first entry %s does not name the package's audit anchor %s", entries[0].Details, man.Audit.LastHash)
 	}
 

@@ -16,8 +16,8 @@ import (
 
 // Review decisions.
 const (
-	Approved = "approved"
-	Rejected = "rejected"
+	Approved = export.Approved
+	Rejected = export.Rejected
 )
 
 // ErrReview means the review does not allow an export.
@@ -28,25 +28,7 @@ const reviewFile = "review.json"
 
 // Decisions returns a run's review decisions, one per case (the newest).
 func Decisions(dir string) ([]export.Decision, error) {
-	var all []export.Decision
-	err := fileio.ReadJSON(filepath.Join(dir, reviewFile), &all)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	latest := map[string]int{}
-	var out []export.Decision
-	for _, d := range all {
-		if i, ok := latest[d.Case]; ok {
-			out[i] = d
-			continue
-		}
-		latest[d.Case] = len(out)
-		out = append(out, d)
-	}
-	return out, nil
+	return export.ReadDecisions(filepath.Join(dir, reviewFile))
 }
 
 // Review records a user's decision on one test case of a finished run: it is appended to
@@ -57,8 +39,8 @@ func Review(dir string, d export.Decision) error {
 	if err != nil {
 		return err
 	}
-	if d.Decision != Approved && d.Decision != Rejected {
-		return fmt.Errorf("review: decision %q is not %s or %s", d.Decision, Approved, Rejected)
+	if err := d.Check(); err != nil {
+		return err
 	}
 	if phaseIndex(st.Phase) < phaseIndex(PhaseFinal)+1 {
 		return fmt.Errorf("review: run %s has no test predictions yet (phase %s)", st.ID, st.Phase)
@@ -78,12 +60,7 @@ func Review(dir string, d export.Decision) error {
 		return fmt.Errorf("review: %w", err)
 	}
 	defer lg.Close()
-	var all []export.Decision
-	if err := fileio.ReadJSON(filepath.Join(dir, reviewFile), &all); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	all = append(all, d)
-	sum, err := writeJSON(filepath.Join(dir, reviewFile), all)
+	sum, err := export.AppendDecision(filepath.Join(dir, reviewFile), d)
 	if err != nil {
 		return err
 	}
