@@ -64,7 +64,7 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 	for _, in := range src.Instances {
 		if !seen[in.SOPInstanceUID] {
 			seen[in.SOPInstanceUID] = true
-			images = append(images, imageRef(in))
+			images = append(images, in.Ref())
 		}
 	}
 	var roiItems, contourItems, observations []*dataset.DataSet
@@ -95,7 +95,7 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 				long = true
 			}
 			if in, ok := src.Nearest(c.Points[0]); ok {
-				item.Put(dataset.Seq(tag.ContourImageSequence, imageRef(in)))
+				item.Put(dataset.Seq(tag.ContourImageSequence, in.Ref()))
 			}
 			contours = append(contours, item)
 		}
@@ -146,17 +146,6 @@ func Encode(rois []ROI, src *source.Series, o Options) (*dataset.File, error) {
 		ts = dataset.ImplicitVRLittleEndian
 	}
 	return &dataset.File{TransferSyntax: ts, DataSet: ds}, nil
-}
-
-func imageRef(in source.Instance) *dataset.DataSet {
-	d := dataset.New(
-		dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
-		dataset.Text(tag.ReferencedSOPInstanceUID, "UI", in.SOPInstanceUID),
-	)
-	if in.Frame > 0 {
-		d.Put(dataset.IS(tag.ReferencedFrameNumber, in.Frame))
-	}
-	return d
 }
 
 // palette are the ROI display colours, in order.

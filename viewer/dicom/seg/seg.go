@@ -51,24 +51,9 @@ import (
 // data, or a labelmap segmentation).
 var ErrUnsupported = errors.New("unsupported segmentation")
 
-// Code is a coded concept: one item of a DICOM code sequence.
-type Code struct {
-	Value   string `json:"value" yaml:"value"`
-	Scheme  string `json:"scheme" yaml:"scheme"` // Coding Scheme Designator: SCT, DCM, …
-	Meaning string `json:"meaning,omitempty" yaml:"meaning"`
-}
-
-// IsZero reports whether c names no concept.
-func (c Code) IsZero() bool { return c.Value == "" && c.Scheme == "" }
-
-// String writes c as SCHEME:VALUE (Meaning).
-func (c Code) String() string {
-	s := c.Scheme + ":" + c.Value
-	if c.Meaning != "" {
-		s += " (" + c.Meaning + ")"
-	}
-	return s
-}
+// Code is a coded concept: one item of a DICOM code sequence (dataset.Code, which the
+// other derived objects share).
+type Code = dataset.Code
 
 // Segment is one segment of a segmentation.
 type Segment struct {
@@ -203,7 +188,7 @@ func FromDataSet(f *dataset.File) (*Segmentation, error) {
 		}
 		s.Segments = append(s.Segments, Segment{
 			Number: n, Label: it.String(tag.SegmentLabel), Description: it.String(tag.SegmentDescription),
-			Category: code(it.Item(tag.SegmentedPropertyCategoryCodeSequence)), Type: code(it.Item(tag.SegmentedPropertyTypeCodeSequence)),
+			Category: dataset.CodeOf(it.Item(tag.SegmentedPropertyCategoryCodeSequence)), Type: dataset.CodeOf(it.Item(tag.SegmentedPropertyTypeCodeSequence)),
 			AlgorithmType: it.String(tag.SegmentAlgorithmType), AlgorithmName: it.String(tag.SegmentAlgorithmName),
 		})
 	}
@@ -305,10 +290,6 @@ func sources(item *dataset.DataSet) []Ref {
 		}
 	}
 	return out
-}
-
-func code(d *dataset.DataSet) Code {
-	return Code{Value: d.String(tag.CodeValue), Scheme: d.String(tag.CodingSchemeDesignator), Meaning: d.String(tag.CodeMeaning)}
 }
 
 // Segment returns the segment with number n.

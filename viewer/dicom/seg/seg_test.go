@@ -46,7 +46,7 @@ func labelsOn(t testing.TB, v *volume.Volume) *volume.Volume {
 }
 
 var testLabels = []Label{
-	{Value: 1, Name: "bright", Type: Code{"12738006", "SCT", "Brain"}, Category: Code{"123037004", "SCT", "Anatomical Structure"}},
+	{Value: 1, Name: "bright", Type: Code{Value: "12738006", Scheme: "SCT", Meaning: "Brain"}, Category: Code{Value: "123037004", Scheme: "SCT", Meaning: "Anatomical Structure"}},
 	{Value: 2, Name: "box"},
 	{Value: 3, Name: "patch"},
 }

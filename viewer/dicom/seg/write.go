@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"amid/viewer/dicom/dataset"
@@ -145,14 +144,8 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 	perFrame := make([]*dataset.DataSet, len(frames))
 	for i, f := range frames {
 		in := bySlice[f.k]
-		ref := dataset.New(
-			dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
-			dataset.Text(tag.ReferencedSOPInstanceUID, "UI", in.SOPInstanceUID),
-			dataset.Seq(tag.PurposeOfReferenceCodeSequence, codeItem(Code{"121322", "DCM", "Source image for image processing operation"})),
-		)
-		if in.Frame > 0 {
-			ref.Put(dataset.IS(tag.ReferencedFrameNumber, in.Frame))
-		}
+		ref := in.Ref()
+		ref.Put(dataset.Seq(tag.PurposeOfReferenceCodeSequence, source.PurposeSourceImage.Item()))
 		pos := in.Position
 		if !in.HasPosition {
 			pos = lab.VoxelToWorld([3]float64{0, 0, float64(f.k)})
@@ -160,7 +153,7 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 		perFrame[i] = dataset.New(
 			dataset.Seq(tag.DerivationImageSequence, dataset.New(
 				dataset.Seq(tag.SourceImageSequence, ref),
-				dataset.Seq(tag.DerivationCodeSequence, codeItem(Code{"113076", "DCM", "Segmentation"})),
+				dataset.Seq(tag.DerivationCodeSequence, Code{Value: "113076", Scheme: "DCM", Meaning: "Segmentation"}.Item()),
 			)),
 			dataset.Seq(tag.FrameContentSequence, dataset.New(dataset.UL(tag.DimensionIndexValues, uint32(f.seg), uint32(f.k+1)))),
 			dataset.Seq(tag.PlanePositionSequence, dataset.New(dataset.DS(tag.ImagePositionPatient, pos[:]...))),
@@ -222,7 +215,7 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 		dataset.Seq(tag.PerFrameFunctionalGroupsSequence, perFrame...),
 		dataset.Seq(tag.ReferencedSeriesSequence, dataset.New(
 			dataset.Text(tag.SeriesInstanceUID, "UI", src.SeriesInstanceUID),
-			dataset.Seq(tag.ReferencedInstanceSequence, referenced(src)...))),
+			dataset.Seq(tag.ReferencedInstanceSequence, src.Referenced()...))),
 		&dataset.Element{Tag: tag.PixelData, VR: "OB", Value: bits},
 	)
 	src.CopyPatientStudy(ds)
@@ -279,27 +272,12 @@ func segmentItem(n int, l Label, algorithm string) *dataset.DataSet {
 	}
 	return dataset.New(
 		dataset.US(tag.SegmentNumber, uint16(n)),
-		dataset.Text(tag.SegmentLabel, "LO", clip(name, 64)),
-		dataset.Seq(tag.SegmentedPropertyCategoryCodeSequence, codeItem(cat)),
-		dataset.Seq(tag.SegmentedPropertyTypeCodeSequence, codeItem(typ)),
+		dataset.Text(tag.SegmentLabel, "LO", dataset.Clip(name, 64)),
+		dataset.Seq(tag.SegmentedPropertyCategoryCodeSequence, cat.Item()),
+		dataset.Seq(tag.SegmentedPropertyTypeCodeSequence, typ.Item()),
 		dataset.Text(tag.SegmentAlgorithmType, "CS", "AUTOMATIC"),
-		dataset.Text(tag.SegmentAlgorithmName, "LO", clip(algorithm, 64)),
+		dataset.Text(tag.SegmentAlgorithmName, "LO", dataset.Clip(algorithm, 64)),
 	)
-}
-
-// codeItem is a code sequence item; a code value longer than 16 characters goes into
-// Long Code Value (PS3.3 §8.8).
-func codeItem(c Code) *dataset.DataSet {
-	d := dataset.New(
-		dataset.Text(tag.CodingSchemeDesignator, "SH", clip(c.Scheme, 16)),
-		dataset.Text(tag.CodeMeaning, "LO", clip(c.Meaning, 64)),
-	)
-	if len(c.Value) > 16 {
-		d.Put(dataset.Text(tag.LongCodeValue, "UC", c.Value))
-	} else {
-		d.Put(dataset.Text(tag.CodeValue, "SH", c.Value))
-	}
-	return d
 }
 
 func dimension(uid string, pointer, group tag.Tag, label string) *dataset.DataSet {
@@ -309,29 +287,6 @@ func dimension(uid string, pointer, group tag.Tag, label string) *dataset.DataSe
 		dataset.AT(tag.FunctionalGroupPointer, group),
 		dataset.Text(tag.DimensionDescriptionLabel, "LO", label),
 	)
-}
-
-// referenced lists the series' instances once each.
-func referenced(src *source.Series) []*dataset.DataSet {
-	var out []*dataset.DataSet
-	seen := map[string]bool{}
-	for _, in := range src.Instances {
-		if seen[in.SOPInstanceUID] {
-			continue
-		}
-		seen[in.SOPInstanceUID] = true
-		out = append(out, dataset.New(
-			dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
-			dataset.Text(tag.ReferencedSOPInstanceUID, "UI", in.SOPInstanceUID)))
-	}
-	return out
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
 }
 
 func usesOwnCodes(labels []Label) bool {
@@ -349,12 +304,5 @@ func ascii(labels []Label, o Options) bool {
 	for _, l := range labels {
 		all = append(all, l.Name, l.Type.Meaning, l.Category.Meaning)
 	}
-	for _, s := range all {
-		for i := 0; i < len(s); i++ {
-			if s[i] >= 0x80 {
-				return false
-			}
-		}
-	}
-	return true
+	return dataset.ASCII(all...)
 }

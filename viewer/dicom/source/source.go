@@ -322,6 +322,43 @@ func (s *Series) CopyPatientStudy(ds *dataset.DataSet) {
 	}
 }
 
+// PurposeSourceImage is the Purpose of Reference of a derived object's reference to the
+// image it was computed from: DCM 121322 "Source image for image processing operation"
+// (CID 7202).
+var PurposeSourceImage = dataset.Code{Value: "121322", Scheme: "DCM", Meaning: "Source image for image processing operation"}
+
+// Ref is a reference to the instance: its Referenced SOP Class and Instance UIDs, and its
+// Referenced Frame Number when it is a frame of a multi-frame image (an item of a Source
+// Image, Contour Image or Referenced SOP Sequence).
+func (in Instance) Ref() *dataset.DataSet {
+	d := dataset.New(
+		dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
+		dataset.Text(tag.ReferencedSOPInstanceUID, "UI", in.SOPInstanceUID),
+	)
+	if in.Frame > 0 {
+		d.Put(dataset.IS(tag.ReferencedFrameNumber, in.Frame))
+	}
+	return d
+}
+
+// Referenced lists the series' SOP instances once each (the frames of a multi-frame image
+// as one), as items of a Referenced Instance or Referenced SOP Sequence: the series a
+// derived object was computed from.
+func (s *Series) Referenced() []*dataset.DataSet {
+	var out []*dataset.DataSet
+	seen := map[string]bool{}
+	for _, in := range s.Instances {
+		if seen[in.SOPInstanceUID] {
+			continue
+		}
+		seen[in.SOPInstanceUID] = true
+		out = append(out, dataset.New(
+			dataset.Text(tag.ReferencedSOPClassUID, "UI", in.SOPClassUID),
+			dataset.Text(tag.ReferencedSOPInstanceUID, "UI", in.SOPInstanceUID)))
+	}
+	return out
+}
+
 // Nearest returns the instance whose image plane lies nearest to p, when that is within
 // 1 mm.
 func (s *Series) Nearest(p [3]float64) (Instance, bool) {
