@@ -122,6 +122,7 @@ func (s *exportScreen) run() {
 				s.result.SetText("Export failed: " + errText(err))
 			default:
 				s.a.A.Preferences().SetString(prefExportFolder, filepath.Dir(dest))
+				remember(s.a.A.Preferences(), prefRecentPkgs, dest)
 				s.result.SetText("Package written: " + zip)
 			}
 		})

@@ -1,10 +1,13 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +19,7 @@ import (
 	"amid/host/audit/audittest"
 	"amid/host/export"
 	"amid/host/planner"
+	"amid/host/predict"
 	"amid/host/run"
 	"amid/host/synth"
 	"amid/plugins/plugintest"
@@ -179,6 +183,8 @@ func TestExport(t *testing.T) {
 	a.OpenRun(dir)
 	n := realRunCases / 4 // synth.Demo's test cases
 	const reason = "second opinion needed before the tumour board"
+	pkgs := t.TempDir()
+	var dest string // the package exported after review
 
 	t.Run("with a reason", func(t *testing.T) {
 		a.tabs.SelectIndex(tabExport)
@@ -218,7 +224,7 @@ func TestExport(t *testing.T) {
 			q.wait(t, "decision", func() bool { return s.data.Reviewed() == i+1 })
 		}
 		start := time.Now()
-		dest := filepath.Join(t.TempDir(), "pkg")
+		dest = filepath.Join(pkgs, "pkg")
 		exportThroughScreen(t, a, q, dest)
 		t.Logf("export took %v", time.Since(start).Round(100*time.Millisecond))
 		var review []export.Decision
@@ -244,4 +250,93 @@ func TestExport(t *testing.T) {
 			t.Errorf("audit log: %d approvals, %d exports, %d reasons; want %d, 3 and 1", decisions, exports, reasons, n)
 		}
 	})
+
+	t.Run("use the model", func(t *testing.T) {
+		if dest == "" {
+			t.Fatal("no package was exported after review")
+		}
+		useModel(t, a, q, dir, dest)
+	})
+}
+
+// useModel predicts new patients with the package pkg of the run in dir as a reader
+// would: Home lists the run's own package and the exported one; choosing it opens Use a
+// model, which predicts the run's test images copied under new names (patient1, …). Each
+// prediction has the bytes of the package's own for its image, the cases come the least
+// sure first with their volumes, and an approval goes into the predict run's audit log.
+func useModel(t *testing.T, a *App, q loop, dir, pkg string) {
+	a.tabs.SelectIndex(tabHome)
+	h := a.home
+	q.wait(t, "packages on Home", func() bool { return len(h.pkgs) == 2 })
+	at := -1
+	for i, p := range h.pkgs {
+		if p.Problem != "" {
+			t.Errorf("package %s: %s", p.Dir, p.Problem)
+		}
+		if p.Dir == pkg {
+			at = i
+		}
+	}
+	if at < 0 || !slices.ContainsFunc(h.pkgs, func(p packageRow) bool { return p.Dir == filepath.Join(dir, "package") }) {
+		t.Fatalf("Home lists %v: want the run's own package and %s", h.pkgs, pkg)
+	}
+	h.pkgList.Select(at)
+	u := a.use
+	if a.tabs.SelectedIndex() != tabUse || u.pkg.Selected != pkg {
+		t.Fatalf("tab %d, package %q: want Use a model with %s", a.tabs.SelectedIndex(), u.pkg.Selected, pkg)
+	}
+	ds, err := run.Cases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := t.TempDir()
+	names := map[string]string{}
+	for k, c := range ds.Test {
+		name := fmt.Sprintf("patient%d", k+1)
+		copyFile(t, c.Images[0], filepath.Join(in, name+".nii.gz"))
+		names[name] = c.ID
+	}
+	u.addInput(in)
+	out := filepath.Join(t.TempDir(), "predicted")
+	u.out.SetText(out)
+	test.Tap(u.button)
+	q.waitUpTo(t, "predictions", 3*time.Minute, func() bool { return len(u.cases) == len(ds.Test) || strings.HasPrefix(u.status.Text, "Nothing") })
+	t.Logf("status: %s\ncard: %s", u.status.Text, u.card.Text)
+	if len(u.cases) != len(ds.Test) || !strings.HasPrefix(u.card.Text, "Intended use: ") {
+		t.Fatalf("%d cases (want %d), card %q: %s", len(u.cases), len(ds.Test), u.card.Text, u.status.Text)
+	}
+	for i, c := range u.cases {
+		if c.Confidence == nil || (i > 0 && *c.Confidence < *u.cases[i-1].Confidence) {
+			t.Errorf("case %d %s: confidence %v: want each, the least sure first", i, c.ID, c.Confidence)
+		}
+		got, err := os.ReadFile(filepath.Join(out, c.Predictions[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(pkg, "predictions", names[c.ID]+".nii.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s (test case %s): the prediction differs from the package's", c.ID, names[c.ID])
+		}
+	}
+	// The least sure case opens in the viewer with its volumes (the demo's labels in mL).
+	first := u.cases[0]
+	q.wait(t, "the first case's view", func() bool { return u.current == first && strings.HasPrefix(u.info.Text, first.ID+", confidence") })
+	if !strings.Contains(u.info.Text, " mL") || len(u.holder.Objects) != 1 {
+		t.Errorf("the case's text %q: want its volumes in mL, and the viewer", u.info.Text)
+	}
+	u.note.SetText("contours checked")
+	test.Tap(u.approve)
+	q.wait(t, "the decision", func() bool { return first.Decision == export.Approved })
+	n, _, err := audit.VerifyJSONLFile(filepath.Join(out, predict.FileAudit))
+	entries := audittest.Entries(t, filepath.Join(out, "audit.db"))
+	last := entries[len(entries)-1]
+	if err != nil || n != len(entries) || last.Action != audit.ActionReviewDecision || last.Role != audit.RoleUser || detailsOf(t, last)["note"] != "contours checked" {
+		t.Errorf("the predict run's audit log (%d entries, %v) ends with %s by %s %s: want the approval", n, err, last.Action, last.Role, last.Details)
+	}
+	if got := a.A.Preferences().StringList(prefRecentPkgs); !slices.Contains(got, pkg) {
+		t.Errorf("recent packages %v: want %s", got, pkg)
+	}
 }

@@ -106,6 +106,14 @@ func TestScreensGolden(t *testing.T) {
 			a.export.dest.SetText("/data/exports/run-package") // the default names the time
 			return nil
 		}},
+		{"use", func(t *testing.T, a *App, q loop) map[string]string {
+			a.tabs.SelectIndex(tabUse)
+			q.drain() // the package list, read when the tab is shown (none here)
+			a.use.addPackage("/data/exports/head-package")
+			a.use.addInput("/data/incoming/Mr_Smith_study")
+			a.use.out.SetText("/data/predicted/2026-03-01")
+			return nil
+		}},
 		{"plugins", func(t *testing.T, a *App, q loop) map[string]string {
 			pdir := os.Getenv(config.EnvPluginDir)
 			if err := os.MkdirAll(pdir, 0o755); err != nil {

@@ -79,17 +79,20 @@ func (r runRow) String() string {
 	return fmt.Sprintf("%s — %s — %s — %s", r.ID, r.Task, r.Phase, r.Created.Local().Format("2006-01-02 15:04"))
 }
 
-// homeScreen lists recent runs.
+// homeScreen lists the recent runs and the model packages AMID knows.
 type homeScreen struct {
-	a      *App
-	obj    fyne.CanvasObject
-	rows   []runRow
-	list   *widget.List
-	status *widget.Label
+	a        *App
+	obj      fyne.CanvasObject
+	rows     []runRow
+	list     *widget.List
+	pkgs     []packageRow
+	pkgList  *widget.List
+	status   *widget.Label
+	pkgState *widget.Label
 }
 
 func newHomeScreen(a *App) *homeScreen {
-	h := &homeScreen{a: a, status: widget.NewLabel("")}
+	h := &homeScreen{a: a, status: widget.NewLabel(""), pkgState: widget.NewLabel("")}
 	h.list = widget.NewList(func() int { return len(h.rows) },
 		func() fyne.CanvasObject { return widget.NewLabel("run") },
 		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(h.rows[i].String()) })
@@ -97,6 +100,17 @@ func newHomeScreen(a *App) *homeScreen {
 		if i < len(h.rows) {
 			h.list.UnselectAll()
 			a.OpenRun(h.rows[i].Dir)
+		}
+	}
+	h.pkgList = widget.NewList(func() int { return len(h.pkgs) },
+		func() fyne.CanvasObject { return widget.NewLabel("package") },
+		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(h.pkgs[i].String()) })
+	h.pkgList.OnSelected = func(i widget.ListItemID) {
+		if i < len(h.pkgs) {
+			h.pkgList.UnselectAll()
+			if h.pkgs[i].Problem == "" {
+				a.use.usePackage(h.pkgs[i].Dir)
+			}
 		}
 	}
 	newTask := widget.NewButton("New task…", func() { a.tabs.SelectIndex(tabNewTask) })
@@ -111,19 +125,32 @@ func newHomeScreen(a *App) *homeScreen {
 	title := widget.NewLabelWithStyle("AMID — autonomous medical imaging development", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	intro := widget.NewLabel("Recent runs: choose one to watch it, see its results, review its predictions or export it.")
 	top := container.NewVBox(title, intro, container.NewHBox(newTask, open, widget.NewButton("Refresh", h.refresh)))
-	h.obj = container.NewBorder(top, h.status, nil, nil, h.list)
+	pkgIntro := widget.NewLabel("Model packages: choose one to use it on new patients.")
+	runs := container.NewBorder(nil, h.status, nil, nil, h.list)
+	pkgs := container.NewBorder(pkgIntro, h.pkgState, nil, nil, h.pkgList)
+	split := container.NewVSplit(runs, pkgs)
+	split.Offset = 0.6
+	h.obj = container.NewBorder(top, nil, nil, nil, split)
 	return h
 }
 
 // refresh lists the runs again, off the UI goroutine.
 func (h *homeScreen) refresh() {
 	recent := h.a.A.Preferences().StringList(prefRecentRuns)
+	recentPkgs := h.a.A.Preferences().StringList(prefRecentPkgs)
 	go func() {
 		dir, err := h.a.runsDir()
 		rows := listRuns(dir, recent)
+		pkgs := listPackages(dir, recentPkgs)
 		h.a.do(func() {
-			h.rows = rows
+			h.rows, h.pkgs = rows, pkgs
 			h.list.Refresh()
+			h.pkgList.Refresh()
+			if len(pkgs) == 0 {
+				h.pkgState.SetText("No packages yet: a finished run writes one, and Export another.")
+			} else {
+				h.pkgState.SetText(fmt.Sprintf("%d packages (the runs' own, exported and used)", len(pkgs)))
+			}
 			switch {
 			case err != nil:
 				h.status.SetText(errText(err))

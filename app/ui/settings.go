@@ -33,6 +33,7 @@ type settingsScreen struct {
 	executor                 *widget.Select
 	partition, account       *widget.Entry
 	jobs, cpus, gpus         *widget.Entry
+	pacsURL, pacsUser        *widget.Entry
 	status                   *widget.Label
 }
 
@@ -50,7 +51,8 @@ func newSettingsScreen(a *App) *settingsScreen {
 	p := a.A.Preferences()
 	s := &settingsScreen{a: a, home: widget.NewEntry(), plugins: widget.NewEntry(), llmURL: widget.NewEntry(),
 		llmModel: widget.NewEntry(), llmKey: widget.NewEntry(), partition: widget.NewEntry(), account: widget.NewEntry(),
-		jobs: widget.NewEntry(), cpus: widget.NewEntry(), gpus: widget.NewEntry(), status: widget.NewLabel("")}
+		jobs: widget.NewEntry(), cpus: widget.NewEntry(), gpus: widget.NewEntry(), status: widget.NewLabel(""),
+		pacsURL: widget.NewEntry(), pacsUser: widget.NewEntry()}
 	s.status.Wrapping = fyne.TextWrapWord
 	// The folders shown are the saved ones, or when none are saved the ones in use.
 	use, _ := a.folders.Paths()
@@ -90,6 +92,9 @@ func newSettingsScreen(a *App) *settingsScreen {
 		}
 	}
 	s.executor.SetSelected(cmp.Or(ex.Kind, config.ExecutorLocal))
+	s.pacsURL.SetPlaceHolder("the PACS's DICOMweb root, such as http://pacs:8042/dicom-web")
+	s.pacsURL.SetText(p.String(prefPACSURL))
+	s.pacsUser.SetText(p.String(prefPACSUser))
 	folder := func(e *widget.Entry) fyne.CanvasObject {
 		b := widget.NewButton("Folder…", func() {
 			dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
@@ -111,6 +116,8 @@ func newSettingsScreen(a *App) *settingsScreen {
 		widget.NewFormItem("Slurm partition", s.partition),
 		widget.NewFormItem("Slurm account", s.account),
 		widget.NewFormItem("Slurm jobs", container.NewGridWithColumns(3, s.jobs, s.cpus, s.gpus)),
+		widget.NewFormItem("PACS", s.pacsURL),
+		widget.NewFormItem("PACS user", s.pacsUser),
 	)
 	save := widget.NewButton("Save", s.save)
 	save.Importance = widget.HighImportance
@@ -118,7 +125,8 @@ func newSettingsScreen(a *App) *settingsScreen {
 		"The theme follows the system's light or dark setting. $" + config.EnvHome + ", $" +
 		config.EnvPluginDir + " and $" + config.EnvDevice + ", when set, take precedence over these settings. The LLM key is read from the named environment variable, never stored. " +
 		"Lanes train on this machine (local), in a process of their own each (process) or as Slurm jobs (slurm), from the next run started on; a run keeps where it began. $" +
-		config.EnvExecutor + " and $AMID_SLURM_…, when set, take precedence.")
+		config.EnvExecutor + " and $AMID_SLURM_…, when set, take precedence. The PACS's password is read from $" + config.EnvPACSPassword + ", never stored; $" +
+		config.EnvPACSURL + " and $" + config.EnvPACSUser + ", when set, take precedence.")
 	note.Wrapping = fyne.TextWrapWord
 	title := widget.NewLabelWithStyle("Settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	// It scrolls once the devices are listed, rather than growing the window.
@@ -179,12 +187,16 @@ func (s *settingsScreen) save() {
 	p.SetString(prefLLMURL, strings.TrimSpace(s.llmURL.Text))
 	p.SetString(prefLLMModel, strings.TrimSpace(s.llmModel.Text))
 	p.SetString(prefLLMKeyEnv, strings.TrimSpace(s.llmKey.Text))
+	pacs := config.PACS{URL: strings.TrimSpace(s.pacsURL.Text), User: strings.TrimSpace(s.pacsUser.Text)}
+	p.SetString(prefPACSURL, pacs.URL)
+	p.SetString(prefPACSUser, pacs.User)
+	s.a.setPACS(pacs)
 	if err := s.a.setDevice(s.device.Selected); err != nil {
 		s.status.SetText(errText(err))
 		return
 	}
 	p.SetString(prefDevice, s.device.Selected)
-	msg := "Saved. The device and the executor apply to the next run started, the folders the next time AMID starts"
+	msg := "Saved. The device and the executor apply to the next run started, the PACS at once, the folders the next time AMID starts"
 	if env := config.EnvOverrides(); len(env) > 0 {
 		msg += ", unless $" + strings.Join(env, " and $") + " (set now) still names them"
 	}

@@ -2,12 +2,15 @@
 // driver (fyne.io/fyne/v2/app): main.go creates the app and hands it here, so every screen
 // is testable headless with fyne.io/fyne/v2/test.
 //
-// The screens: Home (recent runs), New task (a task file, a built-in ReX-MLE task or a
+// The screens: Home (recent runs and the model packages AMID knows), New task (a task file, a built-in ReX-MLE task or a
 // prepared ReX-MLE folder; kind, budget, planner, LLM endpoint), Monitor (the run's lanes,
 // loss plot, log, ETA; pause, resume, cancel), Results (lanes, per-fold scores, why the
 // chosen one won), Review (the test cases' predictions over their images; approve, reject,
 // comment), Export (the package, refused until review is complete unless a reason is
-// recorded), Plugins (list, trust, details), Settings and a standalone Viewer.
+// recorded), Use a model (a package on new patients' files, folders or PACS studies:
+// progress, each result over its image the least sure first, with its volumes; the
+// reader's decisions in the predict run's own audit log), Plugins (list, trust, details),
+// Settings and a standalone Viewer.
 //
 // Host work runs in goroutines; widgets change only on the UI goroutine, through the App's
 // bridge (viewer/bridge), which the screens' viewers share: a background result is posted
@@ -67,6 +70,7 @@ type App struct {
 	results  *resultsScreen
 	review   *reviewScreen
 	export   *exportScreen
+	use      *useScreen
 	plugins  *pluginsScreen
 	settings *settingsScreen
 	viewer   *viewerScreen
@@ -101,6 +105,7 @@ func New(a fyne.App, o Options) (*App, error) {
 	app.results = newResultsScreen(app)
 	app.review = newReviewScreen(app)
 	app.export = newExportScreen(app)
+	app.use = newUseScreen(app)
 	app.plugins = newPluginsScreen(app)
 	app.settings = newSettingsScreen(app)
 	app.tabs = container.NewAppTabs(
@@ -110,6 +115,7 @@ func New(a fyne.App, o Options) (*App, error) {
 		container.NewTabItem("Results", app.results.obj),
 		container.NewTabItem("Review", app.review.obj),
 		container.NewTabItem("Export", app.export.obj),
+		container.NewTabItem("Use model", app.use.obj),
 		container.NewTabItem("Plugins", app.plugins.obj),
 		container.NewTabItem("Settings", app.settings.obj),
 		container.NewTabItem("Viewer", app.viewer.obj),
@@ -134,6 +140,7 @@ const (
 	tabResults
 	tabReview
 	tabExport
+	tabUse
 	tabPlugins
 	tabSettings
 	tabViewer
@@ -154,6 +161,8 @@ func (a *App) shown(name string) {
 		a.review.load(a.RunDir())
 	case "Export":
 		a.export.load(a.RunDir())
+	case "Use model":
+		a.use.refresh()
 	case "Plugins":
 		a.plugins.refresh()
 	}
@@ -220,6 +229,9 @@ func (a *App) runsDir() (string, error) {
 // Preference keys.
 const (
 	prefRecentRuns   = "recent_runs"
+	prefRecentPkgs   = "recent_packages"
+	prefPACSURL      = "pacs_url"
+	prefPACSUser     = "pacs_user"
 	prefTaskFolder   = "last_task_folder"
 	prefDataFolder   = "last_data_folder"
 	prefExportFolder = "last_export_folder"
@@ -239,24 +251,44 @@ const (
 )
 
 // rememberRun puts dir first among the recent runs.
-func rememberRun(p fyne.Preferences, dir string) {
-	list := slices.DeleteFunc(p.StringList(prefRecentRuns), func(s string) bool { return s == dir })
-	list = append([]string{dir}, list...)
+func rememberRun(p fyne.Preferences, dir string) { remember(p, prefRecentRuns, dir) }
+
+// remember puts path first in the preference list key, once, keeping maxRecent.
+func remember(p fyne.Preferences, key, path string) {
+	list := slices.DeleteFunc(p.StringList(key), func(s string) bool { return s == path })
+	list = append([]string{path}, list...)
 	if len(list) > maxRecent {
 		list = list[:maxRecent]
 	}
-	p.SetStringList(prefRecentRuns, list)
+	p.SetStringList(key, list)
 }
 
 // savedSettings are the folders, the device and the executor the Settings screen saved.
 func savedSettings(p fyne.Preferences) config.Settings {
-	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice), Executor: savedExecutor(p)}
+	return config.Settings{Home: p.String(prefHome), PluginDir: p.String(prefPluginDir), Device: p.String(prefDevice), Executor: savedExecutor(p),
+		PACS: config.PACS{URL: p.String(prefPACSURL), User: p.String(prefPACSUser)}}
 }
 
 // savedExecutor is where the Settings screen saved that new runs train.
 func savedExecutor(p fyne.Preferences) config.Executor {
 	return config.Executor{Kind: p.String(prefExecutor), Partition: p.String(prefPartition), Account: p.String(prefAccount),
 		Jobs: p.Int(prefSlurmJobs), CPUs: p.Int(prefSlurmCPUs), GPUs: p.Int(prefSlurmGPUs)}
+}
+
+// pacs is the PACS the Use a model screen retrieves studies from and stores results in:
+// the Settings screen's, or the environment's where it names one.
+func (a *App) pacs() config.PACS {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.folders.PACS
+}
+
+// setPACS makes p (with the environment's values where it has them) the PACS.
+func (a *App) setPACS(p config.PACS) {
+	p = config.Settings{PACS: p}.WithEnv().PACS
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.folders.PACS = p
 }
 
 // setExecutor makes e where the runs started from now on train (an open host's too).
