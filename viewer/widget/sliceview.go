@@ -52,7 +52,12 @@ type SliceView struct {
 	// OnRune is called with the typed runes the view does not use itself.
 	OnRune func(r rune)
 
+	// data guards the labels' values against an edit (EditLabels) while a frame reads them.
+	data sync.RWMutex
+
 	mu        sync.Mutex
+	painter   Painter // set: the primary button paints (SetPainter)
+	painting  bool    // a stroke is under way
 	vol       *volume.Volume
 	layout    Layout
 	p         Params
@@ -440,7 +445,9 @@ func (v *SliceView) frame(stop chan struct{}) {
 	r := &v.bufs[v.frames%2]
 	c := &v.comps[v.frames%2]
 	v.frames++
+	v.data.RLock()
 	img, err := r.Render(vol, &p)
+	v.data.RUnlock()
 	var placed []Placed
 	if err == nil && composed {
 		k := float64(max(scale, 1))
@@ -724,9 +731,61 @@ func (v *SliceView) ctrlHeld() bool {
 	return false
 }
 
+// Painter edits the labels a view shows (see SetPainter). Its methods run on the UI
+// goroutine; they change the labels through the view's EditLabels.
+type Painter interface {
+	// Paint is called with the voxel under the pointer, begin true on a stroke's first.
+	Paint(idx [3]int, begin bool)
+	// End is called when the stroke ends (the button released, or after a tap's Paint).
+	End()
+}
+
+// SetPainter gives the primary button to p: a tap or a drag paints instead of moving the
+// crosshair or the window (the middle button and Space still pan, the wheel still
+// scrolls and zooms); nil gives the button back.
+func (v *SliceView) SetPainter(p Painter) {
+	v.mu.Lock()
+	v.painter, v.painting = p, false
+	v.mu.Unlock()
+}
+
+// EditLabels runs f, which changes the values of the labels the view shows, while no frame
+// reads them, then draws the view again.
+func (v *SliceView) EditLabels(f func()) {
+	v.data.Lock()
+	f()
+	v.data.Unlock()
+	v.request()
+}
+
+// paint hands the voxel at pos to the painter, if one is set; it says whether it did. A
+// stroke's first event also hands the voxel it moved from (pos less moved), where the
+// button went down.
+func (v *SliceView) paint(pos fyne.Position, moved fyne.Delta) bool {
+	v.mu.Lock()
+	p, begin := v.painter, !v.painting
+	if p != nil {
+		v.painting = true
+	}
+	v.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	if begin && (moved.DX != 0 || moved.DY != 0) {
+		if idx, ok := v.voxelAt(pos.Subtract(moved)); ok {
+			p.Paint(idx, true)
+			begin = false
+		}
+	}
+	if idx, ok := v.voxelAt(pos); ok {
+		p.Paint(idx, begin)
+	}
+	return true
+}
+
 // Dragged implements fyne.Draggable: with the middle button, or with Space held, the drag
-// pans; otherwise horizontal motion scales the width, vertical the level, by 1/200 of the
-// current width per pixel.
+// pans; with a painter set (SetPainter) it paints; otherwise horizontal motion scales the
+// width, vertical the level, by 1/200 of the current width per pixel.
 func (v *SliceView) Dragged(ev *fyne.DragEvent) {
 	v.mu.Lock()
 	w := v.p.Window
@@ -734,6 +793,9 @@ func (v *SliceView) Dragged(ev *fyne.DragEvent) {
 	v.mu.Unlock()
 	if pan {
 		v.PanBy(ev.Dragged.DX, ev.Dragged.DY)
+		return
+	}
+	if v.paint(ev.Position, ev.Dragged) {
 		return
 	}
 	k := math.Max(w.Width, 1) / 200
@@ -774,13 +836,28 @@ func (v *SliceView) modKey(k fyne.KeyName, down bool) {
 	}
 }
 
-// DragEnd implements fyne.Draggable.
-func (v *SliceView) DragEnd() {}
+// DragEnd implements fyne.Draggable: it ends a painter's stroke.
+func (v *SliceView) DragEnd() { v.endStroke() }
 
-// Tapped implements fyne.Tappable: it focuses the view and picks the voxel.
+func (v *SliceView) endStroke() {
+	v.mu.Lock()
+	p, was := v.painter, v.painting
+	v.painting = false
+	v.mu.Unlock()
+	if p != nil && was {
+		p.End()
+	}
+}
+
+// Tapped implements fyne.Tappable: it focuses the view and picks the voxel, or with a
+// painter set paints it as a stroke of its own.
 func (v *SliceView) Tapped(ev *fyne.PointEvent) {
 	if c := fyne.CurrentApp().Driver().CanvasForObject(v); c != nil {
 		c.Focus(v)
+	}
+	if v.paint(ev.Position, fyne.Delta{}) {
+		v.endStroke()
+		return
 	}
 	if idx, ok := v.voxelAt(ev.Position); ok {
 		v.SetCrosshair(idx)

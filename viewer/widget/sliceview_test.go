@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"amid/viewer/bridge"
+	"amid/viewer/edit"
 	"amid/viewer/volume"
 )
 
@@ -271,4 +272,109 @@ func TestSliceViewBadLabels(t *testing.T) {
 	if err := v.SetVolume(&volume.Volume{Dims: [4]int{2, 2, 2, 1}, Data: []int16{1}}); err == nil {
 		t.Error("invalid volume accepted")
 	}
+}
+
+// TestSliceViewPaint corrects the labels through the view with a Brush: a tap paints the
+// voxel under it (radius 0.5 mm: the voxel alone, the volume's voxels being 1 × 1.5 mm), a
+// drag paints the line between its ends and leaves the window as it was, a fill on class 1
+// takes its 4 × 3 voxels on the slice (ctVolume), and undo gives each back in turn.
+func TestSliceViewPaint(t *testing.T) {
+	v, w := newView(t, Axial)
+	c := w.Canvas()
+	_, lab := ctVolume(t)
+	ed, err := edit.New(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetLabels(ed.Labels(), nil); err != nil {
+		t.Fatal(err)
+	}
+	edits := 0
+	b := &Brush{View: v, Editor: ed, Tool: ToolPaint, Label: 3, Radius: 0.5, OnEdit: func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		edits++
+	}}
+	v.SetPainter(b)
+	settle(t, v)
+	window := v.Window()
+	at := fyne.NewPos(20, 80)
+	idx, ok := v.voxelAt(at)
+	if !ok {
+		t.Fatal("no voxel under the tap")
+	}
+	test.TapCanvas(c, at)
+	if got := ed.Labels().At(idx[0], idx[1], idx[2], 0); got != 3 || count3(ed) != 1 {
+		t.Fatalf("after a tap on %v: the voxel is %v, %d voxels of label 3; want it alone", idx, got, count3(ed))
+	}
+	// A row of voxels without labels (y 0), across the image.
+	row := float32(-1)
+	for y := float32(0); y < 160 && row < 0; y++ {
+		if p, ok := v.voxelAt(fyne.NewPos(80, y)); ok && p[1] == 0 {
+			row = y
+		}
+	}
+	from, to := fyne.NewPos(20, row), fyne.NewPos(140, row)
+	a, _ := v.voxelAt(from)
+	z, _ := v.voxelAt(to)
+	// A driver's drag event holds where the pointer is and how far it moved.
+	test.Drag(c, to, to.X-from.X, 0)
+	settle(t, v)
+	if v.Window() != window {
+		t.Errorf("a paint stroke moved the window to %v", v.Window())
+	}
+	for x := min(a[0], z[0]); x <= max(a[0], z[0]); x++ {
+		if ed.Labels().At(x, a[1], a[2], 0) != 3 {
+			t.Errorf("voxel (%d, %d, %d) on the stroke from %v to %v is not painted", x, a[1], a[2], a, z)
+		}
+	}
+	b.Tool, b.Label = ToolFill, 4
+	one := fyne.NewPos(0, 0)
+	for x := float32(0); x < 160; x++ { // a screen point over class 1 (x 2..5, y 2..4)
+		if p, ok := v.voxelAt(fyne.NewPos(x, 80)); ok && p[0] == 3 {
+			for y := float32(0); y < 160; y++ {
+				if q, ok := v.voxelAt(fyne.NewPos(x, y)); ok && q[0] == 3 && q[1] == 3 {
+					one = fyne.NewPos(x, y)
+				}
+			}
+		}
+	}
+	before := ed.Labels().Clone()
+	test.TapCanvas(c, one)
+	filled := 0
+	for i := range before.Len() {
+		if ed.Labels().AtIndex(i) == 4 {
+			filled++
+			if before.AtIndex(i) != 1 {
+				t.Fatalf("the fill took voxel %d of label %v", i, before.AtIndex(i))
+			}
+		}
+	}
+	if filled != 12 {
+		t.Errorf("the fill took %d voxels, want class 1's 12 on the slice", filled)
+	}
+	for range 3 {
+		if !b.Undo() {
+			t.Fatal("nothing to undo")
+		}
+	}
+	// Four edits (the tap, the stroke's two ends, the fill) in three steps.
+	if count3(ed) != 0 || b.Undo() || edits != 4 {
+		t.Errorf("after three undos: %d voxels of label 3, %d edits; want none and 4", count3(ed), edits)
+	}
+	settle(t, v)
+	if err := v.Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+func count3(ed *edit.Editor) int {
+	n := 0
+	for i := range ed.Labels().Len() {
+		if ed.Labels().AtIndex(i) == 3 {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,96 @@
+package widget
+
+import (
+	"amid/viewer/edit"
+)
+
+// Tool is what a Brush does with the primary button.
+type Tool uint8
+
+// The tools: paint the chosen label in a disc, erase to background in a disc, fill the
+// region under the pointer in the slice with the label, remove the island under the
+// pointer (in 3D).
+const (
+	ToolPaint Tool = iota
+	ToolErase
+	ToolFill
+	ToolIsland
+)
+
+// Brush is the Painter that corrects the labels a SliceView shows through an edit.Editor:
+// its tool on the view's slice, with its label and radius. The view must show the
+// editor's labels (SetLabels(Editor.Labels(), …)). Set its fields on the UI goroutine.
+type Brush struct {
+	View   *SliceView
+	Editor *edit.Editor
+	Tool   Tool
+	Label  int
+	Radius float64 // mm
+	// OnEdit, when set, is called after each edit with its error (nil: done), on the UI
+	// goroutine.
+	OnEdit func(error)
+
+	last [3]int // the stroke's last voxel
+}
+
+// Paint implements Painter. A drag's dabs are joined by a line of dabs, so that a fast
+// stroke leaves no gaps; a fill or an island removal acts on a stroke's first voxel.
+func (b *Brush) Paint(idx [3]int, begin bool) {
+	axis := b.View.Layout().Through
+	var err error
+	b.View.EditLabels(func() {
+		switch b.Tool {
+		case ToolPaint, ToolErase:
+			label := b.Label
+			if b.Tool == ToolErase {
+				label = 0
+			}
+			if begin {
+				b.Editor.Begin()
+				err = b.Editor.Dab(axis, idx, b.Radius, label)
+				break
+			}
+			n := 0
+			for a := range 3 {
+				n = max(n, idx[a]-b.last[a], b.last[a]-idx[a])
+			}
+			for s := 1; s <= n && err == nil; s++ {
+				var p [3]int
+				for a := range 3 {
+					p[a] = b.last[a] + (idx[a]-b.last[a])*s/n
+				}
+				err = b.Editor.Dab(axis, p, b.Radius, label)
+			}
+		case ToolFill:
+			if begin {
+				err = b.Editor.Fill(axis, idx, b.Label)
+			}
+		case ToolIsland:
+			if begin {
+				err = b.Editor.RemoveIsland(idx)
+			}
+		}
+	})
+	b.last = idx
+	if b.OnEdit != nil {
+		b.OnEdit(err)
+	}
+}
+
+// End implements Painter: the stroke becomes one step of the editor's history.
+func (b *Brush) End() { b.Editor.End() }
+
+// Undo takes back the editor's last step and draws the view again; false when there was
+// none.
+func (b *Brush) Undo() bool {
+	var ok bool
+	b.View.EditLabels(func() { ok = b.Editor.Undo() })
+	return ok
+}
+
+// Redo makes again the last step taken back; false when there was none.
+func (b *Brush) Redo() bool {
+	var ok bool
+	b.View.EditLabels(func() { ok = b.Editor.Redo() })
+	return ok
+}
