@@ -26,7 +26,7 @@ func predictCmd() *cobra.Command {
 	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "predict PACKAGE [INPUT...] --out DIR [--pacs URL (--study UID | --query KEY=VALUE | --watch)]",
-		Short: "Use a model package on new patients: predictions, DICOM SEG, volumes, an audit log",
+		Short: "Use a model package on new patients: predictions, DICOM SEG, SR or series, volumes, an audit log",
 		Long: `predict verifies the model package PACKAGE, a folder or its zip (files, sha256s, audit chain, weights;
 a changed package is refused before anything is predicted), prints its intended use and
 limits, then predicts each case of the INPUTs with the package's own plugin, weights,
@@ -39,15 +39,17 @@ was trained on: what it cannot read is refused with the reason; a spacing or int
 never saw gives a warning that stays with the result. One case failing loses no other's
 result.
 
-DIR (new or empty) receives predictions/ in the task's own format, dicom/ID.dcm (a DICOM
-SEG, for segmentations of DICOM input), volumes.csv (each label's voxels and mL),
+DIR (new or empty) receives predictions/ in the task's own format, for DICOM input
+dicom/ID.dcm (a DICOM SEG of a segmentation; a DICOM structured report, TID 1500, of a
+detection, classification or image-quality score) or dicom/ID/ (an enhancement's derived
+series, one file per slice), volumes.csv (each label's voxels and mL),
 results.json (with each case's confidence where the plugin gives one, and the cases in
 review order, least sure first), and audit.jsonl: this predict run's own audit log, which
 names the package's manifest and audit anchor and records each input and output by its
 sha256 alone (amid audit verify checks it). The exit status is 1 when any case failed.
 
 With --study or --query, the studies are retrieved from the PACS by DICOMweb (WADO-RS;
---query finds them by QIDO-RS), predicted as inputs, and each DICOM SEG is stored back in
+--query finds them by QIDO-RS), predicted as inputs, and each DICOM object is stored back in
 the PACS by STOW-RS as soon as it is written; a study the PACS refuses it for fails alone,
 its files kept. With --watch, the PACS is asked every --every for the studies --query finds
 (every study without one), and each study not yet predicted is predicted into DIR/UID, once:
@@ -159,7 +161,7 @@ func progress(w io.Writer) func(k, n int, c predict.CaseResult) {
 				sure = fmt.Sprintf(", confidence %.3f", *c.Confidence)
 			}
 			if c.Sent {
-				sent = "; its DICOM SEG stored in the PACS"
+				sent = "; its " + c.DICOM() + " stored in the PACS"
 			}
 			fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s%s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds, sure, sent)
 			if c.Error != "" {

@@ -17,7 +17,9 @@ import (
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/derived"
 	"amid/viewer/dicom/seg"
+	"amid/viewer/dicom/sr"
 	"amid/viewer/fileio"
 )
 
@@ -38,14 +40,15 @@ type Options struct {
 	Supervisor supervisor.Options
 	// Progress, when set, hears of each case as it ends: its number (from 1) of total.
 	Progress func(k, total int, c CaseResult)
-	// Version is AMID's version, written into each DICOM SEG.
+	// Version is AMID's version, written into each DICOM SEG, SR and derived series.
 	Version string
 	// Card, when set, hears the package's model card once the package is verified (nil
 	// for a package made before cards), so that its intended use and limits can be shown
 	// once before anything is predicted.
 	Card func(*export.Card)
-	// Send, when set, receives each case's DICOM SEG as soon as it is written (the PACS
-	// the study came from); a refusal fails the case and keeps its files.
+	// Send, when set, receives each case's DICOM SEG, SR or derived series as soon as it
+	// is written (the PACS the study came from); a refusal fails the case and keeps its
+	// files.
 	Send Sender
 }
 
@@ -55,17 +58,37 @@ type CaseResult struct {
 	Inputs      []string `json:"inputs"`
 	Predictions []string `json:"predictions,omitempty"`
 	SEG         string   `json:"dicom_seg,omitempty"`
+	// SR is the DICOM structured report of a detection, classification or image-quality
+	// score of DICOM input (SRable); Derived the folder of the derived DICOM series of an
+	// enhancement of DICOM input (Derivable), one file per slice.
+	SR      string `json:"dicom_sr,omitempty"`
+	Derived string `json:"dicom_derived,omitempty"`
 	// Confidence is how sure the model is of the case, from 0 to 1 (nil when its plugin
 	// does not say; see protocol.Prediction.Confidence).
 	Confidence *float64 `json:"confidence,omitempty"`
 	// Warnings say what the model never saw in training (see profile.Admit).
 	Warnings []string `json:"warnings,omitempty"`
-	// Sent: the SEG was stored in the PACS the case came from (Options.Send).
+	// Sent: the SEG, SR or derived series was stored in the PACS the case came from
+	// (Options.Send).
 	Sent bool `json:"sent,omitempty"`
 	// Error says why the case has no prediction, or why it was not sent; the other
 	// cases are predicted.
 	Error   string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
+}
+
+// DICOM names the DICOM object Apply wrote for the case: "DICOM SEG", "DICOM SR",
+// "derived DICOM series", or "" when none.
+func (c CaseResult) DICOM() string {
+	switch {
+	case c.SEG != "":
+		return "DICOM SEG"
+	case c.SR != "":
+		return "DICOM SR"
+	case c.Derived != "":
+		return "derived DICOM series"
+	}
+	return ""
 }
 
 // Result is results.json: what one Apply did.
@@ -89,8 +112,10 @@ type Result struct {
 // case is checked against the package's data contract (profile.Admit), brought onto one
 // grid (Align) and predicted alone through the package's own plugin, ensemble and
 // configuration, so that one bad case loses no other's result. out then holds
-// predictions/ (the task's own format, as the package's predictions/), dicom/ID.dcm (a
-// DICOM SEG where a segmentation's input is DICOM), volumes.csv (segmentation),
+// predictions/ (the task's own format, as the package's predictions/), for DICOM input
+// dicom/ID.dcm (a DICOM SEG of a segmentation, a structured report of a detection,
+// classification or image-quality score) or dicom/ID/ (an enhancement's derived series,
+// one file per slice), volumes.csv (segmentation),
 // results.json and the predict run's own audit log (audit.jsonl), whose first entry
 // names the package's manifest and audit anchor and whose entries record inputs and
 // outputs by sha256 alone, never by name (a failure by its stage: the reason, which may
@@ -270,38 +295,12 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 	var rows []VolumeRow
 	if len(cr.Predictions) > 0 {
 		pred := filepath.Join(a.out, cr.Predictions[0])
-		if SEGable(a.pk.Task, c) {
-			f, err := SEG(a.pk.Task, c.Images[0], pred, seg.Options{
-				SeriesDescription: "AMID " + a.pk.Task.ID + " prediction",
-				Algorithm:         "AMID " + a.pk.Manifest.Lane,
-				SoftwareVersion:   a.o.Version,
-				Created:           began,
-			})
-			if err != nil {
-				return fail("dicom", err)
-			}
-			rel := filepath.Join("dicom", c.ID+".dcm")
-			if err := os.MkdirAll(filepath.Join(a.out, "dicom"), 0o755); err != nil {
+		stage, err := a.dicom(ctx, c, pred, began, &cr, outs)
+		if err != nil {
+			if stage == "" {
 				return cr, nil, err
 			}
-			if err := dataset.WriteFile(filepath.Join(a.out, rel), f); err != nil {
-				return cr, nil, err
-			}
-			s, err := fileio.PathSHA256(filepath.Join(a.out, rel))
-			if err != nil {
-				return cr, nil, err
-			}
-			outs["seg"] = s
-			cr.SEG = rel
-			if a.o.Send != nil {
-				// A refusal keeps the case's files and records them: the case fails at
-				// the send alone.
-				if err := a.o.Send.Store(ctx, []string{filepath.Join(a.out, rel)}); err != nil {
-					cr.Error = fmt.Sprintf("the DICOM SEG was not stored in the PACS: %v", err)
-				} else {
-					cr.Sent = true
-				}
-			}
+			return fail(stage, err)
 		}
 		if rows, err = Volumes(a.pk.Task, c.ID, pred); err != nil {
 			return fail("volumes", err)
@@ -319,6 +318,89 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 		details["warnings"] = warns
 	}
 	return cr, rows, a.record("predict.case", in, outs, details)
+}
+
+// dicom writes the DICOM objects of case c's prediction pred into dicom/ (a SEG, a
+// structured report or a derived series: SEGable, SRable, Derivable), records their
+// sha256s in outs and their path in cr, and stores them in the PACS (Options.Send). A
+// failure to encode is returned with its stage ("dicom"); a failure to write, with none
+// (it stops the Apply); a refusal of the PACS is cr.Error.
+func (a *applied) dicom(ctx context.Context, c task.Case, pred string, began time.Time, cr *CaseResult, outs map[string]string) (string, error) {
+	t, man := a.pk.Task, a.pk.Manifest
+	var (
+		files []*dataset.File
+		rel   string
+		key   string // the outputs' name in the audit entry
+		err   error
+	)
+	switch {
+	case SEGable(t, c):
+		var f *dataset.File
+		f, err = SEG(t, c.Images[0], pred, seg.Options{
+			SeriesDescription: "AMID " + t.ID + " prediction",
+			Algorithm:         "AMID " + man.Lane,
+			SoftwareVersion:   a.o.Version,
+			Created:           began,
+		})
+		files, rel, key = []*dataset.File{f}, filepath.Join("dicom", c.ID+".dcm"), "seg"
+		cr.SEG = rel
+	case SRable(t, c):
+		var f *dataset.File
+		f, err = SR(t, c.Images[0], pred, cr.Confidence, sr.Options{
+			SeriesDescription: "AMID " + t.ID + " prediction",
+			DeviceName:        "AMID " + man.Lane,
+			DeviceModel:       t.ID,
+			DeviceUID:         dataset.UIDFrom("amid model package", a.res.ManifestSHA256),
+			SoftwareVersion:   a.o.Version,
+			Created:           began,
+		})
+		files, rel, key = []*dataset.File{f}, filepath.Join("dicom", c.ID+".dcm"), "sr"
+		cr.SR = rel
+	case Derivable(t, c):
+		files, err = Derived(c.Images[0], pred, derived.Options{
+			SeriesDescription: "AMID " + t.ID + " enhanced",
+			Description:       fmt.Sprintf("enhanced by the AMID model of task %s (lane %s, plugin %s)", t.ID, man.Lane, man.Plugin.Name),
+			SoftwareVersion:   a.o.Version,
+			Created:           began,
+		})
+		rel, key = filepath.Join("dicom", c.ID), "derived"
+		cr.Derived = rel
+	default:
+		return "", nil
+	}
+	if err != nil {
+		cr.SEG, cr.SR, cr.Derived = "", "", ""
+		return "dicom", err
+	}
+	var paths []string
+	for i, f := range files {
+		path, name := filepath.Join(a.out, rel), key
+		if cr.Derived != "" {
+			path, name = filepath.Join(path, derived.Name(i)), fmt.Sprintf("%s%d", key, i+1)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := dataset.WriteFile(path, f); err != nil {
+			return "", err
+		}
+		s, err := fileio.PathSHA256(path)
+		if err != nil {
+			return "", err
+		}
+		outs[name] = s
+		paths = append(paths, path)
+	}
+	if a.o.Send != nil {
+		// A refusal keeps the case's files and records them: the case fails at the send
+		// alone.
+		if err := a.o.Send.Store(ctx, paths); err != nil {
+			cr.Error = fmt.Sprintf("the %s was not stored in the PACS: %v", cr.DICOM(), err)
+		} else {
+			cr.Sent = true
+		}
+	}
+	return "", nil
 }
 
 // finish writes volumes.csv and results.json, records the end and exports the log.

@@ -1,13 +1,22 @@
 package predict
 
 import (
+	"archive/zip"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"amid/host/audit"
 	"amid/host/export"
+	"amid/host/task"
+	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/seg"
+	"amid/viewer/edit"
 	"amid/viewer/fileio"
 )
 
@@ -47,15 +56,45 @@ func Review(out string, d export.Decision) error {
 		}
 		in[fmt.Sprintf("prediction%d", i+1)] = s
 	}
-	if c.SEG != "" {
-		s, err := fileio.PathSHA256(filepath.Join(out, c.SEG))
+	dicom := map[string]string{"seg": c.SEG, "sr": c.SR}
+	if c.Derived != "" {
+		ents, err := os.ReadDir(filepath.Join(out, c.Derived))
 		if err != nil {
 			return fmt.Errorf("review: case %s: %w", d.Case, err)
 		}
-		in["seg"] = s
+		for i, e := range ents {
+			dicom[fmt.Sprintf("derived%d", i+1)] = filepath.Join(c.Derived, e.Name())
+		}
+	}
+	for key, rel := range dicom {
+		if rel == "" {
+			continue
+		}
+		s, err := fileio.PathSHA256(filepath.Join(out, rel))
+		if err != nil {
+			return fmt.Errorf("review: case %s: %w", d.Case, err)
+		}
+		in[key] = s
 	}
 	if d.Time.IsZero() {
 		d.Time = time.Now().UTC()
+	}
+	outs := map[string]string{}
+	var changes []edit.Change
+	if d.Decision == export.Corrected {
+		rec, err := export.RecordCorrection(out, d, filepath.Join(out, c.Predictions[0]))
+		if err != nil {
+			return err
+		}
+		outs["correction"], changes = rec.SHA256, rec.Changes
+		if c.SEG != "" {
+			// What goes back to the PACS: the correction as a DICOM SEG beside it.
+			sum, err := correctionSEG(out, res.Package, c, d)
+			if err != nil {
+				return fmt.Errorf("review: case %s's correction: %w", d.Case, err)
+			}
+			outs["correction_seg"] = sum
+		}
 	}
 	log, err := audit.Open(filepath.Join(out, fileAuditDB))
 	if err != nil {
@@ -66,12 +105,17 @@ func Review(out string, d export.Decision) error {
 	if err != nil {
 		return fmt.Errorf("review: %w", err)
 	}
-	details, err := json.Marshal(map[string]any{"case": k + 1, "decision": d.Decision, "reviewer": d.Reviewer, "note": d.Note})
+	outs[FileReview] = sum
+	det := map[string]any{"case": k + 1, "decision": d.Decision, "reviewer": d.Reviewer, "note": d.Note}
+	if changes != nil {
+		det["changes"] = changes // the correction's file is named by the case: its sha256 alone
+	}
+	details, err := json.Marshal(det)
 	if err != nil {
 		return err
 	}
 	if _, err := log.Append(audit.Entry{Role: audit.RoleUser, Action: audit.ActionReviewDecision, Inputs: in,
-		Outputs: map[string]string{FileReview: sum}, Details: details}); err != nil {
+		Outputs: outs, Details: details}); err != nil {
 		return fmt.Errorf("review: %w", err)
 	}
 	return exportLog(log, out)
@@ -80,4 +124,60 @@ func Review(out string, d export.Decision) error {
 // Decisions are the newest review decision on each case of the predict run in out.
 func Decisions(out string) ([]export.Decision, error) {
 	return export.ReadDecisions(filepath.Join(out, FileReview))
+}
+
+// correctionSEG writes the correction of decision d on case c, whose input is DICOM, as a
+// DICOM SEG beside it (corrections/ID.dcm: the segments the reader drew, SEMIAUTOMATIC)
+// and returns its sha256. The task's labels come from the package pkg, a folder or its zip.
+func correctionSEG(out, pkg string, c CaseResult, d export.Decision) (string, error) {
+	t, err := packageTask(pkg)
+	if err != nil {
+		return "", err
+	}
+	f, err := SEG(t, c.Inputs[0], filepath.Join(out, d.Correction), seg.Options{
+		SeriesDescription: "AMID " + t.ID + " prediction, corrected",
+		Algorithm:         "AMID, corrected by " + cmp.Or(d.Reviewer, "a reader"),
+		Corrected:         true,
+		Created:           d.Time,
+	})
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimSuffix(filepath.Join(out, d.Correction), ".nii.gz") + ".dcm"
+	if err := dataset.WriteFile(path, f); err != nil {
+		return "", err
+	}
+	return fileio.PathSHA256(path)
+}
+
+// packageTask is the task of the package pkg: a folder, or its zip (whose one top folder
+// holds task.yaml).
+func packageTask(pkg string) (*task.Task, error) {
+	if st, err := os.Stat(pkg); err == nil && st.IsDir() {
+		p, err := Open(pkg)
+		if err != nil {
+			return nil, err
+		}
+		return p.Task, nil
+	}
+	zr, err := zip.OpenReader(pkg)
+	if err != nil {
+		return nil, fmt.Errorf("the package %s: %w", pkg, err)
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if top, name, ok := strings.Cut(f.Name, "/"); ok && top != "" && name == export.FileTask {
+			r, err := f.Open()
+			if err != nil {
+				return nil, err
+			}
+			b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+			r.Close()
+			if err != nil {
+				return nil, err
+			}
+			return task.Parse(b)
+		}
+	}
+	return nil, fmt.Errorf("the package %s holds no %s", pkg, export.FileTask)
 }

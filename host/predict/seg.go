@@ -28,11 +28,7 @@ func SEGLabels(labels []taskspec.Label) []seg.Label {
 // SEGable reports whether a case's prediction can be written as a DICOM SEG: a
 // segmentation of classes (not instances) whose first image is DICOM.
 func SEGable(t *task.Task, c task.Case) bool {
-	if t.Kind != taskspec.Segmentation || t.Instances || len(c.Images) == 0 {
-		return false
-	}
-	f, err := imageio.FormatOf(c.Images[0])
-	return err == nil && f == imageio.DICOM
+	return t.Kind == taskspec.Segmentation && !t.Instances && dicomInput(c)
 }
 
 // SEG encodes the label map pred, a prediction of the DICOM series image, as a DICOM SEG

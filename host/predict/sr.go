@@ -1,0 +1,201 @@
+package predict
+
+import (
+	"fmt"
+	"strings"
+
+	"amid/host/task"
+	"amid/plugins/taskspec"
+	"amid/viewer/dicom/dataset"
+	"amid/viewer/dicom/derived"
+	"amid/viewer/dicom/source"
+	"amid/viewer/dicom/sr"
+	"amid/viewer/imageio"
+)
+
+// dicomInput reports whether a case's first image is DICOM (a file or a series folder).
+func dicomInput(c task.Case) bool {
+	if len(c.Images) == 0 {
+		return false
+	}
+	f, err := imageio.FormatOf(c.Images[0])
+	return err == nil && f == imageio.DICOM
+}
+
+// SRable reports whether a case's prediction can be written as a DICOM structured report
+// (amid/viewer/dicom/sr): a detection, classification or image-quality score whose first
+// image is DICOM.
+func SRable(t *task.Task, c task.Case) bool {
+	switch t.Kind {
+	case taskspec.Detection, taskspec.Classification, taskspec.IQA:
+		return dicomInput(c)
+	}
+	return false
+}
+
+// Derivable reports whether a case's prediction can be written as a derived DICOM series
+// (amid/viewer/dicom/derived): an enhanced image whose first image is DICOM.
+func Derivable(t *task.Task, c task.Case) bool {
+	return t.Kind == taskspec.Enhancement && dicomInput(c)
+}
+
+// SR encodes the annotation pred (the plugin's JSON, read by taskspec.ReadAnnotation
+// against the task), a prediction of the DICOM series image, as a structured report that
+// references the series; confidence is the case's (Predicted.Confidence; nil when the
+// plugin gives none).
+func SR(t *task.Task, image, pred string, confidence *float64, o sr.Options) (*dataset.File, error) {
+	a, err := taskspec.ReadAnnotation(pred, t.Spec())
+	if err != nil {
+		return nil, err
+	}
+	r, err := SRReport(t, a, confidence)
+	if err != nil {
+		return nil, err
+	}
+	grid, src, err := source.Image(image)
+	if err != nil {
+		return nil, err
+	}
+	f, err := sr.Encode(r, grid, src, o)
+	if err != nil {
+		return nil, fmt.Errorf("the DICOM SR of its prediction: %w", err)
+	}
+	return f, nil
+}
+
+// SRReport is a prediction as a structured report's content:
+//
+//   - detection: a finding per box (on the image's one slice), point or 3D box, with its
+//     score (a 3D box, of which a case has one, takes the case's confidence); a box's type
+//     is the task's one label when it has exactly one (value above 0), else "Clinical
+//     finding", and its attributes are coded answers; a point's type is its class;
+//   - classification: the class of each attribute, with the case's confidence beside it
+//     when there is one attribute, else as a Certainty of Finding derived as the minimum
+//     over the heads (the classification plugin's confidence is the least of its heads');
+//   - iqa: the score as an Image Quality Rating.
+//
+// A class is coded by the task's label of the same name when that label has a code, else
+// in AMID's private scheme (sr.OwnCode): a point class by its name, an attribute's class
+// as "attribute=class".
+func SRReport(t *task.Task, a *taskspec.Annotation, confidence *float64) (*sr.Report, error) {
+	r := &sr.Report{}
+	switch t.Kind {
+	case taskspec.Detection:
+		typ := findingType(t)
+		for _, b := range a.Boxes {
+			score := b.Score
+			r.Findings = append(r.Findings, sr.Finding{Type: typ, Rect: &sr.Rect{X: b.X, Y: b.Y, W: b.W, H: b.H},
+				Score: &score, Attributes: attributes(t, b.Attrs)})
+		}
+		for _, p := range a.Points {
+			score := p.Score
+			r.Findings = append(r.Findings, sr.Finding{Type: classCode(t, p.Class, OwnClass(p.Class)), Point: &[2]float64{p.X, p.Y}, Score: &score})
+		}
+		if b := a.Box3D; b != nil {
+			r.Findings = append(r.Findings, sr.Finding{Type: typ, Box: &sr.Box{Min: b.Min, Size: b.Size}, Score: confidence})
+		}
+	case taskspec.Classification:
+		r.Evaluations = attributes(t, a.Classes)
+		if len(r.Evaluations) == 0 {
+			return nil, fmt.Errorf("the classification predicts no class")
+		}
+		if confidence != nil {
+			if len(r.Evaluations) == 1 {
+				r.Evaluations[0].Certainty = confidence
+			} else {
+				r.Measurements = append(r.Measurements, sr.Measurement{Name: sr.CertaintyOfFinding, Value: 100 * *confidence,
+					Units: sr.Percent, Derivation: sr.Minimum})
+			}
+		}
+	case taskspec.IQA:
+		if a.Score == nil {
+			return nil, fmt.Errorf("the image-quality prediction has no score")
+		}
+		r.Measurements = append(r.Measurements, sr.Measurement{Name: sr.ImageQualityRating, Value: *a.Score, Units: sr.ScoreUnits})
+	default:
+		return nil, fmt.Errorf("a %s task's predictions are not written as a structured report", t.Kind)
+	}
+	return r, nil
+}
+
+// OwnAttribute is the private code of an attribute (a classification head, a box's
+// attribute).
+func OwnAttribute(name string) sr.Code { return sr.OwnCode(name, name) }
+
+// OwnClass is the private code of a class the task gives no code for: of points, or of
+// a one-label detection's label.
+func OwnClass(class string) sr.Code { return sr.OwnCode(class, class) }
+
+// OwnAttributeClass is the private code of an attribute's class: "attribute=class".
+func OwnAttributeClass(attribute, class string) sr.Code {
+	return sr.OwnCode(attribute+"="+class, class)
+}
+
+// attributes are the coded answers of classes (attribute name → class index), in the
+// task's order of attributes.
+func attributes(t *task.Task, classes map[string]int) []sr.Evaluation {
+	var out []sr.Evaluation
+	for _, at := range t.Attributes {
+		k, ok := classes[at.Name]
+		if !ok || k < 0 || k >= len(at.Classes) {
+			continue
+		}
+		name := at.Classes[k]
+		out = append(out, sr.Evaluation{Name: OwnAttribute(at.Name), Value: classCode(t, name, OwnAttributeClass(at.Name, name))})
+	}
+	return out
+}
+
+// classCode is the code of the task's label called name, own when there is none.
+func classCode(t *task.Task, name string, own sr.Code) sr.Code {
+	for _, l := range t.Labels {
+		if l.Value != 0 && !l.Code.IsZero() && strings.EqualFold(l.Name, name) {
+			return sr.Code{Value: l.Code.Value, Scheme: l.Code.Scheme, Meaning: orName(l.Code.Meaning, l.Name)}
+		}
+	}
+	return own
+}
+
+// findingType is what a detection finds: the task's one label, else zero (the report's
+// "Clinical finding").
+func findingType(t *task.Task) sr.Code {
+	var fg []taskspec.Label
+	for _, l := range t.Labels {
+		if l.Value != 0 {
+			fg = append(fg, l)
+		}
+	}
+	if len(fg) != 1 {
+		return sr.Code{}
+	}
+	if l := fg[0]; !l.Code.IsZero() {
+		return sr.Code{Value: l.Code.Value, Scheme: l.Code.Scheme, Meaning: orName(l.Code.Meaning, l.Name)}
+	}
+	return OwnClass(fg[0].Name)
+}
+
+func orName(meaning, name string) string {
+	if meaning != "" {
+		return meaning
+	}
+	return name
+}
+
+// Derived encodes the enhanced image pred (on the grid of the DICOM series image) as a
+// derived series of the source's SOP Class, one file per slice, each naming its source
+// instance (see amid/viewer/dicom/derived).
+func Derived(image, pred string, o derived.Options) ([]*dataset.File, error) {
+	img, err := imageio.Read(pred)
+	if err != nil {
+		return nil, err
+	}
+	grid, src, err := source.Image(image)
+	if err != nil {
+		return nil, err
+	}
+	files, err := derived.Encode(img, grid, src, o)
+	if err != nil {
+		return nil, fmt.Errorf("the derived DICOM series of its prediction: %w", err)
+	}
+	return files, nil
+}
