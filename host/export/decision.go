@@ -7,25 +7,95 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"amid/viewer/edit"
 	"amid/viewer/fileio"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
 )
 
-// Review decisions on a predicted case.
+// Review decisions on a predicted case: right as it is, corrected by the reader (the
+// correction kept beside the prediction), or wrong.
 const (
-	Approved = "approved"
-	Rejected = "rejected"
+	Approved  = "approved"
+	Corrected = "corrected"
+	Rejected  = "rejected"
 )
 
-// Check refuses a decision that is neither Approved nor Rejected, or names no case.
+// CorrectionsDir is the folder of a run's, or a predict run's, corrections.
+const CorrectionsDir = "corrections"
+
+// Check refuses a decision that is not Approved, Corrected or Rejected, that names no
+// case, or whose correction is not a file of the corrections folder (a corrected case
+// needs one, the others have none).
 func (d Decision) Check() error {
 	if d.Case == "" {
 		return errors.New("review: the decision names no case")
 	}
-	if d.Decision != Approved && d.Decision != Rejected {
-		return fmt.Errorf("review: decision %q is not %s or %s", d.Decision, Approved, Rejected)
+	if d.Decision != Approved && d.Decision != Corrected && d.Decision != Rejected {
+		return fmt.Errorf("review: decision %q is not %s, %s or %s", d.Decision, Approved, Corrected, Rejected)
+	}
+	if (d.Decision == Corrected) != (d.Correction != "") {
+		return fmt.Errorf("review: a %s decision on case %s with correction %q: a correction goes with %s alone", d.Decision, d.Case, d.Correction, Corrected)
+	}
+	if d.Correction != "" && (!filepath.IsLocal(d.Correction) || filepath.Dir(filepath.Clean(d.Correction)) != CorrectionsDir) {
+		return fmt.Errorf("review: case %s's correction %q is not a file of the %s folder", d.Case, d.Correction, CorrectionsDir)
 	}
 	return nil
+}
+
+// SaveCorrection writes labels, a reader's correction of case id's prediction, as
+// corrections/ID.nii.gz in dir, never over the prediction, atomically (a reader never
+// finds half a file), and returns its path relative to dir for the Decision.
+func SaveCorrection(dir, id string, labels *volume.Volume) (string, error) {
+	if id == "" || !filepath.IsLocal(id) || filepath.Base(id) != id {
+		return "", fmt.Errorf("review: case %q cannot name a file", id)
+	}
+	rel := filepath.Join(CorrectionsDir, id+".nii.gz")
+	path := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+id+".partial.nii.gz")
+	if err := imageio.Write(tmp, labels); err != nil {
+		return "", fmt.Errorf("review: case %s's correction: %w", id, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return rel, fileio.SyncDir(filepath.Dir(path))
+}
+
+// CorrectionRecord is what the audit log keeps of a correction: the file's sha256 and how
+// many voxels took or lost each label against the prediction.
+type CorrectionRecord struct {
+	SHA256  string        `json:"sha256"`
+	Changes []edit.Change `json:"changes"`
+}
+
+// RecordCorrection reads the correction of decision d (in dir) and the prediction pred it
+// corrects, which must lie on the same grid, and returns its record.
+func RecordCorrection(dir string, d Decision, pred string) (CorrectionRecord, error) {
+	path := filepath.Join(dir, d.Correction)
+	sum, err := fileio.PathSHA256(path)
+	if err != nil {
+		return CorrectionRecord{}, fmt.Errorf("review: case %s's correction: %w", d.Case, err)
+	}
+	now, err := imageio.Read(path)
+	if err != nil {
+		return CorrectionRecord{}, fmt.Errorf("review: case %s's correction: %w", d.Case, err)
+	}
+	was, err := imageio.ReadLabels(pred, now)
+	if err != nil {
+		return CorrectionRecord{}, fmt.Errorf("review: case %s's prediction %s: %w", d.Case, pred, err)
+	}
+	ch, err := edit.Diff(was, now)
+	if err != nil {
+		return CorrectionRecord{}, fmt.Errorf("review: case %s's correction against its prediction: %w", d.Case, err)
+	}
+	return CorrectionRecord{SHA256: sum, Changes: ch}, nil
 }
 
 // ReadDecisions reads the decisions file at path (every decision in the order made, as

@@ -171,10 +171,13 @@ func (l LaneScores) Mean() float64 {
 // Decision is one review decision (review.json).
 type Decision struct {
 	Case     string    `json:"case"`
-	Decision string    `json:"decision"` // approved, rejected
+	Decision string    `json:"decision"` // approved, corrected, rejected
 	Reviewer string    `json:"reviewer,omitempty"`
 	Time     time.Time `json:"time"`
 	Note     string    `json:"note,omitempty"`
+	// Correction is the reader's corrected label map of a corrected case, relative to the
+	// run's folder (corrections/ID.nii.gz; SaveCorrection).
+	Correction string `json:"correction,omitempty"`
 }
 
 // Manifest is manifest.json.

@@ -134,7 +134,24 @@ func correctionSEG(out, pkg string, c CaseResult, d export.Decision) (string, er
 	if err != nil {
 		return "", err
 	}
-	f, err := SEG(t, c.Inputs[0], filepath.Join(out, d.Correction), seg.Options{
+	// The series the case was predicted on: the task's selector picks it again.
+	cases, _, err := t.Inputs(c.Inputs)
+	if err != nil {
+		return "", err
+	}
+	if len(cases) != 1 || len(cases[0].Images) == 0 {
+		return "", fmt.Errorf("its input %s no longer gives one image", c.Inputs[0])
+	}
+	tmp, err := os.MkdirTemp(out, ".series-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	ds := &task.Dataset{Test: cases}
+	if err := ds.LinkSeries(tmp); err != nil {
+		return "", err
+	}
+	f, err := SEG(t, ds.Test[0].Images[0], filepath.Join(out, d.Correction), seg.Options{
 		SeriesDescription: "AMID " + t.ID + " prediction, corrected",
 		Algorithm:         "AMID, corrected by " + cmp.Or(d.Reviewer, "a reader"),
 		Corrected:         true,

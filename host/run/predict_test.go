@@ -9,16 +9,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"amid/host/audit"
+	"amid/host/audit/audittest"
 	"amid/host/dicomweb"
 	"amid/host/dicomweb/dicomwebtest"
 	"amid/host/export"
 	"amid/host/predict"
 	"amid/internal/ci"
 	"amid/viewer/dicom/seg"
+	"amid/viewer/edit"
+	"amid/viewer/fileio"
+	"amid/viewer/imageio"
 )
 
 // copyDir copies the folder src into dst, links followed.
@@ -140,11 +145,12 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 	if ds, err := predict.Decisions(out); err != nil || len(ds) != 1 || ds[0].Decision != Approved || ds[0].Note != "checked approved" {
 		t.Errorf("decisions %+v %v: want the first study approved", ds, err)
 	}
-	// Apply's entries (started, one per study, the failed folder, done) and the two
-	// decisions.
+	checkCorrection(t, out, res.Cases[0])
+	// Apply's entries (started, one per study, the failed folder, done), the two
+	// decisions and the correction.
 	n, _, err := audit.VerifyJSONLFile(filepath.Join(out, predict.FileAudit))
-	if err != nil || n != len(ids)+5 {
-		t.Fatalf("the predict audit log: %d entries, %v; want %d", n, err, len(ids)+5)
+	if err != nil || n != len(ids)+6 {
+		t.Fatalf("the predict audit log: %d entries, %v; want %d", n, err, len(ids)+6)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, predict.FileAudit))
 	for _, name := range []string{"Mr_Smith", "scanner-notes", "notes.txt", ids[0]} {
@@ -335,4 +341,77 @@ func dicomCount(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// checkCorrection corrects the prediction of case c of the predict run in out as a reader
+// does in the viewer (a disc of label 2, 6 mm across, on the middle slice) and records it:
+// the prediction stays as it was, the correction lies beside it with its DICOM SEG (the
+// reader's segments, SEMIAUTOMATIC), and the audit entry holds its sha256 and the voxels
+// each label took or lost, never the case's name. A corrected decision without its file,
+// or with a file outside the corrections folder, is refused.
+func checkCorrection(t *testing.T, out string, c predict.CaseResult) {
+	t.Helper()
+	predPath := filepath.Join(out, c.Predictions[0])
+	before, err := fileio.PathSHA256(predPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := imageio.Read(predPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ed, err := edit.New(pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := [3]int{pred.Dims[0] / 2, pred.Dims[1] / 2, pred.Dims[2] / 2}
+	if err := ed.Dab(2, mid, 6, 2); err != nil {
+		t.Fatal(err)
+	}
+	changes := ed.Changes()
+	if len(changes) == 0 {
+		t.Fatal("the disc changed nothing")
+	}
+	for _, bad := range []export.Decision{
+		{Case: c.ID, Decision: export.Corrected},
+		{Case: c.ID, Decision: export.Corrected, Correction: "../" + c.ID + ".nii.gz"},
+		{Case: c.ID, Decision: Approved, Correction: "corrections/" + c.ID + ".nii.gz"},
+	} {
+		if err := predict.Review(out, bad); err == nil {
+			t.Errorf("decision %+v was taken", bad)
+		}
+	}
+	rel, err := export.SaveCorrection(out, c.ID, ed.Labels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := predict.Review(out, export.Decision{Case: c.ID, Decision: export.Corrected, Correction: rel, Reviewer: "reader"}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := fileio.PathSHA256(predPath); after != before {
+		t.Error("the correction changed the prediction's file")
+	}
+	segPath := filepath.Join(out, export.CorrectionsDir, c.ID+".dcm")
+	back, err := imageio.ReadLabels(segPath, pred) // the prediction lies on the image's grid
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range back.Len() {
+		if back.AtIndex(i) != ed.Labels().AtIndex(i) {
+			t.Fatalf("voxel %d: the correction's SEG holds %v, the correction %v", i, back.AtIndex(i), ed.Labels().AtIndex(i))
+		}
+	}
+	if s, err := seg.Read(segPath); err != nil || len(s.Segments) == 0 || s.Segments[0].AlgorithmType != "SEMIAUTOMATIC" {
+		t.Errorf("the correction's SEG: %+v %v; want SEMIAUTOMATIC segments", s, err)
+	}
+	entries := audittest.Entries(t, filepath.Join(out, "audit.db"))
+	last := entries[len(entries)-1]
+	var det struct {
+		Decision string        `json:"decision"`
+		Changes  []edit.Change `json:"changes"`
+	}
+	sum, _ := fileio.PathSHA256(filepath.Join(out, rel))
+	if err := json.Unmarshal(last.Details, &det); err != nil || det.Decision != export.Corrected || !slices.Equal(det.Changes, changes) || last.Outputs["correction"] != sum {
+		t.Errorf("the correction's audit entry %s %v: want its changes %v and sha256 %s", last.Details, last.Outputs, changes, sum)
+	}
 }

@@ -32,8 +32,9 @@ func Decisions(dir string) ([]export.Decision, error) {
 }
 
 // Review records a user's decision on one test case of a finished run: it is appended to
-// review.json and to the run's audit log (action review.decision, role user). The run must
-// not be running.
+// review.json and to the run's audit log (action review.decision, role user). A correction
+// (export.SaveCorrection first) is recorded with its file's sha256 and the voxels each
+// label took or lost against the prediction. The run must not be running.
 func Review(dir string, d export.Decision) error {
 	st, err := LoadState(dir)
 	if err != nil {
@@ -49,8 +50,22 @@ func Review(dir string, d export.Decision) error {
 	if err := fileio.ReadJSON(filepath.Join(dir, "final", "predictions.json"), &preds); err != nil {
 		return fmt.Errorf("review: %w", err)
 	}
-	if _, ok := preds[d.Case]; !ok {
+	files, ok := preds[d.Case]
+	if !ok {
 		return fmt.Errorf("review: case %s is not a test case of run %s", d.Case, st.ID)
+	}
+	outs := map[string]string{}
+	details := map[string]any{"case": d.Case, "decision": d.Decision, "reviewer": d.Reviewer, "note": d.Note}
+	if d.Decision == export.Corrected {
+		if len(files) == 0 {
+			return fmt.Errorf("review: case %s has no prediction to correct", d.Case)
+		}
+		rec, err := export.RecordCorrection(dir, d, files[0])
+		if err != nil {
+			return err
+		}
+		outs["correction"] = rec.SHA256
+		details["correction"], details["changes"] = d.Correction, rec.Changes
 	}
 	if d.Time.IsZero() {
 		d.Time = time.Now().UTC()
@@ -64,8 +79,8 @@ func Review(dir string, d export.Decision) error {
 	if err != nil {
 		return err
 	}
-	_, err = lg.Append(audit.Entry{Role: audit.RoleUser, Action: audit.ActionReviewDecision, Outputs: map[string]string{reviewFile: sum},
-		Details: mustJSON(map[string]any{"case": d.Case, "decision": d.Decision, "reviewer": d.Reviewer, "note": d.Note})})
+	outs[reviewFile] = sum
+	_, err = lg.Append(audit.Entry{Role: audit.RoleUser, Action: audit.ActionReviewDecision, Outputs: outs, Details: mustJSON(details)})
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"amid/viewer/volume"
 )
@@ -327,12 +328,24 @@ func (e *Editor) Redo() bool {
 
 // Change is how the edits moved one label: the voxels that took it and those that lost it.
 type Change struct {
-	Label          int
-	Added, Removed int
+	Label   int `json:"label"`
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
 }
 
 // Changes are the labels whose voxels differ from the map given to New, in label order.
 func (e *Editor) Changes() []Change {
+	c, _ := Diff(e.orig, e.labels) // the same grid, by construction
+	return c
+}
+
+// Diff is how the label map now differs from was, label by label in label order: the
+// voxels that took each label and those that lost it. The maps must have the same
+// dimensions.
+func Diff(was, now *volume.Volume) ([]Change, error) {
+	if was.Dims != now.Dims {
+		return nil, fmt.Errorf("%w: a map of %v against one of %v", ErrEdit, now.Dims, was.Dims)
+	}
 	by := map[int]*Change{}
 	get := func(l int) *Change {
 		if by[l] == nil {
@@ -340,20 +353,19 @@ func (e *Editor) Changes() []Change {
 		}
 		return by[l]
 	}
-	for i := range e.labels.Len() {
-		was, now := int(e.orig.AtIndex(i)), int(e.labels.AtIndex(i))
-		if was != now {
-			get(was).Removed++
-			get(now).Added++
+	for i := range now.Len() {
+		w, n := int(was.AtIndex(i)), int(now.AtIndex(i))
+		if w != n {
+			get(w).Removed++
+			get(n).Added++
 		}
 	}
-	var out []Change
-	for l := 0; len(out) < len(by); l++ {
-		if c := by[l]; c != nil {
-			out = append(out, *c)
-		}
+	out := make([]Change, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
 	}
-	return out
+	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
+	return out, nil
 }
 
 // signedDistance is, for each pixel of a W×H plane of spacing sx, sy mm, its distance to

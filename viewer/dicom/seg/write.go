@@ -43,6 +43,9 @@ type Options struct {
 	SeriesNumber      int    // 9001
 	Algorithm         string // Segment Algorithm Name: "AMID"
 	SoftwareVersion   string // "unknown"
+	// Corrected marks a segmentation a reader corrected by hand: its Segment Algorithm
+	// Type is SEMIAUTOMATIC (the algorithm's, then the reader's), else AUTOMATIC.
+	Corrected bool
 	// Created is the content date and time; zero: now. The SOP Instance and Series
 	// Instance UIDs derive from it, the source series and the label map, so the same
 	// inputs give the same object.
@@ -85,7 +88,7 @@ func Encode(lab *volume.Volume, src *source.Series, labels []Label, o Options) (
 			return nil, fmt.Errorf("label value %d is given twice", l.Value)
 		}
 		segNo[l.Value] = i + 1
-		segs = append(segs, segmentItem(i+1, l, o.Algorithm))
+		segs = append(segs, segmentItem(i+1, l, o))
 	}
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("no labels to write as segments")
@@ -255,13 +258,17 @@ func (o Options) withDefaults() Options {
 }
 
 // segmentItem is one item of the Segment Sequence.
-func segmentItem(n int, l Label, algorithm string) *dataset.DataSet {
+func segmentItem(n int, l Label, o Options) *dataset.DataSet {
 	cat, typ := l.Category, l.Type
 	if cat.IsZero() {
 		cat = DefaultCategory
 	}
 	if typ.IsZero() {
 		typ = OwnCode(l.Value, l.Name)
+	}
+	kind := "AUTOMATIC"
+	if o.Corrected {
+		kind = "SEMIAUTOMATIC"
 	}
 	if typ.Meaning == "" {
 		typ.Meaning = l.Name
@@ -275,8 +282,8 @@ func segmentItem(n int, l Label, algorithm string) *dataset.DataSet {
 		dataset.Text(tag.SegmentLabel, "LO", dataset.Clip(name, 64)),
 		dataset.Seq(tag.SegmentedPropertyCategoryCodeSequence, cat.Item()),
 		dataset.Seq(tag.SegmentedPropertyTypeCodeSequence, typ.Item()),
-		dataset.Text(tag.SegmentAlgorithmType, "CS", "AUTOMATIC"),
-		dataset.Text(tag.SegmentAlgorithmName, "LO", dataset.Clip(algorithm, 64)),
+		dataset.Text(tag.SegmentAlgorithmType, "CS", kind),
+		dataset.Text(tag.SegmentAlgorithmName, "LO", dataset.Clip(o.Algorithm, 64)),
 	)
 }
 
