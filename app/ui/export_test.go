@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
 	"amid/host/audit"
@@ -23,6 +25,8 @@ import (
 	"amid/host/run"
 	"amid/host/synth"
 	"amid/plugins/plugintest"
+	"amid/viewer/edit"
+	"amid/viewer/fileio"
 )
 
 // The segmentation plugin, built once per test binary (plugintest.BuildPlugin: pure Go,
@@ -218,24 +222,31 @@ func TestExport(t *testing.T) {
 			t.Fatalf("%d test cases, %d reviewed; want %d and 0", len(s.data.Test), s.data.Reviewed(), n)
 		}
 		s.list.Select(0)
-		for i := 0; i < n; i++ { // approving a case selects the next one without a decision
+		var corrected correctedCase
+		for i := 0; i < n; i++ { // a decision selects the next case without one
 			q.wait(t, "case view", func() bool { return s.current != nil && s.loadedID == s.current.ID && !s.approve.Disabled() })
-			test.Tap(s.approve)
+			if i == 0 {
+				corrected = correctThroughScreen(t, a, q, s)
+			} else {
+				test.Tap(s.approve)
+			}
 			q.wait(t, "decision", func() bool { return s.data.Reviewed() == i+1 })
 		}
+		checkCorrected(t, dir, corrected)
 		start := time.Now()
 		dest = filepath.Join(pkgs, "pkg")
 		exportThroughScreen(t, a, q, dest)
 		t.Logf("export took %v", time.Since(start).Round(100*time.Millisecond))
 		var review []export.Decision
-		if b, err := os.ReadFile(filepath.Join(dest, "review.json")); err != nil || json.Unmarshal(b, &review) != nil || len(review) != n {
-			t.Errorf("review.json in the package: %s %v", b, err)
+		if b, err := os.ReadFile(filepath.Join(dest, "review.json")); err != nil || json.Unmarshal(b, &review) != nil || len(review) != n ||
+			review[0].Decision != export.Corrected || review[0].Correction != corrected.file {
+			t.Errorf("review.json in the package: %s %v; want %d decisions, the first the correction %s", b, err, n, corrected.file)
 		}
 		decisions, exports, reasons := 0, 0, 0
 		for _, e := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
 			switch e.Action {
 			case audit.ActionReviewDecision:
-				if detailsOf(t, e)["decision"] == run.Approved && e.Role == audit.RoleUser {
+				if d := detailsOf(t, e)["decision"]; (d == run.Approved || d == export.Corrected) && e.Role == audit.RoleUser {
 					decisions++
 				}
 			case audit.ActionExport:
@@ -247,7 +258,7 @@ func TestExport(t *testing.T) {
 		// Exports: the run's own (its package/ folder), the one with a reason and this one;
 		// the reason is the first subtest's alone.
 		if decisions != n || exports != 3 || reasons != 1 {
-			t.Errorf("audit log: %d approvals, %d exports, %d reasons; want %d, 3 and 1", decisions, exports, reasons, n)
+			t.Errorf("audit log: %d approvals and corrections, %d exports, %d reasons; want %d, 3 and 1", decisions, exports, reasons, n)
 		}
 	})
 
@@ -338,5 +349,72 @@ func useModel(t *testing.T, a *App, q loop, dir, pkg string) {
 	}
 	if got := a.A.Preferences().StringList(prefRecentPkgs); !slices.Contains(got, pkg) {
 		t.Errorf("recent packages %v: want %s", got, pkg)
+	}
+}
+
+// correctedCase is what correctThroughScreen drew: the case, its correction's file
+// (relative to the run) and the changes the bar showed.
+type correctedCase struct {
+	id, file string
+	changes  []edit.Change
+}
+
+// correctThroughScreen corrects the Review screen's current case as a reader does: Correct,
+// the task's last label, a brush of 10 mm, a tap on the middle of the view, Save correction.
+func correctThroughScreen(t *testing.T, a *App, q loop, s *reviewScreen) correctedCase {
+	t.Helper()
+	c := s.corr
+	if c.toggle.Disabled() || !c.save.Disabled() {
+		t.Fatal("Correct is not offered on a segmentation's test case, or Save is before any edit")
+	}
+	c.toggle.SetChecked(true)
+	c.label.SetSelected(c.label.Options[len(c.label.Options)-1])
+	c.radius.SetValue(10)
+	v := s.view.Left
+	at := fyne.CurrentApp().Driver().AbsolutePositionForObject(v).Add(fyne.NewPos(v.Size().Width/2, v.Size().Height/2))
+	test.TapCanvas(a.W.Canvas(), at)
+	q.wait(t, "the brush's edit", func() bool { return len(c.changes()) > 0 })
+	got := correctedCase{id: s.current.ID, changes: c.changes()}
+	// Ctrl+Z takes the dab back, Ctrl+Shift+Z makes it again.
+	keys, ok := a.W.Canvas().(fyne.Shortcutable)
+	if !ok {
+		t.Fatal("the window's canvas takes no shortcuts")
+	}
+	keys.TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyZ, Modifier: fyne.KeyModifierShortcutDefault})
+	if len(c.changes()) != 0 || !c.save.Disabled() {
+		t.Errorf("after undo: changes %v, Save enabled %v", c.changes(), !c.save.Disabled())
+	}
+	keys.TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyZ, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift})
+	if !slices.Equal(c.changes(), got.changes) {
+		t.Errorf("after redo: changes %v, want %v", c.changes(), got.changes)
+	}
+	t.Logf("correction of %s: %s", got.id, changesText(got.changes))
+	test.Tap(c.save)
+	got.file = filepath.Join(export.CorrectionsDir, got.id+".nii.gz")
+	return got
+}
+
+// checkCorrected checks the correction kept in the run dir: its file holds the corrected
+// map beside the untouched prediction, and the audit entry its sha256 and the changes.
+func checkCorrected(t *testing.T, dir string, c correctedCase) {
+	t.Helper()
+	path := filepath.Join(dir, c.file)
+	sum, err := fileio.PathSHA256(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last audit.Entry // the correction's entry
+	for _, e := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
+		if e.Action == audit.ActionReviewDecision && detailsOf(t, e)["decision"] == export.Corrected {
+			last = e
+		}
+	}
+	var det struct {
+		Case, Decision, Correction string
+		Changes                    []edit.Change
+	}
+	if err := json.Unmarshal(last.Details, &det); err != nil || det.Case != c.id || det.Decision != export.Corrected ||
+		det.Correction != c.file || !slices.Equal(det.Changes, c.changes) || last.Outputs["correction"] != sum {
+		t.Errorf("the correction's audit entry %s %v: want case %s, %s, changes %v, sha256 %s", last.Details, last.Outputs, c.id, c.file, c.changes, sum)
 	}
 }

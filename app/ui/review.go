@@ -31,6 +31,7 @@ type reviewCase struct {
 	ID         string
 	Images     []string
 	Pred       string // the prediction file
+	Labels     string // a segmentation's label map file, which a correction edits
 	Truth      string // the canonical label (validation cases)
 	Validation bool
 	Decision   string
@@ -50,6 +51,8 @@ func (c *reviewCase) String() string {
 	switch c.Decision {
 	case run.Approved:
 		return "✓ " + s
+	case export.Corrected:
+		return "✎ " + s
 	case run.Rejected:
 		return "✗ " + s
 	}
@@ -107,7 +110,7 @@ func loadReview(dir string) (*reviewData, error) {
 	for id, files := range preds {
 		c := &reviewCase{ID: id, Images: images[id], Dice: math.NaN()}
 		if len(files) > 0 {
-			c.Pred = files[0]
+			c.Pred, c.Labels = files[0], files[0]
 		}
 		if _, err := os.Stat(filepath.Join(dir, "final", "dicom", id+".dcm")); err == nil {
 			// What goes back to PACS is the DICOM SEG: review that.
@@ -197,6 +200,7 @@ type reviewScreen struct {
 	reject   *widget.Button
 	holder   *fyne.Container
 	view     *vwidget.CompareView
+	corr     *corrector
 	loadedID string
 }
 
@@ -254,10 +258,16 @@ func newReviewScreen(a *App) *reviewScreen {
 	s.reject.Importance = widget.DangerImportance
 	s.approve.Disable()
 	s.reject.Disable()
+	s.corr = newCorrector(s.saveCorrection, func() {
+		if ch := s.corr.changes(); len(ch) > 0 {
+			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
+		}
+	})
 	left := container.NewBorder(s.filter, nil, nil, nil, s.list)
 	controls := container.NewVBox(
 		container.NewHBox(widget.NewLabel("Plane"), s.plane, s.mode),
 		container.NewBorder(nil, nil, widget.NewLabel("Score threshold"), nil, s.thr),
+		s.corr.obj,
 		container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note),
 		s.info)
 	right := container.NewBorder(nil, controls, nil, nil, s.holder)
@@ -437,6 +447,7 @@ func (s *reviewScreen) open(c *reviewCase) {
 		return
 	}
 	s.current = c
+	s.corr.attach(nil, "", nil, nil)
 	s.note.SetText(c.Note)
 	if c.Validation {
 		s.approve.Disable()
@@ -503,7 +514,36 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 	s.view = v
 	s.holder.Objects = []fyne.CanvasObject{v}
 	s.holder.Refresh()
+	if c := s.current; c != nil && !c.Validation && s.data.Spec.Kind == taskspec.Segmentation {
+		s.corr.attach(v, c.Labels, cv.Image, s.data.Spec.Labels)
+	}
 	return nil
+}
+
+// saveCorrection keeps the current test case's correction beside its prediction and
+// records the decision corrected in the run's audit log, off the UI goroutine.
+func (s *reviewScreen) saveCorrection() {
+	c, d, lab := s.current, s.data, s.corr.corrected()
+	if c == nil || d == nil || c.Validation || lab == nil {
+		return
+	}
+	d2 := export.Decision{Case: c.ID, Decision: export.Corrected, Note: s.note.Text, Reviewer: reviewer()}
+	s.corr.save.Disable()
+	go func() {
+		rel, err := export.SaveCorrection(d.Dir, c.ID, lab)
+		if err == nil {
+			d2.Correction = rel
+			err = run.Review(d.Dir, d2)
+		}
+		s.a.do(func() {
+			if err != nil {
+				s.corr.save.Enable()
+				s.info.SetText(errText(err))
+				return
+			}
+			s.recorded(c, d2)
+		})
+	}()
 }
 
 // decide records a decision on the current test case off the UI goroutine.
@@ -512,15 +552,11 @@ func (s *reviewScreen) decide(decision string) {
 	if c == nil || d == nil || c.Validation {
 		return
 	}
-	note := s.note.Text
-	reviewer := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		reviewer = u.Username
-	}
+	x := export.Decision{Case: c.ID, Decision: decision, Note: s.note.Text, Reviewer: reviewer()}
 	s.approve.Disable()
 	s.reject.Disable()
 	go func() {
-		err := run.Review(d.Dir, export.Decision{Case: c.ID, Decision: decision, Note: note, Reviewer: reviewer})
+		err := run.Review(d.Dir, x)
 		s.a.do(func() {
 			s.approve.Enable()
 			s.reject.Enable()
@@ -528,13 +564,27 @@ func (s *reviewScreen) decide(decision string) {
 				s.info.SetText(errText(err))
 				return
 			}
-			c.Decision, c.Note = decision, note
-			s.title.SetText(fmt.Sprintf("Review run %s: %d of %d test cases reviewed", d.State.ID, d.Reviewed(), len(d.Test)))
-			s.info.SetText(fmt.Sprintf("%s: %s.", c.ID, decision))
-			s.list.Refresh()
-			s.next()
+			s.recorded(c, x)
 		})
 	}()
+}
+
+// recorded shows decision x on case c, made, and moves on to the next case without one.
+func (s *reviewScreen) recorded(c *reviewCase, x export.Decision) {
+	d := s.data
+	c.Decision, c.Note = x.Decision, x.Note
+	s.title.SetText(fmt.Sprintf("Review run %s: %d of %d test cases reviewed", d.State.ID, d.Reviewed(), len(d.Test)))
+	s.info.SetText(fmt.Sprintf("%s: %s.", c.ID, x.Decision))
+	s.list.Refresh()
+	s.next()
+}
+
+// reviewer is who decides: the user's login name.
+func reviewer() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
 }
 
 // next selects the next test case without a decision, if any.

@@ -29,6 +29,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 
 	"amid/assets"
 	"amid/host"
@@ -125,6 +126,11 @@ func New(a fyne.App, o Options) (*App, error) {
 	if o.Image != "" {
 		app.tabs.SelectIndex(tabViewer)
 	}
+	// Undo and redo of a correction, on the screen that shows one.
+	undo := &desktop.CustomShortcut{KeyName: fyne.KeyZ, Modifier: fyne.KeyModifierShortcutDefault}
+	redo := &desktop.CustomShortcut{KeyName: fyne.KeyZ, Modifier: fyne.KeyModifierShortcutDefault | fyne.KeyModifierShift}
+	w.Canvas().AddShortcut(undo, func(fyne.Shortcut) { app.correcting(func(c *corrector) { c.step(false) }) })
+	w.Canvas().AddShortcut(redo, func(fyne.Shortcut) { app.correcting(func(c *corrector) { c.step(true) }) })
 	w.SetContent(app.tabs)
 	w.Resize(fyne.NewSize(1100, 760))
 	w.SetOnClosed(app.close)
@@ -165,6 +171,16 @@ func (a *App) shown(name string) {
 		a.use.refresh()
 	case "Plugins":
 		a.plugins.refresh()
+	}
+}
+
+// correcting runs f on the correction bar of the screen shown, if it has one.
+func (a *App) correcting(f func(*corrector)) {
+	switch a.tabs.SelectedIndex() {
+	case tabReview:
+		f(a.review.corr)
+	case tabUse:
+		f(a.use.corr)
 	}
 }
 

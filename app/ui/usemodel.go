@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -95,6 +94,8 @@ func (c *useCase) String() string {
 	switch c.Decision {
 	case export.Approved:
 		mark = "✓ "
+	case export.Corrected:
+		mark = "✎ "
 	case export.Rejected:
 		mark = "✗ "
 	}
@@ -131,8 +132,9 @@ type useScreen struct {
 	status     *widget.Label
 	card       *widget.Label
 
-	// The predict run shown: its folder, task and cases in review order.
+	// The predict run shown: its folder, package, task and cases in review order.
 	dir     string
+	pkgOf   string
 	spec    *taskspec.Spec
 	cases   []*useCase
 	volumes map[string][]string // per case, its lines of volumes.csv
@@ -143,6 +145,7 @@ type useScreen struct {
 	note    *widget.Entry
 	approve *widget.Button
 	reject  *widget.Button
+	corr    *corrector
 }
 
 func newUseScreen(a *App) *useScreen {
@@ -152,6 +155,7 @@ func newUseScreen(a *App) *useScreen {
 	for _, l := range []*widget.Label{s.inputsText, s.status, s.card, s.info} {
 		l.Wrapping = fyne.TextWrapWord
 	}
+	s.card.Hide() // until a package's card is read
 	s.pkg = widget.NewSelect(nil, nil)
 	s.pkg.PlaceHolder = "a model package"
 	choosePkg := widget.NewButton("Package…", func() {
@@ -185,7 +189,7 @@ func newUseScreen(a *App) *useScreen {
 		widget.NewFormItem("Package", container.NewBorder(nil, nil, nil, choosePkg, s.pkg)),
 		widget.NewFormItem("Inputs", container.NewBorder(nil, nil, nil, container.NewHBox(addFile, addFolder, clearInputs), s.inputsText)),
 		widget.NewFormItem("PACS studies", s.studies),
-		widget.NewFormItem("Results to", s.out),
+		widget.NewFormItem("Results to", container.NewBorder(nil, nil, nil, s.button, s.out)),
 	)
 	s.list = widget.NewList(func() int { return len(s.cases) },
 		func() fyne.CanvasObject { return widget.NewLabel("case id long enough  confidence 0.000") },
@@ -206,11 +210,15 @@ func newUseScreen(a *App) *useScreen {
 	s.reject.Importance = widget.DangerImportance
 	s.approve.Disable()
 	s.reject.Disable()
-	right := container.NewBorder(nil, container.NewVBox(container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note), s.info), nil, nil, s.holder)
+	s.corr = newCorrector(s.saveCorrection, func() {
+		if ch := s.corr.changes(); len(ch) > 0 && s.current != nil {
+			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
+		}
+	})
+	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note), s.info), nil, nil, s.holder)
 	split := container.NewHSplit(s.list, right)
 	split.Offset = 0.25
-	title := widget.NewLabelWithStyle("Use a model on new patients", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	top := container.NewVBox(title, form, container.NewBorder(nil, nil, s.button, nil, s.bar), s.status, s.card)
+	top := container.NewVBox(form, container.NewBorder(nil, nil, container.NewGridWrap(fyne.NewSize(160, 36), s.bar), nil, s.status), s.card)
 	s.obj = container.NewBorder(top, nil, nil, nil, split)
 	return s
 }
@@ -301,6 +309,7 @@ func (s *useScreen) predict() {
 	s.button.Disable()
 	s.bar.SetValue(0)
 	s.card.SetText("")
+	s.card.Hide()
 	s.status.SetText("Checking the package…")
 	go func() {
 		res, err := s.run(pkg, inputs, studies, out)
@@ -341,7 +350,10 @@ func (s *useScreen) run(pkg string, inputs, studies []string, out string) (*pred
 					text += "\nLimit: " + l
 				}
 			}
-			s.a.do(func() { s.card.SetText(text) })
+			s.a.do(func() {
+				s.card.SetText(text)
+				s.card.Show()
+			})
 		}}
 	if len(studies) > 0 {
 		pacs := s.a.pacs()
@@ -365,13 +377,13 @@ func (s *useScreen) run(pkg string, inputs, studies []string, out string) (*pred
 // and lists its cases, the least sure first, the failed last.
 func (s *useScreen) load(dir string) {
 	go func() {
-		cases, spec, vols, err := readPredictRun(dir)
+		cases, spec, vols, pkg, err := readPredictRun(dir)
 		s.a.do(func() {
 			if err != nil {
 				s.info.SetText(errText(err))
 				return
 			}
-			s.dir, s.spec, s.cases, s.volumes, s.current = dir, spec, cases, vols, nil
+			s.dir, s.pkgOf, s.spec, s.cases, s.volumes, s.current = dir, pkg, spec, cases, vols, nil
 			s.list.UnselectAll()
 			s.list.Refresh()
 			if len(cases) > 0 && len(cases[0].Predictions) > 0 {
@@ -382,19 +394,20 @@ func (s *useScreen) load(dir string) {
 }
 
 // readPredictRun reads what Apply wrote in dir: its cases in review order (then the
-// failed ones), the task's spec, each case's volumes.csv lines, and the decisions made.
-func readPredictRun(dir string) ([]*useCase, *taskspec.Spec, map[string][]string, error) {
+// failed ones), the task's spec, each case's volumes.csv lines, and the decisions made,
+// and names the package.
+func readPredictRun(dir string) ([]*useCase, *taskspec.Spec, map[string][]string, string, error) {
 	var res predict.Result
 	if err := fileio.ReadJSON(filepath.Join(dir, predict.FileResults), &res); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
-	pk, err := predict.Open(res.Package)
+	t, err := predict.PackageTask(res.Package)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("the package %s of %s: %w", res.Package, dir, err)
+		return nil, nil, nil, "", fmt.Errorf("the package %s of %s: %w", res.Package, dir, err)
 	}
 	decided, err := predict.Decisions(dir)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	byID := map[string]*useCase{}
 	for _, c := range res.Cases {
@@ -422,7 +435,7 @@ func readPredictRun(dir string) ([]*useCase, *taskspec.Spec, map[string][]string
 		rows, err := csv.NewReader(f).ReadAll()
 		f.Close()
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, predict.FileVolumes), err)
+			return nil, nil, nil, "", fmt.Errorf("%s: %w", filepath.Join(dir, predict.FileVolumes), err)
 		}
 		unit := "mL"
 		if len(rows) > 0 && len(rows[0]) == 5 && rows[0][4] == "area_mm2" {
@@ -435,12 +448,13 @@ func readPredictRun(dir string) ([]*useCase, *taskspec.Spec, map[string][]string
 			vols[r[0]] = append(vols[r[0]], fmt.Sprintf("%s (label %s): %s voxels, %s %s", r[2], r[1], r[3], r[4], unit))
 		}
 	}
-	return cases, pk.Task.Spec(), vols, nil
+	return cases, t.Spec(), vols, res.Package, nil
 }
 
 // open shows case c over its image (UI goroutine); the files are read off it.
 func (s *useScreen) open(c *useCase) {
 	s.current = c
+	s.corr.attach(nil, "", nil, nil)
 	s.note.SetText("")
 	if len(c.Predictions) == 0 {
 		s.approve.Disable()
@@ -455,9 +469,17 @@ func (s *useScreen) open(c *useCase) {
 	if c.SEG != "" {
 		rc.Pred = filepath.Join(s.dir, c.SEG)
 	}
-	spec, vols := s.spec, s.volumes[c.ID]
+	spec, vols, pkg := s.spec, s.volumes[c.ID], s.pkgOf
 	go func() {
-		cv, err := loadCase(rc, spec)
+		// The image the model read: a DICOM study's chosen series alone.
+		tmp, err := os.MkdirTemp("", "amid-case-")
+		var cv *caseView
+		if err == nil {
+			defer os.RemoveAll(tmp)
+			if rc.Images, err = predict.CaseImages(pkg, c.Inputs, tmp); err == nil {
+				cv, err = loadCase(rc, spec)
+			}
+		}
 		s.a.do(func() {
 			if s.current != c {
 				return
@@ -478,6 +500,9 @@ func (s *useScreen) open(c *useCase) {
 			}
 			s.holder.Objects = []fyne.CanvasObject{v}
 			s.holder.Refresh()
+			if spec.Kind == taskspec.Segmentation {
+				s.corr.attach(v, filepath.Join(s.dir, c.Predictions[0]), cv.Image, spec.Labels)
+			}
 			s.info.SetText(caseText(c, cv.Text, vols))
 		})
 	}()
@@ -513,15 +538,11 @@ func (s *useScreen) decide(decision string) {
 	if c == nil || dir == "" {
 		return
 	}
-	note := s.note.Text
-	reviewer := os.Getenv("USER")
-	if u, err := user.Current(); err == nil {
-		reviewer = u.Username
-	}
+	x := export.Decision{Case: c.ID, Decision: decision, Note: s.note.Text, Reviewer: reviewer()}
 	s.approve.Disable()
 	s.reject.Disable()
 	go func() {
-		err := predict.Review(dir, export.Decision{Case: c.ID, Decision: decision, Note: note, Reviewer: reviewer})
+		err := predict.Review(dir, x)
 		s.a.do(func() {
 			s.approve.Enable()
 			s.reject.Enable()
@@ -529,15 +550,47 @@ func (s *useScreen) decide(decision string) {
 				s.info.SetText(errText(err))
 				return
 			}
-			c.Decision = decision
-			s.list.Refresh()
-			s.info.SetText(fmt.Sprintf("%s: %s (recorded in %s).", c.ID, decision, filepath.Join(dir, predict.FileAudit)))
-			for i, x := range s.cases {
-				if x.Decision == "" && len(x.Predictions) > 0 {
-					s.list.Select(i)
-					return
-				}
-			}
+			s.recorded(c, x)
 		})
 	}()
+}
+
+// saveCorrection keeps the current case's correction beside its prediction (with its
+// DICOM SEG for DICOM input) and records the decision corrected in the predict run's
+// audit log, off the UI goroutine.
+func (s *useScreen) saveCorrection() {
+	c, dir, lab := s.current, s.dir, s.corr.corrected()
+	if c == nil || dir == "" || lab == nil {
+		return
+	}
+	x := export.Decision{Case: c.ID, Decision: export.Corrected, Note: s.note.Text, Reviewer: reviewer()}
+	s.corr.save.Disable()
+	go func() {
+		rel, err := export.SaveCorrection(dir, c.ID, lab)
+		if err == nil {
+			x.Correction = rel
+			err = predict.Review(dir, x)
+		}
+		s.a.do(func() {
+			if err != nil {
+				s.corr.save.Enable()
+				s.info.SetText(errText(err))
+				return
+			}
+			s.recorded(c, x)
+		})
+	}()
+}
+
+// recorded shows decision x on case c, made, and moves on to the next case without one.
+func (s *useScreen) recorded(c *useCase, x export.Decision) {
+	c.Decision = x.Decision
+	s.list.Refresh()
+	s.info.SetText(fmt.Sprintf("%s: %s (recorded in %s).", c.ID, x.Decision, filepath.Join(s.dir, predict.FileAudit)))
+	for i, y := range s.cases {
+		if y.Decision == "" && len(y.Predictions) > 0 {
+			s.list.Select(i)
+			return
+		}
+	}
 }

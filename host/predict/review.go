@@ -130,28 +130,20 @@ func Decisions(out string) ([]export.Decision, error) {
 // DICOM SEG beside it (corrections/ID.dcm: the segments the reader drew, SEMIAUTOMATIC)
 // and returns its sha256. The task's labels come from the package pkg, a folder or its zip.
 func correctionSEG(out, pkg string, c CaseResult, d export.Decision) (string, error) {
-	t, err := packageTask(pkg)
+	t, err := PackageTask(pkg)
 	if err != nil {
 		return "", err
-	}
-	// The series the case was predicted on: the task's selector picks it again.
-	cases, _, err := t.Inputs(c.Inputs)
-	if err != nil {
-		return "", err
-	}
-	if len(cases) != 1 || len(cases[0].Images) == 0 {
-		return "", fmt.Errorf("its input %s no longer gives one image", c.Inputs[0])
 	}
 	tmp, err := os.MkdirTemp(out, ".series-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	ds := &task.Dataset{Test: cases}
-	if err := ds.LinkSeries(tmp); err != nil {
+	images, err := caseImages(t, c.Inputs, tmp)
+	if err != nil {
 		return "", err
 	}
-	f, err := SEG(t, ds.Test[0].Images[0], filepath.Join(out, d.Correction), seg.Options{
+	f, err := SEG(t, images[0], filepath.Join(out, d.Correction), seg.Options{
 		SeriesDescription: "AMID " + t.ID + " prediction, corrected",
 		Algorithm:         "AMID, corrected by " + cmp.Or(d.Reviewer, "a reader"),
 		Corrected:         true,
@@ -167,9 +159,36 @@ func correctionSEG(out, pkg string, c CaseResult, d export.Decision) (string, er
 	return fileio.PathSHA256(path)
 }
 
-// packageTask is the task of the package pkg: a folder, or its zip (whose one top folder
+// CaseImages are the images a predict run read for the case whose inputs are given (a
+// CaseResult's Inputs), with the package pkg (a folder or its zip): each DICOM series the
+// task's selector chose in a study folder is linked alone under dir (which the caller
+// removes), so that a reader of the image sees that series, as the model did.
+func CaseImages(pkg string, inputs []string, dir string) ([]string, error) {
+	t, err := PackageTask(pkg)
+	if err != nil {
+		return nil, err
+	}
+	return caseImages(t, inputs, dir)
+}
+
+func caseImages(t *task.Task, inputs []string, dir string) ([]string, error) {
+	cases, _, err := t.Inputs(inputs)
+	if err != nil {
+		return nil, err
+	}
+	if len(cases) != 1 || len(cases[0].Images) == 0 {
+		return nil, fmt.Errorf("the inputs %s no longer give one case", strings.Join(inputs, ", "))
+	}
+	ds := &task.Dataset{Test: cases}
+	if err := ds.LinkSeries(dir); err != nil {
+		return nil, err
+	}
+	return ds.Test[0].Images, nil
+}
+
+// PackageTask is the task of the package pkg: a folder, or its zip (whose one top folder
 // holds task.yaml).
-func packageTask(pkg string) (*task.Task, error) {
+func PackageTask(pkg string) (*task.Task, error) {
 	if st, err := os.Stat(pkg); err == nil && st.IsDir() {
 		p, err := Open(pkg)
 		if err != nil {

@@ -1,0 +1,226 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"amid/plugins/taskspec"
+	"amid/viewer/edit"
+	"amid/viewer/imageio"
+	"amid/viewer/volume"
+	vwidget "amid/viewer/widget"
+)
+
+// Correction tools, as the bar names them.
+var toolNames = []string{"Paint", "Erase", "Fill", "Remove island"}
+
+// corrector is the editing bar of a screen that shows a segmentation's prediction over its
+// image (Review, Use model): Correct turns the view's primary button into the brush
+// (amid/viewer/widget.Brush on an amid/viewer/edit.Editor of the prediction's label map),
+// with a tool, a label and a radius; Undo and Redo (also Ctrl+Z, Ctrl+Shift+Z) go over the
+// case's whole history; the screen's Save correction keeps the result beside the
+// prediction. Its methods run on the UI goroutine.
+type corrector struct {
+	obj     fyne.CanvasObject
+	toggle  *widget.Check
+	tool    *widget.Select
+	label   *widget.Select
+	radius  *widget.Slider
+	size    *widget.Label
+	undo    *widget.Button
+	redo    *widget.Button
+	save    *widget.Button
+	onSave  func()
+	labels  []taskspec.Label
+	view    *vwidget.CompareView
+	brush   *vwidget.Brush
+	changed func() // after each edit, undo or redo
+	// pred is the prediction's label map file, image its image (nil: nothing to correct).
+	pred  string
+	image *volume.Volume
+}
+
+// newCorrector builds the bar; onSave is the screen's Save correction, changed is called
+// after each edit.
+func newCorrector(onSave, changed func()) *corrector {
+	c := &corrector{onSave: onSave, changed: changed, size: widget.NewLabel("")}
+	c.toggle = widget.NewCheck("Correct", func(on bool) { c.setEditing(on) })
+	c.tool = widget.NewSelect(toolNames, nil)
+	c.tool.SetSelected(toolNames[0])
+	c.label = widget.NewSelect(nil, nil)
+	c.radius = widget.NewSlider(0.5, 20)
+	c.radius.Step = 0.5
+	c.radius.SetValue(3)
+	c.tool.OnChanged = func(string) { c.configure() }
+	c.label.OnChanged = func(string) { c.configure() }
+	c.radius.OnChanged = func(float64) { c.configure() }
+	c.undo = widget.NewButton("Undo", func() { c.step(false) })
+	c.redo = widget.NewButton("Redo", func() { c.step(true) })
+	c.save = widget.NewButton("Save correction", func() {
+		if c.onSave != nil {
+			c.onSave()
+		}
+	})
+	c.save.Importance = widget.WarningImportance
+	c.obj = container.NewVBox(container.NewHBox(c.toggle, c.tool, c.label),
+		container.NewBorder(nil, nil, c.size, container.NewHBox(c.undo, c.redo, c.save), c.radius))
+	c.attach(nil, "", nil, nil)
+	return c
+}
+
+// attach offers the correction of the prediction pred (a label map file on image's grid)
+// shown in view, with the task's labels; a nil view, or no file, offers nothing. Editing
+// starts off.
+func (c *corrector) attach(view *vwidget.CompareView, pred string, image *volume.Volume, labels []taskspec.Label) {
+	if c.view != nil {
+		c.view.Left.SetPainter(nil)
+	}
+	c.view, c.pred, c.image, c.brush = view, pred, image, nil
+	c.labels = nil
+	var names []string
+	for _, l := range labels {
+		if l.Value != 0 {
+			c.labels = append(c.labels, l)
+			names = append(names, labelName(l))
+		}
+	}
+	c.label.Options = names
+	if len(names) > 0 {
+		c.label.SetSelected(names[0])
+	}
+	c.toggle.SetChecked(false)
+	if view == nil || pred == "" || len(names) == 0 {
+		c.toggle.Disable()
+	} else {
+		c.toggle.Enable()
+	}
+	c.enable(false)
+}
+
+func labelName(l taskspec.Label) string {
+	if l.Name == "" {
+		return strconv.Itoa(l.Value)
+	}
+	return fmt.Sprintf("%d %s", l.Value, l.Name)
+}
+
+// setEditing starts editing (the label map read from its file, shown and given to the
+// brush) or stops it, keeping the edits made.
+func (c *corrector) setEditing(on bool) {
+	if c.view == nil {
+		return
+	}
+	if !on {
+		c.view.Left.SetPainter(nil)
+		c.enable(false)
+		if len(c.changes()) > 0 {
+			c.save.Enable() // stopping keeps what was drawn, to save
+		}
+		return
+	}
+	if c.brush == nil {
+		lab, err := imageio.ReadLabels(c.pred, c.image)
+		if err == nil {
+			var ed *edit.Editor
+			if ed, err = edit.New(lab); err == nil {
+				c.brush = &vwidget.Brush{View: c.view.Left, Editor: ed, OnEdit: func(error) { c.edited() }}
+				c.view.SetMode(vwidget.ShowPrediction)
+				err = c.view.SetPrediction(ed.Labels(), nil)
+			}
+		}
+		if err != nil {
+			c.size.SetText(errText(err))
+			c.toggle.SetChecked(false)
+			return
+		}
+	}
+	c.configure()
+	c.view.Left.SetPainter(c.brush)
+	c.enable(true)
+	c.edited()
+}
+
+// configure gives the brush the bar's tool, label and radius.
+func (c *corrector) configure() {
+	c.size.SetText(fmt.Sprintf("%.1f mm", c.radius.Value))
+	if c.brush == nil {
+		return
+	}
+	for i, n := range toolNames {
+		if n == c.tool.Selected {
+			c.brush.Tool = vwidget.Tool(i)
+		}
+	}
+	for _, l := range c.labels {
+		if labelName(l) == c.label.Selected {
+			c.brush.Label = l.Value
+		}
+	}
+	c.brush.Radius = c.radius.Value
+}
+
+func (c *corrector) enable(on bool) {
+	for _, w := range []fyne.Disableable{c.tool, c.label, c.radius, c.undo, c.redo, c.save} {
+		if on {
+			w.Enable()
+		} else {
+			w.Disable()
+		}
+	}
+}
+
+// step undoes or redoes one step of the history.
+func (c *corrector) step(redo bool) {
+	if c.brush == nil || !c.toggle.Checked {
+		return
+	}
+	if redo {
+		c.brush.Redo()
+	} else {
+		c.brush.Undo()
+	}
+	c.edited()
+}
+
+// edited shows how far the correction has gone and enables Save while it changes anything.
+func (c *corrector) edited() {
+	ch := c.changes()
+	if len(ch) == 0 {
+		c.save.Disable()
+	} else {
+		c.save.Enable()
+	}
+	if c.changed != nil {
+		c.changed()
+	}
+}
+
+// changes are the voxels the correction moved, by label (none before editing).
+func (c *corrector) changes() []edit.Change {
+	if c.brush == nil {
+		return nil
+	}
+	return c.brush.Editor.Changes()
+}
+
+// corrected is the corrected label map, nil before any change.
+func (c *corrector) corrected() *volume.Volume {
+	if len(c.changes()) == 0 {
+		return nil
+	}
+	return c.brush.Editor.Labels()
+}
+
+// changesText says what a correction changed: "label 2 +130 −12; label 0 +12 −130".
+func changesText(ch []edit.Change) string {
+	var parts []string
+	for _, x := range ch {
+		parts = append(parts, fmt.Sprintf("label %d +%d −%d", x.Label, x.Added, x.Removed))
+	}
+	return strings.Join(parts, "; ")
+}
