@@ -26,7 +26,9 @@ var ErrEdit = errors.New("edit")
 // Editor holds a copy of a label map and the history of its edits.
 type Editor struct {
 	labels *volume.Volume
-	orig   *volume.Volume // the map as it was given, for Changes
+	// orig holds the value each voxel ever edited had in the map given to New, so that
+	// Changes costs the edits, not the map.
+	orig map[int]float64
 	undo   []step
 	redo   []step
 	cur    *step // the stroke under way
@@ -47,7 +49,7 @@ func New(labels *volume.Volume) (*Editor, error) {
 	}
 	max := map[volume.DType]float64{volume.Uint8: math.MaxUint8, volume.Int8: math.MaxInt8, volume.Uint16: math.MaxUint16,
 		volume.Int16: math.MaxInt16, volume.Uint32: math.MaxUint32, volume.Int32: math.MaxInt32}[labels.DType()]
-	return &Editor{labels: labels.Clone(), orig: labels, max: max}, nil
+	return &Editor{labels: labels.Clone(), orig: map[int]float64{}, max: max}, nil
 }
 
 // Labels is the label map as edited. The editor changes it in place: a viewer that draws
@@ -59,6 +61,9 @@ func (e *Editor) set(s *step, i int, v float64) {
 	old := e.labels.AtIndex(i)
 	if old == v {
 		return
+	}
+	if _, ok := e.orig[i]; !ok {
+		e.orig[i] = old
 	}
 	if e.seen != nil {
 		if !e.seen[i] {
@@ -334,9 +339,37 @@ type Change struct {
 }
 
 // Changes are the labels whose voxels differ from the map given to New, in label order.
+// They cost the voxels ever edited, not the map.
 func (e *Editor) Changes() []Change {
-	c, _ := Diff(e.orig, e.labels) // the same grid, by construction
-	return c
+	by := map[int]*Change{}
+	for i, was := range e.orig {
+		tally(by, int(was), int(e.labels.AtIndex(i)))
+	}
+	return sorted(by)
+}
+
+// tally counts a voxel that went from label was to label now.
+func tally(by map[int]*Change, was, now int) {
+	if was == now {
+		return
+	}
+	for _, l := range [2]int{was, now} {
+		if by[l] == nil {
+			by[l] = &Change{Label: l}
+		}
+	}
+	by[was].Removed++
+	by[now].Added++
+}
+
+// sorted is the changes of by in label order.
+func sorted(by map[int]*Change) []Change {
+	out := make([]Change, 0, len(by))
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
+	return out
 }
 
 // Diff is how the label map now differs from was, label by label in label order: the
@@ -347,25 +380,10 @@ func Diff(was, now *volume.Volume) ([]Change, error) {
 		return nil, fmt.Errorf("%w: a map of %v against one of %v", ErrEdit, now.Dims, was.Dims)
 	}
 	by := map[int]*Change{}
-	get := func(l int) *Change {
-		if by[l] == nil {
-			by[l] = &Change{Label: l}
-		}
-		return by[l]
-	}
 	for i := range now.Len() {
-		w, n := int(was.AtIndex(i)), int(now.AtIndex(i))
-		if w != n {
-			get(w).Removed++
-			get(n).Added++
-		}
+		tally(by, int(was.AtIndex(i)), int(now.AtIndex(i)))
 	}
-	out := make([]Change, 0, len(by))
-	for _, c := range by {
-		out = append(out, *c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Label < out[j].Label })
-	return out, nil
+	return sorted(by), nil
 }
 
 // signedDistance is, for each pixel of a W×H plane of spacing sx, sy mm, its distance to

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"amid/viewer/volume"
@@ -295,5 +296,47 @@ func TestBadEdits(t *testing.T) {
 	f, _ := volume.New(volume.Float32, [4]int{2, 2, 2, 1})
 	if _, err := New(f); !errors.Is(err, ErrEdit) {
 		t.Errorf("a float map: %v", err)
+	}
+}
+
+// TestChangesAgreeWithDiff: after random strokes, fills, island removals, undos and redos,
+// the changes the editor keeps (from the voxels it edited) are those Diff counts over the
+// whole map against the original.
+func TestChangesAgreeWithDiff(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 3))
+	v := grid(t, 20, 16, 5, [3]float64{0.8, 1, 2})
+	for i := range v.Len() {
+		v.SetIndex(i, float64(r.IntN(3)))
+	}
+	e, _ := New(v)
+	at := func() [3]int { return [3]int{r.IntN(20), r.IntN(16), r.IntN(5)} }
+	for range 200 {
+		var err error
+		switch k := r.IntN(6); k {
+		case 0, 1:
+			e.Begin()
+			for range 1 + r.IntN(4) {
+				err = e.Dab(r.IntN(3), at(), 3*r.Float64(), r.IntN(4))
+			}
+			e.End()
+		case 2:
+			err = e.Fill(r.IntN(3), at(), r.IntN(4))
+		case 3:
+			err = e.RemoveIsland(at())
+		case 4:
+			e.Undo()
+		case 5:
+			e.Redo()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Diff(v, e.Labels())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Changes(); !slices.Equal(got, want) {
+			t.Fatalf("changes %v, the whole map's %v", got, want)
+		}
 	}
 }
