@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,6 +222,18 @@ func TestExport(t *testing.T) {
 		if len(s.data.Test) != n || s.data.Reviewed() != 0 {
 			t.Fatalf("%d test cases, %d reviewed; want %d and 0", len(s.data.Test), s.data.Reviewed(), n)
 		}
+		// The least sure first: every test case of the segmentation has the plugin's
+		// confidence (final/confidence.json).
+		s.filter.SetSelected(filterLeastSure)
+		for i, c := range s.shown {
+			if math.IsNaN(c.Confidence) || (i > 0 && c.Confidence < s.shown[i-1].Confidence) {
+				t.Errorf("case %d %s: confidence %v: want each, the least sure first", i, c.ID, c.Confidence)
+			}
+		}
+		if len(s.shown) != n {
+			t.Errorf("%d cases listed by confidence, want %d", len(s.shown), n)
+		}
+		s.filter.SetSelected(filterAll)
 		s.list.Select(0)
 		var corrected correctedCase
 		for i := 0; i < n; i++ { // a decision selects the next case without one

@@ -20,6 +20,7 @@ import (
 	"amid/host/task"
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"
@@ -37,6 +38,8 @@ type reviewCase struct {
 	Decision   string
 	Note       string
 	Dice       float64 // validation segmentation cases: NaN until computed
+	// Confidence is the model's, on a test case whose plugin gives one (NaN: none).
+	Confidence float64
 }
 
 func (c *reviewCase) String() string {
@@ -47,6 +50,9 @@ func (c *reviewCase) String() string {
 			s += fmt.Sprintf("  Dice %.3f", c.Dice)
 		}
 		return s
+	}
+	if !math.IsNaN(c.Confidence) {
+		s += fmt.Sprintf("  confidence %.3f", c.Confidence)
 	}
 	switch c.Decision {
 	case run.Approved:
@@ -107,8 +113,15 @@ func loadReview(dir string) (*reviewData, error) {
 	for _, x := range decided {
 		byCase[x.Case] = x
 	}
+	sure := map[string]float64{}
+	if err := fileio.ReadJSON(filepath.Join(dir, "final", run.FileConfidence), &sure); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	for id, files := range preds {
-		c := &reviewCase{ID: id, Images: images[id], Dice: math.NaN()}
+		c := &reviewCase{ID: id, Images: images[id], Dice: math.NaN(), Confidence: math.NaN()}
+		if v, ok := sure[id]; ok {
+			c.Confidence = v
+		}
 		if len(files) > 0 {
 			c.Pred, c.Labels = files[0], files[0]
 		}
@@ -177,6 +190,7 @@ const (
 	filterAll        = "All test cases"
 	filterUnreviewed = "Unreviewed"
 	filterRejected   = "Rejected"
+	filterLeastSure  = "Least confident first"
 	filterWorstDice  = "Validation: worst Dice first"
 )
 
@@ -222,7 +236,7 @@ func newReviewScreen(a *App) *reviewScreen {
 			s.open(s.shown[i])
 		}
 	}
-	s.filter = widget.NewSelect([]string{filterAll, filterUnreviewed, filterRejected, filterWorstDice}, func(string) { s.applyFilter() })
+	s.filter = widget.NewSelect([]string{filterAll, filterUnreviewed, filterLeastSure, filterRejected, filterWorstDice}, func(string) { s.applyFilter() })
 	s.filter.SetSelected(filterAll)
 	s.plane = widget.NewSelect([]string{"axial", "coronal", "sagittal"}, func(string) {
 		if s.current != nil {
@@ -333,6 +347,14 @@ func (s *reviewScreen) applyFilter() {
 		}
 		out = append(out, d.Validation...)
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Dice < out[j].Dice })
+	case filterLeastSure:
+		// The least sure first, as active learning picks what to label next; the cases
+		// without a confidence last, by id.
+		out = append(out, d.Test...)
+		sort.SliceStable(out, func(i, j int) bool {
+			a, b := out[i].Confidence, out[j].Confidence
+			return !math.IsNaN(a) && (math.IsNaN(b) || a < b)
+		})
 	default:
 		for _, c := range d.Test {
 			switch s.filter.Selected {

@@ -168,6 +168,12 @@ func (r *Runner) final(ctx context.Context) error {
 	if _, err := writeJSON(r.path("final", "predictions.json"), preds.Files); err != nil {
 		return err
 	}
+	if sure := finiteConfidence(preds.Confidence); len(sure) > 0 {
+		// What Review sorts the cases by, the least sure first.
+		if _, err := writeJSON(r.path("final", FileConfidence), sure); err != nil {
+			return err
+		}
+	}
 	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
@@ -415,4 +421,20 @@ func untrusted(lanes []*LaneState) []string {
 		why = append(why, fmt.Sprintf("fold %d's validation cases lack %s: its scores count only where no fold holding every class was scored", k, strings.Join(lacks[k], ", ")))
 	}
 	return why
+}
+
+// FileConfidence, in a run's final folder, holds each test case's confidence where the
+// plugin gives one (protocol.Prediction.Confidence), for Review's order.
+const FileConfidence = "confidence.json"
+
+// finiteConfidence is c without the values JSON cannot hold (none, from the built-in
+// plugins).
+func finiteConfidence(c map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for id, v := range c {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[id] = v
+		}
+	}
+	return out
 }
