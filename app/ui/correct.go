@@ -34,21 +34,23 @@ type corrector struct {
 	size    *widget.Label
 	undo    *widget.Button
 	redo    *widget.Button
+	between *widget.Button
 	save    *widget.Button
 	onSave  func()
 	labels  []taskspec.Label
 	view    *vwidget.CompareView
 	brush   *vwidget.Brush
 	changed func() // after each edit, undo or redo
+	say     func(string)
 	// pred is the prediction's label map file, image its image (nil: nothing to correct).
 	pred  string
 	image *volume.Volume
 }
 
 // newCorrector builds the bar; onSave is the screen's Save correction, changed is called
-// after each edit.
-func newCorrector(onSave, changed func()) *corrector {
-	c := &corrector{onSave: onSave, changed: changed, size: widget.NewLabel("")}
+// after each edit, say shows a sentence on the screen.
+func newCorrector(onSave, changed func(), say func(string)) *corrector {
+	c := &corrector{onSave: onSave, changed: changed, say: say, size: widget.NewLabel("")}
 	c.toggle = widget.NewCheck("Correct", func(on bool) { c.setEditing(on) })
 	c.tool = widget.NewSelect(toolNames, nil)
 	c.tool.SetSelected(toolNames[0])
@@ -59,6 +61,7 @@ func newCorrector(onSave, changed func()) *corrector {
 	c.tool.OnChanged = func(string) { c.configure() }
 	c.label.OnChanged = func(string) { c.configure() }
 	c.radius.OnChanged = func(float64) { c.configure() }
+	c.between = widget.NewButton("Fill between", c.fillBetween)
 	c.undo = widget.NewButton("Undo", func() { c.step(false) })
 	c.redo = widget.NewButton("Redo", func() { c.step(true) })
 	c.save = widget.NewButton("Save correction", func() {
@@ -67,7 +70,7 @@ func newCorrector(onSave, changed func()) *corrector {
 		}
 	})
 	c.save.Importance = widget.WarningImportance
-	c.obj = container.NewVBox(container.NewHBox(c.toggle, c.tool, c.label),
+	c.obj = container.NewVBox(container.NewHBox(c.toggle, c.tool, c.label, c.between),
 		container.NewBorder(nil, nil, c.size, container.NewHBox(c.undo, c.redo, c.save), c.radius))
 	c.attach(nil, "", nil, nil)
 	return c
@@ -134,7 +137,7 @@ func (c *corrector) setEditing(on bool) {
 			}
 		}
 		if err != nil {
-			c.size.SetText(errText(err))
+			c.say("Cannot correct: " + errText(err))
 			c.toggle.SetChecked(false)
 			return
 		}
@@ -165,7 +168,7 @@ func (c *corrector) configure() {
 }
 
 func (c *corrector) enable(on bool) {
-	for _, w := range []fyne.Disableable{c.tool, c.label, c.radius, c.undo, c.redo, c.save} {
+	for _, w := range []fyne.Disableable{c.tool, c.label, c.radius, c.undo, c.redo, c.between, c.save} {
 		if on {
 			w.Enable()
 		} else {
@@ -183,6 +186,19 @@ func (c *corrector) step(redo bool) {
 		c.brush.Redo()
 	} else {
 		c.brush.Undo()
+	}
+	c.edited()
+}
+
+// fillBetween fills the slices between the last two painted with the label on the plane
+// shown (Brush.Between).
+func (c *corrector) fillBetween() {
+	if c.brush == nil || !c.toggle.Checked {
+		return
+	}
+	if err := c.brush.Between(); err != nil {
+		c.say(errText(err) + ".")
+		return
 	}
 	c.edited()
 }

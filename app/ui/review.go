@@ -276,7 +276,7 @@ func newReviewScreen(a *App) *reviewScreen {
 		if ch := s.corr.changes(); len(ch) > 0 {
 			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
 		}
-	})
+	}, s.info.SetText)
 	left := container.NewBorder(s.filter, nil, nil, nil, s.list)
 	controls := container.NewVBox(
 		container.NewHBox(widget.NewLabel("Plane"), s.plane, s.mode),

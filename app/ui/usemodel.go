@@ -214,7 +214,7 @@ func newUseScreen(a *App) *useScreen {
 		if ch := s.corr.changes(); len(ch) > 0 && s.current != nil {
 			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
 		}
-	})
+	}, s.info.SetText)
 	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note), s.info), nil, nil, s.holder)
 	split := container.NewHSplit(s.list, right)
 	split.Offset = 0.25

@@ -1,6 +1,8 @@
 package widget
 
 import (
+	"errors"
+
 	"amid/viewer/edit"
 )
 
@@ -31,6 +33,8 @@ type Brush struct {
 	OnEdit func(error)
 
 	last [3]int // the stroke's last voxel
+	// painted are, by axis and label, the slices painted, the newest last, each once.
+	painted map[[2]int][]int
 }
 
 // Paint implements Painter. A drag's dabs are joined by a line of dabs, so that a fast
@@ -48,6 +52,7 @@ func (b *Brush) Paint(idx [3]int, begin bool) {
 			if begin {
 				b.Editor.Begin()
 				err = b.Editor.Dab(axis, idx, b.Radius, label)
+				b.note(axis, label, idx[axis])
 				break
 			}
 			n := 0
@@ -75,6 +80,42 @@ func (b *Brush) Paint(idx [3]int, begin bool) {
 	if b.OnEdit != nil {
 		b.OnEdit(err)
 	}
+}
+
+// note records that slice s normal to axis was painted with label.
+func (b *Brush) note(axis, label, s int) {
+	if label == 0 {
+		return
+	}
+	if b.painted == nil {
+		b.painted = map[[2]int][]int{}
+	}
+	k := [2]int{axis, label}
+	l := b.painted[k]
+	for i, x := range l {
+		if x == s {
+			l = append(l[:i], l[i+1:]...)
+			break
+		}
+	}
+	b.painted[k] = append(l, s)
+}
+
+// ErrNoSlices means Between has not two slices of the label to go between.
+var ErrNoSlices = errors.New("paint the label on two slices of this plane first")
+
+// Between fills the slices between the last two painted with the brush's label on the
+// view's plane with the label's shape interpolated between them (edit.Editor.Interpolate):
+// contour two slices apart, fill those between.
+func (b *Brush) Between() error {
+	axis := b.View.Layout().Through
+	l := b.painted[[2]int{axis, b.Label}]
+	if len(l) < 2 {
+		return ErrNoSlices
+	}
+	var err error
+	b.View.EditLabels(func() { err = b.Editor.Interpolate(axis, l[len(l)-2], l[len(l)-1], b.Label) })
+	return err
 }
 
 // End implements Painter: the stroke becomes one step of the editor's history.

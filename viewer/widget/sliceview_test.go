@@ -2,6 +2,7 @@ package widget
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"image"
 	"image/png"
@@ -377,4 +378,41 @@ func count3(ed *edit.Editor) int {
 		}
 	}
 	return n
+}
+
+// TestBrushBetween paints label 3 at one voxel of slice 0 and of slice 4 (a disc of 2 mm
+// on 1 × 1.5 mm voxels) and fills the slices between: each takes the label at that voxel,
+// as the shape interpolated between the two discs covers it; without two slices painted
+// it says so.
+func TestBrushBetween(t *testing.T) {
+	v, w := newView(t, Axial)
+	_, lab := ctVolume(t)
+	ed, err := edit.New(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetLabels(ed.Labels(), nil); err != nil {
+		t.Fatal(err)
+	}
+	b := &Brush{View: v, Editor: ed, Tool: ToolPaint, Label: 3, Radius: 2}
+	v.SetPainter(b)
+	if err := b.Between(); !errors.Is(err, ErrNoSlices) {
+		t.Errorf("between before any painting: %v", err)
+	}
+	at := fyne.NewPos(80, 80)
+	for _, s := range []int{0, 4} {
+		v.SetSlice(s)
+		settle(t, v)
+		test.TapCanvas(w.Canvas(), at)
+	}
+	idx, _ := v.voxelAt(at)
+	if err := b.Between(); err != nil {
+		t.Fatal(err)
+	}
+	for z := range 5 {
+		if got := ed.Labels().At(idx[0], idx[1], z, 0); got != 3 {
+			t.Errorf("slice %d at %v: %v, want 3", z, idx, got)
+		}
+	}
+	settle(t, v)
 }
