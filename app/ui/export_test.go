@@ -255,6 +255,11 @@ func TestExport(t *testing.T) {
 			review[0].Decision != export.Corrected || review[0].Correction != corrected.file {
 			t.Errorf("review.json in the package: %s %v; want %d decisions, the first the correction %s", b, err, n, corrected.file)
 		}
+		// The correction travels in the package (which verified), byte for byte.
+		inRun, _ := fileio.PathSHA256(filepath.Join(dir, corrected.file))
+		if inPkg, err := fileio.PathSHA256(filepath.Join(dest, corrected.file)); err != nil || inPkg != inRun {
+			t.Errorf("the package's %s: sha256 %s (%v), the run's %s", corrected.file, inPkg, err, inRun)
+		}
 		decisions, exports, reasons := 0, 0, 0
 		for _, e := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
 			switch e.Action {

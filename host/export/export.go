@@ -115,6 +115,10 @@ type Contents struct {
 	Checkpoints []string // weight files, copied to model/<base name>; at least one
 	Predictions string   // folder copied to predictions/ (every plain file under it); "" for none
 	DICOM       string   // folder of DICOM SEG predictions, copied to dicom/; "" for none
+	// Corrections is the folder of the review's corrections (the label maps of the
+	// corrected decisions), copied to corrections/ so that a model can learn from them;
+	// "" for none.
+	Corrections string
 	Submission  string   // folder copied to submission/; "" for none
 
 	Report Report
@@ -387,8 +391,8 @@ func write(root string, c *Contents) (*Manifest, error) {
 		}
 		weights = append(weights, rel)
 	}
-	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}, {c.DICOM, DirDICOM}} {
-		if t.src == "" && t.dst == DirDICOM {
+	for _, t := range []struct{ src, dst string }{{c.Predictions, DirPredictions}, {c.Submission, DirSubmission}, {c.DICOM, DirDICOM}, {c.Corrections, CorrectionsDir}} {
+		if t.src == "" && (t.dst == DirDICOM || t.dst == CorrectionsDir) {
 			continue
 		}
 		if err := os.MkdirAll(filepath.Join(root, t.dst), 0o755); err != nil {

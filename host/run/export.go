@@ -122,6 +122,9 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	if err := r.reviewDecisions(&c); err != nil {
 		return err
 	}
+	if _, err := os.Stat(r.path(export.CorrectionsDir)); err == nil {
+		c.Corrections = r.path(export.CorrectionsDir)
+	}
 	_, err = export.Write(dir, c)
 	return err
 }
