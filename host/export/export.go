@@ -119,7 +119,7 @@ type Contents struct {
 	// corrected decisions), copied to corrections/ so that a model can learn from them;
 	// "" for none.
 	Corrections string
-	Submission  string   // folder copied to submission/; "" for none
+	Submission  string // folder copied to submission/; "" for none
 
 	Report Report
 	// Card is the model card, written as model_card.json and model_card.md; nil writes
