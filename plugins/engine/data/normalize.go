@@ -105,9 +105,12 @@ func (n Norm) Apply(v *volume.Volume) ([]float32, error) {
 			return nil, fmt.Errorf("%w: value %v at voxel %d, channel %d", ErrNonFinite, x, i/C, i%C)
 		}
 	}
-	out := make([]float32, len(f))
-	for i, x := range f { // channels-fastest to channel planes
-		out[(i%C)*S+i/C] = x
+	out := f // one channel: f (a copy) is its plane
+	if C > 1 {
+		out = make([]float32, len(f))
+		for i, x := range f { // channels-fastest to channel planes
+			out[(i%C)*S+i/C] = x
+		}
 	}
 	for ch := range C {
 		p := out[ch*S : (ch+1)*S]
