@@ -256,9 +256,15 @@ func TestWindowErrors(t *testing.T) {
 	if _, err := Window(make([]float32, 4), [3]int{2, 2, 1}, Options{Patch: [3]int{2, 0, 1}, Channels: 1, Classes: 1}, func(_, _ []float32) {}); err == nil {
 		t.Fatal("zero patch: no error")
 	}
-	// 1024³ voxels × 2 sums × 8 bytes = 16 GiB, over volume.MaxBytes (8 GiB).
+	// 1024³ voxels × 3 classes × 4 bytes = 12 GiB of result, over volume.MaxBytes (8 GiB).
 	big := [3]int{1024, 1024, 1024}
-	if _, err := Window(nil, big, Options{Patch: [3]int{2, 2, 2}, Channels: 1, Classes: 1}, nil); !errors.Is(err, volume.ErrTooLarge) {
+	if _, err := Window(nil, big, Options{Patch: [3]int{2, 2, 2}, Channels: 1, Classes: 3}, nil); !errors.Is(err, volume.ErrTooLarge) {
+		t.Fatalf("12 GiB of result: %v", err)
+	}
+	// The sums hold a band of the patch's planes: 1024² × 1024 planes × 2 classes × 8 bytes
+	// = 16 GiB, refused even when the result goes to a sink.
+	sink := func(int, []float32) {}
+	if err := WindowTo(nil, big, Options{Patch: [3]int{2, 2, 1024}, Channels: 1, Classes: 2}, nil, sink); !errors.Is(err, volume.ErrTooLarge) {
 		t.Fatalf("16 GiB of sums: %v", err)
 	}
 }

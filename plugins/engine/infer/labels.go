@@ -10,17 +10,23 @@ import (
 // Argmax returns, per voxel of K planes of n voxels, the class with the highest score
 // (the lowest class on ties).
 func Argmax(prob []float32, K int) []int32 {
-	n := len(prob) / K
-	out := make([]int32, n)
+	out := make([]int32, len(prob)/K)
+	argmax(out, prob, K)
+	return out
+}
+
+// argmax writes Argmax of K planes of len(out) voxels into out.
+func argmax(out []int32, prob []float32, K int) {
+	n := len(out)
 	for i := range out {
-		best := prob[i]
+		best, c := prob[i], int32(0)
 		for k := 1; k < K; k++ {
 			if v := prob[k*n+i]; v > best {
-				best, out[i] = v, int32(k)
+				best, c = v, int32(k)
 			}
 		}
+		out[i] = c
 	}
-	return out
 }
 
 // Confidence is how sure K planes of class scores are of the class map lab, from 0 to 1:
@@ -28,28 +34,31 @@ func Argmax(prob []float32, K int) []int32 {
 // largest value log K, over the voxels lab calls foreground (class other than 0), or over
 // every voxel when there is none. A voxel whose scores are all zero counts as unsure.
 func Confidence(prob []float32, K int, lab []int32) float64 {
-	n := len(lab)
-	if K < 2 || n == 0 || len(prob) != K*n {
+	if K < 2 || len(lab) == 0 || len(prob) != K*len(lab) {
 		return 1
 	}
-	fg := false
-	for _, k := range lab {
-		if k != 0 {
-			fg = true
-			break
-		}
-	}
-	var sum float64
-	count := 0
+	var e entropy
+	e.add(prob, K, lab)
+	return e.confidence(K)
+}
+
+// entropy sums the voxels' entropies for Confidence, in voxel order, over the foreground
+// voxels and over all of them.
+type entropy struct {
+	fg, all   float64
+	nfg, nall int
+}
+
+// add takes K planes of class scores of len(lab) voxels and their classes.
+func (e *entropy) add(prob []float32, K int, lab []int32) {
+	n := len(lab)
+	logK := math.Log(float64(K))
 	for i, k := range lab {
-		if fg && k == 0 {
-			continue
-		}
 		var total float64
 		for c := range K {
 			total += max(float64(prob[c*n+i]), 0)
 		}
-		h := math.Log(float64(K))
+		h := logK
 		if total > 0 {
 			h = 0
 			for c := range K {
@@ -58,10 +67,24 @@ func Confidence(prob []float32, K int, lab []int32) float64 {
 				}
 			}
 		}
-		sum += h
-		count++
+		e.all += h
+		e.nall++
+		if k != 0 {
+			e.fg += h
+			e.nfg++
+		}
 	}
-	return 1 - sum/float64(count)/math.Log(float64(K))
+}
+
+// confidence is Confidence of the voxels added.
+func (e *entropy) confidence(K int) float64 {
+	if K < 2 || e.nall == 0 {
+		return 1
+	}
+	if e.nfg > 0 {
+		return 1 - e.fg/float64(e.nfg)/math.Log(float64(K))
+	}
+	return 1 - e.all/float64(e.nall)/math.Log(float64(K))
 }
 
 // ToVolume returns the class map lab as a label volume on ref's grid (dims, spacing,

@@ -74,6 +74,38 @@ func (nw *NetWindow) Run(img []float32, dims [3]int) ([]float32, error) {
 	return res, err
 }
 
+// Stream predicts img as Run does and hands the result to sink slice by slice, as
+// [WindowTo]: on the CPU the sums hold a band of the patch's planes; on a device the K
+// planes come back whole and are handed on slice by slice.
+func (nw *NetWindow) Stream(img []float32, dims [3]int, sink Sink) error {
+	if nw.dev != nil {
+		res, err := nw.Run(img, dims)
+		if err != nil {
+			return err
+		}
+		sliced(res, dims, nw.opt.Classes, sink)
+		return nil
+	}
+	nw.err = nil
+	err := WindowTo(img, dims, nw.opt, nw.predict, sink)
+	if err == nil {
+		err = nw.err
+	}
+	return err
+}
+
+// sliced hands K planes of dims to sink slice by slice.
+func sliced(res []float32, dims [3]int, K int, sink Sink) {
+	XY, N := dims[0]*dims[1], dims[0]*dims[1]*dims[2]
+	slice := make([]float32, K*XY)
+	for z := range dims[2] {
+		for k := range K {
+			copy(slice[k*XY:(k+1)*XY], res[k*N+z*XY:k*N+(z+1)*XY])
+		}
+		sink(z, slice)
+	}
+}
+
 // predict is Window's predictor: the patches into the input, a forward pass, the output.
 func (nw *NetWindow) predict(in, out []float32) {
 	copy(nw.in.Data, in)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"amid/plugins/compute"
@@ -52,13 +53,24 @@ func TestNetWindowOnDevice(t *testing.T) {
 	for _, mirror := range []bool{false, true} {
 		for _, batch := range []int{1, 3} {
 			opt := infer.Options{Patch: [3]int{patch[2], patch[1], patch[0]}, Channels: 2, Classes: 3, Mirror: mirror, Batch: batch}
-			want, err := netWindow(t, engine.NewCPU(2), cfg, batch, patch, opt).Run(img, dims)
+			cpu, dev := netWindow(t, engine.NewCPU(2), cfg, batch, patch, opt), netWindow(t, v, cfg, batch, patch, opt)
+			want, err := cpu.Run(img, dims)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := netWindow(t, v, cfg, batch, patch, opt).Run(img, dims)
+			got, err := dev.Run(img, dims)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Stream hands the same values slice by slice on either backend.
+			for name, nw := range map[string]*infer.NetWindow{"cpu": cpu, "device": dev} {
+				var res []float32
+				if err := nw.Stream(img, dims, collectPlanes(&res, dims, 3)); err != nil {
+					t.Fatal(err)
+				}
+				if ref := map[string][]float32{"cpu": want, "device": got}[name]; !slices.Equal(res, ref) {
+					t.Errorf("mirror %v, batch %d: %s Stream differs from its Run", mirror, batch, name)
+				}
 			}
 			worst := 0.0
 			for i, p := range want {
@@ -75,6 +87,17 @@ func TestNetWindowOnDevice(t *testing.T) {
 			if !a.OK() {
 				t.Errorf("mirror %v, batch %d: %v", mirror, batch, a.Problems)
 			}
+		}
+	}
+}
+
+// collectPlanes is a Sink that copies each slice into K planes of dims in *res.
+func collectPlanes(res *[]float32, dims [3]int, K int) infer.Sink {
+	XY, N := dims[0]*dims[1], dims[0]*dims[1]*dims[2]
+	*res = make([]float32, K*N)
+	return func(z int, slice []float32) {
+		for k := range K {
+			copy((*res)[k*N+z*XY:k*N+(z+1)*XY], slice[k*XY:(k+1)*XY])
 		}
 	}
 }

@@ -20,25 +20,104 @@ type Model struct {
 	// and the position planes Norm adds) in place of Window with Predict: a NetWindow's
 	// Run, which on a device keeps the image there.
 	Run func(img []float32, dims [3]int) ([]float32, error)
+	// Stream, when not nil, runs the windows as Run does but hands the result to a sink
+	// slice by slice, as WindowTo does: a NetWindow's Stream. [Classes] prefers it to Run.
+	Stream func(img []float32, dims [3]int, sink Sink) error
 }
 
-// Segment normalises img, resamples it to m.Spacing, predicts it with [Window] (or m.Run),
-// resamples the class scores back onto img's grid (trilinear) and returns the label volume
-// on img's grid (dims, spacing, origin, direction) with the task's values, and the scores
-// as K planes of img's voxels.
+// Segment normalises img, resamples it to m.Spacing, predicts it with [Window] (or m.Run,
+// or m.Stream), resamples the class scores back onto img's grid (trilinear) and returns
+// the label volume on img's grid (dims, spacing, origin, direction) with the task's
+// values, and the scores as K planes of img's voxels. [Classes] computes the same classes
+// without holding the scores of the whole image.
 func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
+	p, err := prepare(img, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	prob, err := p.scores(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	lab, err := ToVolume(img, Argmax(prob, m.Classes), m.Mapping)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lab, prob, nil
+}
+
+// Classes predicts img as [Segment] does and returns the class of every voxel on img's
+// grid (Argmax of Segment's scores) and, when confidence is set, their [Confidence] (else
+// 0), bit for bit Segment's. When img is on the network's grid (m.Spacing zero or img's),
+// each slice's classes and entropies are taken as the windows finish it (m.Stream, or
+// [WindowTo] with m.Predict), so that neither the class scores nor their sums of the
+// whole image are held: the sums of a band of the patch's planes, one slice of scores and
+// the class map are. With m.Run alone, or an image to resample, the whole scores are
+// computed first as Segment does.
+func Classes(img *volume.Volume, m Model, confidence bool) ([]int32, float64, error) {
+	p, err := prepare(img, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	K := m.Classes
+	if p.resample || (m.Stream == nil && m.Run != nil) {
+		prob, err := p.scores(m)
+		if err != nil {
+			return nil, 0, err
+		}
+		cls := Argmax(prob, K)
+		if !confidence {
+			return cls, 0, nil
+		}
+		return cls, Confidence(prob, K, cls), nil
+	}
+	XY := p.work[0] * p.work[1]
+	cls := make([]int32, XY*p.work[2])
+	var e entropy
+	sink := func(z int, slice []float32) {
+		c := cls[z*XY : (z+1)*XY]
+		argmax(c, slice, K)
+		if confidence && K >= 2 {
+			e.add(slice, K, c)
+		}
+	}
+	if m.Stream != nil {
+		err = m.Stream(p.planes, p.work, sink)
+	} else {
+		err = WindowTo(p.planes, p.work, p.opt, m.Predict, sink)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if !confidence {
+		return cls, 0, nil
+	}
+	return cls, e.confidence(K), nil
+}
+
+// prepared is an image normalised (and resampled) for a model's windows.
+type prepared struct {
+	img      *volume.Volume
+	planes   []float32 // the network's input planes on the work grid
+	work     [3]int
+	resample bool
+	opt      Options // the windows' options: the model's, with the planes Norm gives
+}
+
+// prepare checks img against m, normalises it and resamples it to m.Spacing.
+func prepare(img *volume.Volume, m Model) (*prepared, error) {
 	if err := img.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("infer: %w", err)
+		return nil, fmt.Errorf("infer: %w", err)
 	}
 	if img.Dims[3] != m.Channels {
-		return nil, nil, fmt.Errorf("infer: image has %d channels, the model %d", img.Dims[3], m.Channels)
+		return nil, fmt.Errorf("infer: image has %d channels, the model %d", img.Dims[3], m.Channels)
 	}
 	if len(m.Mapping) != m.Classes {
-		return nil, nil, fmt.Errorf("infer: mapping of %d labels for %d classes", len(m.Mapping), m.Classes)
+		return nil, fmt.Errorf("infer: mapping of %d labels for %d classes", len(m.Mapping), m.Classes)
 	}
 	planes, err := m.Norm.Apply(img)
 	if err != nil {
-		return nil, nil, fmt.Errorf("infer: %w", err)
+		return nil, fmt.Errorf("infer: %w", err)
 	}
 	// The network takes the image's channels and the position planes Norm may add.
 	opt := m.Options
@@ -49,33 +128,40 @@ func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
 	if resample {
 		v := fromPlanes(img, planes, opt.Channels)
 		if v, err = data.Resample(v, m.Spacing, false); err != nil {
-			return nil, nil, fmt.Errorf("infer: %w", err)
+			return nil, fmt.Errorf("infer: %w", err)
 		}
 		work = [3]int{v.Dims[0], v.Dims[1], v.Dims[2]}
 		planes = toPlanes(v.Data.([]float32), opt.Channels)
 	}
+	return &prepared{img: img, planes: planes, work: work, resample: resample, opt: opt}, nil
+}
+
+// scores runs m's windows over p and returns the class scores on the image's grid.
+func (p *prepared) scores(m Model) ([]float32, error) {
 	var prob []float32
-	if m.Run != nil {
-		prob, err = m.Run(planes, work)
-	} else {
-		prob, err = Window(planes, work, opt, m.Predict)
+	var err error
+	switch {
+	case m.Run != nil:
+		prob, err = m.Run(p.planes, p.work)
+	case m.Stream != nil:
+		err = m.Stream(p.planes, p.work, collect(&prob, p.work, m.Classes))
+	default:
+		prob, err = Window(p.planes, p.work, p.opt, m.Predict)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if resample {
-		v := &volume.Volume{Dims: [4]int{work[0], work[1], work[2], m.Classes}, Spacing: m.Spacing, Origin: img.Origin, Direction: img.Direction}
-		v.Data = fromPlanesData(prob, m.Classes)
-		if v, err = data.ResampleTo(v, dims, img.Spacing, false); err != nil {
-			return nil, nil, fmt.Errorf("infer: %w", err)
-		}
-		prob = toPlanes(v.Data.([]float32), m.Classes)
+	if !p.resample {
+		return prob, nil
 	}
-	lab, err := ToVolume(img, Argmax(prob, m.Classes), m.Mapping)
-	if err != nil {
-		return nil, nil, err
+	img := p.img
+	dims := [3]int{img.Dims[0], img.Dims[1], img.Dims[2]}
+	v := &volume.Volume{Dims: [4]int{p.work[0], p.work[1], p.work[2], m.Classes}, Spacing: m.Spacing, Origin: img.Origin, Direction: img.Direction}
+	v.Data = fromPlanesData(prob, m.Classes)
+	if v, err = data.ResampleTo(v, dims, img.Spacing, false); err != nil {
+		return nil, fmt.Errorf("infer: %w", err)
 	}
-	return lab, prob, nil
+	return toPlanes(v.Data.([]float32), m.Classes), nil
 }
 
 // fromPlanes is a float32 volume on ref's grid holding C planes channels-fastest.

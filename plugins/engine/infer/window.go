@@ -91,26 +91,69 @@ func Steps(n, p int, overlap float64) []int {
 	return out
 }
 
+// Sink receives the result of sliding windows slice by slice, in increasing z, as soon as
+// no window still to come covers it: the K planes of slice z, plane k at k·X·Y … (k+1)·X·Y
+// of slice. slice is reused after Sink returns.
+type Sink func(z int, slice []float32)
+
 // Window predicts every voxel of img (C planes of dims X·Y·Z) with windows of opt.Patch
 // and returns K planes: at each voxel, the average of the windows' outputs weighted by
-// [Gaussian]. Sums are kept in float64 (12 bytes per voxel and class), so a predictor
-// that returns a constant gives exactly that constant. Voxels of a window outside the
-// image are fed as 0.
+// [Gaussian]. It is [WindowTo] collecting the slices: besides the K float32 planes it
+// returns (4 bytes per voxel and class) it holds the float64 sums of a band of
+// Patch[2] planes. Voxels of a window outside the image are fed as 0.
 func Window(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
-	if opt.Slices > 1 {
-		return stacked(img, dims, opt, pred)
+	if dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 || opt.Classes <= 0 {
+		return nil, fmt.Errorf("infer: dims %v and classes %d must be positive", dims, opt.Classes)
 	}
-	r, err := newRunner(opt, pred)
+	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], opt.Classes}, volume.Float32); err != nil {
+		return nil, fmt.Errorf("infer: %d classes of %v voxels: %w", opt.Classes, dims, err)
+	}
+	var res []float32
+	err := WindowTo(img, dims, opt, pred, collect(&res, dims, opt.Classes))
 	if err != nil {
 		return nil, err
 	}
-	if err := r.check(img, dims); err != nil {
-		return nil, err
-	}
-	var res []float32
-	r.image(img, dims, func(out []float32) { res = out })
-	r.flush()
 	return res, nil
+}
+
+// collect is a Sink that copies each slice into K planes of dims, allocated into *res at
+// the first slice.
+func collect(res *[]float32, dims [3]int, K int) Sink {
+	XY, N := dims[0]*dims[1], dims[0]*dims[1]*dims[2]
+	return func(z int, slice []float32) {
+		if *res == nil {
+			*res = make([]float32, K*N)
+		}
+		for k := range K {
+			copy((*res)[k*N+z*XY:k*N+(z+1)*XY], slice[k*XY:(k+1)*XY])
+		}
+	}
+}
+
+// WindowTo is [Window] with the result handed to sink slice by slice rather than
+// returned: the same values, in increasing z. The windows run with z outermost, so once
+// the windows starting at plane z0 begin, every plane below z0 is final: the sums of the
+// weighted outputs are float64 (a predictor that returns a constant gives exactly that
+// constant), but held for a band of Patch[2] planes (the image's Z if fewer) rather than
+// for the whole image, 8·K bytes per voxel of the band; the sums of the weights, which
+// depend on the windows alone, are made for one plane as it finishes, in the order the
+// outputs were added, so every value is the one whole-image sums give, bit for bit. A
+// caller that keeps only what it derives from each slice (a label map, see [Classes])
+// never holds the class scores of the whole image.
+func WindowTo(img []float32, dims [3]int, opt Options, pred Predict, sink Sink) error {
+	if opt.Slices > 1 {
+		return stacked(img, dims, opt, pred, sink)
+	}
+	r, err := newRunner(opt, pred)
+	if err != nil {
+		return err
+	}
+	if err := r.check(img, dims); err != nil {
+		return err
+	}
+	r.image(img, dims, sink)
+	r.flush()
+	return nil
 }
 
 // runner feeds the predictor batches of patches and adds each output to the sums of the
@@ -137,12 +180,17 @@ type job struct {
 	first, last bool // the window's first and last flip
 }
 
-// sums are an image's weighted sums of window outputs.
+// sums are an image's weighted sums of window outputs over a band of R planes: plane z
+// in slot z mod R (K planes of X·Y per slot), planes below next finished. The sums of the
+// weights depend on the windows alone: den holds them for the plane being finished.
 type sums struct {
 	dims     [3]int
+	steps    [3][]int // the windows' first voxels along each axis
+	R, next  int
 	num, den []float64
-	left     int // windows whose outputs are still to come
-	done     func(res []float32)
+	out      []float32 // a finished slice's K planes
+	left     int       // windows whose outputs are still to come
+	sink     Sink
 }
 
 func newRunner(opt Options, pred Predict) (*runner, error) {
@@ -186,7 +234,7 @@ func (r *runner) check(img []float32, dims [3]int) error {
 	if dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
 		return fmt.Errorf("infer: dims %v must be positive", dims)
 	}
-	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], r.K + 1}, volume.Float64); err != nil {
+	if err := volume.CheckSize([4]int{dims[0], dims[1], r.band(dims), r.K}, volume.Float64); err != nil {
 		return fmt.Errorf("infer: sums for %d classes of %v voxels: %w", r.K, dims, err)
 	}
 	if len(img) != r.C*dims[0]*dims[1]*dims[2] {
@@ -195,16 +243,19 @@ func (r *runner) check(img []float32, dims [3]int) error {
 	return nil
 }
 
-// image queues every window of img (checked) and its flips; done receives the K planes
-// of the result once the last window's outputs are summed, during a later flush.
-func (r *runner) image(img []float32, dims [3]int, done func(res []float32)) {
+// band is the number of planes an image's sums hold: the patch's Z, or the image's if fewer.
+func (r *runner) band(dims [3]int) int { return min(r.P[2], dims[2]) }
+
+// image queues every window of img (checked) and its flips; sink receives each slice of
+// the result once no window still to come covers it, during this or a later flush.
+func (r *runner) image(img []float32, dims [3]int, sink Sink) {
 	var steps [3][]int
 	for a := range 3 {
 		steps[a] = Steps(dims[a], r.P[a], r.ov)
 	}
-	N := dims[0] * dims[1] * dims[2]
-	s := &sums{dims: dims, num: make([]float64, r.K*N), den: make([]float64, N),
-		left: len(steps[0]) * len(steps[1]) * len(steps[2]), done: done}
+	XY, R := dims[0]*dims[1], r.band(dims)
+	s := &sums{dims: dims, steps: steps, R: R, num: make([]float64, r.K*XY*R), den: make([]float64, XY),
+		out: make([]float32, r.K*XY), left: len(steps[0]) * len(steps[1]) * len(steps[2]), sink: sink}
 	CP := r.C * r.PN
 	for _, z0 := range steps[2] {
 		for _, y0 := range steps[1] {
@@ -259,25 +310,25 @@ func (r *runner) flush() {
 	r.queue = r.queue[:0]
 }
 
-// add sums the current window's averaged outputs, weighted, into s, and finishes s after
-// its last window.
+// add sums the current window's averaged outputs, weighted, into s, after finishing the
+// planes below the window (no later window covers them), and finishes s after its last
+// window.
 func (r *runner) add(s *sums, lo [3]int) {
 	P, K, PN, dims := r.P, r.K, r.PN, s.dims
-	N := dims[0] * dims[1] * dims[2]
 	x0, y0, z0 := lo[0], lo[1], lo[2]
+	r.finish(s, z0)
+	XY := dims[0] * dims[1]
 	xa, xb := max(0, -x0), min(P[0], dims[0]-x0)
 	for z := max(0, -z0); z < min(P[2], dims[2]-z0); z++ {
+		slot := (z0 + z) % s.R
 		for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
 			pr := (z*P[1] + y) * P[0]
-			vr := ((z0+z)*dims[1]+y0+y)*dims[0] + x0
+			vr := (y0+y)*dims[0] + x0
 			wr := r.w[pr+xa : pr+xb]
-			d := s.den[vr+xa : vr+xb]
-			for i, wv := range wr {
-				d[i] += float64(wv)
-			}
 			for k := range K {
 				a := r.acc[k*PN+pr+xa : k*PN+pr+xb]
-				nm := s.num[k*N+vr+xa : k*N+vr+xb]
+				o := (slot*K+k)*XY + vr
+				nm := s.num[o+xa : o+xb]
 				for i, wv := range wr {
 					nm[i] += float64(wv) * (a[i] * r.inv)
 				}
@@ -287,12 +338,53 @@ func (r *runner) add(s *sums, lo [3]int) {
 	if s.left--; s.left > 0 {
 		return
 	}
-	res := make([]float32, K*N)
-	for i := range res {
-		res[i] = float32(s.num[i] / s.den[i%N])
+	r.finish(s, dims[2])
+	s.num, s.den, s.out = nil, nil, nil
+}
+
+// finish divides the sums of the planes from s.next up to (not including) z, hands each
+// to s.sink and clears its slot for the planes to come.
+func (r *runner) finish(s *sums, z int) {
+	K, XY := r.K, s.dims[0]*s.dims[1]
+	for ; s.next < min(z, s.dims[2]); s.next++ {
+		slot := s.next % s.R
+		den := r.weights(s, s.next)
+		for k := range K {
+			num := s.num[(slot*K+k)*XY : (slot*K+k+1)*XY]
+			out := s.out[k*XY : (k+1)*XY]
+			for i, d := range den {
+				out[i] = float32(num[i] / d)
+			}
+			clear(num)
+		}
+		s.sink(s.next, s.out)
 	}
-	s.num, s.den = nil, nil
-	s.done(res)
+}
+
+// weights returns the sums of the windows' weights at plane z of s (in s.den), added
+// window by window in the order the windows' outputs are, so that each equals the sum
+// add would have made beside the outputs'.
+func (r *runner) weights(s *sums, z int) []float64 {
+	P, dims, den := r.P, s.dims, s.den
+	clear(den)
+	for _, z0 := range s.steps[2] {
+		if z < z0 || z >= z0+P[2] {
+			continue
+		}
+		for _, y0 := range s.steps[1] {
+			for _, x0 := range s.steps[0] {
+				xa, xb := max(0, -x0), min(P[0], dims[0]-x0)
+				for y := max(0, -y0); y < min(P[1], dims[1]-y0); y++ {
+					pr := ((z-z0)*P[1] + y) * P[0]
+					d := den[(y0+y)*dims[0]+x0+xa : (y0+y)*dims[0]+x0+xb]
+					for i, wv := range r.w[pr+xa : pr+xb] {
+						d[i] += float64(wv)
+					}
+				}
+			}
+		}
+	}
+	return den
 }
 
 // extract copies the window starting at lo into in, zero outside the image.
@@ -354,29 +446,29 @@ func flipAxes(s []float32, p [3]int, n, mask int) {
 
 // stacked runs a 2.5D network slice by slice: each slice's stack of neighbours is a 2D
 // image of Channels·Slices planes whose windows are predicted as [Window] does, the
-// batches running on across slices.
-func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, error) {
+// batches running on across slices; sink receives each slice's K planes.
+func stacked(img []float32, dims [3]int, opt Options, pred Predict, sink Sink) error {
 	C, K, S := opt.Channels, opt.Classes, opt.Slices
 	if C <= 0 || K <= 0 || opt.Patch[2] != 1 || dims[0] <= 0 || dims[1] <= 0 || dims[2] <= 0 {
-		return nil, fmt.Errorf("infer: a 2.5D network needs positive channels %d, classes %d and dims %v, and a patch %v with Z = 1", C, K, dims, opt.Patch)
+		return fmt.Errorf("infer: a 2.5D network needs positive channels %d, classes %d and dims %v, and a patch %v with Z = 1", C, K, dims, opt.Patch)
 	}
-	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], K + C}, volume.Float32); err != nil {
-		return nil, fmt.Errorf("infer: %d classes of %v voxels: %w", K, dims, err)
+	if err := volume.CheckSize([4]int{dims[0], dims[1], dims[2], C}, volume.Float32); err != nil {
+		return fmt.Errorf("infer: %d channels of %v voxels: %w", C, dims, err)
 	}
 	XY, N := dims[0]*dims[1], dims[0]*dims[1]*dims[2]
 	if len(img) != C*N {
-		return nil, fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
+		return fmt.Errorf("infer: image of %d values for %d channels of %v voxels", len(img), C, dims)
 	}
 	in2 := opt
 	in2.Slices, in2.Channels = 0, C*S
 	r, err := newRunner(in2, pred)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	plane := [3]int{dims[0], dims[1], 1}
 	stack := make([]float32, C*S*XY)
 	if err := r.check(stack, plane); err != nil {
-		return nil, err
+		return err
 	}
 	low := make([]float32, C)
 	for c := range C {
@@ -385,7 +477,6 @@ func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, 
 			low[c] = min(low[c], v)
 		}
 	}
-	res := make([]float32, K*N)
 	for z := range dims[2] {
 		for c := range C {
 			for j := range S {
@@ -399,14 +490,10 @@ func stacked(img []float32, dims [3]int, opt Options, pred Predict) ([]float32, 
 		}
 		// The windows are copied out of stack as they are queued, so the next slice may
 		// reuse it.
-		r.image(stack, plane, func(out []float32) {
-			for k := range K {
-				copy(res[k*N+z*XY:k*N+(z+1)*XY], out[k*XY:(k+1)*XY])
-			}
-		})
+		r.image(stack, plane, func(_ int, out []float32) { sink(z, out) })
 	}
 	r.flush()
-	return res, nil
+	return nil
 }
 
 func fill(s []float32, v float32) {
