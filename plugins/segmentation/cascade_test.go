@@ -158,11 +158,11 @@ func TestCascade(t *testing.T) {
 	if m.low == nil {
 		t.Fatal("the cascade loaded without its low-resolution model")
 	}
-	_, a, _, err := m.low.classes(cases[3].Images)
+	_, a, _, err := m.low.classes(cases[3].Images, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, b, _, err := lm.classes(cases[3].Images)
+	_, b, _, err := lm.classes(cases[3].Images, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type model struct {
 	infer.Model
 	cfg config
 	u   *engine.UNet
-	// nw runs the windows (Model.Run); a network with position planes runs pred on the
+	// nw runs the windows (Model.Stream); a network with position planes runs pred on the
 	// windows Model.Predict is given instead, and err keeps its first failure.
 	nw   *infer.NetWindow
 	pred *engine.Predictor
@@ -157,7 +157,7 @@ func wire(be engine.Backend, u *engine.UNet, c config, ch, batch int, path strin
 			u.Free()
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
-		m.Run = m.nw.Run
+		m.Stream = m.nw.Stream
 	} else {
 		// The position planes go to an input of their own (feed): the windows are cut on
 		// the host and each batch of them runs through a Predictor.
@@ -178,18 +178,20 @@ func wire(be engine.Backend, u *engine.UNet, c config, ch, batch int, path strin
 	}
 	// infer.Segment sees the image's channels; the windows see the one-hot planes too.
 	m.Channels = ch
-	run := m.Run
-	if run == nil {
+	stream := m.Stream
+	if stream == nil {
 		wopt, pred := opt, m.Predict
 		wopt.Channels = m.Norm.Planes(opt.Channels)
-		run = func(img []float32, dims [3]int) ([]float32, error) { return infer.Window(img, dims, wopt, pred) }
+		stream = func(img []float32, dims [3]int, sink infer.Sink) error {
+			return infer.WindowTo(img, dims, wopt, pred, sink)
+		}
 	}
-	m.Run = func(img []float32, dims [3]int) ([]float32, error) {
+	m.Stream = func(img []float32, dims [3]int, sink infer.Sink) error {
 		n := dims[0] * dims[1] * dims[2]
 		if len(m.prior) != (len(c.Labels)-1)*n {
-			return nil, fmt.Errorf("cascade: %d one-hot values for %d voxels of %d foreground classes", len(m.prior), n, len(c.Labels)-1)
+			return fmt.Errorf("cascade: %d one-hot values for %d voxels of %d foreground classes", len(m.prior), n, len(c.Labels)-1)
 		}
-		return run(insertPlanes(img, n, ch, m.prior), dims)
+		return stream(insertPlanes(img, n, ch, m.prior), dims, sink)
 	}
 	return m, nil
 }
@@ -224,45 +226,47 @@ func inferBatch(be engine.Backend, trainBatch int) int {
 }
 
 // classes predicts the class of every voxel of a case's image files, on the image's grid,
-// with the class scores it chose them by (K planes of the image's voxels).
-func (m *model) classes(paths []string) (img *volume.Volume, cls []int32, prob []float32, err error) {
+// and, when conf is set, how sure the network is of them (infer.Confidence; else 0).
+func (m *model) classes(paths []string, conf bool) (img *volume.Volume, cls []int32, sure float64, err error) {
 	if img, err = data.ReadChannels(paths); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, 0, err
 	}
 	if img, err = conform(img, m.Channels, paths[0]); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, 0, err
 	}
-	if cls, prob, err = m.segment(img); err != nil {
-		return nil, nil, nil, fmt.Errorf("image %s: %w", paths[0], err)
+	if cls, sure, err = m.segment(img, conf); err != nil {
+		return nil, nil, 0, fmt.Errorf("image %s: %w", paths[0], err)
 	}
-	return img, cls, prob, nil
+	return img, cls, sure, nil
 }
 
-// segment predicts the class of every voxel of img, on its grid, and returns the class
-// scores too; a cascade first segments img with its low-resolution model.
-func (m *model) segment(img *volume.Volume) ([]int32, []float32, error) {
+// segment predicts the class of every voxel of img, on its grid, and, when conf is set,
+// their confidence (infer.Classes: slice by slice as the windows finish, not holding the
+// class scores of the whole image); a cascade first segments img with its low-resolution
+// model.
+func (m *model) segment(img *volume.Volume, conf bool) ([]int32, float64, error) {
 	if m.low != nil {
-		low, _, err := m.low.segment(img)
+		low, _, err := m.low.segment(img, false)
 		if err != nil {
-			return nil, nil, fmt.Errorf("low-resolution network: %w", err)
+			return nil, 0, fmt.Errorf("low-resolution network: %w", err)
 		}
 		v, err := classVolume(img, low, m.Classes)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, err
 		}
 		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
-			return nil, nil, err
+			return nil, 0, err
 		}
 	}
 	m.err, m.grid = nil, img.Spacing
-	_, prob, err := infer.Segment(img, m.Model)
+	cls, sure, err := infer.Classes(img, m.Model, conf)
 	if err == nil {
 		err = m.err
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	return infer.Argmax(prob, m.Classes), prob, nil
+	return cls, sure, nil
 }
 
 // post returns a copy of the class map cls of grid dims post-processed by option name.
@@ -370,12 +374,11 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err != nil {
 			return none, err
 		}
-		img, cls, prob, err := m.classes(c.Images)
+		// Predict alone says how sure it is: validation, on the budget's clock, does not.
+		img, cls, conf, err := m.classes(c.Images, true)
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		// Predict alone says how sure it is: validation, on the budget's clock, does not.
-		conf := infer.Confidence(prob, m.Classes, cls)
 		lab, err := m.label(img, cls)
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
@@ -418,7 +421,7 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 		if len(c.Images) == 0 || c.Label == "" {
 			return nil, fmt.Errorf("validation case %s needs an image and a label", c.ID)
 		}
-		img, cls, _, err := m.classes(c.Images)
+		img, cls, _, err := m.classes(c.Images, false)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}

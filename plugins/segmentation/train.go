@@ -122,7 +122,7 @@ func withPriors(ctx context.Context, c config, cases []protocol.Case, src []data
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			img, cls, _, err := m.classes(k.Images)
+			img, cls, _, err := m.classes(k.Images, false)
 			if err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
 			}
