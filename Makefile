@@ -31,7 +31,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 FUZZTIME ?= 3000x
 
 .PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn slurm floats-alt e2e fuzz-short \
-        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-gorgonia bench-gpu gpu-bundle \
+        fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-predict bench-gorgonia bench-gpu gpu-bundle \
         bench-plugins-models bench-viewer bench-quality screenshots generate clean
 
 all: build
@@ -173,6 +173,20 @@ bench-plugins: deps
 bench-engine: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-engine needs: sudo apt-get install -y python3-torch"; exit 1; }
 	$(GO) run ./plugins/engine/cmd/benchengine -steps 3
+
+# bench-predict: whole-volume sliding-window prediction on this CPU, the engine (the
+# segmentation plugin's path: infer.Classes) against PyTorch 1.13 running nnU-Net's loop, each
+# in its own process: seconds, peak memory, their ratios and the labels' agreement, on a
+# generated CT (512×512×300, 7 classes) and MR (256×256×176, 4 classes), every axis times
+# SCALE, with the reference 3D U-Net (random weights, the same on both sides). FLIPS=8 mirrors
+# every window along the three axes (8 passes each). The duration printed first is measured
+# on the 2-vCPU AMD EPYC the README's table comes from (SCALE=1: about 65 minutes).
+SCALE ?= 0.75
+FLIPS ?= 1
+bench-predict: deps
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-torch >/dev/null; } || { echo "bench-predict needs: sudo apt-get install -y python3-torch"; exit 1; }
+	@awk 'BEGIN { printf "bench-predict: SCALE=$(SCALE) FLIPS=$(FLIPS): expect about %.0f minutes on 2 cores (SCALE=1 FLIPS=1: 65)\n", 65 * $(SCALE)^3 * $(FLIPS) }'
+	$(GO) run ./plugins/engine/cmd/benchpredict -scale $(SCALE) -flips $(FLIPS)
 
 # bench-gorgonia: the reference 2D U-Net's training step in the engine and in gorgonia,
 # with batch norm and upsampling + convolution on both sides (gorgonia has neither instance

@@ -1,5 +1,6 @@
 // Package refnets holds the engine's reference U-Nets, the networks its benchmarks time
-// (cmd/benchengine against PyTorch on the CPU, cmd/benchgpu on every Vulkan device).
+// (cmd/benchengine against PyTorch on the CPU, cmd/benchgpu on every Vulkan device,
+// cmd/benchpredict's whole-volume prediction against PyTorch's).
 package refnets
 
 import (
@@ -76,16 +77,21 @@ func (m Model) Smoke() Model {
 }
 
 // TorchScript is the path of testdata/torch_bench.py, PyTorch's side of the benchmarks:
-// AMID_TORCH_BENCH when set (a bundle that carries the script), else beside this source
-// file, else relative to the repository's root.
+// AMID_TORCH_BENCH when set (a bundle that carries the script), else [Script]'s.
 func TorchScript() string {
 	if s := os.Getenv("AMID_TORCH_BENCH"); s != "" {
 		return s
 	}
+	return Script("torch_bench.py")
+}
+
+// Script is the path of the engine's testdata file name: beside this source file, else
+// relative to the repository's root.
+func Script(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "torch_bench.py")
+	script := filepath.Join(filepath.Dir(file), "..", "..", "testdata", name)
 	if _, err := os.Stat(script); err != nil {
-		script = filepath.Join("plugins", "engine", "testdata", "torch_bench.py")
+		script = filepath.Join("plugins", "engine", "testdata", name)
 	}
 	return script
 }
