@@ -253,6 +253,38 @@ func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if _, err := sdk.WriteFile(p, b); err != nil {
 			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return protocol.Prediction{Files: []string{p}}, nil
+		return protocol.Prediction{Files: []string{p}, Confidence: confidence(a)}, nil
 	})
+}
+
+// confidence is how sure the model is of a case's boxes or points, from 0 to 1: one minus
+// the mean binary entropy (in bits) of their scores, each score being the probability the
+// model gives that the item is a finding (0.5: no idea; near 0 or 1: sure), as the
+// segmentation plugin's is one minus the mean normalised entropy of its voxels. A case
+// without any is 1: every candidate fell below the threshold. A 3-D box, cut from a
+// segmentation or taken from the prior, has none (nil).
+func confidence(a *taskspec.Annotation) *float64 {
+	if a.Box3D != nil {
+		return nil
+	}
+	var h float64
+	n := 0
+	add := func(s float64) {
+		s = math.Min(math.Max(s, 0), 1)
+		if s > 0 && s < 1 {
+			h -= s*math.Log2(s) + (1-s)*math.Log2(1-s)
+		}
+		n++
+	}
+	for _, b := range a.Boxes {
+		add(b.Score)
+	}
+	for _, p := range a.Points {
+		add(p.Score)
+	}
+	c := 1.0
+	if n > 0 {
+		c = 1 - h/float64(n)
+	}
+	return &c
 }
