@@ -93,26 +93,16 @@ type homeScreen struct {
 
 func newHomeScreen(a *App) *homeScreen {
 	h := &homeScreen{a: a, status: widget.NewLabel(""), pkgState: widget.NewLabel("")}
-	h.list = widget.NewList(func() int { return len(h.rows) },
-		func() fyne.CanvasObject { return widget.NewLabel("run") },
-		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(h.rows[i].String()) })
-	h.list.OnSelected = func(i widget.ListItemID) {
-		if i < len(h.rows) {
-			h.list.UnselectAll()
-			a.OpenRun(h.rows[i].Dir)
+	h.list = rowList(&h.rows, "run", func(r runRow) {
+		h.list.UnselectAll()
+		a.OpenRun(r.Dir)
+	})
+	h.pkgList = rowList(&h.pkgs, "package", func(p packageRow) {
+		h.pkgList.UnselectAll()
+		if p.Problem == "" {
+			a.use.usePackage(p.Dir)
 		}
-	}
-	h.pkgList = widget.NewList(func() int { return len(h.pkgs) },
-		func() fyne.CanvasObject { return widget.NewLabel("package") },
-		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(h.pkgs[i].String()) })
-	h.pkgList.OnSelected = func(i widget.ListItemID) {
-		if i < len(h.pkgs) {
-			h.pkgList.UnselectAll()
-			if h.pkgs[i].Problem == "" {
-				a.use.usePackage(h.pkgs[i].Dir)
-			}
-		}
-	}
+	})
 	newTask := widget.NewButton("New task…", func() { a.tabs.SelectIndex(tabNewTask) })
 	newTask.Importance = widget.HighImportance
 	open := widget.NewButton("Open run folder…", func() {

@@ -224,18 +224,7 @@ func newReviewScreen(a *App) *reviewScreen {
 	s := &reviewScreen{a: a, title: widget.NewLabelWithStyle("No run", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		info: widget.NewLabel("Open a finished run from Home."), holder: container.NewStack()}
 	s.info.Wrapping = fyne.TextWrapWord
-	s.list = widget.NewList(func() int { return len(s.shown) },
-		func() fyne.CanvasObject { return widget.NewLabel("case id long enough") },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(s.shown) {
-				o.(*widget.Label).SetText(s.shown[i].String())
-			}
-		})
-	s.list.OnSelected = func(i widget.ListItemID) {
-		if i < len(s.shown) {
-			s.open(s.shown[i])
-		}
-	}
+	s.list = rowList(&s.shown, "case id long enough", s.open)
 	s.filter = widget.NewSelect([]string{filterAll, filterUnreviewed, filterLeastSure, filterRejected, filterWorstDice}, func(string) { s.applyFilter() })
 	s.filter.SetSelected(filterAll)
 	s.plane = widget.NewSelect([]string{"axial", "coronal", "sagittal"}, func(string) {

@@ -30,6 +30,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/widget"
 
 	"amid/assets"
 	"amid/host"
@@ -335,6 +336,24 @@ func (a *App) setDevice(device string) error {
 		}), env...)
 	}
 	return nil
+}
+
+// rowList is a list of labels, each row's text the String of (*items)[i]; choosing a row
+// calls chosen with its item. template sizes the rows.
+func rowList[T fmt.Stringer](items *[]T, template string, chosen func(T)) *widget.List {
+	l := widget.NewList(func() int { return len(*items) },
+		func() fyne.CanvasObject { return widget.NewLabel(template) },
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			if i < len(*items) {
+				o.(*widget.Label).SetText((*items)[i].String())
+			}
+		})
+	l.OnSelected = func(i widget.ListItemID) {
+		if i < len(*items) {
+			chosen((*items)[i])
+		}
+	}
+	return l
 }
 
 // errText is err as one line for a status label.

@@ -191,18 +191,7 @@ func newUseScreen(a *App) *useScreen {
 		widget.NewFormItem("PACS studies", s.studies),
 		widget.NewFormItem("Results to", container.NewBorder(nil, nil, nil, s.button, s.out)),
 	)
-	s.list = widget.NewList(func() int { return len(s.cases) },
-		func() fyne.CanvasObject { return widget.NewLabel("case id long enough  confidence 0.000") },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			if i < len(s.cases) {
-				o.(*widget.Label).SetText(s.cases[i].String())
-			}
-		})
-	s.list.OnSelected = func(i widget.ListItemID) {
-		if i < len(s.cases) {
-			s.open(s.cases[i])
-		}
-	}
+	s.list = rowList(&s.cases, "case id long enough  confidence 0.000", s.open)
 	s.note.SetPlaceHolder("comment (optional)")
 	s.approve = widget.NewButton("Approve", func() { s.decide(export.Approved) })
 	s.reject = widget.NewButton("Reject", func() { s.decide(export.Rejected) })

@@ -302,32 +302,30 @@ func (e *Editor) Interpolate(axis, a, b, label int) error {
 }
 
 // Undo takes back the last step; false when there is none.
-func (e *Editor) Undo() bool {
-	e.End()
-	if len(e.undo) == 0 {
-		return false
-	}
-	s := e.undo[len(e.undo)-1]
-	e.undo = e.undo[:len(e.undo)-1]
-	for j := len(s.idx) - 1; j >= 0; j-- {
-		e.labels.SetIndex(s.idx[j], s.old[j])
-	}
-	e.redo = append(e.redo, s)
-	return true
-}
+func (e *Editor) Undo() bool { return e.move(&e.undo, &e.redo, true) }
 
 // Redo makes again the last step taken back; false when there is none.
-func (e *Editor) Redo() bool {
+func (e *Editor) Redo() bool { return e.move(&e.redo, &e.undo, false) }
+
+// move takes the newest step of from, sets its voxels to their values before it (back) or
+// after it, and puts it on to.
+func (e *Editor) move(from, to *[]step, back bool) bool {
 	e.End()
-	if len(e.redo) == 0 {
+	if len(*from) == 0 {
 		return false
 	}
-	s := e.redo[len(e.redo)-1]
-	e.redo = e.redo[:len(e.redo)-1]
-	for j, i := range s.idx {
-		e.labels.SetIndex(i, s.new[j])
+	s := (*from)[len(*from)-1]
+	*from = (*from)[:len(*from)-1]
+	if back {
+		for j := len(s.idx) - 1; j >= 0; j-- {
+			e.labels.SetIndex(s.idx[j], s.old[j])
+		}
+	} else {
+		for j, i := range s.idx {
+			e.labels.SetIndex(i, s.new[j])
+		}
 	}
-	e.undo = append(e.undo, s)
+	*to = append(*to, s)
 	return true
 }
 
