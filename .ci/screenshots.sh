@@ -67,6 +67,14 @@ xdotool click 1                                  # focus the view (moves the cro
 shot 3-focused; changed 2-scrolled 3-focused
 xdotool key 3                                    # lung window 1500/−600
 shot 4-lung; changed 3-focused 4-lung
+# One volume, one window: the key on the axial view changes the coronal pane (top right)
+# and the sagittal pane (bottom left) too.
+pane() { convert "$OUT/$1.png" -crop "$3" +repage "$OUT/$1-$2.png"; }
+for p in coronal:380x280+650+100 sagittal:380x280+145+440; do
+  pane 3-focused "${p%%:*}" "${p#*:}"; pane 4-lung "${p%%:*}" "${p#*:}"
+  changed "3-focused-${p%%:*}" "4-lung-${p%%:*}"
+  rm -f "$OUT/3-focused-${p%%:*}.png" "$OUT/4-lung-${p%%:*}.png"
+done
 xdotool key l                                    # labels off
 shot 5-no-labels; changed 4-lung 5-no-labels
 xdotool key l key plus key plus                  # labels on, zoom 1.25² about the cursor

@@ -80,7 +80,7 @@ func NewCompareView(p Plane) *CompareView {
 	link := func(a, b *SliceView) {
 		a.OnSlice = func(s int) { b.setSlice(s) }
 		a.OnView = func(v View) { b.setView(v) }
-		a.OnWindow = b.SetWindow
+		a.OnWindow = func(Window) { b.follow(a) }
 		a.OnRune = c.key
 	}
 	link(c.Left, c.Right)

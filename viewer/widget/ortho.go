@@ -1,11 +1,14 @@
 package widget
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
 	fwidget "fyne.io/fyne/v2/widget"
 
 	"amid/viewer/bridge"
@@ -14,7 +17,9 @@ import (
 
 // OrthoView shows the axial, coronal and sagittal planes of one volume with a linked
 // crosshair: tapping a voxel in one view, or changing a view's slice, moves the crosshair
-// and the slices of the other two.
+// and the slices of the other two. The volume has one window: a preset key, a drag or an
+// inversion in one view changes all three (zoom and pan stay each view's own), and the
+// fourth cell shows it.
 type OrthoView struct {
 	fwidget.BaseWidget
 
@@ -25,6 +30,7 @@ type OrthoView struct {
 
 	mu    sync.Mutex
 	cross [3]int
+	wl    *canvas.Text // the window and level, in the fourth cell
 }
 
 // NewOrthoView returns an empty three-plane view.
@@ -46,9 +52,36 @@ func NewOrthoView() *OrthoView {
 				o.OnHover(p, ok)
 			}
 		}
+		v.OnWindow = func(Window) {
+			for _, w := range o.Views {
+				if w != v {
+					w.follow(v)
+				}
+			}
+			o.showWindow()
+		}
 	}
+	o.wl = canvas.NewText("", theme.Color(theme.ColorNameForeground))
 	o.ExtendBaseWidget(o)
 	return o
+}
+
+// WindowText says the volume's window: "W 1500  L −600", and "inverted" when it is.
+func (o *OrthoView) WindowText() string {
+	w := o.Views[0].Window()
+	s := fmt.Sprintf("W %.4g  L %.4g", w.Width, w.Level)
+	if o.Views[0].Inverted() {
+		s += "  inverted"
+	}
+	return strings.ReplaceAll(s, "-", "−")
+}
+
+// showWindow shows the window in the fourth cell, on the UI goroutine.
+func (o *OrthoView) showWindow() {
+	o.Views[0].post("window text", func() {
+		o.wl.Text = o.WindowText()
+		o.wl.Refresh()
+	})
 }
 
 // UseBridge makes the three views reach the UI goroutine through b (see
@@ -67,6 +100,7 @@ func (o *OrthoView) SetVolume(vol *volume.Volume) error {
 		}
 	}
 	o.SetCrosshair([3]int{vol.Dims[0] / 2, vol.Dims[1] / 2, vol.Dims[2] / 2})
+	o.showWindow()
 	return nil
 }
 
@@ -85,6 +119,7 @@ func (o *OrthoView) SetWindow(w Window) {
 	for _, v := range o.Views {
 		v.SetWindow(w)
 	}
+	o.showWindow()
 }
 
 // SetCrosshair moves the crosshair to voxel idx in all three views.
@@ -113,5 +148,5 @@ func (o *OrthoView) Crosshair() [3]int {
 // CreateRenderer implements fyne.Widget: a 2×2 grid, axial and coronal on top, sagittal
 // below left.
 func (o *OrthoView) CreateRenderer() fyne.WidgetRenderer {
-	return fwidget.NewSimpleRenderer(container.NewGridWithColumns(2, o.Views[0], o.Views[1], o.Views[2], layout.NewSpacer()))
+	return fwidget.NewSimpleRenderer(container.NewGridWithColumns(2, o.Views[0], o.Views[1], o.Views[2], container.NewPadded(container.NewVBox(o.wl))))
 }

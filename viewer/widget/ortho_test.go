@@ -1,6 +1,8 @@
 package widget
 
 import (
+	"bytes"
+	"image"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -62,4 +64,70 @@ func TestOrthoLinked(t *testing.T) {
 		}
 	}
 	golden(t, "orthoview.png", w.Canvas().Capture())
+}
+
+// TestOrthoOneWindow: the volume has one window. Key 4 (the bone preset, 2500/480, under
+// which ctVolume's sagittal slice, 200–290 HU, is no longer all white as under the brain
+// window) on the axial view changes the coronal and sagittal views too, and what they draw; key i inverts all three;
+// a drag on the sagittal view moves all three windows alike; the fourth cell says the
+// window. Zoom stays each view's own.
+func TestOrthoOneWindow(t *testing.T) {
+	test.NewTempApp(t)
+	o := NewOrthoView()
+	b, q := testBridge()
+	o.UseBridge(b)
+	for _, v := range o.Views {
+		queues[v] = q
+	}
+	vol, _ := ctVolume(t)
+	if err := o.SetVolume(vol); err != nil {
+		t.Fatal(err)
+	}
+	w := test.NewTempWindow(t, o)
+	w.Resize(fyne.NewSize(320, 320))
+	settleAll := func() {
+		for _, v := range o.Views {
+			settle(t, v)
+		}
+	}
+	settleAll()
+	ax, co, sa := o.Views[0], o.Views[1], o.Views[2]
+	pixels := func(v *SliceView) []uint8 { return append([]uint8(nil), v.img.Image.(*image.RGBA).Pix...) }
+	coBefore, saBefore := pixels(co), pixels(sa)
+	test.Type(ax, "4")
+	settleAll()
+	bone := Window{2500, 480}
+	for i, v := range o.Views {
+		if v.Window() != bone {
+			t.Errorf("view %d: window %v after the axial view's key 4, want %v", i, v.Window(), bone)
+		}
+	}
+	if bytes.Equal(coBefore, pixels(co)) || bytes.Equal(saBefore, pixels(sa)) {
+		t.Error("the coronal or sagittal view drew the same pixels after the window changed")
+	}
+	if got := o.wl.Text; got != "W 2500  L 480" {
+		t.Errorf("the window's text %q", got)
+	}
+	test.Type(co, "i")
+	settleAll()
+	for i, v := range o.Views {
+		if !v.Inverted() {
+			t.Errorf("view %d is not inverted after the coronal view's key i", i)
+		}
+	}
+	if got := o.wl.Text; got != "W 2500  L 480  inverted" {
+		t.Errorf("the window's text %q", got)
+	}
+	// A drag on the sagittal view: 20 px right widens by 20·2500/200 = 250 in all three.
+	sa.Dragged(&fyne.DragEvent{Dragged: fyne.Delta{DX: 20}})
+	for i, v := range o.Views {
+		if v.Window() != (Window{2750, 480}) {
+			t.Errorf("view %d: window %v after the drag, want {2750 480}", i, v.Window())
+		}
+	}
+	ax.TypedRune('+')
+	if co.View().Zoom != 0 && co.View().Zoom != 1 {
+		t.Errorf("the axial view's zoom moved the coronal view's: %v", co.View())
+	}
+	settleAll()
 }

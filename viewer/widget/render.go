@@ -40,9 +40,18 @@ type Params struct {
 	// RGB draws channels 0, 1, 2 as red, green and blue, each through Window (a pathology
 	// tile or a photograph: uint8 with Window{255, 127.5} shows the stored colours). The
 	// volume needs at least three channels.
-	RGB     bool
-	Window  Window
+	RGB    bool
+	Window Window
+	// Invert draws the window's low end white and its high end black (bone and X-ray
+	// reading).
+	Invert  bool
 	Overlay Overlay
+}
+
+// grayKey is what a gray table depends on.
+type grayKey struct {
+	w      Window
+	invert bool
 }
 
 // Renderer renders slices into a buffer it reuses: after the first render of a given size,
@@ -54,11 +63,11 @@ type Renderer struct {
 	truth  []int32
 	mix    [256]mix // blend terms of labels 0..255 for the current overlay
 	lut    []uint8  // gray of every 16-bit value under lutWin, indexed by the value's bits
-	lutWin Window
+	lutWin grayKey
 	lutT   volume.DType
 	// lut8 is the window of every uint8 value, for RGB tiles.
 	lut8    [256]uint8
-	lut8Win Window
+	lut8Win grayKey
 	lut8Set bool
 }
 
@@ -98,11 +107,16 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 	st := [3]int{c, v.Dims[0] * c, v.Dims[0] * v.Dims[1] * c}
 	base, du, dv := l.steps(st, p.Slice)
 	lo, scale := windowCoef(p.Window)
+	if p.Invert {
+		// The window's high end maps to 0 and its low end to 255: grayOf's clamps hold.
+		lo, scale = lo+255/scale, -scale
+	}
+	key := grayKey{p.Window, p.Invert}
 	if p.RGB {
-		if err := r.color(v, p.Window, l.W, l.H, base, du, dv, lo, scale); err != nil {
+		if err := r.color(v, key, l.W, l.H, base, du, dv, lo, scale); err != nil {
 			return nil, err
 		}
-	} else if err := r.gray(v, p.Window, l.W, l.H, base+p.Channel, du, dv, lo, scale); err != nil {
+	} else if err := r.gray(v, key, l.W, l.H, base+p.Channel, du, dv, lo, scale); err != nil {
 		return nil, err
 	}
 	o := &p.Overlay
@@ -132,7 +146,7 @@ func (r *Renderer) Render(v *volume.Volume, p *Params) (*image.RGBA, error) {
 }
 
 // gray draws one channel in gray levels.
-func (r *Renderer) gray(v *volume.Volume, win Window, w, h, base, du, dv int, lo, scale float32) error {
+func (r *Renderer) gray(v *volume.Volume, win grayKey, w, h, base, du, dv int, lo, scale float32) error {
 	switch d := v.Data.(type) {
 	case []uint8:
 		gray(r.img.Pix, d, w, h, base, du, dv, lo, scale)
@@ -157,7 +171,7 @@ func (r *Renderer) gray(v *volume.Volume, win Window, w, h, base, du, dv int, lo
 }
 
 // color draws channels 0..2 as red, green and blue.
-func (r *Renderer) color(v *volume.Volume, win Window, w, h, base, du, dv int, lo, scale float32) error {
+func (r *Renderer) color(v *volume.Volume, win grayKey, w, h, base, du, dv int, lo, scale float32) error {
 	switch d := v.Data.(type) {
 	case []uint8:
 		if r.lut8Win != win || !r.lut8Set {
@@ -226,7 +240,7 @@ func windowCoef(w Window) (lo, scale float32) {
 
 // table returns the gray of every value of a 16-bit type t under window w, indexed by the
 // value's bit pattern; it is rebuilt only when w or t changes.
-func (r *Renderer) table(t volume.DType, w Window, lo, scale float32) []uint8 {
+func (r *Renderer) table(t volume.DType, w grayKey, lo, scale float32) []uint8 {
 	if r.lut != nil && r.lutWin == w && r.lutT == t {
 		return r.lut
 	}

@@ -416,3 +416,32 @@ func TestDiv255(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderInvert: an inverted window draws each gray as 255 minus the plain one (±1 for
+// rounding), on the 16-bit table path (int16 CT) and on the direct one (float32).
+func TestRenderInvert(t *testing.T) {
+	ct, _ := ctVolume(t)
+	f := newVol(t, volume.Float32, ct.Dims)
+	for i := range ct.Len() {
+		f.SetIndex(i, ct.AtIndex(i))
+	}
+	for _, v := range []*volume.Volume{ct, f} {
+		var r Renderer
+		p := &Params{Plane: Axial, Slice: 2, Window: Window{1500, -600}}
+		img, err := r.Render(v, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := append([]uint8(nil), img.Pix...)
+		p.Invert = true
+		img, err = r.Render(v, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(plain); i += 4 {
+			if d := int(img.Pix[i]) + int(plain[i]) - 255; d < -1 || d > 1 {
+				t.Fatalf("%v pixel %d: %d inverted, %d plain", v.DType(), i/4, img.Pix[i], plain[i])
+			}
+		}
+	}
+}

@@ -47,7 +47,8 @@ type SliceView struct {
 	OnSlice func(s int)
 	// OnView is called after the zoom or pan changes.
 	OnView func(View)
-	// OnWindow is called after the user changes the window (drag or preset key).
+	// OnWindow is called after the user changes the window (drag, preset key, or key i,
+	// which inverts it: Inverted).
 	OnWindow func(Window)
 	// OnRune is called with the typed runes the view does not use itself.
 	OnRune func(r rune)
@@ -326,6 +327,22 @@ func (v *SliceView) Window() Window {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.p.Window
+}
+
+// SetInverted draws the window inverted (its low end white) or not.
+func (v *SliceView) SetInverted(on bool) { v.update(func() { v.p.Invert = on }) }
+
+// Inverted reports whether the window is drawn inverted.
+func (v *SliceView) Inverted() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.p.Invert
+}
+
+// follow gives v the window of from, inverted as from is: one volume, one window.
+func (v *SliceView) follow(from *SliceView) {
+	v.SetWindow(from.Window())
+	v.SetInverted(from.Inverted())
 }
 
 // Presets returns the presets on keys 1..5.
@@ -914,6 +931,9 @@ func (v *SliceView) TypedRune(r rune) {
 		v.SetLabelsVisible(!v.LabelsVisible())
 	case r == 'o' || r == 'O':
 		v.update(func() { v.p.Overlay.Outline = !v.p.Overlay.Outline })
+	case r == 'i' || r == 'I':
+		v.SetInverted(!v.Inverted())
+		v.userWindow()
 	default:
 		if v.OnRune != nil {
 			v.OnRune(r)
