@@ -29,11 +29,11 @@ type Editor struct {
 	// orig holds the value each voxel ever edited had in the map given to New, so that
 	// Changes costs the edits, not the map.
 	orig map[int]float64
-	undo   []step
-	redo   []step
-	cur    *step // the stroke under way
-	seen   map[int]bool
-	max    float64 // the greatest label the type holds
+	undo []step
+	redo []step
+	cur  *step // the stroke under way
+	seen map[int]bool
+	max  float64 // the greatest label the type holds
 }
 
 // step is one edit: the voxels it changed, with their values before and after.
