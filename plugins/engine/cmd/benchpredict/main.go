@@ -11,9 +11,12 @@
 //
 //	go run ./plugins/engine/cmd/benchpredict [-scale 1] [-flips 1|8] [-cases ct,mr] [-torch /usr/bin/python3]
 //
-// -scale shrinks every axis of both volumes (0.5: an eighth of the voxels); -net none
+// -scale shrinks every axis of both volumes (0.5: an eighth of the voxels; make
+// bench-predict's SCALE, 0.85 by default); -sums float32 gives PyTorch float32 sums in
+// place of nnU-Net's half precision; -batch sets the engine's patches per call; -net none
 // replaces the network by a cheap function of the input to measure the windows' memory
-// and time alone (the engine only).
+// and time alone (the engine only). The figures and what they mean are in
+// plugins/engine/infer/README.md.
 package main
 
 import (
@@ -77,6 +80,7 @@ type spec struct {
 	Sums   string        `json:"sums"`
 	Case   string        `json:"case"`
 	Net    string        `json:"net"`
+	Batch  int           `json:"batch,omitempty"` // the engine's patches per call; 0: the plugin's
 }
 
 func main() {
@@ -96,6 +100,7 @@ func main() {
 	net := flag.String("net", "unet", "unet, or none: a cheap function of the input (engine only, for the windows' memory)")
 	threads := flag.Int("threads", 2, "PyTorch threads")
 	workers := flag.Int("workers", 0, "engine workers (0: GOMAXPROCS)")
+	batch := flag.Int("batch", 0, "the engine's patches per call (0: the segmentation plugin's, one per worker)")
 	dir := flag.String("dir", "", "folder for the generated volumes (a temporary one when empty)")
 	flag.Parse()
 	var err error
@@ -103,7 +108,7 @@ func main() {
 		err = measureEngine(*child, *in, *weights, *out, *workers)
 	} else {
 		err = compare(options{scale: *scale, flips: *flips, cases: *only, python: *python, sums: *sums,
-			net: *net, threads: *threads, workers: *workers, dir: *dir})
+			net: *net, threads: *threads, workers: *workers, batch: *batch, dir: *dir})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchpredict:", err)
@@ -119,11 +124,16 @@ func model(k int) refnets.Model {
 }
 
 // windowOptions are the windows of s: the network's patch (X, Y, Z), overlap 0.5, and
-// inferBatch's batch on the CPU (one patch per worker, at most the training batch).
+// s.Batch patches per call, or the segmentation plugin's inferBatch on the CPU (one patch
+// per worker, at most the training batch).
 func windowOptions(s spec, workers int) infer.Options {
 	p := s.Model.Patch // D, H, W
+	b := s.Batch
+	if b <= 0 {
+		b = max(1, min(workers, s.Model.Batch))
+	}
 	return infer.Options{Patch: [3]int{p[2], p[1], p[0]}, Channels: 1, Classes: s.Model.Classes,
-		Overlap: 0.5, Mirror: s.Mirror, Batch: max(1, min(workers, s.Model.Batch))}
+		Overlap: 0.5, Mirror: s.Mirror, Batch: b}
 }
 
 // measureEngine predicts one case as the segmentation plugin does and prints a result.
@@ -274,7 +284,7 @@ func readParams(path string, ps []*engine.Param) error {
 type options struct {
 	scale               float64
 	flips, threads      int
-	workers             int
+	workers, batch      int
 	cases, python, sums string
 	net, dir            string
 }
@@ -336,7 +346,7 @@ func runCase(k kind, o options, exe, torch, dir string, workers int) error {
 	for a := range 3 {
 		dims[a] = max(m.Patch[2-a], int(math.Round(float64(k.Dims[a])*o.scale)))
 	}
-	s := spec{Model: m, Dims: dims, Mirror: o.flips == 8, Sums: o.sums, Case: k.Name, Net: o.net}
+	s := spec{Model: m, Dims: dims, Mirror: o.flips == 8, Sums: o.sums, Case: k.Name, Net: o.net, Batch: o.batch}
 	opt := windowOptions(s, workers)
 	windows := 1
 	for a := range 3 {
