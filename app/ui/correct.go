@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/host/export"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit"
 	"amid/viewer/imageio"
@@ -40,17 +41,17 @@ type corrector struct {
 	labels  []taskspec.Label
 	view    *vwidget.CompareView
 	brush   *vwidget.Brush
-	changed func() // after each edit, undo or redo
-	say     func(string)
+	say     func(string) // a sentence on the screen
+	id      string       // the case corrected
 	// pred is the prediction's label map file, image its image (nil: nothing to correct).
 	pred  string
 	image *volume.Volume
 }
 
-// newCorrector builds the bar; onSave is the screen's Save correction, changed is called
-// after each edit, say shows a sentence on the screen.
-func newCorrector(onSave, changed func(), say func(string)) *corrector {
-	c := &corrector{onSave: onSave, changed: changed, say: say, size: widget.NewLabel("")}
+// newCorrector builds the bar; onSave is the screen's Save correction, say shows a
+// sentence on the screen (what each edit has changed so far, or why it cannot edit).
+func newCorrector(onSave func(), say func(string)) *corrector {
+	c := &corrector{onSave: onSave, say: say, size: widget.NewLabel("")}
 	c.toggle = widget.NewCheck("Correct", func(on bool) { c.setEditing(on) })
 	c.tool = widget.NewSelect(toolNames, nil)
 	c.tool.SetSelected(toolNames[0])
@@ -72,18 +73,18 @@ func newCorrector(onSave, changed func(), say func(string)) *corrector {
 	c.save.Importance = widget.WarningImportance
 	c.obj = container.NewVBox(container.NewHBox(c.toggle, c.tool, c.label, c.between),
 		container.NewBorder(nil, nil, c.size, container.NewHBox(c.undo, c.redo, c.save), c.radius))
-	c.attach(nil, "", nil, nil)
+	c.attach(nil, "", "", nil, nil)
 	return c
 }
 
-// attach offers the correction of the prediction pred (a label map file on image's grid)
-// shown in view, with the task's labels; a nil view, or no file, offers nothing. Editing
-// starts off.
-func (c *corrector) attach(view *vwidget.CompareView, pred string, image *volume.Volume, labels []taskspec.Label) {
+// attach offers the correction of case id's prediction pred (a label map file on image's
+// grid) shown in view, with the task's labels; a nil view, or no file, offers nothing.
+// Editing starts off.
+func (c *corrector) attach(view *vwidget.CompareView, id, pred string, image *volume.Volume, labels []taskspec.Label) {
 	if c.view != nil {
 		c.view.Left.SetPainter(nil)
 	}
-	c.view, c.pred, c.image, c.brush = view, pred, image, nil
+	c.view, c.id, c.pred, c.image, c.brush = view, id, pred, image, nil
 	c.labels = nil
 	var names []string
 	for _, l := range labels {
@@ -208,12 +209,10 @@ func (c *corrector) edited() {
 	ch := c.changes()
 	if len(ch) == 0 {
 		c.save.Disable()
-	} else {
-		c.save.Enable()
+		return
 	}
-	if c.changed != nil {
-		c.changed()
-	}
+	c.save.Enable()
+	c.say("Correction of " + c.id + ": " + changesText(ch) + " voxels. Save correction records it.")
 }
 
 // changes are the voxels the correction moved, by label (none before editing).
@@ -230,6 +229,20 @@ func (c *corrector) corrected() *volume.Volume {
 		return nil
 	}
 	return c.brush.Editor.Labels()
+}
+
+// decisionRow is a screen's decision controls: a comment entry and Approve and Reject,
+// disabled until a case is shown, each calling decide with its decision.
+func decisionRow(decide func(string)) (note *widget.Entry, approve, reject *widget.Button, row fyne.CanvasObject) {
+	note = widget.NewEntry()
+	note.SetPlaceHolder("comment (optional)")
+	approve = widget.NewButton("Approve", func() { decide(export.Approved) })
+	reject = widget.NewButton("Reject", func() { decide(export.Rejected) })
+	approve.Importance = widget.SuccessImportance
+	reject.Importance = widget.DangerImportance
+	approve.Disable()
+	reject.Disable()
+	return note, approve, reject, container.NewBorder(nil, nil, nil, container.NewHBox(approve, reject), note)
 }
 
 // changesText says what a correction changed: "label 2 +130 −12; label 0 +12 −130".

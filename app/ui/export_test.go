@@ -329,7 +329,7 @@ func useModel(t *testing.T, a *App, q loop, dir, pkg string) {
 	out := filepath.Join(t.TempDir(), "predicted")
 	u.out.SetText(out)
 	test.Tap(u.button)
-	q.waitUpTo(t, "predictions", 3*time.Minute, func() bool { return len(u.cases) == len(ds.Test) || strings.HasPrefix(u.status.Text, "Nothing") })
+	q.waitUpTo(t, "predictions", 3*time.Minute, func() bool { return len(u.cases) == len(ds.Test) || strings.HasPrefix(u.status.Text, "Predict failed") })
 	t.Logf("status: %s\ncard: %s", u.status.Text, u.card.Text)
 	if len(u.cases) != len(ds.Test) || !strings.HasPrefix(u.card.Text, "Intended use: ") {
 		t.Fatalf("%d cases (want %d), card %q: %s", len(u.cases), len(ds.Test), u.card.Text, u.status.Text)

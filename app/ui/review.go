@@ -253,25 +253,15 @@ func newReviewScreen(a *App) *reviewScreen {
 			s.view.SetScoreThreshold(v)
 		}
 	}
-	s.note = widget.NewEntry()
-	s.note.SetPlaceHolder("comment (optional)")
-	s.approve = widget.NewButton("Approve", func() { s.decide(run.Approved) })
-	s.reject = widget.NewButton("Reject", func() { s.decide(run.Rejected) })
-	s.approve.Importance = widget.SuccessImportance
-	s.reject.Importance = widget.DangerImportance
-	s.approve.Disable()
-	s.reject.Disable()
-	s.corr = newCorrector(s.saveCorrection, func() {
-		if ch := s.corr.changes(); len(ch) > 0 {
-			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
-		}
-	}, s.info.SetText)
+	var decisions fyne.CanvasObject
+	s.note, s.approve, s.reject, decisions = decisionRow(s.decide)
+	s.corr = newCorrector(s.saveCorrection, s.info.SetText)
 	left := container.NewBorder(s.filter, nil, nil, nil, s.list)
 	controls := container.NewVBox(
 		container.NewHBox(widget.NewLabel("Plane"), s.plane, s.mode),
 		container.NewBorder(nil, nil, widget.NewLabel("Score threshold"), nil, s.thr),
 		s.corr.obj,
-		container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note),
+		decisions,
 		s.info)
 	right := container.NewBorder(nil, controls, nil, nil, s.holder)
 	split := container.NewHSplit(left, right)
@@ -458,7 +448,7 @@ func (s *reviewScreen) open(c *reviewCase) {
 		return
 	}
 	s.current = c
-	s.corr.attach(nil, "", nil, nil)
+	s.corr.attach(nil, "", "", nil, nil)
 	s.note.SetText(c.Note)
 	if c.Validation {
 		s.approve.Disable()
@@ -526,7 +516,7 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 	s.holder.Objects = []fyne.CanvasObject{v}
 	s.holder.Refresh()
 	if c := s.current; c != nil && !c.Validation && s.data.Spec.Kind == taskspec.Segmentation {
-		s.corr.attach(v, c.Labels, cv.Image, s.data.Spec.Labels)
+		s.corr.attach(v, c.ID, c.Labels, cv.Image, s.data.Spec.Labels)
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ type useScreen struct {
 func newUseScreen(a *App) *useScreen {
 	s := &useScreen{a: a, inputsText: widget.NewLabel("No inputs."), studies: widget.NewEntry(), out: widget.NewEntry(),
 		bar: widget.NewProgressBar(), status: widget.NewLabel(""), card: widget.NewLabel(""), holder: container.NewStack(),
-		info: widget.NewLabel("Choose a package and the images of new patients, then Predict."), note: widget.NewEntry()}
+		info: widget.NewLabel("Choose a package and the images of new patients, then Predict.")}
 	for _, l := range []*widget.Label{s.inputsText, s.status, s.card, s.info} {
 		l.Wrapping = fyne.TextWrapWord
 	}
@@ -192,19 +192,10 @@ func newUseScreen(a *App) *useScreen {
 		widget.NewFormItem("Results to", container.NewBorder(nil, nil, nil, s.button, s.out)),
 	)
 	s.list = rowList(&s.cases, "case id long enough  confidence 0.000", s.open)
-	s.note.SetPlaceHolder("comment (optional)")
-	s.approve = widget.NewButton("Approve", func() { s.decide(export.Approved) })
-	s.reject = widget.NewButton("Reject", func() { s.decide(export.Rejected) })
-	s.approve.Importance = widget.SuccessImportance
-	s.reject.Importance = widget.DangerImportance
-	s.approve.Disable()
-	s.reject.Disable()
-	s.corr = newCorrector(s.saveCorrection, func() {
-		if ch := s.corr.changes(); len(ch) > 0 && s.current != nil {
-			s.info.SetText("Correction of " + s.current.ID + ": " + changesText(ch) + " voxels. Save correction records it.")
-		}
-	}, s.info.SetText)
-	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, container.NewBorder(nil, nil, nil, container.NewHBox(s.approve, s.reject), s.note), s.info), nil, nil, s.holder)
+	var decisions fyne.CanvasObject
+	s.note, s.approve, s.reject, decisions = decisionRow(s.decide)
+	s.corr = newCorrector(s.saveCorrection, s.info.SetText)
+	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, decisions, s.info), nil, nil, s.holder)
 	split := container.NewHSplit(s.list, right)
 	split.Offset = 0.25
 	top := container.NewVBox(form, container.NewBorder(nil, nil, container.NewGridWrap(fyne.NewSize(160, 36), s.bar), nil, s.status), s.card)
@@ -305,7 +296,7 @@ func (s *useScreen) predict() {
 		s.a.do(func() {
 			s.button.Enable()
 			if err != nil {
-				s.status.SetText("Nothing predicted: " + errText(err))
+				s.status.SetText("Predict failed: " + errText(err))
 				return
 			}
 			remember(s.a.A.Preferences(), prefRecentPkgs, pkg)
@@ -443,7 +434,7 @@ func readPredictRun(dir string) ([]*useCase, *taskspec.Spec, map[string][]string
 // open shows case c over its image (UI goroutine); the files are read off it.
 func (s *useScreen) open(c *useCase) {
 	s.current = c
-	s.corr.attach(nil, "", nil, nil)
+	s.corr.attach(nil, "", "", nil, nil)
 	s.note.SetText("")
 	if len(c.Predictions) == 0 {
 		s.approve.Disable()
@@ -490,7 +481,7 @@ func (s *useScreen) open(c *useCase) {
 			s.holder.Objects = []fyne.CanvasObject{v}
 			s.holder.Refresh()
 			if spec.Kind == taskspec.Segmentation {
-				s.corr.attach(v, filepath.Join(s.dir, c.Predictions[0]), cv.Image, spec.Labels)
+				s.corr.attach(v, c.ID, filepath.Join(s.dir, c.Predictions[0]), cv.Image, spec.Labels)
 			}
 			s.info.SetText(caseText(c, cv.Text, vols))
 		})

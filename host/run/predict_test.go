@@ -180,6 +180,19 @@ func checkPredictNew(t *testing.T, pkg, data string, ids []string) {
 	if _, err := os.Stat(filepath.Join(zipped, ".work")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the unpacked package stayed: %v", err)
 	}
+	// The task a review reads back (for a correction's DICOM SEG) from the folder and from
+	// the zip, whose unpacked copy is gone by then.
+	fromDir, err := predict.PackageTask(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromZip, err := predict.PackageTask(filepath.Join(filepath.Dir(pkg), "package.zip"))
+	if err != nil || fromZip.ID != fromDir.ID || len(fromZip.Labels) != len(fromDir.Labels) {
+		t.Errorf("the zip's task %+v (%v), the folder's %+v", fromZip, err, fromDir)
+	}
+	if _, err := predict.PackageTask(filepath.Join(in, "scanner-notes", "notes.txt")); err == nil {
+		t.Error("a text file was read as a package")
+	}
 
 	changed := filepath.Join(t.TempDir(), "package")
 	copyDir(t, pkg, changed)
