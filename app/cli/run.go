@@ -58,6 +58,15 @@ ids taken from file or folder names become keyed pseudonyms in everything the ru
 and every DICOM object in the package goes through PS3.15's Basic Application Level
 Confidentiality Profile (its UIDs replaced, so it no longer matches the studies in PACS).
 
+--from PACKAGE improves a model package of the task: the package is checked as amid predict
+checks it, its model continues on the training cases and on the cases readers corrected
+(those its audit log records, and those of the run or predict-run folders --corrections
+names; a correction whose file changed after it was recorded is refused), within the budget.
+Its locked folds are kept and the new cases dealt to them by the same patient-level rule; a
+corrected test case leaves the test set; with --answers the old model is scored beside the
+new on the test cases neither trained on. The new package names its parent's manifest, and
+its audit log continues the parent's.
+
 The LLM planner talks to an OpenAI-compatible endpoint (--llm-url, --llm-model) with the key
 from $AMID_LLM_API_KEY; it is sent the fingerprint, the task text and results, never pixels
 or patient identifiers.`,
@@ -107,6 +116,8 @@ or patient identifiers.`,
 	f.Int64Var(&o.Seed, "seed", 42, "seed of the folds and the training")
 	f.IntVar(&o.Steps, "steps", 0, "train each lane this many steps in its first round and twice as many in each later one, rather than by time (two runs with the same seed then choose alike on any executor)")
 	f.StringVar(&o.Final, "final", "", "the final model: fold-ensemble or all-data (default: the plan's rule chooses by the winner's curve and the time left)")
+	f.StringVar(&o.From, "from", "", "a model package of the task (folder or zip) to improve: its model continues on the training cases and the recorded corrections")
+	f.StringSliceVar(&o.Corrections, "corrections", nil, "with --from: run or predict-run folders whose recorded corrections are learned from too (comma-separated or repeated)")
 	f.BoolVar(&o.Deidentify, "deidentify", false, "pseudonymous case ids throughout the run, and PS3.15's Basic Profile on every DICOM object of the package (choose it before the run starts)")
 	executorFlags(cmd, &ex, false)
 	_ = cmd.MarkFlagRequired("out")

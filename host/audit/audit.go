@@ -69,6 +69,9 @@ const (
 	ActionLaneTrained    = "lane.trained"
 	ActionReviewDecision = "review.decision"
 	ActionExport         = "export"
+	// ActionRunFrom opens a run that improves a model package: it follows the parent
+	// package's own entries and names its manifest.json's sha256 (amid run --from).
+	ActionRunFrom = "run.from"
 )
 
 // MaxDetails is the largest Details object an entry may carry, in bytes.

@@ -469,3 +469,49 @@ func FuzzReadJSONL(f *testing.F) {
 		}
 	})
 }
+
+// A log continued from another's export (a parent package's audit.jsonl) holds its entries
+// as they were and chains its own on from the last of them; a broken parent chain, or a
+// log that already has entries, stores nothing.
+func TestContinue(t *testing.T) {
+	parent := openTemp(t)
+	fill(t, parent, 5)
+	var buf bytes.Buffer
+	if err := parent.ExportJSONL(&buf); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []Entry {
+		es, err := ReadJSONL(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	child := openTemp(t)
+	if err := child.Continue(read()); err != nil {
+		t.Fatal(err)
+	}
+	e, err := child.Append(Entry{Role: RoleHost, Action: ActionTaskLoaded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _, _ := parent.Last()
+	if e.Seq != 6 || e.Prev != last.Hash {
+		t.Fatalf("the first own entry is seq %d after %s, want 6 after the parent's last %s", e.Seq, e.Prev, last.Hash)
+	}
+	if err := child.Verify(); err != nil {
+		t.Fatalf("the continued chain: %v", err)
+	}
+	if err := child.Continue(read()); err == nil {
+		t.Fatal("a log with entries continued another")
+	}
+	broken := read()
+	broken[2].Action = ActionExport
+	fresh := openTemp(t)
+	if err := fresh.Continue(broken); !errors.Is(err, ErrBroken) {
+		t.Fatalf("a changed parent entry: %v, want ErrBroken", err)
+	}
+	if es, _ := fresh.Entries(); len(es) != 0 {
+		t.Fatalf("a refused chain left %d entries", len(es))
+	}
+}

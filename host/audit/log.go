@@ -248,3 +248,33 @@ func WriteJSONL(w io.Writer, entries []Entry) error {
 	}
 	return bw.Flush()
 }
+
+// Continue starts an empty log with entries, a verified chain read from another log (a
+// parent model package's audit.jsonl), stored as they are: the entries this log appends
+// next chain on from the last of them, so one verification proves the whole history. It
+// fails, storing nothing, when the log already holds entries or the chain is broken.
+func (l *Log) Continue(entries []Entry) error {
+	if err := Verify(entries); err != nil {
+		return fmt.Errorf("audit log %s: continue: %w", l.db.Path(), err)
+	}
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(l.bucket)
+		if k, _ := b.Cursor().Last(); k != nil {
+			return errors.New("the log already holds entries; only an empty log continues another")
+		}
+		for _, e := range entries {
+			data, err := marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(seqKey(e.Seq), data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit log %s: continue: %w", l.db.Path(), err)
+	}
+	return nil
+}

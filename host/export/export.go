@@ -10,6 +10,8 @@
 //	fingerprint.json  the dataset fingerprint
 //	model_card.json   the model card (see Card), and model_card.md its text
 //	plan.json         the planned lanes
+//	folds.json        the locked cross-validation folds (amid/host/folds), which a model
+//	                  improved from this one (amid run --from) keeps
 //	scores.json       per-fold validation scores of every lane (see Scores)
 //	review.json       the reviewer's decisions (see Decision)
 //	audit.jsonl       the audit log up to and including the export entry
@@ -78,6 +80,7 @@ const (
 	FileReview      = "review.json"
 	FileAudit       = "audit.jsonl"
 	FileModelConfig = "model/config.json"
+	FileFolds       = "folds.json"
 	DirPlugin       = "plugin"
 	DirModel        = "model"
 	DirPredictions  = "predictions"
@@ -108,6 +111,7 @@ type Contents struct {
 	Task        []byte // task.yaml, required
 	Fingerprint any    // fingerprint.json; nil writes {}
 	Plan        any    // plan.json; nil writes []
+	Folds       any    // folds.json; nil writes none
 	Scores      Scores
 	Review      []Decision
 	ModelConfig any // model/config.json; nil writes {}
@@ -128,6 +132,18 @@ type Contents struct {
 
 	// Audit is the run's audit log; Write appends the export entry to it. Required.
 	Audit *audit.Log
+	// Parent, when set, is the package this model was improved from: the audit log
+	// continues the parent's, and its run.from entry names the parent's manifest.
+	Parent *Parent
+}
+
+// Parent is a manifest's record of the package a model was improved from: the sha256 of
+// its manifest.json, and its audit log's entry count and last hash, which Audit's log
+// holds as its first entries, followed by the run.from entry that names the manifest.
+type Parent struct {
+	SHA256   string `json:"sha256"`
+	Entries  int    `json:"audit_entries"`
+	LastHash string `json:"audit_last_hash"`
 }
 
 // Plugin names the plugin that trained the model.
@@ -200,6 +216,8 @@ type Manifest struct {
 	// Trained is what trained the weights under model/, one entry per distinct identity.
 	Trained []compute.Identity `json:"trained,omitempty"`
 	Audit   AuditRecord        `json:"audit"`
+	// Parent is the package this model was improved from; nil for a first model.
+	Parent *Parent `json:"parent,omitempty"`
 	// Files lists every file of the package but manifest.json, sorted by path.
 	Files []File `json:"files"`
 }
@@ -323,6 +341,7 @@ func write(root string, c *Contents) (*Manifest, error) {
 		EngineVersion: c.EngineVersion,
 		Compute:       c.Compute,
 		Trained:       c.Trained,
+		Parent:        c.Parent,
 	}
 	orEmpty := func(v any, empty string) any {
 		if v == nil {
@@ -347,7 +366,11 @@ func write(root string, c *Contents) (*Manifest, error) {
 		{FileScores, scores},
 		{FileReview, review},
 		{FileModelConfig, orEmpty(c.ModelConfig, "{}")},
+		{FileFolds, c.Folds},
 	} {
+		if f.v == nil {
+			continue
+		}
 		b, err := json.MarshalIndent(f.v, "", "  ")
 		if err != nil {
 			return nil, fmt.Errorf("export: %s: %w", f.name, err)
@@ -439,6 +462,9 @@ func write(root string, c *Contents) (*Manifest, error) {
 	if err := audit.Verify(entries); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	if err := checkParent(entries, c.Parent); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
 	var log bytes.Buffer
 	if err := audit.WriteJSONL(&log, entries); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
@@ -480,6 +506,26 @@ func checkTrained(entries []audit.Entry, lane, file, sum string) error {
 		return fmt.Errorf("%s: the audit log has no lane.trained entry for lane %s", file, lane)
 	}
 	return fmt.Errorf("%s: sha256 %s is not among the weights that the lane.trained entries for lane %s (seq %s) record", file, sum, lane, strings.Join(seqs, ", "))
+}
+
+// checkParent reports when entries do not continue the chain of parent p's package: its
+// export entry at seq p.Entries with hash p.LastHash, followed by the run.from entry that
+// names p's manifest. Nothing to check without a parent.
+func checkParent(entries []audit.Entry, p *Parent) error {
+	if p == nil {
+		return nil
+	}
+	if p.Entries < 1 || p.Entries >= len(entries) {
+		return fmt.Errorf("the parent package's audit log has %d entries, and this one %d: it does not continue the parent's", p.Entries, len(entries))
+	}
+	end, from := entries[p.Entries-1], entries[p.Entries]
+	if end.Hash != p.LastHash || end.Action != audit.ActionExport {
+		return fmt.Errorf("entry seq %d is %s with hash %s, not the parent package's export entry %s: the log does not continue the parent's", end.Seq, end.Action, end.Hash, p.LastHash)
+	}
+	if from.Action != audit.ActionRunFrom || from.Inputs[FileManifest] != p.SHA256 {
+		return fmt.Errorf("entry seq %d (%s) does not name the parent package's manifest (sha256 %s) as the run.from entry after its export must", from.Seq, from.Action, p.SHA256)
+	}
+	return nil
 }
 
 // detail returns the string Details field key of e, "" when absent.

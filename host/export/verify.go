@@ -339,6 +339,9 @@ func (v *Verification) checkAudit(fsys fs.FS, m *Manifest, actual, listed map[st
 			v.fail("%s is recorded by the audit log's export entry (seq %d) but not in the package", p, last.Seq)
 		}
 	}
+	if err := checkParent(entries, m.Parent); err != nil {
+		v.fail("%s: %v", FileAudit, err)
+	}
 	if m.Lane != "" {
 		if l := detail(last, DetailLane); l != m.Lane {
 			v.fail("%s: the export entry (seq %d) names lane %q, the manifest %q", FileAudit, last.Seq, l, m.Lane)

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -50,8 +51,11 @@ type Folds struct {
 	// Classes maps each case id to the classes it holds, sorted, when the split was
 	// stratified; nil otherwise.
 	Classes map[string][]string `json:"classes,omitempty"`
+	// Parent, when set, is the hash of the locked folds these extend ([Extend]): every
+	// case of the parent keeps its fold.
+	Parent string `json:"parent,omitempty"`
 	// Hash is the sha256 of the canonical text of K, Seed and the assignment (and the
-	// classes, when there are any).
+	// classes, when there are any; and the parent's hash, when there is one).
 	Hash string `json:"hash"`
 }
 
@@ -205,6 +209,65 @@ func LockStratified(cases []task.Case, classes map[string][]string, k int, seed 
 	return f, nil
 }
 
+// Extend returns parent's folds with cases added: a case the parent holds keeps its fold
+// (its patient must not have changed), a new case of a patient the parent holds joins
+// that patient's fold, and each new patient is dealt, in the seeded order [Lock] deals
+// them, onto the fold with the fewest patients (the lowest-numbered first). classes, as
+// for [LockStratified], gives the new cases' classes when the parent was stratified. The
+// result names the parent's hash and is hashed with it.
+func Extend(parent *Folds, cases []task.Case, classes map[string][]string) (*Folds, error) {
+	f := &Folds{K: parent.K, Seed: parent.Seed, Assign: maps.Clone(parent.Assign), Patients: maps.Clone(parent.Patients),
+		Classes: maps.Clone(parent.Classes), Parent: parent.Hash}
+	patientFold := map[string]int{}
+	perFold := make([]int, f.K) // patients per fold
+	for id, k := range parent.Assign {
+		p := parent.Patients[id]
+		if _, seen := patientFold[p]; !seen {
+			perFold[k]++
+		}
+		patientFold[p] = k
+	}
+	var fresh []string // new patients
+	newCases := map[string][]task.Case{}
+	for _, c := range cases {
+		if _, ok := parent.Assign[c.ID]; ok {
+			if parent.Patients[c.ID] != c.Patient {
+				return nil, fmt.Errorf("%w: case %s was patient %s's when the folds were locked and is %s's now", ErrFolds, c.ID, parent.Patients[c.ID], c.Patient)
+			}
+			continue
+		}
+		if _, ok := patientFold[c.Patient]; !ok && newCases[c.Patient] == nil {
+			fresh = append(fresh, c.Patient)
+		}
+		newCases[c.Patient] = append(newCases[c.Patient], c)
+	}
+	sort.Strings(fresh)
+	r := rand.New(rand.NewPCG(uint64(f.Seed), 0x5eed))
+	r.Shuffle(len(fresh), func(i, j int) { fresh[i], fresh[j] = fresh[j], fresh[i] })
+	for _, p := range fresh {
+		best := 0
+		for k := range f.K {
+			if perFold[k] < perFold[best] {
+				best = k
+			}
+		}
+		patientFold[p] = best
+		perFold[best]++
+	}
+	for p, cs := range newCases {
+		for _, c := range cs {
+			f.Assign[c.ID], f.Patients[c.ID] = patientFold[p], p
+			if cl := classes[c.ID]; f.Classes != nil && len(cl) > 0 {
+				s := slices.Clone(cl)
+				sort.Strings(s)
+				f.Classes[c.ID] = slices.Compact(s)
+			}
+		}
+	}
+	f.Hash = f.hash()
+	return f, nil
+}
+
 // better reports whether a fold with n patients of the class being dealt, held classes
 // and size cases takes the next patient of that class before one with bn, bheld and bsize:
 // the fewest patients of the class first; for a rare class (fewer patients than folds)
@@ -255,7 +318,8 @@ func (f *Folds) Lacks(i int) []string {
 }
 
 // hash is the sha256 of "k seed\n" followed by "id\tfold\tpatient\n" per case in id order;
-// a stratified split's lines carry a fourth field, the case's classes as a JSON array.
+// a stratified split's lines carry a fourth field, the case's classes as a JSON array;
+// extended folds end with "parent HASH\n".
 func (f *Folds) hash() string {
 	ids := make([]string, 0, len(f.Assign))
 	for id := range f.Assign {
@@ -271,6 +335,9 @@ func (f *Folds) hash() string {
 			fmt.Fprintf(&b, "\t%s", cls)
 		}
 		b.WriteByte('\n')
+	}
+	if f.Parent != "" {
+		fmt.Fprintf(&b, "parent %s\n", f.Parent)
 	}
 	s := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(s[:])

@@ -103,3 +103,55 @@ func TestSaveLoadDetectsTampering(t *testing.T) {
 		t.Error("a case added after locking was not caught")
 	}
 }
+
+// Extended folds keep every locked case where it was, put a new case of a known patient
+// with that patient, deal new patients onto the folds with the fewest patients, and are
+// hashed with the parent's hash: a file that drops it no longer loads.
+func TestExtend(t *testing.T) {
+	cs := cases(10, 1) // 10 patients in 5 folds: 2 each
+	parent, err := Lock(cs, 5, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := []task.Case{
+		{ID: "c100", Patient: "p003"}, // a new case of a known patient
+		{ID: "c101", Patient: "q001"}, {ID: "c102", Patient: "q002"}, {ID: "c103", Patient: "q002"},
+	}
+	f, err := Extend(parent, append(cs, added...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, k := range parent.Assign {
+		if f.Assign[id] != k {
+			t.Errorf("locked case %s moved from fold %d to %d", id, k, f.Assign[id])
+		}
+	}
+	if f.Assign["c100"] != parent.Assign["c003"] {
+		t.Errorf("c100 of patient p003 is in fold %d, its patient's other case in %d", f.Assign["c100"], parent.Assign["c003"])
+	}
+	if f.Assign["c102"] != f.Assign["c103"] || f.Assign["c101"] == f.Assign["c102"] {
+		t.Errorf("the new patients' folds: q001 %d, q002 %d and %d; want q002 together and apart from q001 (every fold held 2 patients)",
+			f.Assign["c101"], f.Assign["c102"], f.Assign["c103"])
+	}
+	again, _ := Extend(parent, append(cs, added...), nil)
+	if f.Parent != parent.Hash || f.Hash == parent.Hash || again.Hash != f.Hash {
+		t.Fatalf("hashes: parent %s, extended %s naming %s, again %s", parent.Hash, f.Hash, f.Parent, again.Hash)
+	}
+	p := filepath.Join(t.TempDir(), "folds.json")
+	if err := f.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := Load(p); err != nil || g.Parent != parent.Hash {
+		t.Fatalf("reload: %v", err)
+	}
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), parent.Hash, strings.Repeat("0", 64), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil {
+		t.Error("folds whose parent was changed loaded")
+	}
+	if _, err := Extend(parent, []task.Case{{ID: "c000", Patient: "other"}}, nil); err == nil {
+		t.Error("a locked case that changed patient was accepted")
+	}
+}

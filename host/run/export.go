@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -118,6 +119,15 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 			c.DICOM = r.path("final", "dicom")
 		}
 	}
+	var fl json.RawMessage
+	if err := fileio.ReadJSON(r.path("folds.json"), &fl); err != nil {
+		return err
+	}
+	c.Folds = fl
+	if fr := r.st.From; fr != nil {
+		p := fr.Parent
+		c.Parent = &p
+	}
 	c.Compute, c.Trained = r.st.Compute, r.trainedOn()
 	if err := r.reviewDecisions(&c); err != nil {
 		return err
@@ -231,6 +241,13 @@ func (r *Runner) solutionReport() export.Report {
 	}
 	if g := r.st.TestScore; g != nil && g.Valid {
 		rep.Result += fmt.Sprintf(" The challenge's grader scores the test submission %s = %.4f.", g.Primary, g.Score)
+	}
+	if fr := r.st.From; fr != nil {
+		rep.Method = fmt.Sprintf("Improved from the model package whose manifest's sha256 is %s (lane %s at step %d): its model continued on every training case, %d of them corrected by readers, within a %v budget; its locked folds kept.",
+			fr.Parent.SHA256, fr.Lane, fr.Step, len(fr.Corrected), r.st.Budget)
+		if fr.Old != nil {
+			rep.Result += fmt.Sprintf(" On the same test cases, which neither model trained on, the package it was improved from scores %s %.4f.", fr.Old.Primary, fr.Old.Score)
+		}
 	}
 	rep.Data = r.dataText()
 	for _, l := range r.st.Lanes {

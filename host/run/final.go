@@ -122,20 +122,33 @@ func (r *Runner) finalMade() bool {
 // final predicts the test set with the chosen lane and writes the submission.
 func (r *Runner) final(ctx context.Context) error {
 	r.logf("the final phases start with %v of the budget left; %v was kept for them", r.remaining().Round(10*time.Millisecond), r.reserve(r.models()).Round(10*time.Millisecond))
-	best, fold, err := r.choose()
-	if err != nil {
-		return err
+	var best *LaneState
+	var fold int
+	if r.st.From != nil {
+		r.chooseFrom()
+		best = r.st.Lanes[0]
+	} else {
+		var err error
+		if best, fold, err = r.choose(); err != nil {
+			return err
+		}
+		r.st.Chosen, r.st.ChosenFold = best.ID, fold
 	}
-	r.st.Chosen, r.st.ChosenFold = best.ID, fold
 	for _, w := range r.st.Why {
 		r.logf("%s", w)
 	}
-	if !r.finalMade() {
+	if !r.finalMade() && r.st.From == nil {
 		if err := r.tryUnion(ctx, best); err != nil {
 			return err
 		}
 	}
-	if r.st.Union == nil || r.st.Vote {
+	if r.st.From != nil {
+		// The package's configuration (its post-processing, chosen on its validation
+		// cases) with the continued model's planned steps.
+		if err := r.applyConfig(best); err != nil {
+			return err
+		}
+	} else if r.st.Union == nil || r.st.Vote {
 		// Chosen on fold 0's validation cases with the fold model, and applied to the
 		// final model, which has no held-out cases.
 		if err := r.choosePostprocess(ctx, best, fold); err != nil {
@@ -299,7 +312,6 @@ func sameTree(a, b string) ([]string, error) {
 // answers laid out like its training labels (the label pattern's file name, in the answers
 // folder), with the host's validation metric.
 func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
-	pattern := r.task.Data.Train.Label.Path
 	if task.Table(r.task.Data.Train.Label.Format) || (r.task.Data.Train.Label.Format != task.LabelImage && r.task.Data.Train.Label.Format != task.LabelAnnotation) {
 		return nil
 	}
@@ -307,22 +319,35 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 	if err := fileio.ReadJSON(r.path("final", "predictions.json"), &preds); err != nil {
 		return err
 	}
+	s, err := r.testScore(ctx, preds)
+	if err != nil {
+		return err
+	}
+	r.st.TestScore = &Grade{Valid: true, Primary: s.Metric, Score: s.Value, Metrics: s.Extra, PerCase: s.PerCase}
+	details["test_score"] = s.Value
+	r.logf("test %s against the answers in %s: %.4f on %d cases", s.Metric, r.st.Answers, s.Value, s.Cases)
+	if r.st.From != nil {
+		return r.scoreOld(ctx, details)
+	}
+	return nil
+}
+
+// testScore scores predictions (case id: files) of the test cases against the answers.
+func (r *Runner) testScore(ctx context.Context, preds map[string][]string) (*evaluate.Score, error) {
+	pattern := r.task.Data.Train.Label.Path
 	var pairs []evaluate.Pair
 	for _, c := range r.data.Test {
 		if len(preds[c.ID]) == 0 {
-			return fmt.Errorf("no test prediction for case %s", c.ID)
+			return nil, fmt.Errorf("no test prediction for case %s", c.ID)
 		}
 		label := task.Expand(r.st.Answers, filepath.Base(pattern), c.ID)
 		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: label})
 	}
 	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 	if err != nil {
-		return fmt.Errorf("scoring the test set against %s: %w", r.st.Answers, err)
+		return nil, fmt.Errorf("scoring the test set against %s: %w", r.st.Answers, err)
 	}
-	r.st.TestScore = &Grade{Valid: true, Primary: s.Metric, Score: s.Value, Metrics: s.Extra, PerCase: s.PerCase}
-	details["test_score"] = s.Value
-	r.logf("test %s against the answers in %s: %.4f on %d cases", s.Metric, r.st.Answers, s.Value, s.Cases)
-	return nil
+	return s, nil
 }
 
 // members are the chosen model's members: the union's or the fold ensemble's, the final

@@ -19,6 +19,9 @@ import (
 // audit log; a final model that cannot be made leaves the winner's fold model as the
 // submitted one, and says why.
 func (r *Runner) exploit(ctx context.Context) error {
+	if r.st.From != nil {
+		return r.continueFrom(ctx)
+	}
 	w := r.st.lane(r.st.Winner)
 	if w == nil {
 		return fmt.Errorf("exploration recorded no winner")

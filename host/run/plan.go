@@ -134,6 +134,9 @@ func calibrationKey(e *catalog.Entry, d *protocol.DescribeResponse) string {
 // plan asks each plugin for candidates sized to the first round's share, and the planner
 // for lanes; the schedule admits those whose minimum fits.
 func (r *Runner) plan(ctx context.Context) error {
+	if r.st.From != nil {
+		return r.planFrom(ctx)
+	}
 	entries, err := r.plugins(ctx)
 	if err != nil {
 		return err

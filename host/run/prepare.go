@@ -69,6 +69,11 @@ func idsHash(ids []string) string {
 // prepare resolves the data, converts the labels, profiles the data, checks its contract
 // and locks the folds (lockFolds).
 func (r *Runner) prepare(ctx context.Context) error {
+	if q := r.st.FromRequest; q != nil && (r.st.From == nil || r.st.From.SHA256 == "") {
+		if err := r.startFrom(ctx, q.Package, q.Corrections); err != nil {
+			return err
+		}
+	}
 	taskSum, err := fileio.SHA256(r.st.Task)
 	if err != nil {
 		return err
@@ -79,6 +84,9 @@ func (r *Runner) prepare(ctx context.Context) error {
 	}
 	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
+		return err
+	}
+	if err := r.applyFrom(d); err != nil {
 		return err
 	}
 	r.data = d
@@ -172,6 +180,9 @@ func (r *Runner) prepare(ctx context.Context) error {
 func (r *Runner) load(ctx context.Context) error {
 	d, err := resolve(r.task, r.st, r.dir)
 	if err != nil {
+		return err
+	}
+	if err := r.applyFrom(d); err != nil {
 		return err
 	}
 	r.data = d

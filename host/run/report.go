@@ -84,6 +84,7 @@ func Report(st *State) string {
 			fmt.Fprintf(&b, "Invalid submission: %s\n\n", strings.Join(g.Errors, "; "))
 		}
 	}
+	b.WriteString(st.From.text())
 	if len(st.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range st.Notes {

@@ -90,6 +90,11 @@ type Options struct {
 	// Final, when set, is the final model the user asks for (schedule.FinalEnsemble or
 	// schedule.FinalAllData) in place of FinalRule's choice; see schedule.Forced.
 	Final string
+	// From, when set, is a model package (folder or zip) of the task to improve (from.go):
+	// its model continues on the training cases and the corrections recorded in its audit
+	// log and in the audit logs of the run and predict-run folders Corrections names.
+	From        string
+	Corrections []string
 }
 
 // DefaultBudget is a run's budget when neither the options nor the task give one.
@@ -221,6 +226,22 @@ func New(opts Options, env Env) (*Runner, error) {
 		if st.Answers, err = filepath.Abs(st.Answers); err != nil {
 			return nil, err
 		}
+	}
+	if opts.From != "" {
+		if opts.Final != "" {
+			return nil, errors.New("run: a run from a package continues the package's model; it takes no final model choice")
+		}
+		st.FromRequest = &FromRequest{Corrections: make([]string, len(opts.Corrections))}
+		if st.FromRequest.Package, err = filepath.Abs(opts.From); err != nil {
+			return nil, err
+		}
+		for i, c := range opts.Corrections {
+			if st.FromRequest.Corrections[i], err = filepath.Abs(c); err != nil {
+				return nil, err
+			}
+		}
+	} else if len(opts.Corrections) > 0 {
+		return nil, errors.New("run: corrections are learned from by a run from a package: give the package too")
 	}
 	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
 	st.Created = r.now().UTC()

@@ -248,6 +248,17 @@ type State struct {
 	Steps int `json:"steps,omitempty"`
 	// FinalChoice is the final model the user asked for (Options.Final); empty: the rule's.
 	FinalChoice string `json:"final_choice,omitempty"`
+	// FromRequest is the package to improve and the folders of corrections the user gave
+	// (Options.From, Options.Corrections); From what the run took from them (from.go).
+	FromRequest *FromRequest `json:"from_request,omitempty"`
+	From        *From        `json:"from,omitempty"`
+}
+
+// FromRequest is the package a run improves and the folders whose corrections it learns
+// from besides the package's own.
+type FromRequest struct {
+	Package     string   `json:"package"`
+	Corrections []string `json:"corrections,omitempty"`
 }
 
 // RoundLog is one round of exploration as the run records it.

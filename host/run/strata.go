@@ -65,10 +65,16 @@ func (r *Runner) lockFolds(train []task.Case, trainIDs string, patients int) err
 	if err != nil {
 		return err
 	}
-	fl, err := folds.LockStratified(train, classes, r.st.Folds, r.st.Seed)
+	var fl *folds.Folds
+	if r.st.From != nil {
+		fl, err = r.extendFolds(train, classes)
+	} else {
+		fl, err = folds.LockStratified(train, classes, r.st.Folds, r.st.Seed)
+	}
 	if err != nil {
 		return err
 	}
+	r.st.Folds = fl.K
 	if err := fl.Save(r.path("folds.json")); err != nil {
 		return err
 	}
@@ -90,7 +96,11 @@ func (r *Runner) lockFolds(train []task.Case, trainIDs string, patients int) err
 	if len(gaps) > 0 {
 		details["gaps"] = gaps
 	}
-	return r.record(audit.RoleHost, audit.ActionFoldsLocked, map[string]string{"train_ids": trainIDs}, map[string]string{"folds": fl.Hash}, details)
+	in := map[string]string{"train_ids": trainIDs}
+	if fl.Parent != "" {
+		in["parent_folds"] = fl.Parent // every case of the parent's folds kept its fold
+	}
+	return r.record(audit.RoleHost, audit.ActionFoldsLocked, in, map[string]string{"folds": fl.Hash}, details)
 }
 
 // lacksText is " (lacks a, b)" for a fold whose validation cases lack classes, else "".

@@ -105,6 +105,9 @@ func (r *Runner) postOptionCount() int {
 // the first round the planner is shown the results and may add lanes, which train a
 // first round before the next promotion.
 func (r *Runner) explore(ctx context.Context) error {
+	if r.st.From != nil {
+		return nil // one lane, already trained: the package's
+	}
 	if r.st.ExploreEnd == 0 {
 		r.st.ExploreEnd = r.spent() + time.Duration(schedule.ExploreShare*float64(r.usable()))
 		r.logf("exploration may train until %v of the %v budget is spent; the rest goes to the final model", r.st.ExploreEnd.Round(time.Second), r.st.Budget)

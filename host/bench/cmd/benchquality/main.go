@@ -79,6 +79,9 @@ var runs = []runSpec{
 	{"inia19-quadrants", "new", 5 * time.Minute, 1}, {"inia19-quadrants", "new", 10 * time.Minute, 1}, {"inia19-quadrants", "new", 20 * time.Minute, 1},
 	{"inia19-bands", "new", 5 * time.Minute, 1}, {"inia19-bands", "new", 10 * time.Minute, 1},
 	{"ct-bone", "new", 5 * time.Minute, 1}, {"ct-bone", "new", 10 * time.Minute, 1},
+	// Learning from corrections (improve.go), after the runs they start from and compare
+	// with.
+	{"inia19-quadrants", "improve", 5 * time.Minute, 1}, {"inia19-bands", "improve", 5 * time.Minute, 1},
 }
 
 // chosen says whether run r is among only's runs or tasks (all when only is empty).
@@ -146,8 +149,18 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record, sh
 	}
 	oldBin := filepath.Join(work, "bin", "old-"+old)
 	var results []result
+	var improved []improveRow
 	for _, r := range runs {
 		if !chosen(r, only) {
+			continue
+		}
+		if r.Loop == "improve" {
+			row, err := improveOne(r, improves[r.name()], newBin, filepath.Join(work, "tasks", r.Task), filepath.Join(work, "runs"))
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.name(), err)
+			}
+			improved = append(improved, row)
+			fmt.Println(row.line())
 			continue
 		}
 		bin, dir := newBin, filepath.Join(work, "runs", r.name())
@@ -168,6 +181,12 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record, sh
 	}
 	fmt.Println()
 	fmt.Println(table(results))
+	if len(improved) > 0 {
+		fmt.Println(improveTable(improved))
+		if err := writeJSON(filepath.Join(work, "improve.json"), improved); err != nil {
+			return err
+		}
+	}
 	if c, err := schedule.Recorded(); err == nil {
 		fmt.Printf("\nThe learning curves behind the minimum step count (host/schedule/curves.json, %s):\n", c.Recorded)
 		for _, row := range c.Table() {
@@ -191,10 +210,20 @@ func build(src, bin string) error {
 	if err := os.WriteFile(filepath.Join(src, ".cache", "benchdriver", "main.go"), []byte(driverSource), 0o644); err != nil {
 		return err
 	}
-	for _, c := range [][]string{
+	cmds := [][]string{
 		{"go", "build", "-o", filepath.Join(bin, "plugins", "amid-plugin-segmentation"), "./plugins/segmentation"},
 		{"go", "build", "-o", filepath.Join(bin, "driver"), "./.cache/benchdriver"},
-	} {
+	}
+	if src == "." { // this tree: the improve runs' driver too
+		if err := os.MkdirAll(filepath.Join(src, ".cache", "benchimprove"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(src, ".cache", "benchimprove", "main.go"), []byte(improveSource), 0o644); err != nil {
+			return err
+		}
+		cmds = append(cmds, []string{"go", "build", "-o", filepath.Join(bin, "improve"), "./.cache/benchimprove"})
+	}
+	for _, c := range cmds {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {

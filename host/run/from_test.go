@@ -1,0 +1,189 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"amid/host/audit"
+	"amid/host/export"
+	"amid/host/folds"
+	"amid/host/synth"
+	"amid/viewer/fileio"
+	"amid/viewer/imageio"
+)
+
+// A model improves from its package and a reader's correction: a real run on the demo
+// task, one of its two test cases corrected (with its true labels) and the other
+// approved, the reviewed package exported, and a run --from it. The new run keeps the
+// package's folds and adds the corrected case to them, takes that case out of its test
+// set, scores the package's own model beside its own on the untouched test case, and
+// exports a package whose manifest names its parent and whose audit log holds the
+// parent's entries before its own. A correction changed after it was recorded is refused.
+func TestImproveFromPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two models for about a minute and a half")
+	}
+	data := t.TempDir()
+	if err := synth.Demo(data, 8, 3); err != nil { // 8 training and 2 test cases
+		t.Fatal(err)
+	}
+	e, done := env(t, t.TempDir())
+	defer done()
+	var log strings.Builder
+	e.Events = func(ev Event) {
+		if ev.Progress == nil {
+			fmt.Fprintf(&log, "%s %s\n", ev.Phase, ev.Message)
+		}
+	}
+	ctx := context.Background()
+	first := filepath.Join(t.TempDir(), "first")
+	answers := filepath.Join(data, "answers")
+	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: first, Budget: 40 * time.Second, Folds: 3, Answers: answers}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("first run: %v\n%s", err, log.String())
+	}
+	var preds map[string][]string
+	if err := fileio.ReadJSON(filepath.Join(first, "final", "predictions.json"), &preds); err != nil {
+		t.Fatal(err)
+	}
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range preds {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	if len(ids) != 2 {
+		t.Fatalf("test cases %v, want the demo's 2", ids)
+	}
+	fixed, kept := ids[0], ids[1]
+	truth, err := imageio.Read(filepath.Join(answers, fixed+"_seg.nii.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := export.SaveCorrection(first, fixed, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Review(first, export.Decision{Case: fixed, Decision: export.Corrected, Correction: rel, Reviewer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Review(first, export.Decision{Case: kept, Decision: Approved, Reviewer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(t.TempDir(), "reviewed")
+	if _, err := ExportTo(ctx, first, pkg, "", e); err != nil {
+		t.Fatal(err)
+	}
+
+	second := filepath.Join(t.TempDir(), "second")
+	log.Reset()
+	r2, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: second, Budget: 30 * time.Second, Answers: answers, From: pkg}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Run(ctx); err != nil {
+		t.Fatalf("run --from: %v\n%s", err, log.String())
+	}
+	st := r2.State()
+	t.Logf("%s", log.String())
+	fr := st.From
+	if fr == nil || len(fr.Corrected) != 1 || fr.Corrected[0].ID != fixed || !fr.Corrected[0].Test {
+		t.Fatalf("corrections learned from: %+v, want test case %s", fr, fixed)
+	}
+	// The test set lost the corrected case; both models are scored on the one left.
+	var preds2 map[string][]string
+	if err := fileio.ReadJSON(filepath.Join(second, "final", "predictions.json"), &preds2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := preds2[fixed]; ok || len(preds2[kept]) == 0 {
+		t.Errorf("the new model's test predictions %v: want %s alone", preds2, kept)
+	}
+	if fr.Old == nil || st.TestScore == nil || len(fr.Old.PerCase) != 1 || len(st.TestScore.PerCase) != 1 {
+		t.Fatalf("old %+v and new %+v test scores, want both on the 1 untouched case", fr.Old, st.TestScore)
+	}
+	t.Logf("test Dice on %s: package %.4f, improved %.4f", kept, fr.Old.Score, st.TestScore.Score)
+	if !strings.Contains(Report(st), "left the test set") {
+		t.Error("the report does not say that the corrected test case left the test set")
+	}
+	// The folds: the parent's kept, the corrected case added, the parent's hash named.
+	parent, err := folds.Load(filepath.Join(first, "folds.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := folds.Load(filepath.Join(second, "folds.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, k := range parent.Assign {
+		if fl.Assign[id] != k {
+			t.Errorf("case %s moved from fold %d to %d", id, k, fl.Assign[id])
+		}
+	}
+	if _, ok := fl.Assign[fixed]; !ok || fl.Parent != parent.Hash || len(fl.Assign) != len(parent.Assign)+1 {
+		t.Errorf("the new folds hold %d cases (the parent %d) and name parent %s (want %s)", len(fl.Assign), len(parent.Assign), fl.Parent, parent.Hash)
+	}
+	// The new package: verified, its parent named, the parent's log its first entries.
+	if _, err := export.Verify(ctx, st.Package, export.VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var man export.Manifest
+	if err := fileio.ReadJSON(filepath.Join(st.Package, export.FileManifest), &man); err != nil {
+		t.Fatal(err)
+	}
+	parentSum, _ := fileio.SHA256(filepath.Join(pkg, export.FileManifest))
+	if man.Parent == nil || man.Parent.SHA256 != parentSum {
+		t.Errorf("the manifest's parent %+v, want the reviewed package's manifest %s", man.Parent, parentSum)
+	}
+	read := func(p string) []audit.Entry {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		es, err := audit.ReadJSONL(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	was, now := read(filepath.Join(pkg, export.FileAudit)), read(filepath.Join(st.Package, export.FileAudit))
+	if len(now) <= len(was) || now[len(was)-1].Hash != was[len(was)-1].Hash || now[len(was)].Action != audit.ActionRunFrom {
+		t.Errorf("the new log (%d entries) does not go on from the parent's (%d) with run.from", len(now), len(was))
+	}
+	// A forged parent link is caught: the manifest naming another parent.
+	forged := filepath.Join(t.TempDir(), "forged")
+	copyDir(t, st.Package, forged)
+	b, _ := os.ReadFile(filepath.Join(forged, export.FileManifest))
+	if err := os.WriteFile(filepath.Join(forged, export.FileManifest), []byte(strings.Replace(string(b), parentSum, strings.Repeat("0", 64), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.Verify(ctx, forged, export.VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "parent") {
+		t.Errorf("a manifest naming another parent: %v", err)
+	}
+
+	// The first run's correction changed after it was recorded: refused, in a sentence.
+	mid := truth.Len() / 2
+	truth.SetIndex(mid, float64(1-min(int(truth.AtIndex(mid)), 1))) // background ⇄ label 1
+	if err := imageio.Write(filepath.Join(first, rel), truth); err != nil {
+		t.Fatal(err)
+	}
+	r3, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: filepath.Join(t.TempDir(), "third"), Budget: 30 * time.Second, From: pkg, Corrections: []string{first}}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r3.Run(ctx)
+	if !errors.Is(err, ErrCorrection) || !strings.Contains(err.Error(), "changed after it was recorded") {
+		t.Errorf("a changed correction: %v", err)
+	}
+}
