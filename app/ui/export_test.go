@@ -286,6 +286,71 @@ func TestExport(t *testing.T) {
 		}
 		useModel(t, a, q, dir, dest)
 	})
+
+	t.Run("improve the model", func(t *testing.T) {
+		if dest == "" {
+			t.Fatal("no package was exported after review")
+		}
+		improveModel(t, a, q, dest)
+	})
+}
+
+// improveModel improves the package pkg from the Use model screen as a reader would: the
+// form offers the predict run just made with it, prefills the data folder the package
+// names, and starts a run --from the package that the monitor follows to its end. The run
+// learns from the correction the review made (the package's own), takes that case out of
+// its test set, and exports a package that verifies and names pkg's manifest as its parent.
+func improveModel(t *testing.T, a *App, q loop, pkg string) {
+	s := a.use
+	a.tabs.SelectIndex(tabUse)
+	s.addPackage(pkg)
+	f, err := newImproveForm(a, pkg, s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := predict.Open(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.data.Text != pk.Model.Data || len(f.sources.Options) != 1 || f.sources.Options[0] != s.dir || len(f.sources.Selected) != 1 {
+		t.Fatalf("the form: data %q (the package's %q), corrections from %v (chosen %v); want the predict run %s offered and chosen",
+			f.data.Text, pk.Model.Data, f.sources.Options, f.sources.Selected, s.dir)
+	}
+	f.budget.SetText("nonsense")
+	if err := f.start(); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("a budget that is no duration: %v", err)
+	}
+	f.budget.SetText(realRunBudget.String())
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	dir := a.runDir
+	a.mu.Unlock()
+	var st *run.State
+	q.waitUpTo(t, "the improving run", 3*time.Minute, func() bool {
+		a.monitor.mu.Lock()
+		running := a.monitor.st.Running
+		a.monitor.mu.Unlock()
+		if running {
+			return false
+		}
+		st, err = run.LoadState(dir)
+		return err == nil && st.Phase == run.PhaseDone
+	})
+	if fr := st.From; fr == nil || len(fr.Corrected) != 1 || !fr.Corrected[0].Test {
+		t.Fatalf("the improving run learned from %+v, want the review's one corrected test case", st.From)
+	}
+	if _, err := export.Verify(context.Background(), st.Package, export.VerifyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var man export.Manifest
+	if err := fileio.ReadJSON(filepath.Join(st.Package, export.FileManifest), &man); err != nil {
+		t.Fatal(err)
+	}
+	if sum, _ := fileio.PathSHA256(filepath.Join(pkg, export.FileManifest)); man.Parent == nil || man.Parent.SHA256 != sum {
+		t.Errorf("the improved package's parent %+v, want %s", man.Parent, sum)
+	}
 }
 
 // useModel predicts new patients with the package pkg of the run in dir as a reader

@@ -180,13 +180,14 @@ func newUseScreen(a *App) *useScreen {
 			}
 		}, a.W)
 	})
+	improve := widget.NewButton("Improve…", s.improve)
 	clearInputs := widget.NewButton("Clear", func() { s.inputs = nil; s.showInputs() })
 	s.studies.SetPlaceHolder("Study Instance UIDs, comma-separated (the PACS of the Settings)")
 	s.out.SetPlaceHolder("the folder the results go to (new or empty)")
 	s.button = widget.NewButton("Predict", s.predict)
 	s.button.Importance = widget.HighImportance
 	form := widget.NewForm(
-		widget.NewFormItem("Package", container.NewBorder(nil, nil, nil, choosePkg, s.pkg)),
+		widget.NewFormItem("Package", container.NewBorder(nil, nil, nil, container.NewHBox(choosePkg, improve), s.pkg)),
 		widget.NewFormItem("Inputs", container.NewBorder(nil, nil, nil, container.NewHBox(addFile, addFolder, clearInputs), s.inputsText)),
 		widget.NewFormItem("PACS studies", s.studies),
 		widget.NewFormItem("Results to", container.NewBorder(nil, nil, nil, s.button, s.out)),

@@ -20,7 +20,11 @@ package run
 //     the final phase's model on all the data ([Runner.trainAllData]): its planned end is
 //     twice the package's steps, its learning rate going on down from where the package's
 //     schedule would have had it, and it trains on to the reserve at the pace it makes
-//     ([Runner.extendAllData]). A union's or ensemble's first member is continued.
+//     ([Runner.extendAllData]); a union's or ensemble's first member is continued. A lane
+//     at its cap (a forest with all its trees: its plan's max_steps) has nothing to
+//     continue: it is trained again from the start on each of the kept folds, the
+//     corrected cases among their training cases, and its fold models are ensembled
+//     ([Runner.trainFolds]), each scored on its fold's validation cases.
 
 import (
 	"context"
@@ -58,6 +62,8 @@ type From struct {
 	Checkpoint string          `json:"checkpoint"`
 	SHA256     string          `json:"sha256"`
 	Step       int64           `json:"step"`
+	// MaxSteps is the lane's cap in the package's plan (0: none).
+	MaxSteps int `json:"max_steps,omitempty"`
 	// Sources are the folders whose recorded corrections were read, the package first.
 	Sources   []string    `json:"sources"`
 	Corrected []Corrected `json:"corrected,omitempty"`
@@ -146,6 +152,15 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 		return err
 	}
 	fr.Step = trainedSteps(entries, fr.SHA256)
+	var plan Plan
+	if err := fileio.ReadJSON(filepath.Join(pkg, export.FilePlan), &plan); err != nil {
+		return err
+	}
+	for _, l := range plan.Lanes {
+		if unsafeName.ReplaceAllString(l.Name, "_") == fr.Lane {
+			fr.MaxSteps = l.MaxSteps
+		}
+	}
 	if err := copyFile(filepath.Join(pkg, export.FileFolds), r.path(fromDir, export.FileFolds)); err != nil {
 		return err
 	}
@@ -378,8 +393,9 @@ func (r *Runner) planFrom(ctx context.Context) error {
 	}
 	l := &LaneState{Lane: planner.Lane{Name: fr.Lane, Plugin: fr.Plugin, Config: fr.Config, Device: r.st.Device,
 		Rationale: fmt.Sprintf("the lane of the package whose manifest's sha256 is %s, continued from its weights", fr.Parent.SHA256)}, ID: fr.Lane}
-	l.Folds = map[int]FoldState{0: {Status: FoldDone, Checkpoint: fr.Checkpoint, SHA256: fr.SHA256, Steps: fr.Step}}
-	l.Schedule = schedule.Lane{ID: l.ID, MinSteps: 1, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
+	l.MaxSteps = fr.MaxSteps
+	l.Folds = map[int]FoldState{0: fr.fold()}
+	l.Schedule = schedule.Lane{ID: l.ID, MinSteps: 1, MaxSteps: fr.MaxSteps, Overhead: (3 * r.st.PluginStart).Seconds(), Span: evaluate.Span(r.task.Spec())}
 	r.st.Lanes, r.st.Winner = []*LaneState{l}, l.ID
 	r.st.WinnerWhy = "the package's lane, continued"
 	sum, err := writeJSON(r.path("plan.json"), Plan{Lanes: []planner.Lane{l.Lane}, FinalRule: "the package's model continued on every training case, the corrected ones among them, until the reserve"})
@@ -389,12 +405,24 @@ func (r *Runner) planFrom(ctx context.Context) error {
 	return r.record(audit.RolePlanner, "plan.made", nil, map[string]string{"plan.json": sum}, map[string]any{"lanes": []string{l.ID}, "from": fr.Parent.SHA256})
 }
 
-// continueFrom trains the package's model on every training case: the final model on
-// all the data, from the package's weights.
+// fold is the package's model as the lane's fold 0: what is submitted when no new model
+// can be made.
+func (fr *From) fold() FoldState {
+	return FoldState{Status: FoldDone, Checkpoint: fr.Checkpoint, SHA256: fr.SHA256, Steps: fr.Step}
+}
+
+// capped reports that the package's lane has reached its cap: it cannot be continued.
+func (fr *From) capped() bool { return fr.MaxSteps > 0 && fr.Step >= int64(fr.MaxSteps) }
+
+// continueFrom makes the improved model: the package's model continued on every training
+// case, or, for a lane at its cap, trained again on every kept fold and ensembled.
 func (r *Runner) continueFrom(ctx context.Context) error {
 	fr, w := r.st.From, r.st.Lanes[0]
-	if fm := r.st.Final; fm != nil && (fm.Checkpoint != "" || fm.Error != "") {
+	if fm := r.st.Final; fm != nil && (fm.Checkpoint != "" || fm.Error != "" || len(r.st.Union) > 0) {
 		return nil // made before a resume
+	}
+	if fr.capped() {
+		return r.retrainFrom(ctx, w)
 	}
 	if r.st.Final == nil {
 		until := fr.Step + max(fr.Step, 1)
@@ -423,11 +451,43 @@ func (r *Runner) continueFrom(ctx context.Context) error {
 	return nil
 }
 
+// retrainFrom trains the capped lane w again from the start on every kept fold, to its
+// cap, and ensembles the fold models; the package's model stands when that fails.
+func (r *Runner) retrainFrom(ctx context.Context, w *LaneState) error {
+	fr := r.st.From
+	if r.st.Final == nil {
+		why := fmt.Sprintf("the package's lane is at its cap (step %d of %d) and cannot be continued: it is trained again from the start on each of the %d folds, the corrected cases (%d) among their training cases, and its fold models are ensembled",
+			fr.Step, fr.MaxSteps, r.st.Folds, len(fr.Corrected))
+		r.st.Final = &FinalModel{Mode: schedule.FinalEnsemble, Lane: w.ID, Rule: "retrained at its cap", Why: why, Until: int64(fr.MaxSteps)}
+		w.Folds = map[int]FoldState{} // no fold of the package's is a model of these folds
+		r.logf("final model: %s", why)
+		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": schedule.FinalEnsemble, "lane": w.ID, "rule": "retrained at its cap", "why": why, "until": fr.MaxSteps}); err != nil {
+			return err
+		}
+		if err := r.save(); err != nil {
+			return err
+		}
+	}
+	err := r.trainFolds(ctx, w)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		r.st.Final.Error, r.st.Union = err.Error(), nil
+		w.Folds = map[int]FoldState{0: fr.fold()}
+		note := fmt.Sprintf("the package's lane could not be trained again on every fold (%v): the package's model is submitted as it was", err)
+		r.logf("%s", note)
+		r.st.Notes = append(r.st.Notes, note)
+		return r.record(audit.RoleHost, "final.failed", nil, nil, map[string]any{"mode": schedule.FinalEnsemble, "reason": err.Error()})
+	}
+	return nil
+}
+
 // chooseFrom is the final phase's choice in an improving run: the continued model.
 func (r *Runner) chooseFrom() {
 	fr := r.st.From
 	r.st.Chosen, r.st.ChosenFold = r.st.Lanes[0].ID, 0
-	r.st.Why = []string{fmt.Sprintf("%s continued from the package whose manifest's sha256 is %s", r.st.Chosen, fr.Parent.SHA256)}
+	r.st.Why = []string{fmt.Sprintf("%s improved from the package whose manifest's sha256 is %s", r.st.Chosen, fr.Parent.SHA256)}
 	if fm := r.st.Final; fm != nil {
 		r.st.Why = append(r.st.Why, "final model ("+fm.Mode+"): "+fm.Why)
 	}

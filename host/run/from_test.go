@@ -14,6 +14,8 @@ import (
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/folds"
+	"amid/host/planner"
+	"amid/host/schedule"
 	"amid/host/synth"
 	"amid/viewer/fileio"
 	"amid/viewer/imageio"
@@ -26,10 +28,38 @@ import (
 // set, scores the package's own model beside its own on the untouched test case, and
 // exports a package whose manifest names its parent and whose audit log holds the
 // parent's entries before its own. A correction changed after it was recorded is refused.
+//
+// A network lane's model continues from its weights on every training case; a forest's,
+// at its cap, is trained again on every kept fold and ensembled.
 func TestImproveFromPackage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains two models for about a minute and a half")
+		t.Skip("trains four models for about two minutes and a half")
 	}
+	t.Run("network continued", func(t *testing.T) {
+		improveFromPackage(t, func(l planner.Lane) bool { return l.MaxSteps == 0 }, true)
+	})
+	t.Run("forest retrained", func(t *testing.T) {
+		improveFromPackage(t, func(l planner.Lane) bool { return l.MaxSteps > 0 }, false)
+	})
+}
+
+// onePlanner plans the first lane of the rules that keep takes.
+type onePlanner struct{ keep func(planner.Lane) bool }
+
+func (p onePlanner) Plan(ctx context.Context, in planner.Input) ([]planner.Lane, error) {
+	lanes, err := planner.Rules{}.Plan(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lanes {
+		if p.keep(l) {
+			return []planner.Lane{l}, nil
+		}
+	}
+	return nil, fmt.Errorf("the rules planned no such lane among %d", len(lanes))
+}
+
+func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool) {
 	data := t.TempDir()
 	if err := synth.Demo(data, 8, 3); err != nil { // 8 training and 2 test cases
 		t.Fatal(err)
@@ -45,7 +75,8 @@ func TestImproveFromPackage(t *testing.T) {
 	ctx := context.Background()
 	first := filepath.Join(t.TempDir(), "first")
 	answers := filepath.Join(data, "answers")
-	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: first, Budget: 40 * time.Second, Folds: 3, Answers: answers}, e)
+	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: first, Budget: 40 * time.Second, Folds: 3, Answers: answers,
+		Planner: onePlanner{keep}, PlannerName: "one lane"}, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +144,13 @@ func TestImproveFromPackage(t *testing.T) {
 		t.Fatalf("old %+v and new %+v test scores, want both on the 1 untouched case", fr.Old, st.TestScore)
 	}
 	t.Logf("test Dice on %s: package %.4f, improved %.4f", kept, fr.Old.Score, st.TestScore.Score)
+	if fm := st.Final; fm == nil || fm.Error != "" {
+		t.Fatalf("the improved model was not made: %+v", fm)
+	} else if fr.capped() != (fm.Mode == schedule.FinalEnsemble && len(st.Union) == st.Folds) || !fr.capped() && fm.Steps <= fr.Step {
+		t.Errorf("the package's lane at step %d of cap %d made a %s (%d members) to step %d: want a capped lane retrained on every fold, another continued",
+			fr.Step, fr.MaxSteps, fm.Mode, len(st.Union), fm.Steps)
+	}
+
 	if !strings.Contains(Report(st), "left the test set") {
 		t.Error("the report does not say that the corrected test case left the test set")
 	}
@@ -172,6 +210,9 @@ func TestImproveFromPackage(t *testing.T) {
 		t.Errorf("a manifest naming another parent: %v", err)
 	}
 
+	if !tamper {
+		return
+	}
 	// The first run's correction changed after it was recorded: refused, in a sentence.
 	mid := truth.Len() / 2
 	truth.SetIndex(mid, float64(1-min(int(truth.AtIndex(mid)), 1))) // background ⇄ label 1
