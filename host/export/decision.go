@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"amid/plugins/metrics"
+	"amid/plugins/taskspec"
 	"amid/viewer/edit"
+	"amid/viewer/edit/marks"
 	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -49,16 +53,34 @@ func (d Decision) Check() error {
 // corrections/ID.nii.gz in dir, never over the prediction, atomically (a reader never
 // finds half a file), and returns its path relative to dir for the Decision.
 func SaveCorrection(dir, id string, labels *volume.Volume) (string, error) {
+	return saveCorrection(dir, id, ".nii.gz", func(path string) error { return imageio.Write(path, labels) })
+}
+
+// SaveAnnotationCorrection writes a, a reader's correction of case id's detection (its
+// boxes and points), in the task's annotation format as corrections/ID.json in dir, never
+// over the prediction, atomically, and returns its path relative to dir for the Decision.
+func SaveAnnotationCorrection(dir, id string, a *taskspec.Annotation) (string, error) {
+	b, err := a.Marshal()
+	if err != nil {
+		return "", fmt.Errorf("review: case %s's correction: %w", id, err)
+	}
+	return saveCorrection(dir, id, ".json", func(path string) error { return os.WriteFile(path, b, 0o644) })
+}
+
+// saveCorrection writes case id's correction as corrections/ID+ext in dir through write,
+// which writes a file at the path it is given.
+func saveCorrection(dir, id, ext string, write func(path string) error) (string, error) {
 	if id == "" || !filepath.IsLocal(id) || filepath.Base(id) != id {
 		return "", fmt.Errorf("review: case %q cannot name a file", id)
 	}
-	rel := filepath.Join(CorrectionsDir, id+".nii.gz")
+	rel := filepath.Join(CorrectionsDir, id+ext)
 	path := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	tmp := filepath.Join(filepath.Dir(path), "."+id+".partial.nii.gz")
-	if err := imageio.Write(tmp, labels); err != nil {
+	tmp := filepath.Join(filepath.Dir(path), "."+id+".partial"+ext)
+	if err := write(tmp); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("review: case %s's correction: %w", id, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -69,10 +91,70 @@ func SaveCorrection(dir, id string, labels *volume.Volume) (string, error) {
 }
 
 // CorrectionRecord is what the audit log keeps of a correction: the file's sha256 and how
-// many voxels took or lost each label against the prediction.
+// many voxels took or lost each label against the prediction (a label map), or how many
+// boxes and points of each class were added, removed, moved or reclassed (a detection).
 type CorrectionRecord struct {
-	SHA256  string        `json:"sha256"`
-	Changes []edit.Change `json:"changes"`
+	SHA256  string         `json:"sha256"`
+	Changes []edit.Change  `json:"changes"`
+	Marks   []marks.Change `json:"marks,omitempty"`
+}
+
+// Counts is what the audit entry of a correction records as its changes: the marks' of a
+// detection, else the labels'.
+func (r CorrectionRecord) Counts() any {
+	if r.Marks != nil {
+		return r.Marks
+	}
+	return r.Changes
+}
+
+// IsAnnotationCorrection reports whether decision d's correction is a detection's
+// annotation (corrections/ID.json), not a label map.
+func IsAnnotationCorrection(d Decision) bool { return strings.HasSuffix(d.Correction, ".json") }
+
+// RecordAnnotationCorrection reads the correction of decision d (in dir), an annotation of
+// the task spec, and the prediction pred it corrects, and returns its record: the boxes
+// and points of each class added, removed, moved or reclassed (amid/viewer/edit/marks.Diff,
+// a point moved within the task's point radius counting as moved).
+func RecordAnnotationCorrection(dir string, d Decision, pred string, spec *taskspec.Spec) (CorrectionRecord, error) {
+	path := filepath.Join(dir, d.Correction)
+	sum, err := fileio.PathSHA256(path)
+	if err != nil {
+		return CorrectionRecord{}, fmt.Errorf("review: case %s's correction: %w", d.Case, err)
+	}
+	read := func(what, path string) (marks.Set, error) {
+		a, err := taskspec.ReadAnnotation(path, spec)
+		if err == nil {
+			var s marks.Set
+			if s, err = marks.FromAnnotation(a, spec); err == nil {
+				return s, nil
+			}
+		}
+		return marks.Set{}, fmt.Errorf("review: case %s's %s %s: %w", d.Case, what, path, err)
+	}
+	now, err := read("correction", path)
+	if err != nil {
+		return CorrectionRecord{}, err
+	}
+	was, err := read("prediction", pred)
+	if err != nil {
+		return CorrectionRecord{}, err
+	}
+	ch := marks.Diff(was, now, PointRadius(spec))
+	if ch == nil {
+		ch = []marks.Change{} // a correction that changed nothing is still a detection's
+	}
+	return CorrectionRecord{SHA256: sum, Marks: ch}, nil
+}
+
+// PointRadius is the distance (pixels) within which a point of the task spec is the same
+// object: the task's own, else the PUMA challenge's matching radius the detection plugin
+// validates with.
+func PointRadius(spec *taskspec.Spec) float64 {
+	if spec != nil && spec.PointRadius > 0 {
+		return spec.PointRadius
+	}
+	return metrics.PUMAMatchRadius
 }
 
 // RecordCorrection reads the correction of decision d (in dir) and the prediction pred it

@@ -196,7 +196,8 @@ type Decision struct {
 	Time     time.Time `json:"time"`
 	Note     string    `json:"note,omitempty"`
 	// Correction is the reader's corrected label map of a corrected case, relative to the
-	// run's folder (corrections/ID.nii.gz; SaveCorrection).
+	// run's folder (corrections/ID.nii.gz; SaveCorrection), or a detection's corrected
+	// boxes and points (corrections/ID.json; SaveAnnotationCorrection).
 	Correction string `json:"correction,omitempty"`
 }
 

@@ -16,7 +16,6 @@ import (
 	"amid/host/task"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/seg"
-	"amid/viewer/edit"
 	"amid/viewer/fileio"
 )
 
@@ -80,14 +79,24 @@ func Review(out string, d export.Decision) error {
 		d.Time = time.Now().UTC()
 	}
 	outs := map[string]string{}
-	var changes []edit.Change
+	var changes any
 	if d.Decision == export.Corrected {
-		rec, err := export.RecordCorrection(out, d, filepath.Join(out, c.Predictions[0]))
+		var rec export.CorrectionRecord
+		var err error
+		if export.IsAnnotationCorrection(d) {
+			var t *task.Task
+			if t, err = PackageTask(res.Package); err != nil {
+				return fmt.Errorf("review: case %s's task: %w", d.Case, err)
+			}
+			rec, err = export.RecordAnnotationCorrection(out, d, filepath.Join(out, c.Predictions[0]), t.Spec())
+		} else {
+			rec, err = export.RecordCorrection(out, d, filepath.Join(out, c.Predictions[0]))
+		}
 		if err != nil {
 			return err
 		}
-		outs["correction"], changes = rec.SHA256, rec.Changes
-		if c.SEG != "" {
+		outs["correction"], changes = rec.SHA256, rec.Counts()
+		if c.SEG != "" && !export.IsAnnotationCorrection(d) {
 			// What goes back to the PACS: the correction as a DICOM SEG beside it.
 			sum, err := correctionSEG(out, res.Package, c, d)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/store"
+	"amid/host/task"
 	"amid/viewer/fileio"
 )
 
@@ -60,12 +61,12 @@ func Review(dir string, d export.Decision) error {
 		if len(files) == 0 {
 			return fmt.Errorf("review: case %s has no prediction to correct", d.Case)
 		}
-		rec, err := export.RecordCorrection(dir, d, files[0])
+		rec, err := recordCorrection(dir, d, files[0], st)
 		if err != nil {
 			return err
 		}
 		outs["correction"] = rec.SHA256
-		details["correction"], details["changes"] = d.Correction, rec.Changes
+		details["correction"], details["changes"] = d.Correction, rec.Counts()
 	}
 	if d.Time.IsZero() {
 		d.Time = time.Now().UTC()
@@ -82,6 +83,19 @@ func Review(dir string, d export.Decision) error {
 	outs[reviewFile] = sum
 	_, err = lg.Append(audit.Entry{Role: audit.RoleUser, Action: audit.ActionReviewDecision, Outputs: outs, Details: mustJSON(details)})
 	return err
+}
+
+// recordCorrection records decision d's correction of the prediction pred: a label map, or
+// a detection's annotation (corrections/ID.json), read against the run's task.
+func recordCorrection(dir string, d export.Decision, pred string, st *State) (export.CorrectionRecord, error) {
+	if !export.IsAnnotationCorrection(d) {
+		return export.RecordCorrection(dir, d, pred)
+	}
+	t, err := task.Load(st.Task)
+	if err != nil {
+		return export.CorrectionRecord{}, fmt.Errorf("review: run %s's task: %w", st.ID, err)
+	}
+	return export.RecordAnnotationCorrection(dir, d, pred, t.Spec())
 }
 
 func mustJSON(v any) []byte {
