@@ -31,6 +31,12 @@ type Brush struct {
 	// OnEdit, when set, is called after each edit with its error (nil: done), on the UI
 	// goroutine.
 	OnEdit func(error)
+	// Labels are the labels number keys 1–9 choose, in order (TakeRune); OnLabel, when
+	// set, is called with the label a key chose.
+	Labels  []int
+	OnLabel func(int)
+	// OnRadius, when set, is called with the radius the wheel set (Grow).
+	OnRadius func(float64)
 
 	last [3]int // the stroke's last voxel
 	// painted are, by axis and label, the slices painted, the newest last, each once.
@@ -134,4 +140,35 @@ func (b *Brush) Redo() bool {
 	var ok bool
 	b.View.EditLabels(func() { ok = b.Editor.Redo() })
 	return ok
+}
+
+// The brush's radius: its least, its greatest, and the step of one wheel notch (mm).
+const (
+	MinRadius  = 0.5
+	MaxRadius  = 20
+	RadiusStep = 0.5
+)
+
+// TakeRune implements RuneTaker: key k (1–9) chooses the k-th of Labels, when there is
+// one; every number key is the brush's while it is set.
+func (b *Brush) TakeRune(r rune) bool {
+	if r < '1' || r > '9' {
+		return false
+	}
+	if k := int(r - '1'); k < len(b.Labels) {
+		b.Label = b.Labels[k]
+		if b.OnLabel != nil {
+			b.OnLabel(b.Label)
+		}
+	}
+	return true
+}
+
+// Grow implements Sizer: each notch makes the radius RadiusStep larger (up) or smaller
+// (down), within MinRadius and MaxRadius.
+func (b *Brush) Grow(steps int) {
+	b.Radius = min(MaxRadius, max(MinRadius, b.Radius+float64(steps)*RadiusStep))
+	if b.OnRadius != nil {
+		b.OnRadius(b.Radius)
+	}
 }

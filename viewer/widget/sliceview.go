@@ -78,6 +78,8 @@ type SliceView struct {
 	button    desktop.MouseButton
 	space     bool // Space held: dragging pans
 	ctrl      bool // Control held: the wheel zooms
+	shift     bool // Shift held: the wheel sizes a painter's tool (Sizer)
+	alt       bool // Alt held: as Shift
 	hover     fyne.Position
 	hoverIn   bool
 
@@ -724,6 +726,9 @@ func (v *SliceView) Scrolled(ev *fyne.ScrollEvent) {
 		}
 		return
 	}
+	if v.sized(ev) {
+		return
+	}
 	switch {
 	case ev.Scrolled.DY > 0:
 		v.SetSlice(v.Slice() + 1)
@@ -850,6 +855,10 @@ func (v *SliceView) modKey(k fyne.KeyName, down bool) {
 		v.space = down
 	case desktop.KeyControlLeft, desktop.KeyControlRight, desktop.KeySuperLeft, desktop.KeySuperRight:
 		v.ctrl = down
+	case desktop.KeyShiftLeft, desktop.KeyShiftRight:
+		v.shift = down
+	case desktop.KeyAltLeft, desktop.KeyAltRight:
+		v.alt = down
 	}
 }
 
@@ -917,6 +926,9 @@ func (v *SliceView) FocusLost() {}
 // TypedRune implements fyne.Focusable: 1–5 presets, l labels, o outline, + and − zoom
 // about the cursor (the centre when the cursor is elsewhere), 0 resets zoom and pan.
 func (v *SliceView) TypedRune(r rune) {
+	if v.tookRune(r) {
+		return
+	}
 	switch {
 	case r >= '1' && r <= '5':
 		v.ApplyPreset(int(r - '1'))
