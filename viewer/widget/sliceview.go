@@ -69,7 +69,8 @@ type SliceView struct {
 	gen, done uint64 // frames requested and applied
 	err       error  // last render error
 	view      View
-	marks     []Mark // replaced, never changed in place
+	marks     []Mark  // replaced, never changed in place
+	drawing   Drawing // set: drawn over each frame (SetDrawing)
 	threshold float64
 	area      fyne.Size // the widget's size at the last layout
 	scale     float32   // canvas pixels per unit
@@ -451,7 +452,7 @@ func (v *SliceView) frame(stop chan struct{}) {
 	}
 	vol, p, gen, l := v.vol, v.p, v.gen, v.layout
 	cross, crossOn := v.cross, v.crossOn
-	view, marks, thr, area, scale := v.view, v.marks, v.threshold, v.area, v.scale
+	view, marks, thr, area, scale, drawing := v.view, v.marks, v.threshold, v.area, v.scale, v.drawing
 	if !v.labelsOn {
 		p.Overlay.Labels, marks = nil, nil
 	}
@@ -460,7 +461,8 @@ func (v *SliceView) frame(stop chan struct{}) {
 		return
 	}
 	view = clampView(&l, view)
-	composed := (len(marks) > 0 || !view.Fitted(&l)) && area.Width >= 1 && area.Height >= 1
+	drawn := drawing != nil && drawing.On(&l, p.Slice)
+	composed := (len(marks) > 0 || drawn || !view.Fitted(&l)) && area.Width >= 1 && area.Height >= 1
 	r := &v.bufs[v.frames%2]
 	c := &v.comps[v.frames%2]
 	v.frames++
@@ -473,6 +475,9 @@ func (v *SliceView) frame(stop chan struct{}) {
 		g := NewGeometry(&l, view, float64(area.Width), float64(area.Height)).Scaled(k)
 		img = c.Compose(img, &l, p.Slice, g, int(math.Round(g.W)), int(math.Round(g.H)), marks, thr, int(math.Round(k)))
 		placed = c.Placed
+		if drawn {
+			placed = drawOver(drawing, img, &l, p.Slice, g, k, placed)
+		}
 	}
 	v.bridge().PostAndWait(postKey{v, "frame"}, func() {
 		if err == nil && v.img != nil {
@@ -553,7 +558,7 @@ func (r *sliceRenderer) Layout(size fyne.Size) {
 	v.mu.Lock()
 	resized := v.area != size || v.scale != scale
 	v.area, v.scale = size, scale
-	if resized && (v.composed || len(v.marks) > 0 || !clampView(&v.layout, v.view).Fitted(&v.layout)) {
+	if resized && (v.composed || len(v.marks) > 0 || v.drawing != nil || !clampView(&v.layout, v.view).Fitted(&v.layout)) {
 		v.requestLocked() // a composed frame has the area's resolution
 	}
 	v.mu.Unlock()
@@ -792,6 +797,10 @@ func (v *SliceView) paint(pos fyne.Position, moved fyne.Delta) bool {
 	v.mu.Unlock()
 	if p == nil {
 		return false
+	}
+	if pp, ok := p.(PointPainter); ok {
+		v.paintAt(pp, pos, moved, begin)
+		return true
 	}
 	if begin && (moved.DX != 0 || moved.DY != 0) {
 		if idx, ok := v.voxelAt(pos.Subtract(moved)); ok {
