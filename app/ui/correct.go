@@ -20,12 +20,15 @@ import (
 // Correction tools, as the bar names them.
 var toolNames = []string{"Paint", "Erase", "Fill", "Remove island"}
 
-// corrector is the editing bar of a screen that shows a segmentation's prediction over its
-// image (Review, Use model): Correct turns the view's primary button into the brush
+// corrector is the editing bar of a screen that shows a prediction over its image (Review,
+// Use model). For a segmentation, Correct turns the view's primary button into the brush
 // (amid/viewer/widget.Brush on an amid/viewer/edit.Editor of the prediction's label map),
-// with a tool, a label and a radius; Undo and Redo (also Ctrl+Z, Ctrl+Shift+Z) go over the
-// case's whole history; the screen's Save correction keeps the result beside the
-// prediction. Its methods run on the UI goroutine.
+// with a tool, a label (also number keys 1–9) and a radius (also the wheel with Shift or
+// Alt); for a detection, into the box editor (amid/viewer/widget.BoxEditor on an
+// amid/viewer/edit/marks.Editor of the prediction's boxes and points: boxcorrect.go), with
+// a tool and a class. Undo and Redo (also Ctrl+Z, Ctrl+Shift+Z) go over the case's whole
+// history; the screen's Save correction keeps the result beside the prediction (saver).
+// Its methods run on the UI goroutine.
 type corrector struct {
 	obj     fyne.CanvasObject
 	toggle  *widget.Check
@@ -46,6 +49,8 @@ type corrector struct {
 	// pred is the prediction's label map file, image its image (nil: nothing to correct).
 	pred  string
 	image *volume.Volume
+	// boxes: the prediction is a detection's annotation, corrected through the box editor.
+	boxes boxCorrection
 }
 
 // newCorrector builds the bar; onSave is the screen's Save correction, say shows a
@@ -56,8 +61,8 @@ func newCorrector(onSave func(), say func(string)) *corrector {
 	c.tool = widget.NewSelect(toolNames, nil)
 	c.tool.SetSelected(toolNames[0])
 	c.label = widget.NewSelect(nil, nil)
-	c.radius = widget.NewSlider(0.5, 20)
-	c.radius.Step = 0.5
+	c.radius = widget.NewSlider(vwidget.MinRadius, vwidget.MaxRadius)
+	c.radius.Step = vwidget.RadiusStep
 	c.radius.SetValue(3)
 	c.tool.OnChanged = func(string) { c.configure() }
 	c.label.OnChanged = func(string) { c.configure() }
@@ -85,6 +90,8 @@ func (c *corrector) attach(view *vwidget.CompareView, id, pred string, image *vo
 		c.view.Left.SetPainter(nil)
 	}
 	c.view, c.id, c.pred, c.image, c.brush = view, id, pred, image, nil
+	c.boxes = boxCorrection{}
+	c.segmentationTools()
 	c.labels = nil
 	var names []string
 	for _, l := range labels {
@@ -122,9 +129,13 @@ func (c *corrector) setEditing(on bool) {
 	if !on {
 		c.view.Left.SetPainter(nil)
 		c.enable(false)
-		if len(c.changes()) > 0 {
+		if c.dirty() {
 			c.save.Enable() // stopping keeps what was drawn, to save
 		}
+		return
+	}
+	if c.boxes.spec != nil {
+		c.editBoxes()
 		return
 	}
 	if c.brush == nil {
@@ -132,7 +143,11 @@ func (c *corrector) setEditing(on bool) {
 		if err == nil {
 			var ed *edit.Editor
 			if ed, err = edit.New(lab); err == nil {
-				c.brush = &vwidget.Brush{View: c.view.Left, Editor: ed, OnEdit: func(error) { c.edited() }}
+				c.brush = &vwidget.Brush{View: c.view.Left, Editor: ed, OnEdit: func(error) { c.edited() },
+					OnLabel: c.chooseLabel, OnRadius: c.radius.SetValue}
+				for _, l := range c.labels {
+					c.brush.Labels = append(c.brush.Labels, l.Value)
+				}
 				c.view.SetMode(vwidget.ShowPrediction)
 				err = c.view.SetPrediction(ed.Labels(), nil)
 			}
@@ -149,9 +164,22 @@ func (c *corrector) setEditing(on bool) {
 	c.edited()
 }
 
-// configure gives the brush the bar's tool, label and radius.
+// chooseLabel selects label l in the bar (a number key chose it).
+func (c *corrector) chooseLabel(l int) {
+	for _, x := range c.labels {
+		if x.Value == l {
+			c.label.SetSelected(labelName(x))
+		}
+	}
+}
+
+// configure gives the brush, or the box editor, the bar's tool, label and radius.
 func (c *corrector) configure() {
 	c.size.SetText(fmt.Sprintf("%.1f mm", c.radius.Value))
+	if c.boxes.spec != nil {
+		c.configureBoxes()
+		return
+	}
 	if c.brush == nil {
 		return
 	}
@@ -180,6 +208,15 @@ func (c *corrector) enable(on bool) {
 
 // step undoes or redoes one step of the history.
 func (c *corrector) step(redo bool) {
+	if c.boxes.editor != nil && c.toggle.Checked {
+		if redo {
+			c.boxes.editor.Redo()
+		} else {
+			c.boxes.editor.Undo()
+		}
+		c.edited()
+		return
+	}
 	if c.brush == nil || !c.toggle.Checked {
 		return
 	}
@@ -206,13 +243,44 @@ func (c *corrector) fillBetween() {
 
 // edited shows how far the correction has gone and enables Save while it changes anything.
 func (c *corrector) edited() {
-	ch := c.changes()
-	if len(ch) == 0 {
+	if !c.dirty() {
 		c.save.Disable()
 		return
 	}
 	c.save.Enable()
-	c.say("Correction of " + c.id + ": " + changesText(ch) + " voxels. Save correction records it.")
+	if c.boxes.editor != nil {
+		c.say("Correction of " + c.id + ": " + marksText(c.boxChanges(), c.boxes.spec) + ". Save correction records it.")
+		return
+	}
+	c.say("Correction of " + c.id + ": " + changesText(c.changes()) + " voxels. Save correction records it.")
+}
+
+// dirty reports whether the correction changes anything yet.
+func (c *corrector) dirty() bool { return len(c.changes()) > 0 || len(c.boxChanges()) > 0 }
+
+// saver is the screen's Save correction's work, to run off the UI goroutine: it writes the
+// correction as it is now beside the prediction, in the run's or predict run's folder dir
+// (a label map, or a detection's annotation), and returns its path relative to dir for the
+// decision; nil before any change.
+func (c *corrector) saver() func(dir string) (string, error) {
+	id := c.id
+	if c.boxes.editor != nil {
+		a, err := c.correctedAnnotation()
+		if a == nil && err == nil {
+			return nil
+		}
+		return func(dir string) (string, error) {
+			if err != nil {
+				return "", err
+			}
+			return export.SaveAnnotationCorrection(dir, id, a)
+		}
+	}
+	lab := c.corrected()
+	if lab == nil {
+		return nil
+	}
+	return func(dir string) (string, error) { return export.SaveCorrection(dir, id, lab) }
 }
 
 // changes are the voxels the correction moved, by label (none before editing).

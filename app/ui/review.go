@@ -515,8 +515,13 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 	s.view = v
 	s.holder.Objects = []fyne.CanvasObject{v}
 	s.holder.Refresh()
-	if c := s.current; c != nil && !c.Validation && s.data.Spec.Kind == taskspec.Segmentation {
-		s.corr.attach(v, c.ID, c.Labels, cv.Image, s.data.Spec.Labels)
+	if c := s.current; c != nil && !c.Validation {
+		switch s.data.Spec.Kind {
+		case taskspec.Segmentation:
+			s.corr.attach(v, c.ID, c.Labels, cv.Image, s.data.Spec.Labels)
+		case taskspec.Detection:
+			s.corr.attachBoxes(v, c.ID, c.Labels, s.data.Spec)
+		}
 	}
 	return nil
 }
@@ -524,14 +529,14 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 // saveCorrection keeps the current test case's correction beside its prediction and
 // records the decision corrected in the run's audit log, off the UI goroutine.
 func (s *reviewScreen) saveCorrection() {
-	c, d, lab := s.current, s.data, s.corr.corrected()
-	if c == nil || d == nil || c.Validation || lab == nil {
+	c, d, save := s.current, s.data, s.corr.saver()
+	if c == nil || d == nil || c.Validation || save == nil {
 		return
 	}
 	d2 := export.Decision{Case: c.ID, Decision: export.Corrected, Note: s.note.Text, Reviewer: reviewer()}
 	s.corr.save.Disable()
 	go func() {
-		rel, err := export.SaveCorrection(d.Dir, c.ID, lab)
+		rel, err := save(d.Dir)
 		if err == nil {
 			d2.Correction = rel
 			err = run.Review(d.Dir, d2)

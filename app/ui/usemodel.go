@@ -481,8 +481,11 @@ func (s *useScreen) open(c *useCase) {
 			}
 			s.holder.Objects = []fyne.CanvasObject{v}
 			s.holder.Refresh()
-			if spec.Kind == taskspec.Segmentation {
+			switch spec.Kind {
+			case taskspec.Segmentation:
 				s.corr.attach(v, c.ID, filepath.Join(s.dir, c.Predictions[0]), cv.Image, spec.Labels)
+			case taskspec.Detection:
+				s.corr.attachBoxes(v, c.ID, filepath.Join(s.dir, c.Predictions[0]), spec)
 			}
 			s.info.SetText(caseText(c, cv.Text, vols))
 		})
@@ -540,14 +543,14 @@ func (s *useScreen) decide(decision string) {
 // DICOM SEG for DICOM input) and records the decision corrected in the predict run's
 // audit log, off the UI goroutine.
 func (s *useScreen) saveCorrection() {
-	c, dir, lab := s.current, s.dir, s.corr.corrected()
-	if c == nil || dir == "" || lab == nil {
+	c, dir, save := s.current, s.dir, s.corr.saver()
+	if c == nil || dir == "" || save == nil {
 		return
 	}
 	x := export.Decision{Case: c.ID, Decision: export.Corrected, Note: s.note.Text, Reviewer: reviewer()}
 	s.corr.save.Disable()
 	go func() {
-		rel, err := export.SaveCorrection(dir, c.ID, lab)
+		rel, err := save(dir)
 		if err == nil {
 			x.Correction = rel
 			err = predict.Review(dir, x)
