@@ -3,31 +3,50 @@ package ui
 import (
 	"bytes"
 	"fmt"
+	"image"
+	"image/png"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
 
 	"amid/assets"
 	"amid/viewer/imageio"
+	"amid/viewer/measure"
 	"amid/viewer/nifti"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"
 )
 
 // viewerScreen shows any image, with an optional label image, in the three-plane viewer
-// (a 2D image in one plane); the bundled sample study when none is opened.
+// (a 2D image in one plane); the bundled sample study when none is opened. A tool
+// selector draws measurements on any plane, listed with their values beside the planes.
 type viewerScreen struct {
 	a       *App
 	obj     fyne.CanvasObject
 	summary *widget.Label
 	probe   *widget.Label
 	holder  *fyne.Container
+
+	tool    *widget.Select // the measuring tool: None, Length, …
+	list    *widget.List   // the measurements
+	rows    []measure.Measurement
+	meas    *vwidget.Measurer
+	views   []*vwidget.SliceView // the planes shown
+	capture func() (*image.RGBA, error)
 }
+
+// measureTools are the measuring tool selector's choices, None first, then measure.Kinds in order.
+var measureTools = []string{"None", "Length", "Bidirectional", "Ellipse", "Freehand", "Probe", "Angle"}
 
 func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 	s := &viewerScreen{a: a, summary: widget.NewLabel(""), holder: container.NewStack()}
+	s.tool = widget.NewSelect(measureTools, func(name string) { s.setTool(name) })
+	s.list = s.newList()
 	s.probe = widget.NewLabel("Wheel: slices · Ctrl+wheel, +/−: zoom · middle or Space drag: pan · 0: reset · drag: window · 1–5 presets · L labels")
 	s.probe.Truncation = fyne.TextTruncateEllipsis
 	var ct, lab *volume.Volume
@@ -55,10 +74,219 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 		return nil, err
 	}
 	open := widget.NewButton("Open image…", func() { s.choose() })
+	save := widget.NewButton("Save picture…", func() { s.savePicture() })
 	title := widget.NewLabelWithStyle("Viewer", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	s.obj = container.NewBorder(container.NewVBox(container.NewHBox(title, open), s.summary), s.probe, nil, nil, s.holder)
+	s.tool.SetSelected(measureTools[0])
+	tools := container.NewHBox(widget.NewLabel("Measure:"), s.tool,
+		widget.NewButton("Undo", func() { s.meas.Undo() }),
+		widget.NewButton("Redo", func() { s.meas.Redo() }),
+		widget.NewButton("Delete", func() { s.deleteSelected() }))
+	side := container.NewBorder(widget.NewLabelWithStyle("Measurements", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, s.list)
+	split := container.NewHSplit(s.holder, side)
+	split.Offset = 0.75
+	s.obj = container.NewBorder(container.NewVBox(container.NewHBox(title, open, save), s.summary, tools), s.probe, nil, nil, split)
 	return s, nil
 }
+
+// setTool chooses the kind of measurement the primary button draws (None: the button
+// moves the crosshair and the window again).
+func (s *viewerScreen) setTool(name string) {
+	if s.meas == nil {
+		return
+	}
+	k := measure.Kind("")
+	for i, n := range measureTools[1:] {
+		if n == name {
+			k = measure.Kinds[i]
+		}
+	}
+	s.meas.SetKind(k)
+}
+
+// newList is the side panel's list: each measurement's number, kind, plane and slice,
+// then its values; hovering a row highlights the measurement on its plane, selecting it
+// shows its slice.
+func (s *viewerScreen) newList() *widget.List {
+	l := widget.NewList(func() int { return len(s.rows) },
+		func() fyne.CanvasObject {
+			return newMeasureRow(func(id int) {
+				if s.meas != nil {
+					s.meas.Highlight(id)
+				}
+			})
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			r := o.(*measureRow)
+			m := s.rows[i]
+			r.id = m.ID
+			r.label.SetText(s.rowText(&m))
+		})
+	l.OnSelected = func(i widget.ListItemID) {
+		if i < 0 || i >= len(s.rows) || s.meas == nil {
+			return
+		}
+		m := s.rows[i]
+		s.meas.Select(m.ID)
+		s.showMeasurement(&m)
+	}
+	return l
+}
+
+// rowText is a measurement's row: "2  Ellipse · axial 20" over its values.
+func (s *viewerScreen) rowText(m *measure.Measurement) string {
+	kind := string(m.Kind)
+	kind = strings.ToUpper(kind[:1]) + kind[1:]
+	head := fmt.Sprintf("%d  %s · %s %d", m.ID, kind, s.planeOf(m.Axis), m.Slice)
+	if m.Label != "" {
+		head += " · " + m.Label
+	}
+	return head + "\n" + m.Text()
+}
+
+// planeOf names the plane of the views cut across voxel axis axis.
+func (s *viewerScreen) planeOf(axis int) string {
+	for _, v := range s.views {
+		if l := v.Layout(); l.Through == axis {
+			return l.Plane.String()
+		}
+	}
+	return fmt.Sprintf("axis %d", axis)
+}
+
+// showMeasurement shows the slice measurement m lies on, in every plane through it.
+func (s *viewerScreen) showMeasurement(m *measure.Measurement) {
+	if len(m.Points) == 0 {
+		return
+	}
+	var c [3]float64
+	for _, p := range m.Points {
+		for a := range 3 {
+			c[a] += p[a] / float64(len(m.Points))
+		}
+	}
+	idx := [3]int{int(c[0]), int(c[1]), int(c[2])}
+	idx[m.Axis] = m.Slice
+	if o, ok := s.holder.Objects[0].(*vwidget.OrthoView); ok {
+		o.SetCrosshair(idx)
+		return
+	}
+	for _, v := range s.views {
+		v.SetSlice(idx[v.Layout().Through])
+	}
+}
+
+// deleteSelected deletes the selected measurement.
+func (s *viewerScreen) deleteSelected() {
+	if s.meas == nil {
+		return
+	}
+	if id := s.meas.Selected(); id != 0 {
+		if err := s.meas.Delete(id); err != nil {
+			s.probe.SetText(err.Error())
+		}
+	}
+}
+
+// measured shows the measurements again, after they changed.
+func (s *viewerScreen) measured() {
+	s.rows = s.meas.Set.List()
+	s.list.Refresh()
+	sel := s.meas.Selected()
+	for i, m := range s.rows {
+		if m.ID == sel {
+			s.list.Select(i)
+			return
+		}
+	}
+	s.list.UnselectAll()
+}
+
+// measureOn gives the views of vol a new set of measurements (in HU on a CT).
+func (s *viewerScreen) measureOn(vol *volume.Volume, views []*vwidget.SliceView) error {
+	unit := measure.UnitNone
+	if vwidget.LooksCT(vol, vwidget.PercentileWindow(vol)) {
+		unit = measure.UnitHU
+	}
+	set, err := measure.NewSet(vol, unit)
+	if err != nil {
+		return err
+	}
+	m := vwidget.NewMeasurer(set)
+	m.OnChange = s.measured
+	m.OnError = func(err error) { s.probe.SetText("Not measured: " + err.Error()) }
+	for _, v := range views {
+		m.Attach(v)
+	}
+	s.meas, s.views = m, views
+	s.setTool(s.tool.Selected)
+	s.measured()
+	return nil
+}
+
+// picture is the view as shown, with its measurements, as PNG.
+func (s *viewerScreen) picture() ([]byte, error) {
+	img, err := s.capture()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		return nil, fmt.Errorf("picture: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// savePicture asks where to save the view as PNG and saves it there.
+func (s *viewerScreen) savePicture() {
+	b, err := s.picture()
+	if err != nil {
+		dialog.ShowError(err, s.a.W)
+		return
+	}
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil || w == nil {
+			return
+		}
+		_, err = w.Write(b)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			dialog.ShowError(fmt.Errorf("picture %s: %w", w.URI().Path(), err), s.a.W)
+		}
+	}, s.a.W)
+	d.SetFileName("view.png")
+	d.SetFilter(storage.NewExtensionFileFilter([]string{".png"}))
+	d.Show()
+}
+
+// measureRow is a row of the measurement list: it highlights its measurement while the
+// pointer is over it.
+type measureRow struct {
+	widget.BaseWidget
+	label *widget.Label
+	id    int
+	hover func(id int)
+}
+
+func newMeasureRow(hover func(id int)) *measureRow {
+	r := &measureRow{label: widget.NewLabel("0\n0"), hover: hover}
+	r.label.Truncation = fyne.TextTruncateEllipsis
+	r.ExtendBaseWidget(r)
+	return r
+}
+
+// CreateRenderer implements fyne.Widget.
+func (r *measureRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(r.label) }
+
+// MouseIn implements desktop.Hoverable.
+func (r *measureRow) MouseIn(*desktop.MouseEvent) { r.hover(r.id) }
+
+// MouseMoved implements desktop.Hoverable.
+func (r *measureRow) MouseMoved(*desktop.MouseEvent) {}
+
+// MouseOut implements desktop.Hoverable.
+func (r *measureRow) MouseOut() { r.hover(0) }
 
 // show puts vol (and labels) in a three-plane view, or a single plane for a 2D image.
 func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
@@ -75,6 +303,7 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 		})
 	}
 	var view fyne.CanvasObject
+	var views []*vwidget.SliceView
 	if vol.Dims[2] == 1 {
 		v := vwidget.NewSliceView(vwidget.Axial)
 		v.UseBridge(s.a.ui)
@@ -88,6 +317,8 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 		}
 		v.OnHover = hover
 		view = v
+		views = []*vwidget.SliceView{v}
+		s.capture = v.Capture
 	} else {
 		o := vwidget.NewOrthoView()
 		o.UseBridge(s.a.ui)
@@ -104,6 +335,11 @@ func (s *viewerScreen) show(name string, vol, lab *volume.Volume) error {
 		}
 		o.OnHover = hover
 		view = o
+		views = o.Views[:]
+		s.capture = o.Capture
+	}
+	if err := s.measureOn(vol, views); err != nil {
+		return err
 	}
 	s.holder.Objects = []fyne.CanvasObject{view}
 	s.holder.Refresh()

@@ -188,6 +188,13 @@ func (m *Measurer) Highlight(id int) {
 	}
 }
 
+// Highlighted is the highlighted measurement's ID, 0 for none.
+func (m *Measurer) Highlighted() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hot
+}
+
 // Select selects measurement id (0: none); Delete with no ID deletes it.
 func (m *Measurer) Select(id int) {
 	m.mu.Lock()

@@ -1,0 +1,92 @@
+package ui
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"amid/viewer/measure"
+	vwidget "amid/viewer/widget"
+)
+
+// TestViewerMeasures draws a length on the sample CT's axial plane with the Viewer's
+// Length tool, by a drag from voxel (20, 30) to (50, 70): on its 2.4 mm voxels that is
+// 2.4 · √(30² + 40²) = 120 mm. The side panel lists it with its value, hovering its row
+// highlights it, Undo takes it back; a region too small to hold a voxel centre says why it
+// was not measured; the picture of the view is a PNG with the measurement drawn.
+func TestViewerMeasures(t *testing.T) {
+	a, q := newApp(t)
+	a.W.Resize(fyne.NewSize(1200, 900))
+	a.tabs.SelectIndex(tabViewer)
+	q.drain()
+	s := a.viewer
+	s.tool.SetSelected("Length")
+	if k := s.meas.Kind(); k != measure.Length {
+		t.Fatalf("tool %q, want length", k)
+	}
+	v := s.views[0]
+	drag := func(from, to [3]float64) {
+		t.Helper()
+		base := fyne.CurrentApp().Driver().AbsolutePositionForObject(v)
+		a, b := v.PositionOf(from), v.PositionOf(to)
+		test.Drag(s.a.W.Canvas(), base.Add(b), b.X-a.X, b.Y-a.Y)
+		q.drain()
+	}
+	z := float64(v.Slice()) + 0.5
+	drag([3]float64{20, 30, z}, [3]float64{50, 70, z})
+	if len(s.rows) != 1 {
+		t.Fatalf("%d measurements listed, want the length; the screen says %q", len(s.rows), s.probe.Text)
+	}
+	if got, _ := s.rows[0].Value("length"); math.Abs(got.Value-120) > 0.01 {
+		t.Errorf("length %v mm, want 120", got.Value)
+	}
+	text := texts(s.obj)
+	if !strings.Contains(text, "1  Length · axial") || !strings.Contains(text, "120.0 mm") {
+		t.Errorf("the side panel says %q, want the length and its 120.0 mm", text)
+	}
+	for _, o := range test.LaidOutObjects(s.obj) {
+		if r, ok := o.(*measureRow); ok && r.id == 1 {
+			r.MouseIn(nil)
+		}
+	}
+	if h := s.meas.Highlighted(); h != 1 {
+		t.Errorf("hovering the row highlights %d, want 1", h)
+	}
+	b, err := s.picture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := 0
+	bd := img.Bounds()
+	for y := bd.Min.Y; y < bd.Max.Y; y++ {
+		for x := bd.Min.X; x < bd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			c := vwidget.MeasureHotColor
+			if r>>8 == uint32(c.R) && g>>8 == uint32(c.G) && b>>8 == uint32(c.B) {
+				drawn++
+			}
+		}
+	}
+	if drawn == 0 {
+		t.Error("the picture shows no measurement")
+	}
+	s.meas.Undo()
+	q.drain()
+	if len(s.rows) != 0 {
+		t.Errorf("after Undo: %d measurements listed", len(s.rows))
+	}
+	s.tool.SetSelected("Ellipse")
+	drag([3]float64{20.1, 30.1, z}, [3]float64{20.2, 30.2, z})
+	if len(s.rows) != 0 || !strings.HasPrefix(s.probe.Text, "Not measured: draw it larger") {
+		t.Errorf("a tiny ellipse: %d listed, the screen says %q", len(s.rows), s.probe.Text)
+	}
+}
