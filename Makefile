@@ -227,10 +227,10 @@ bench-plugins-models: deps
 # bench-viewer: one 512×512 slice of a 512×512×300 CT with a 16-class overlay, a full
 # scroll through it (median and 95th percentile per slice), a correction's frame on that
 # slice (a 10 mm brush dab, its changes, the redraw; beside the redraw alone), the same slice zoomed 2× into a
-# 512×512 view with 40 boxes, and the memory the loaded study holds in a three-plane viewer
+# 512×512 view with 40 boxes, the same slice with ten measurements drawn on it, and the memory the loaded study holds in a three-plane viewer
 # (x-data: against its voxel data, image and labels).
 bench-viewer: deps
-	$(GO) test -run '^$$' -bench 'RenderSlice|EditSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
+	$(GO) test -run '^$$' -bench 'RenderSlice|EditSlice|MeasuredSlice|Scroll|ZoomedSlice|StudyMemory' -benchtime 5x ./viewer/widget/
 
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots;
 # screenshots-check (part of make test) does the same into a temporary folder, and fails

@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"math"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"amid/viewer/edit"
 	"amid/viewer/imageio"
+	"amid/viewer/measure"
 	"amid/viewer/volume"
 )
 
@@ -155,6 +157,67 @@ func BenchmarkEditSlice(b *testing.B) {
 			b.Fatal(err)
 		}
 		k++
+	}
+	frame()
+	cpu := cpuTime()
+	for b.Loop() {
+		frame()
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkMeasuredSlice is one frame of the benchmark study's middle axial slice with ten
+// measurements on it (two each of lengths, bidirectional pairs, ellipses, 64-point freehand
+// regions and angles, their values computed when drawn, not per frame), fitted into a
+// 512×512 view: the render, the compose at the view's resolution that a slice with
+// measurements takes, and the measurements drawn with their handles and texts. Compare it
+// with BenchmarkRenderSlice, the redraw of the same slice alone.
+func BenchmarkMeasuredSlice(b *testing.B) {
+	v, lab := benchCT(b)
+	set, err := measure.NewSet(v, measure.UnitHU)
+	if err != nil {
+		b.Fatal(err)
+	}
+	z := 150.5 // the middle of slice 150
+	for i := range 2 {
+		o := float64(200 * i)
+		ring := make([][3]float64, 64)
+		for j := range ring {
+			a := 2 * math.Pi * float64(j) / 64
+			ring[j] = [3]float64{o + 150 + 40*math.Cos(a), 300 + 30*math.Sin(a), z}
+		}
+		for _, m := range []measure.Measurement{
+			{Kind: measure.Length, Points: [][3]float64{{o + 10, 10, z}, {o + 180, 120, z}}},
+			{Kind: measure.Bidirectional, Points: [][3]float64{{o + 20, 200, z}, {o + 160, 260, z}}},
+			{Kind: measure.Ellipse, Points: [][3]float64{{o + 30, 380, z}, {o + 150, 470, z}}},
+			{Kind: measure.Freehand, Points: ring},
+			{Kind: measure.Angle, Points: [][3]float64{{o + 40, 140, z}, {o + 100, 180, z}, {o + 170, 140, z}}},
+		} {
+			m.Axis, m.Slice = 2, 150
+			if _, err := set.Add(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	ms := NewMeasurer(set)
+	tool := &measureTool{m: ms}
+	l := NewLayout(v, Axial)
+	g := NewGeometry(&l, View{}, 512, 512)
+	var r Renderer
+	var c Composer
+	p := &Params{Plane: Axial, Slice: 150, Window: Window{400, 40}, Overlay: Overlay{Labels: lab, Colors: DefaultColors(), Opacity: 0.4}}
+	frame := func() {
+		img, err := r.Render(v, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !tool.On(&l, 150) {
+			b.Fatal("no measurement on the slice")
+		}
+		img = c.Compose(img, &l, 150, g, 512, 512, nil, 0, 1)
+		if placed := drawOver(tool, img, &l, 150, g, 1, c.Placed); len(placed) != 10 {
+			b.Fatalf("%d texts placed, want 10", len(placed))
+		}
 	}
 	frame()
 	cpu := cpuTime()
