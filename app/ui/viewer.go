@@ -34,6 +34,7 @@ type viewerScreen struct {
 
 	tool    *widget.Select // the measuring tool: None, Length, …
 	list    *widget.List   // the measurements
+	name    *widget.Entry  // the selected measurement's name
 	rows    []measure.Measurement
 	meas    *vwidget.Measurer
 	views   []*vwidget.SliceView // the planes shown
@@ -47,6 +48,9 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 	s := &viewerScreen{a: a, summary: widget.NewLabel(""), holder: container.NewStack()}
 	s.tool = widget.NewSelect(measureTools, func(name string) { s.setTool(name) })
 	s.list = s.newList()
+	s.name = widget.NewEntry()
+	s.name.SetPlaceHolder("Name the selected one, Enter")
+	s.name.OnSubmitted = s.nameSelected
 	s.probe = widget.NewLabel("Wheel: slices · Ctrl+wheel, +/−: zoom · middle or Space drag: pan · 0: reset · drag: window · 1–5 presets · L labels")
 	s.probe.Truncation = fyne.TextTruncateEllipsis
 	var ct, lab *volume.Volume
@@ -81,7 +85,7 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 		widget.NewButton("Undo", func() { s.meas.Undo() }),
 		widget.NewButton("Redo", func() { s.meas.Redo() }),
 		widget.NewButton("Delete", func() { s.deleteSelected() }))
-	side := container.NewBorder(widget.NewLabelWithStyle("Measurements", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, s.list)
+	side := container.NewBorder(widget.NewLabelWithStyle("Measurements", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.name, nil, nil, s.list)
 	split := container.NewHSplit(s.holder, side)
 	split.Offset = 0.75
 	s.obj = container.NewBorder(container.NewVBox(container.NewHBox(title, open, save), s.summary, tools), s.probe, nil, nil, split)
@@ -187,6 +191,20 @@ func (s *viewerScreen) deleteSelected() {
 	}
 }
 
+// nameSelected names the selected measurement ("target lesion 1").
+func (s *viewerScreen) nameSelected(name string) {
+	if s.meas == nil {
+		return
+	}
+	if id := s.meas.Selected(); id != 0 {
+		if err := s.meas.Set.SetLabel(id, strings.TrimSpace(name)); err != nil {
+			s.probe.SetText(err.Error())
+			return
+		}
+		s.meas.Changed()
+	}
+}
+
 // measured shows the measurements again, after they changed.
 func (s *viewerScreen) measured() {
 	s.rows = s.meas.Set.List()
@@ -195,10 +213,12 @@ func (s *viewerScreen) measured() {
 	for i, m := range s.rows {
 		if m.ID == sel {
 			s.list.Select(i)
+			s.name.SetText(m.Label)
 			return
 		}
 	}
 	s.list.UnselectAll()
+	s.name.SetText("")
 }
 
 // measureOn gives the views of vol a new set of measurements (in HU on a CT).

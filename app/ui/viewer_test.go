@@ -17,7 +17,7 @@ import (
 // TestViewerMeasures draws a length on the sample CT's axial plane with the Viewer's
 // Length tool, by a drag from voxel (20, 30) to (50, 70): on its 2.4 mm voxels that is
 // 2.4 · √(30² + 40²) = 120 mm. The side panel lists it with its value, hovering its row
-// highlights it, Undo takes it back; a region too small to hold a voxel centre says why it
+// highlights it, it takes a name, Undo takes it back (the name, then the length); a region too small to hold a voxel centre says why it
 // was not measured; the picture of the view is a PNG with the measurement drawn.
 func TestViewerMeasures(t *testing.T) {
 	a, q := newApp(t)
@@ -57,6 +57,11 @@ func TestViewerMeasures(t *testing.T) {
 	if h := s.meas.Highlighted(); h != 1 {
 		t.Errorf("hovering the row highlights %d, want 1", h)
 	}
+	s.name.SetText("target 1")
+	s.name.OnSubmitted(s.name.Text)
+	if text := texts(s.obj); !strings.Contains(text, "axial 20 · target 1") {
+		t.Errorf("after naming it the side panel says %q, want its name", text)
+	}
 	b, err := s.picture()
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +84,7 @@ func TestViewerMeasures(t *testing.T) {
 	if drawn == 0 {
 		t.Error("the picture shows no measurement")
 	}
+	s.meas.Undo()
 	s.meas.Undo()
 	q.drain()
 	if len(s.rows) != 0 {
