@@ -720,7 +720,8 @@ func (v *SliceView) ProbeAt(pos fyne.Position) (Probe, bool) {
 const ZoomStep = 1.25
 
 // Scrolled implements fyne.Scrollable: one slice per wheel notch, or with Control held a
-// zoom step about the cursor.
+// zoom step about the cursor, or with Shift or Alt held a step of the painter's size
+// (Sizer).
 func (v *SliceView) Scrolled(ev *fyne.ScrollEvent) {
 	if v.ctrlHeld() {
 		switch {
@@ -933,7 +934,8 @@ func (v *SliceView) FocusGained() {}
 func (v *SliceView) FocusLost() {}
 
 // TypedRune implements fyne.Focusable: 1–5 presets, l labels, o outline, + and − zoom
-// about the cursor (the centre when the cursor is elsewhere), 0 resets zoom and pan.
+// about the cursor (the centre when the cursor is elsewhere), 0 resets zoom and pan. A
+// painter that takes runes (RuneTaker) has them first: 1–9 choose its label or class.
 func (v *SliceView) TypedRune(r rune) {
 	if v.tookRune(r) {
 		return
