@@ -84,7 +84,8 @@ func newViewerScreen(a *App, image, labels string) (*viewerScreen, error) {
 	tools := container.NewHBox(widget.NewLabel("Measure:"), s.tool,
 		widget.NewButton("Undo", func() { s.meas.Undo() }),
 		widget.NewButton("Redo", func() { s.meas.Redo() }),
-		widget.NewButton("Delete", func() { s.deleteSelected() }))
+		widget.NewButton("Delete", func() { s.deleteSelected() }),
+		widget.NewButton("Diameters", func() { s.diameters() }))
 	side := container.NewBorder(widget.NewLabelWithStyle("Measurements", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), s.name, nil, nil, s.list)
 	split := container.NewHSplit(s.holder, side)
 	split.Offset = 0.75
@@ -189,6 +190,25 @@ func (s *viewerScreen) deleteSelected() {
 			s.probe.SetText(err.Error())
 		}
 	}
+}
+
+// diameters adds the long and short axes (RECIST) of the selected region.
+func (s *viewerScreen) diameters() {
+	if s.meas == nil {
+		return
+	}
+	id := s.meas.Selected()
+	if id == 0 {
+		s.probe.SetText("Select an ellipse or a freehand region first.")
+		return
+	}
+	d, err := s.meas.Set.AddDiameters(id)
+	if err != nil {
+		s.probe.SetText("Not measured: " + err.Error())
+		return
+	}
+	s.meas.Select(d.ID)
+	s.meas.Changed()
 }
 
 // nameSelected names the selected measurement ("target lesion 1").

@@ -18,7 +18,8 @@ import (
 // Length tool, by a drag from voxel (20, 30) to (50, 70): on its 2.4 mm voxels that is
 // 2.4 · √(30² + 40²) = 120 mm. The side panel lists it with its value, hovering its row
 // highlights it, it takes a name, Undo takes it back (the name, then the length); a region too small to hold a voxel centre says why it
-// was not measured; the picture of the view is a PNG with the measurement drawn.
+// was not measured; the picture of the view is a PNG with the measurement drawn; Diameters
+// adds an ellipse's long and short axes.
 func TestViewerMeasures(t *testing.T) {
 	a, q := newApp(t)
 	a.W.Resize(fyne.NewSize(1200, 900))
@@ -94,5 +95,12 @@ func TestViewerMeasures(t *testing.T) {
 	drag([3]float64{20.1, 30.1, z}, [3]float64{20.2, 30.2, z})
 	if len(s.rows) != 0 || !strings.HasPrefix(s.probe.Text, "Not measured: draw it larger") {
 		t.Errorf("a tiny ellipse: %d listed, the screen says %q", len(s.rows), s.probe.Text)
+	}
+	// An ellipse over the box (20, 30)–(50, 50): diameters 30 and 20 voxels, 72 and 48 mm.
+	drag([3]float64{20, 30, z}, [3]float64{50, 50, z})
+	s.diameters()
+	q.drain()
+	if len(s.rows) != 2 || !strings.Contains(texts(s.obj), "72.0 × 48.0 mm") {
+		t.Errorf("after Diameters: %d listed, the side panel says %q", len(s.rows), texts(s.obj))
 	}
 }
