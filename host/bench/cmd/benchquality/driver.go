@@ -35,7 +35,27 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	home := a[3] + ".home"
+	env, done := runEnv(a[0], a[3]+".home")
+	defer done()
+	r, err := run.New(run.Options{Task: a[1], Answers: a[2], Dir: a[3], Budget: budget, Seed: seed}, env)
+	if err != nil {
+		fail(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		fail(err)
+	}
+}
+
+` + driverCommon
+
+
+// driverCommon is what both drivers (this one and improve.go's) share: the run's
+// environment, with its own store and the built segmentation plugin trusted, its events
+// printed.
+const driverCommon = `
+// runEnv is a run's environment with a store in home and the segmentation plugin in
+// plugins trusted; call done at the end.
+func runEnv(plugins, home string) (run.Env, func()) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		fail(err)
 	}
@@ -43,8 +63,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	defer st.Close()
-	cat := &catalog.Catalog{Builtin: a[0], Store: st}
+	cat := &catalog.Catalog{Builtin: plugins, Store: st}
 	e, err := cat.Find("segmentation")
 	if err != nil {
 		fail(err)
@@ -53,18 +72,11 @@ func main() {
 		fail(err)
 	}
 	began := time.Now()
-	r, err := run.New(run.Options{Task: a[1], Answers: a[2], Dir: a[3], Budget: budget, Seed: seed},
-		run.Env{Catalog: cat, Supervisor: supervisor.Options{Logger: hclog.NewNullLogger()}, Events: func(ev run.Event) {
-			if ev.Progress == nil {
-				fmt.Printf("%7.1fs %s %s %s\n", time.Since(began).Seconds(), ev.Phase, ev.Lane, ev.Message)
-			}
-		}})
-	if err != nil {
-		fail(err)
-	}
-	if err := r.Run(context.Background()); err != nil {
-		fail(err)
-	}
+	return run.Env{Catalog: cat, Supervisor: supervisor.Options{Logger: hclog.NewNullLogger()}, Events: func(ev run.Event) {
+		if ev.Progress == nil {
+			fmt.Printf("%7.1fs %s %s %s\n", time.Since(began).Seconds(), ev.Phase, ev.Lane, ev.Message)
+		}
+	}}, func() { st.Close() }
 }
 
 func fail(err error) {

@@ -64,29 +64,8 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	home := a[4] + ".home"
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		fail(err)
-	}
-	st, err := store.Open(filepath.Join(home, "amid.db"), 0)
-	if err != nil {
-		fail(err)
-	}
-	defer st.Close()
-	cat := &catalog.Catalog{Builtin: a[0], Store: st}
-	e, err := cat.Find("segmentation")
-	if err != nil {
-		fail(err)
-	}
-	if err := cat.Trust(e); err != nil {
-		fail(err)
-	}
-	began := time.Now()
-	env := run.Env{Catalog: cat, Supervisor: supervisor.Options{Logger: hclog.NewNullLogger()}, Events: func(ev run.Event) {
-		if ev.Progress == nil {
-			fmt.Printf("%7.1fs %s %s %s\n", time.Since(began).Seconds(), ev.Phase, ev.Lane, ev.Message)
-		}
-	}}
+	env, done := runEnv(a[0], a[4]+".home")
+	defer done()
 	t, err := task.Load(a[1])
 	if err != nil {
 		fail(err)
@@ -126,7 +105,6 @@ func main() {
 	if _, err := run.ExportTo(context.Background(), a[3], pkg, "", env); err != nil {
 		fail(err)
 	}
-	began = time.Now()
 	r, err := run.New(run.Options{Task: a[1], Answers: a[2], Dir: a[4], Budget: budget, Seed: base.Seed, From: pkg}, env)
 	if err != nil {
 		fail(err)
@@ -136,11 +114,8 @@ func main() {
 	}
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "improve:", err)
-	os.Exit(1)
-}
-`
+` + driverCommon
+
 
 // improveRow is an improve run's line of the table.
 type improveRow struct {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"amid/viewer/volume"
@@ -69,6 +72,33 @@ func TestSlabRange(t *testing.T) {
 		got, err := slabRange(taskDef{Axis: 2, Slices: 4}, lab)
 		if err != nil || got != c.want {
 			t.Errorf("labels on slices %d–%d: slabs from %d (%v), want %d", c.lo, c.hi, got, err, c.want)
+		}
+	}
+}
+
+// The two drivers' sources, written into the tree as the bench writes them, build: they
+// are Go programs kept as text (the old loop's tree builds driverSource too).
+func TestDriversBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two programs")
+	}
+	for name, src := range map[string]string{"driver": driverSource, "improve": improveSource} {
+		// Inside the module (the repository's ignored cache), as the bench writes them.
+		if err := os.MkdirAll("../../../../.cache", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("../../../../.cache", "driver-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(t.TempDir(), name), ".")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}
 }
