@@ -141,21 +141,11 @@ func (s *viewerScreen) newList() *widget.List {
 func (s *viewerScreen) rowText(m *measure.Measurement) string {
 	kind := string(m.Kind)
 	kind = strings.ToUpper(kind[:1]) + kind[1:]
-	head := fmt.Sprintf("%d  %s · %s %d", m.ID, kind, s.planeOf(m.Axis), m.Slice)
+	head := fmt.Sprintf("%d  %s · %s %d", m.ID, kind, m.Plane, m.Slice)
 	if m.Label != "" {
 		head += " · " + m.Label
 	}
 	return head + "\n" + m.Text()
-}
-
-// planeOf names the plane of the views cut across voxel axis axis.
-func (s *viewerScreen) planeOf(axis int) string {
-	for _, v := range s.views {
-		if l := v.Layout(); l.Through == axis {
-			return l.Plane.String()
-		}
-	}
-	return fmt.Sprintf("axis %d", axis)
 }
 
 // showMeasurement shows the slice measurement m lies on, in every plane through it.

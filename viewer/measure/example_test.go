@@ -27,6 +27,6 @@ func Example() {
 	fmt.Println(err)
 	// Output:
 	// 35.0 mm
-	// [{"id":1,"kind":"length","axis":2,"slice":4,"points":[[10,10,4.5],[40,50,4.5]],"world":[[6.6499999999999995,6.6499999999999995,12],[27.65,34.65,12]],"values":[{"name":"length","value":35,"unit":"mm"}]}]
+	// [{"id":1,"kind":"length","axis":2,"slice":4,"plane":"axial","points":[[10,10,4.5],[40,50,4.5]],"world":[[6.6499999999999995,6.6499999999999995,12],[27.65,34.65,12]],"values":[{"name":"length","value":35,"unit":"mm"}]}]
 	// measurement outside the image: point 2 (70.0, 50.0, 4.5) is off the 64×64×10 voxels
 }

@@ -131,10 +131,13 @@ func format(x float64) string {
 // coordinates, each on the plane (Points[i][Axis] is Slice + 0.5); World and Values are
 // computed from them (Compute).
 type Measurement struct {
-	ID    int    `json:"id"` // given by the Set, from 1
-	Kind  Kind   `json:"kind"`
-	Axis  int    `json:"axis"`  // the voxel axis the plane is normal to: 0, 1 or 2
-	Slice int    `json:"slice"` // the plane's index along Axis
+	ID    int  `json:"id"` // given by the Set, from 1
+	Kind  Kind `json:"kind"`
+	Axis  int  `json:"axis"`  // the voxel axis the plane is normal to: 0, 1 or 2
+	Slice int  `json:"slice"` // the plane's index along Axis
+	// Plane names the plane as a reader does, from the volume's direction: "axial",
+	// "coronal" or "sagittal" (Compute sets it).
+	Plane string `json:"plane"`
 	Label string `json:"label,omitempty"`
 	// Points are in continuous voxel coordinates (voxel i covers [i, i+1)).
 	Points [][3]float64 `json:"points"`
@@ -297,8 +300,31 @@ func Compute(vol *volume.Volume, m *Measurement, unit string) error {
 		c := math.Max(-1, math.Min(1, dot(u, v)/(nu*nv)))
 		vals = []Value{{"angle", math.Acos(c) * 180 / math.Pi, UnitDeg}}
 	}
-	m.Points, m.World, m.Values = pts, world, vals
+	m.Points, m.World, m.Values, m.Plane = pts, world, vals, PlaneName(vol, m.Axis)
 	return nil
+}
+
+// PlaneName names the plane normal to voxel axis axis of vol: "axial" when the axis runs
+// nearest the patient's S, "coronal" nearest P, "sagittal" nearest L. Each voxel axis
+// takes a patient axis of its own, the largest direction cosines first (as the viewer
+// lays its planes out), so an oblique grid still has all three planes.
+func PlaneName(vol *volume.Volume, axis int) string {
+	var usedR, usedC [3]bool
+	for range 3 {
+		best, br, bc := -1.0, 0, 0
+		for r := range 3 {
+			for c := range 3 {
+				if !usedR[r] && !usedC[c] && math.Abs(vol.Direction[3*r+c]) > best {
+					best, br, bc = math.Abs(vol.Direction[3*r+c]), r, c
+				}
+			}
+		}
+		usedR[br], usedC[bc] = true, true
+		if bc == axis {
+			return [3]string{"sagittal", "coronal", "axial"}[br]
+		}
+	}
+	return ""
 }
 
 // World maps continuous voxel coordinates p (voxel i covers [i, i+1)) to LPS millimetres.

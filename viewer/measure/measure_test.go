@@ -491,7 +491,9 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"kind":"ellipse"`, `"axis":1`, `"slice":3`, `"world":[[`, `"unit":"mm2"`, `"unit":"[hnsf'U]"`} {
+	// On the oblique grid voxel axis 1 runs nearest P (its direction column is
+	// (−sin 30°, cos 30° cos 20°, cos 30° sin 20°) = (−0.5, 0.81, 0.30)): coronal.
+	for _, want := range []string{`"kind":"ellipse"`, `"axis":1`, `"slice":3`, `"plane":"coronal"`, `"world":[[`, `"unit":"mm2"`, `"unit":"[hnsf'U]"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s: %s", want, b)
 		}

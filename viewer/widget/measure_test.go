@@ -255,3 +255,20 @@ func count(img *image.RGBA, c interface{ RGBA() (r, g, b, a uint32) }) int {
 	}
 	return n
 }
+
+// TestMeasurePlaneNames: a measurement names its plane as the view that shows it does, on
+// an axis-aligned grid and on ones turned 30°, 40° (near the diagonal, where a grid's axes
+// could swap names) and 135° about S.
+func TestMeasurePlaneNames(t *testing.T) {
+	vol, _ := ctVolume(t)
+	for _, deg := range []float64{0, 30, 40, 135} {
+		c, s := math.Cos(deg*math.Pi/180), math.Sin(deg*math.Pi/180)
+		vol.Direction = [9]float64{c, -s, 0, s, c, 0, 0, 0, 1}
+		for _, p := range []Plane{Axial, Coronal, Sagittal} {
+			l := NewLayout(vol, p)
+			if got := measure.PlaneName(vol, l.Through); got != p.String() {
+				t.Errorf("turned %v°: the %v view's measurements say %q", deg, p, got)
+			}
+		}
+	}
+}
