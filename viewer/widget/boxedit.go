@@ -93,7 +93,8 @@ func MarksOf(s marks.Set) []Mark {
 	return Marks(boxes, pts, nil)
 }
 
-// Paint implements Painter.
+// Paint implements Painter: the tool's work at voxel idx of the view's slice, a drag's
+// first voxel begin.
 func (b *BoxEditor) Paint(idx [3]int, begin bool) {
 	var err error
 	changed := false
@@ -194,7 +195,7 @@ func (b *BoxEditor) TakeRune(r rune) bool {
 	return true
 }
 
-// centre is the centre of voxel idx.
+// voxelCentre is the centre of voxel idx.
 func voxelCentre(idx [3]int) [3]float64 {
 	return [3]float64{float64(idx[0]) + 0.5, float64(idx[1]) + 0.5, float64(idx[2]) + 0.5}
 }

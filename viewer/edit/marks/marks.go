@@ -316,11 +316,13 @@ func Diff(was, now Set, pointRadius float64) []Change {
 		}
 		return by[key]
 	}
+	type boxKey struct {
+		min, max [3]float64
+		class    int
+	}
 	pb := pair(len(was.Boxes), len(now.Boxes),
-		func(i, j int) bool {
-			a, b := was.Boxes[i], now.Boxes[j]
-			return a.Min == b.Min && a.Max == b.Max && a.Class == b.Class
-		},
+		func(i int) any { return boxKey{was.Boxes[i].Min, was.Boxes[i].Max, was.Boxes[i].Class} },
+		func(j int) any { return boxKey{now.Boxes[j].Min, now.Boxes[j].Max, now.Boxes[j].Class} },
 		func(i, j int) (float64, bool) {
 			v := iou(was.Boxes[i], now.Boxes[j])
 			return -v, v > 0
@@ -331,10 +333,13 @@ func Diff(was, now Set, pointRadius float64) []Change {
 			return was.Boxes[i].Min != now.Boxes[j].Min || was.Boxes[i].Max != now.Boxes[j].Max
 		},
 		func(k int) *Change { return get(KindBox, k) })
+	type pointKey struct {
+		at    [3]float64
+		class int
+	}
 	pp := pair(len(was.Points), len(now.Points),
-		func(i, j int) bool {
-			return was.Points[i].At == now.Points[j].At && was.Points[i].Class == now.Points[j].Class
-		},
+		func(i int) any { return pointKey{was.Points[i].At, was.Points[i].Class} },
+		func(j int) any { return pointKey{now.Points[j].At, now.Points[j].Class} },
 		func(i, j int) (float64, bool) {
 			d := dist(was.Points[i].At, now.Points[j].At)
 			return d, d <= pointRadius
@@ -358,19 +363,23 @@ func Diff(was, now Set, pointRadius float64) []Change {
 	return out
 }
 
-// pair matches items 0..n-1 of was with items 0..m-1 of now: first the same ones, then by
-// cost, the least first, among the pairs close enough. It returns, per item of now, its
-// item of was (-1: none).
-func pair(n, m int, same func(i, j int) bool, cost func(i, j int) (float64, bool)) []int {
+// pair matches items 0..n-1 of was with items 0..m-1 of now: first those of the same key
+// (place and class), in order, then by cost, the least first, among the pairs close
+// enough. It returns, per item of now, its item of was (-1: none).
+func pair(n, m int, keyWas, keyNow func(int) any, cost func(i, j int) (float64, bool)) []int {
 	of := make([]int, m)
 	used := make([]bool, n)
+	byKey := map[any][]int{}
+	for i := range n {
+		k := keyWas(i)
+		byKey[k] = append(byKey[k], i)
+	}
 	for j := range of {
 		of[j] = -1
-		for i := range n {
-			if !used[i] && same(i, j) {
-				of[j], used[i] = i, true
-				break
-			}
+		k := keyNow(j)
+		if l := byKey[k]; len(l) > 0 {
+			of[j], used[l[0]] = l[0], true
+			byKey[k] = l[1:]
 		}
 	}
 	type cand struct {
