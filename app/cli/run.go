@@ -61,7 +61,8 @@ Confidentiality Profile (its UIDs replaced, so it no longer matches the studies 
 --from PACKAGE improves a model package of the task: the package is checked as amid predict
 checks it, its model continues on the training cases and on the cases readers corrected
 (those its audit log records, and those of the run or predict-run folders --corrections
-names; a correction whose file changed after it was recorded is refused), within the budget.
+names, by default the package's run folder when it is a run's own RUN/package; a correction
+whose file changed after it was recorded is refused), within the budget.
 Its locked folds are kept and the new cases dealt to them by the same patient-level rule; a
 corrected test case leaves the test set; with --answers the old model is scored beside the
 new on the test cases neither trained on. The new package names its parent's manifest, and

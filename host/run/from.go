@@ -8,7 +8,8 @@ package run
 //     entry that names the package's manifest.json by its sha256, so the new package's log
 //     holds the whole history and export.Verify proves the link (Manifest.Parent).
 //   - The corrections are those recorded in the package's own audit log and in the audit
-//     logs of the run or predict-run folders given (Options.Corrections): each corrected
+//     logs of the run or predict-run folders given (Options.Corrections; by default the
+//     package's run folder, when the package is a run's own RUN/package): each corrected
 //     decision's file must still have the sha256 its review.decision entry recorded; one
 //     that does not is refused with a sentence, and nothing is learned from it.
 //   - Splits stay honest: the package's locked folds are kept (folds.Extend deals the new
@@ -171,6 +172,11 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 	if err := r.record(audit.RoleHost, audit.ActionRunFrom, map[string]string{export.FileManifest: man, "checkpoint": fr.SHA256, "folds": parentFolds.Hash},
 		nil, map[string]any{"task": r.task.ID, "lane": fr.Lane, "plugin": fr.Plugin, "step": fr.Step, "parent_audit_entries": fr.Parent.Entries, "parent_audit_last_hash": fr.Parent.LastHash}); err != nil {
 		return err
+	}
+	if runDir := filepath.Dir(filepath.Clean(fr.Package)); len(sources) == 0 && runDir != r.dir && exists(filepath.Join(runDir, stateFileName)) {
+		// A run's own package (RUN/package, written before its review): the run's
+		// review is where its corrections are recorded.
+		sources = []string{runDir}
 	}
 	for _, src := range append([]string{pkg}, sources...) {
 		if err := r.gatherCorrections(src, src == pkg, entries); err != nil {
