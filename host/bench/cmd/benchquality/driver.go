@@ -48,7 +48,6 @@ func main() {
 
 ` + driverCommon
 
-
 // driverCommon is what both drivers (this one and improve.go's) share: the run's
 // environment, with its own store and the built segmentation plugin trusted, its events
 // printed.

@@ -116,7 +116,6 @@ func main() {
 
 ` + driverCommon
 
-
 // improveRow is an improve run's line of the table.
 type improveRow struct {
 	Run        string   `json:"run"`
