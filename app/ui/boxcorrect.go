@@ -90,6 +90,7 @@ func (c *corrector) editBoxes() {
 			},
 			Classes: len(b.classes),
 			OnClass: func(k int) { c.label.SetSelected(b.classes[k]) },
+			One:     b.spec.Box3D,
 		}
 		c.view.SetMode(vwidget.ShowPrediction)
 		b.editor.Redraw()

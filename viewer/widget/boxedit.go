@@ -44,6 +44,8 @@ type BoxEditor struct {
 	// set, is called with the class a key chose.
 	Classes int
 	OnClass func(int)
+	// One: the set holds one box at most (a task of one 3D box): a box drawn replaces it.
+	One bool
 
 	g boxHold // what the stroke under way holds
 }
@@ -137,6 +139,9 @@ func (b *BoxEditor) Paint(idx [3]int, begin bool) {
 			}
 			lo, hi := b.span(b.g.from, idx)
 			if b.g.i < 0 {
+				for b.One && err == nil && len(b.Editor.Set().Boxes) > 0 {
+					err = b.Editor.DeleteBox(0) // within the stroke: one step with the new box
+				}
 				b.g.i, err = b.Editor.AddBox(marks.Box{Min: lo, Max: hi, Class: b.Class})
 				if err != nil {
 					b.g = boxHold{}

@@ -126,6 +126,26 @@ func TestBoxEditor(t *testing.T) {
 	}
 }
 
+// TestBoxEditorOne: with One set (a task of one 3D box), a box drawn replaces the one
+// there, in one step.
+func TestBoxEditorOne(t *testing.T) {
+	v, w := newView(t, Axial)
+	old := marks.Box{Min: [3]float64{0, 0, 0}, Max: [3]float64{4, 4, 5}, Score: 1}
+	e := marks.New(marks.Set{Boxes: []marks.Box{old}}, 3)
+	b := &BoxEditor{View: v, Editor: e, Tool: BoxDraw, One: true}
+	v.SetPainter(b)
+	settle(t, v)
+	s := float64(v.Slice())
+	boxDrag(w.Canvas(), voxelPos(v, 6, 5), voxelPos(v, 8, 7))
+	wantBox(t, e, 0, 6, 5, 9, 8, s, 0)
+	if n := len(e.Set().Boxes); n != 1 {
+		t.Fatalf("%d boxes, want the drawn one alone", n)
+	}
+	if !b.Undo() || len(e.Set().Boxes) != 1 || e.Set().Boxes[0].Max != old.Max {
+		t.Errorf("one undo gives %+v, want the old box back", e.Set().Boxes)
+	}
+}
+
 // TestBoxEditorHidden cannot take a box the view hides below its score threshold.
 func TestBoxEditorHidden(t *testing.T) {
 	v, w := newView(t, Axial)
