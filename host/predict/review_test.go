@@ -77,7 +77,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := marks.New(s, 3)
+	e := marks.New(s, 3) // the task's point radius
 	if err := e.MovePoint(0, [3]float64{12.5, 10.5, 0.5}); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := marks.New(s, 3)
+	e := marks.New(s, 3) // the task's point radius
 	if err := e.ClassBox(1, 2); err != nil {
 		t.Fatal(err)
 	}

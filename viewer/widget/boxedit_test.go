@@ -40,6 +40,9 @@ func wantBox(t *testing.T, e *marks.Editor, i int, x0, y0, x1, y1, s float64, k 
 	}
 }
 
+// The editors of these tests count no changes (Changes), so the point radius they are made
+// with, 0, does not matter.
+
 // TestBoxEditor drives each box tool through the view on ctVolume's 12 × 10 voxels (the
 // middle slice, 2, shown) and checks the boxes and points box by box: a drag from voxel
 // (2, 2) to (5, 4) draws a box over x 2..6, y 2..5; a drag from its inside voxel (4, 3) to
@@ -50,7 +53,7 @@ func wantBox(t *testing.T, e *marks.Editor, i int, x0, y0, x1, y1, s float64, k 
 func TestBoxEditor(t *testing.T) {
 	v, w := newView(t, Axial)
 	c := w.Canvas()
-	e := marks.New(marks.Set{}, 3)
+	e := marks.New(marks.Set{}, 0)
 	edits := 0
 	b := &BoxEditor{View: v, Editor: e, Tool: BoxDraw, Class: 1, OnEdit: func(err error) {
 		if err != nil {
@@ -131,7 +134,7 @@ func TestBoxEditor(t *testing.T) {
 func TestBoxEditorOne(t *testing.T) {
 	v, w := newView(t, Axial)
 	old := marks.Box{Min: [3]float64{0, 0, 0}, Max: [3]float64{4, 4, 5}, Score: 1}
-	e := marks.New(marks.Set{Boxes: []marks.Box{old}}, 3)
+	e := marks.New(marks.Set{Boxes: []marks.Box{old}}, 0)
 	b := &BoxEditor{View: v, Editor: e, Tool: BoxDraw, One: true}
 	v.SetPainter(b)
 	settle(t, v)
@@ -149,7 +152,7 @@ func TestBoxEditorOne(t *testing.T) {
 // TestBoxEditorHidden cannot take a box the view hides below its score threshold.
 func TestBoxEditorHidden(t *testing.T) {
 	v, w := newView(t, Axial)
-	e := marks.New(marks.Set{Boxes: []marks.Box{{Min: [3]float64{2, 2, 0}, Max: [3]float64{8, 8, 5}, Score: 0.2}}}, 3)
+	e := marks.New(marks.Set{Boxes: []marks.Box{{Min: [3]float64{2, 2, 0}, Max: [3]float64{8, 8, 5}, Score: 0.2}}}, 0)
 	b := &BoxEditor{View: v, Editor: e, Tool: BoxDelete}
 	v.SetPainter(b)
 	v.SetScoreThreshold(0.5)
@@ -222,7 +225,7 @@ func TestToolKeys(t *testing.T) {
 	if v.Slice() != slice+1 {
 		t.Errorf("the wheel alone: slice %d, want %d", v.Slice(), slice+1)
 	}
-	be := &BoxEditor{View: v, Editor: marks.New(marks.Set{}, 3), Classes: 3}
+	be := &BoxEditor{View: v, Editor: marks.New(marks.Set{}, 0), Classes: 3} // three classes: key 3 chooses the last
 	v.SetPainter(be)
 	v.TypedRune('3')
 	if be.Class != 2 {

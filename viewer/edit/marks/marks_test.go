@@ -15,6 +15,11 @@ func box(x0, y0, x1, y1 float64, k int) Box {
 	return Box{Min: [3]float64{x0, y0, 0}, Max: [3]float64{x1, y1, 1}, Class: k, Score: 0.9}
 }
 
+// radius is the distance (voxels) within which the tests' points are the same object: less
+// than the 10 voxels one point of prediction moves in TestDiff, more than the 3 the other
+// moves.
+const radius = 4
+
 // prediction has three boxes (classes 0, 1, 1) and two points (classes 0, 1).
 func prediction() Set {
 	return Set{
@@ -26,7 +31,7 @@ func prediction() Set {
 // TestEditorHistory takes each edit in turn, undoes them all and redoes them all: each
 // undo gives back the set as it was before its step, each redo the set after it.
 func TestEditorHistory(t *testing.T) {
-	e := New(prediction(), 4)
+	e := New(prediction(), radius)
 	var sets []Set // the set after each step
 	step := func(what string, err error) {
 		t.Helper()
@@ -91,7 +96,7 @@ func same(a, b Set) bool {
 
 // TestStroke makes a drag's many moves one step, and a stroke that changes nothing none.
 func TestStroke(t *testing.T) {
-	e := New(prediction(), 4)
+	e := New(prediction(), radius)
 	e.Begin()
 	for dx := 1.0; dx <= 5; dx++ {
 		if err := e.PlaceBox(0, [3]float64{dx, 0, 0}, [3]float64{10 + dx, 10, 1}); err != nil {
@@ -112,7 +117,7 @@ func TestStroke(t *testing.T) {
 // TestRefused refuses what names no box or point, empty or infinite boxes, negative
 // classes, and leaves the history as it was.
 func TestRefused(t *testing.T) {
-	e := New(prediction(), 4)
+	e := New(prediction(), radius)
 	for what, err := range map[string]error{
 		"box 3":             e.DeleteBox(3),
 		"box -1":            e.ClassBox(-1, 0),
@@ -136,7 +141,7 @@ func TestRefused(t *testing.T) {
 
 // TestDiff counts, per class, what the edits did against the prediction.
 func TestDiff(t *testing.T) {
-	e := New(prediction(), 4)
+	e := New(prediction(), radius)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -165,7 +170,7 @@ func TestDiff(t *testing.T) {
 	r := p.Clone()
 	slices.Reverse(r.Boxes)
 	slices.Reverse(r.Points)
-	if d := Diff(p, r, 4); len(d) != 0 {
+	if d := Diff(p, r, radius); len(d) != 0 {
 		t.Errorf("a reordered set differs: %+v", d)
 	}
 }
