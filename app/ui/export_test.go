@@ -391,7 +391,9 @@ func useModel(t *testing.T, a *App, q loop, dir, pkg string) {
 		names[name] = c.ID
 	}
 	u.addInput(in)
-	out := filepath.Join(t.TempDir(), "predicted")
+	// Beside the package, which outlives the subtest: the next one improves the package
+	// from this predict run.
+	out := filepath.Join(filepath.Dir(pkg), "predicted")
 	u.out.SetText(out)
 	test.Tap(u.button)
 	q.waitUpTo(t, "predictions", 3*time.Minute, func() bool { return len(u.cases) == len(ds.Test) || strings.HasPrefix(u.status.Text, "Predict failed") })
