@@ -112,6 +112,10 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 	if pk.Task.ID != r.task.ID {
 		return fmt.Errorf("the package %s is a model of task %s, not of %s", pkg, pk.Task.ID, r.task.ID)
 	}
+	if pk.Model.Deidentified || r.st.Deidentify {
+		// Its cases are named by pseudonyms whose key stays in its run folder.
+		return fmt.Errorf("the package %s or this run is de-identified, and improving a model across pseudonyms is not built: improve it from a run that is not", pkg)
+	}
 	man, err := fileio.PathSHA256(filepath.Join(pkg, export.FileManifest))
 	if err != nil {
 		return err
