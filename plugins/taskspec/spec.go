@@ -139,6 +139,11 @@ type Annotation struct {
 	Box3D *Box3D `json:"box3d,omitempty"`
 	// Classes maps attribute name to class index.
 	Classes map[string]int `json:"classes,omitempty"`
+	// Probs maps attribute name to a prediction's probability of each of the attribute's
+	// classes, in class order: what the metrics that rank or calibrate need (AUROC,
+	// sensitivity at a threshold, Brier score, calibration error). Optional; a ground
+	// truth has none.
+	Probs map[string][]float64 `json:"probs,omitempty"`
 	// Score is a regressed score.
 	Score *float64 `json:"score,omitempty"`
 }
@@ -324,6 +329,17 @@ func (a *Annotation) Check(s *Spec) error {
 		at, ok := s.Attribute(name)
 		if !ok || c < 0 || c >= len(at.Classes) {
 			return fmt.Errorf("%w: class %s = %d is outside the task's attributes", ErrAnnotation, name, c)
+		}
+	}
+	for name, p := range a.Probs {
+		at, ok := s.Attribute(name)
+		if !ok || len(p) != len(at.Classes) {
+			return fmt.Errorf("%w: probabilities of %s: %d values for an attribute of the task with %d classes", ErrAnnotation, name, len(p), len(at.Classes))
+		}
+		for k, v := range p {
+			if !finite(v) || v < 0 || v > 1 {
+				return fmt.Errorf("%w: probability %d of %s is %g, not in [0, 1]", ErrAnnotation, k, name, v)
+			}
 		}
 	}
 	if a.Score != nil && !finite(*a.Score) {

@@ -33,12 +33,18 @@ func TestAnnotationCheck(t *testing.T) {
 	if _, err := DecodeAnnotation([]byte(good), dentex); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := DecodeAnnotation([]byte(`{"classes":{"diagnosis":1},"probs":{"diagnosis":[0.25,0.75]}}`), dentex); err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range []string{
 		`{"boxes":[{"x":1,"y":2,"w":0,"h":4}]}`,                        // empty box
 		`{"boxes":[{"x":1,"y":2,"w":3,"h":4,"attrs":{"quadrant":4}}]}`, // class 4 of 4
 		`{"boxes":[{"x":1,"y":2,"w":3,"h":4,"attrs":{"tooth":0}}]}`,    // unknown attribute
 		`{"box3d":{"min":[-1,0,0],"size":[1,1,1]}}`,                    // negative corner
 		`{"score":1,"extra":true}`,                                     // unknown field
+		`{"probs":{"diagnosis":[0.5]}}`,                                // one probability for 2 classes
+		`{"probs":{"diagnosis":[1.5,-0.5]}}`,                           // outside [0, 1]
+		`{"probs":{"tooth":[0.5,0.5]}}`,                                // unknown attribute
 		`not json`,
 	} {
 		if _, err := DecodeAnnotation([]byte(b), dentex); err == nil {
