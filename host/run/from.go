@@ -25,7 +25,11 @@ package run
 //     at its cap (a forest with all its trees: its plan's max_steps) has nothing to
 //     continue: it is trained again from the start on each of the kept folds, the
 //     corrected cases among their training cases, and its fold models are ensembled
-//     ([Runner.trainFolds]), each scored on its fold's validation cases.
+//     ([Runner.trainFolds]), each scored on its fold's validation cases. When the package
+//     is itself that lane's fold ensemble, its fold models are scored on the same folds'
+//     validation cases (the folds are kept, so none of them trained on its fold's cases)
+//     and the package's ensemble stands when its out-of-fold mean is the higher: a change
+//     of model is judged on validation evidence ([Runner.keepBetter]).
 
 import (
 	"context"
@@ -65,6 +69,10 @@ type From struct {
 	Step       int64           `json:"step"`
 	// MaxSteps is the lane's cap in the package's plan (0: none).
 	MaxSteps int `json:"max_steps,omitempty"`
+	// Members are the package's fold models when it is a fold ensemble (their weights
+	// copied into the run), Vote that their label maps are voted.
+	Members []predict.Member `json:"members,omitempty"`
+	Vote    bool             `json:"vote,omitempty"`
 	// Sources are the folders whose recorded corrections were read, the package first.
 	Sources   []string    `json:"sources"`
 	Corrected []Corrected `json:"corrected,omitempty"`
@@ -147,7 +155,14 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 		Lane: mc.Lane, Plugin: mc.Plugin, Config: mc.PluginConfig, Sources: []string{pkg}}
 	ck := mc.Checkpoint
 	if len(mc.Members) > 0 {
-		ck, fr.Config = mc.Members[0].Checkpoint, mc.Members[0].PluginConfig
+		ck, fr.Config, fr.Vote = mc.Members[0].Checkpoint, mc.Members[0].PluginConfig, mc.Vote
+		for _, m := range mc.Members {
+			m.Checkpoint = r.path(fromDir, "model", m.Checkpoint)
+			if err := copyFile(filepath.Join(pkg, export.DirModel, filepath.Base(m.Checkpoint)), m.Checkpoint); err != nil {
+				return err
+			}
+			fr.Members = append(fr.Members, m)
+		}
 	}
 	fr.Checkpoint = r.path(fromDir, "model", filepath.Base(ck))
 	if err := copyFile(filepath.Join(pkg, export.DirModel, ck), fr.Checkpoint); err != nil {
@@ -479,6 +494,9 @@ func (r *Runner) retrainFrom(ctx context.Context, w *LaneState) error {
 		}
 	}
 	err := r.trainFolds(ctx, w)
+	if err == nil {
+		err = r.keepBetter(ctx, w)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -491,6 +509,56 @@ func (r *Runner) retrainFrom(ctx context.Context, w *LaneState) error {
 		return r.record(audit.RoleHost, "final.failed", nil, nil, map[string]any{"mode": schedule.FinalEnsemble, "reason": err.Error()})
 	}
 	return nil
+}
+
+// keepBetter scores each of the package's fold models on its kept fold's validation cases
+// beside the retrained fold model of that fold, and makes the package's ensemble the
+// final model again when its out-of-fold mean is higher. Nothing to compare unless the
+// package is a voted fold ensemble of w's lane on as many folds.
+func (r *Runner) keepBetter(ctx context.Context, w *LaneState) error {
+	fr, fm := r.st.From, r.st.Final
+	if !fr.Vote || len(fr.Members) != len(r.st.Union) {
+		return nil
+	}
+	fl, err := r.folds()
+	if err != nil {
+		return err
+	}
+	var was, now float64
+	n := 0
+	for _, m := range fr.Members {
+		var k int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(m.Lane, w.ID+"."), "f%d", &k); err != nil || k >= fl.K || !strings.HasPrefix(m.Lane, w.ID+".") {
+			return nil // not a fold model of this lane's folds
+		}
+		_, val, err := fl.Split(r.data.Train, k)
+		if err != nil {
+			return err
+		}
+		s, err := r.validate(ctx, r.path(fromDir, "val", fmt.Sprintf("f%d", k)), w.Plugin, m.PluginConfig, m.Checkpoint, val)
+		if err != nil {
+			return fmt.Errorf("the package's fold model %s on fold %d: %w", m.Lane, k, err)
+		}
+		if f := w.Folds[k]; f.scored() && s.Undefined == "" {
+			was, now, n = was+s.Value, now+f.Score, n+1
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	was, now = was/float64(n), now/float64(n)
+	kept := was > now
+	r.logf("on the kept folds' validation cases (the corrected cases among them), the package's fold models score %.4f out of fold, the retrained ones %.4f", was, now)
+	if err := r.record(audit.RoleHost, "final.compared", nil, nil, map[string]any{"package_out_of_fold": was, "retrained_out_of_fold": now, "folds": n, "package_kept": kept}); err != nil {
+		return err
+	}
+	if kept {
+		r.st.Union = slices.Clone(fr.Members)
+		fm.Why += fmt.Sprintf("; on the same folds the package's own fold models score %.4f out of fold against the retrained %.4f, so the package's ensemble stands", was, now)
+		fm.OutOfFold = was
+		r.st.Notes = append(r.st.Notes, fmt.Sprintf("the corrections did not improve the model on validation (out of fold %.4f retrained against %.4f for the package's): the package's ensemble is submitted", now, was))
+	}
+	return r.save()
 }
 
 // chooseFrom is the final phase's choice in an improving run: the continued model.

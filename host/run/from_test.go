@@ -210,6 +210,17 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 		t.Errorf("a manifest naming another parent: %v", err)
 	}
 
+	if fr.Vote {
+		// A fold ensemble's own fold models were scored on the kept folds beside the
+		// retrained ones, and the log says which stands.
+		compared := false
+		for _, e := range now[len(was):] {
+			compared = compared || e.Action == "final.compared"
+		}
+		if !compared {
+			t.Error("the package's fold ensemble was not compared with the retrained one on the kept folds")
+		}
+	}
 	if !tamper {
 		return
 	}
