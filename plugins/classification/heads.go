@@ -163,6 +163,28 @@ func prior(s *taskspec.Spec, labels []map[string]int) map[string]int {
 	return out
 }
 
+// freqs are, per attribute, the share of labels in each of its classes.
+func freqs(s *taskspec.Spec, labels []map[string]int) map[string][]float64 {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := map[string][]float64{}
+	for _, a := range s.Attributes {
+		n := make([]int, len(a.Classes))
+		for _, l := range labels {
+			if c, ok := l[a.Name]; ok && c >= 0 && c < len(n) {
+				n[c]++
+			}
+		}
+		f := make([]float64, len(n))
+		for c, k := range n {
+			f[c] = float64(k) / float64(len(labels))
+		}
+		out[a.Name] = f
+	}
+	return out
+}
+
 // readLabels reads the classification label of every case, checked against the spec:
 // each needs a label file whose classes name every attribute, within its classes.
 func readLabels(cases []protocol.Case, s *taskspec.Spec) ([]map[string]int, error) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,6 +119,29 @@ func TestResume(t *testing.T) {
 		if len(a.Classes) != len(s.Attributes) {
 			t.Errorf("case %s: classes %v, want all %d attributes", p.CaseID, a.Classes, len(s.Attributes))
 		}
+		checkProbs(t, p.CaseID, s, a)
+	}
+}
+
+// checkProbs checks that a prediction gives every attribute one probability a class,
+// summing to 1 (to 1e-9: a float64 sum of a handful of terms), its class among the
+// possible ones. (A variant head picks the likeliest variant; an attribute's marginal
+// probability may favour another class than the variant's.)
+func checkProbs(t *testing.T, id string, s *taskspec.Spec, a *taskspec.Annotation) {
+	t.Helper()
+	for _, at := range s.Attributes {
+		p := a.Probs[at.Name]
+		if len(p) != len(at.Classes) {
+			t.Errorf("case %s: %s has probabilities %v, want %d", id, at.Name, p, len(at.Classes))
+			continue
+		}
+		sum := 0.0
+		for _, v := range p {
+			sum += v
+		}
+		if math.Abs(sum-1) > 1e-9 || p[a.Classes[at.Name]] == 0 {
+			t.Errorf("case %s: %s has probabilities %v (sum %v) for class %d", id, at.Name, p, sum, a.Classes[at.Name])
+		}
 	}
 }
 
@@ -167,6 +192,10 @@ func TestPriorPredicts(t *testing.T) {
 		if a.Classes[k] != v {
 			t.Errorf("prior %s = %d, want %d", k, a.Classes[k], v)
 		}
+	}
+	// The prior's probabilities are the labels' shares: Acom is 1 in 3 of the 4 cases.
+	if p := a.Probs["Acom"]; !slices.Equal(p, []float64{0.25, 0.75}) {
+		t.Errorf("prior probabilities of Acom %v, want [0.25 0.75]", p)
 	}
 }
 

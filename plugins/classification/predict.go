@@ -67,28 +67,31 @@ func load(be engine.Backend, path string) (*predictor, error) {
 	return p, nil
 }
 
-// classes predicts a case's class of every attribute, and how sure the network is: the
-// least, over its heads, of the chosen class's softmax probability (nil for the prior,
+// classes predicts a case's class of every attribute, the probability of each of its
+// classes (a head's softmax, summed over the head's classes that give the attribute each
+// class; the prior lane's: the training labels' shares), and how sure the network is:
+// the least, over its heads, of the chosen class's softmax probability (nil for the prior,
 // which has no network).
-func (p *predictor) classes(k protocol.Case) (map[string]int, *float64, error) {
+func (p *predictor) classes(k protocol.Case) (map[string]int, map[string][]float64, *float64, error) {
 	if len(k.Images) == 0 {
-		return nil, nil, fmt.Errorf("case %s has no image file", k.ID)
+		return nil, nil, nil, fmt.Errorf("case %s has no image file", k.ID)
 	}
 	if p.model == nil {
-		return p.rec.Prior, nil, nil
+		return p.rec.Prior, p.priorProbs(), nil, nil
 	}
 	c := p.rec.Config
 	im, err := cnn.Load(k.Images, p.rec.Dims, c.ROIXYZ(), c.GridXYZ())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if im.C != p.rec.Channels {
-		return nil, nil, fmt.Errorf("%w: %d channels, the model was trained on %d", cnn.ErrImage, im.C, p.rec.Channels)
+		return nil, nil, nil, fmt.Errorf("%w: %d channels, the model was trained on %d", cnn.ErrImage, im.C, p.rec.Channels)
 	}
 	if err := p.rec.Intensity.Apply(im); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := map[string]int{}
+	probs := map[string][]float64{}
 	conf := 1.0
 	err = cnn.Infer(p.model, []*cnn.Image{im}, func(_ int, y []float32) {
 		off := 0
@@ -102,17 +105,50 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, *float64, error) {
 			for i, a := range h.Attrs {
 				out[a] = h.Classes[best][i]
 			}
-			// softmax of the head's logits at its best class: 1 / Σ exp(y_k − y_best)
+			// softmax of the head's logits: exp(y_k − y_best) / Σ exp(y_j − y_best)
+			e := make([]float64, len(h.Classes))
 			var z float64
 			for k := range h.Classes {
-				z += math.Exp(float64(y[off+k] - y[off+best]))
+				e[k] = math.Exp(float64(y[off+k] - y[off+best]))
+				z += e[k]
 			}
 			conf = min(conf, 1/z)
+			for i, a := range h.Attrs {
+				at, ok := p.rec.attribute(a)
+				if !ok {
+					continue
+				}
+				pa := make([]float64, at)
+				for k, v := range h.Classes {
+					if c := v[i]; c >= 0 && c < at {
+						pa[c] += e[k] / z
+					}
+				}
+				for c := range pa {
+					pa[c] = min(pa[c], 1)
+				}
+				probs[a] = pa
+			}
 			off += len(h.Classes)
 		}
 	})
 	p.model.SetTraining(false)
-	return out, &conf, err
+	return out, probs, &conf, err
+}
+
+// priorProbs are the prior lane's probabilities: the training labels' shares (none in a
+// checkpoint older than them).
+func (p *predictor) priorProbs() map[string][]float64 {
+	out := map[string][]float64{}
+	for a, c := range p.rec.Prior {
+		if f, ok := p.rec.Freqs[a]; ok && c >= 0 && c < len(f) {
+			out[a] = f
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Close frees the model's device memory (nothing on the CPU or for the prior).
@@ -131,11 +167,11 @@ func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err != nil {
 			return none, err
 		}
-		cl, conf, err := p.classes(k)
+		cl, probs, conf, err := p.classes(k)
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", k.ID, err)
 		}
-		b, err := (&taskspec.Annotation{Classes: cl}).Marshal()
+		b, err := (&taskspec.Annotation{Classes: cl, Probs: probs}).Marshal()
 		if err != nil {
 			return none, err
 		}

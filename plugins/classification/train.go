@@ -31,6 +31,9 @@ type saved struct {
 	Heads     []head         `json:"heads,omitempty"`
 	Units     []unit         `json:"units"`
 	Prior     map[string]int `json:"prior"`
+	// Freqs are, per attribute, the share of the training labels in each class: the prior
+	// lane's probabilities (absent in older checkpoints: the prior's class gets 1).
+	Freqs map[string][]float64 `json:"freqs,omitempty"`
 }
 
 // empty is the weightless model of the prior lane's checkpoint.
@@ -65,7 +68,7 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 		}
 	}
 	clock := sdk.NewClock(req)
-	rec := saved{Config: c, Dims: s.Dims, Units: units(s), Prior: prior(s, labels)}
+	rec := saved{Config: c, Dims: s.Dims, Units: units(s), Prior: prior(s, labels), Freqs: freqs(s, labels)}
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		var (
 			path  string
@@ -264,7 +267,7 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if pred[i], _, err = p.classes(k); err != nil {
+			if pred[i], _, _, err = p.classes(k); err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
 			}
 			priors[i] = p.rec.Prior
@@ -282,4 +285,11 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 		out[m] = out["balanced_accuracy"]
 	}
 	return out, nil
+}
+
+// attribute is the number of classes of attribute a, from the record's class shares
+// (false in a checkpoint older than them).
+func (r *saved) attribute(a string) (int, bool) {
+	f, ok := r.Freqs[a]
+	return len(f), ok && len(f) > 0
 }
