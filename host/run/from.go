@@ -513,11 +513,12 @@ func (r *Runner) retrainFrom(ctx context.Context, w *LaneState) error {
 
 // keepBetter scores each of the package's fold models on its kept fold's validation cases
 // beside the retrained fold model of that fold, and makes the package's ensemble the
-// final model again when its out-of-fold mean is higher. Nothing to compare unless the
-// package is a voted fold ensemble of w's lane on as many folds.
+// final model again when its out-of-fold mean over those folds is higher (a package may
+// hold fewer folds' models than were retrained: the time held only some). Nothing to
+// compare unless the package is a voted fold ensemble of w's lane.
 func (r *Runner) keepBetter(ctx context.Context, w *LaneState) error {
 	fr, fm := r.st.From, r.st.Final
-	if !fr.Vote || len(fr.Members) != len(r.st.Union) {
+	if !fr.Vote || len(fr.Members) == 0 {
 		return nil
 	}
 	fl, err := r.folds()
@@ -548,7 +549,7 @@ func (r *Runner) keepBetter(ctx context.Context, w *LaneState) error {
 	}
 	was, now = was/float64(n), now/float64(n)
 	kept := was > now
-	r.logf("on the kept folds' validation cases (the corrected cases among them), the package's fold models score %.4f out of fold, the retrained ones %.4f", was, now)
+	r.logf("on the validation cases of the %d kept folds the package has models of (the corrected cases among them), the package's fold models score %.4f out of fold, the retrained ones %.4f", n, was, now)
 	if err := r.record(audit.RoleHost, "final.compared", nil, nil, map[string]any{"package_out_of_fold": was, "retrained_out_of_fold": now, "folds": n, "package_kept": kept}); err != nil {
 		return err
 	}
