@@ -12,7 +12,9 @@ BIN   := bin
 # (libgdcm-tools, python3-gdcm), dcmtk and OpenJPEG's tools (the decoders' references),
 # dicom3tools (dciodvfy validates the DICOM objects AMID writes), plastimatch (the anchor
 # for rasterising RTSTRUCT contours), pydicom with numpy (reads them back) and dcm2niix
-# (the anchor for how DICOM series become volumes: geometry, tilt, spacing); the Vulkan
+# (the anchor for how DICOM series become volumes: geometry, tilt, spacing), scikit-learn
+# (python3-sklearn: the clinical metrics' reference, plugins/metrics/testdata/clinical_ref.py,
+# which a test runs again in CI); the Vulkan
 # loader and headers, Mesa's lavapipe (a Vulkan driver on the CPU, on which CI runs every
 # GPU kernel), glslc and spirv-val for the engine's compute shaders, and vulkaninfo; Slurm
 # (slurm-wlm: slurmctld, slurmd and the client commands) and munge, for the one-node
@@ -25,7 +27,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             libxinerama-dev libxi-dev libxxf86vm-dev protobuf-compiler libprotobuf-dev libopenblas-dev \
             xvfb xdotool imagemagick libgl1-mesa-dri \
             libgdcm-tools python3-gdcm dcmtk libopenjp2-tools \
-            dicom3tools plastimatch python3-pydicom python3-numpy dcm2niix \
+            dicom3tools plastimatch python3-pydicom python3-numpy python3-sklearn dcm2niix \
             libvulkan-dev mesa-vulkan-drivers glslc spirv-tools vulkan-tools \
             slurm-wlm munge orthanc orthanc-dicomweb curl
 FUZZTIME ?= 3000x

@@ -17,6 +17,17 @@
 // covers the cell and nuclei tasks, COCO detection, image quality and the statistics
 // (balanced accuracy, correlations) that several graders share.
 //
+// clinical*.go are the metrics clinical papers judge a classification by, each as
+// scikit-learn computes it (testdata/clinical_ref.py writes the reference the tests compare
+// with, to 1e-12): AUROC (binary, macro one-vs-rest, mean over the findings of a
+// multi-label task; ties count one half), sensitivity and specificity at a threshold chosen
+// by Youden's J or for a target sensitivity, macro F1, Cohen's kappa with quadratic weights,
+// the Brier score and the expected calibration error (10 equal-width bins of the top-label
+// confidence); Bootstrap gives a 95 % percentile interval over cases (1000 resamples, a fixed
+// seed) of any of them. ParseClinical reads their names in a task's metric. A metric with no
+// value on its cases (an AUROC without positives) returns its reason instead, never 0.5 or
+// NaN.
+//
 // The volumetric half covers the 3D segmentation and detection tasks:
 //
 //   - overlap*.go: Dice with each grader's empty-mask rule, per-label counts (the
