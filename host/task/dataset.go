@@ -23,6 +23,9 @@ type Case struct {
 	Patient string
 	Images  []string // one file (or DICOM folder) per image pattern
 	Label   string   // the label file (per-case formats) or table (table formats); "" for test
+	// Classes are, for a training case whose class is its folder (label format folder),
+	// the class of each attribute; Label is then that folder.
+	Classes map[string]int
 	// Series are, per image, the DICOM series chosen in the case's folder when the
 	// image is a DICOM folder (a study), by the task's series selector; nil for files.
 	// LinkSeries points Images at the chosen series alone.
@@ -75,6 +78,9 @@ func (t *Task) Resolve(root string) (*Dataset, error) {
 }
 
 func (t *Task) split(root string, s *Split, name string, patient *regexp.Regexp) ([]Case, error) {
+	if len(Placeholders(s.Images[0])) > 0 {
+		return t.folderSplit(root, s, name, patient)
+	}
 	first := s.FirstPatterns()
 	ids, err := idsOf(root, first)
 	if err != nil {

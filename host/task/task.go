@@ -168,19 +168,27 @@ const (
 	LabelDENTEX      = "dentex-coco"  // one COCO JSON with category_id_1/2/3 (table)
 	LabelCSV         = "csv"          // one CSV with an id and a value column (table)
 	LabelDICOM       = "dicom"        // a DICOM SEG or RTSTRUCT per case
+	LabelFolder      = "folder"       // the class folders of the image patterns ({class})
 )
 
-var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV, LabelDICOM}
+var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV, LabelDICOM, LabelFolder}
 
 // Table reports whether format keeps every case's label in one file.
 func Table(format string) bool { return format == LabelDENTEX || format == LabelCSV }
 
 // LabelSource names a label file pattern (or table file) and its format.
 type LabelSource struct {
-	Path        string `yaml:"path"`
-	Format      string `yaml:"format"`
+	Path   string `yaml:"path"`
+	Format string `yaml:"format"`
+	// IDColumn and ValueColumn are a csv label's case id and value: an image-quality
+	// score, or the class (name or index) of a classification's only attribute.
 	IDColumn    string `yaml:"id_column"`
 	ValueColumn string `yaml:"value_column"`
+	// ValueColumns maps each attribute of a classification to its csv column.
+	ValueColumns map[string]string `yaml:"value_columns"`
+	// Columns are one-hot csv columns, each named as a class of one attribute (matched
+	// without regard to case): a row sets exactly one of them to 1, the others to 0.
+	Columns []string `yaml:"columns"`
 	// Names maps DICOM segments and ROIs to the task's labels (format dicom): segment
 	// label, ROI name, code meaning or SCHEME:VALUE code → label name.
 	Names map[string]string `yaml:"names"`
@@ -205,8 +213,13 @@ type Submission struct {
 	// Path is the prediction file's pattern with {id}.
 	Path string `yaml:"path"`
 	// Format is how a prediction file is written: an image format by the path's suffix,
-	// or one of dentex-json, puma-json, topcow-box-json, topcow-edges-json.
+	// or one of dentex-json, puma-json, topcow-box-json, topcow-edges-json; or csv, a
+	// classification's class table (SubmitClassTable): no files, the manifest holds each
+	// case's class names (ValueColumn, ValueColumns) and class probabilities.
 	Format string `yaml:"format"`
+	// ValueColumns maps each attribute of a classification to the column of its predicted
+	// class name (format csv).
+	ValueColumns map[string]string `yaml:"value_columns"`
 	// Const are columns with one value for every row (TopCoW's modality).
 	Const map[string]string `yaml:"const"`
 }
@@ -304,6 +317,7 @@ func (t *Task) Validate() error {
 	if err := t.checkNames(); err != nil {
 		return err
 	}
+
 	if n := len(t.Channels); n > 0 && len(t.Data.Train.Images) > 1 && n != len(t.Data.Train.Images) {
 		return fieldErr("channels", "%d names for %d image patterns in data.train.images", n, len(t.Data.Train.Images))
 	}
@@ -337,6 +351,9 @@ func (t *Task) Validate() error {
 			return fieldErr("score", "an image-quality task needs its score range")
 		}
 	}
+	if err := t.checkClassLabels(); err != nil {
+		return err
+	}
 	if t.Metric.Name == "" {
 		return fieldErr("metric.name", "missing")
 	}
@@ -352,7 +369,7 @@ func (t *Task) Validate() error {
 	default:
 		return fieldErr("metric.direction", "%q is not max or min", t.Metric.Direction)
 	}
-	if err := t.Submission.check(); err != nil {
+	if err := t.Submission.check(t); err != nil {
 		return err
 	}
 	if err := t.Spec().Check(); err != nil {
@@ -366,7 +383,7 @@ func (s *Split) check(field string, train bool) error {
 		return fieldErr(field+".images", "no image pattern")
 	}
 	for i, p := range s.Images {
-		if err := checkPattern(p, true); err != nil {
+		if err := checkPattern(withoutPlaceholders(p), true); err != nil {
 			return fieldErr(fmt.Sprintf("%s.images[%d]", field, i), "%v", err)
 		}
 	}
@@ -385,6 +402,15 @@ func (s *Split) check(field string, train bool) error {
 		}
 		return nil
 	}
+	if l.Format == "" && l.Path == "" && len(Placeholders(s.Images[0])) > 0 {
+		l.Format = LabelFolder
+	}
+	if l.Format == LabelFolder {
+		if l.Path != "" {
+			return fieldErr(field+".label.path", "a folder label is the images' class folders and names no file")
+		}
+		return nil
+	}
 	if l.Path == "" {
 		return fieldErr(field+".label.path", "missing")
 	}
@@ -397,7 +423,7 @@ func (s *Split) check(field string, train bool) error {
 	if err := checkPattern(l.Path, !Table(l.Format)); err != nil {
 		return fieldErr(field+".label.path", "%v", err)
 	}
-	if l.Format == LabelCSV && (l.IDColumn == "" || l.ValueColumn == "") {
+	if l.Format == LabelCSV && l.IDColumn == "" {
 		return fieldErr(field+".label", "a csv label needs id_column and value_column")
 	}
 	return nil
@@ -448,9 +474,15 @@ func checkPattern(p string, withID bool) error {
 	return nil
 }
 
-func (s *Submission) check() error {
+func (s *Submission) check(t *Task) error {
 	if s.CSV == "" {
 		s.CSV = "submission.csv"
+	}
+	if s.Format == SubmitClassTable {
+		return s.checkClassTable(t)
+	}
+	if len(s.ValueColumns) > 0 {
+		return fieldErr("submission.value_columns", "names a classification's class columns, in format %s", SubmitClassTable)
 	}
 	switch {
 	case len(s.Columns) == 0:
