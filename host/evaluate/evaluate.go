@@ -15,7 +15,9 @@
 //     macro F1 over the point classes within the point radius under the rule of the task's
 //     grader (metrics.PointsF1, PointsRuleOf: PUMA); a 3D box, mean IoU;
 //   - classification: balanced accuracy of each group's joint variant (TopCoW), or of each
-//     attribute, averaged;
+//     attribute, averaged; or the clinical metric the task names (clinical.go: AUROC,
+//     sensitivity or specificity at an operating point, macro F1, quadratic kappa, Brier
+//     score, calibration error), with its 95 % bootstrap interval;
 //   - iqa: |PLCC| + |SROCC| + |KROCC| (LDCT-IQA);
 //   - enhancement: the mean over cases of the image metric the task names
 //     (amid/plugins/metrics.ImageMetric: LNCC with an 11×11 window, SSIM or PSNR, as the
@@ -45,7 +47,7 @@ type Pair struct {
 // Score is a validation result.
 type Score struct {
 	// Metric names the primary metric and Value is its value (higher is better for
-	// every primary metric here).
+	// every primary metric here: a metric better lower is negated, "neg_brier").
 	Metric string             `json:"metric"`
 	Value  float64            `json:"value"`
 	Cases  int                `json:"cases"`
@@ -110,14 +112,21 @@ var ErrEval = errors.New("cannot score predictions")
 
 // Evaluate scores pairs for the task spec s.
 func Evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, error) {
-	sc, err := evaluate(ctx, s, pairs)
+	return EvaluateWith(ctx, s, pairs, Options{})
+}
+
+// EvaluateWith scores pairs for the task spec s with the options o: the test set of a
+// classification judged at an operating point is scored with the threshold its validation
+// chose (o.Thresholds).
+func EvaluateWith(ctx context.Context, s *taskspec.Spec, pairs []Pair, o Options) (*Score, error) {
+	sc, err := evaluate(ctx, s, pairs, o)
 	if err != nil {
 		return nil, err
 	}
 	return sc.defined(""), nil
 }
 
-func evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, error) {
+func evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair, o Options) (*Score, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("%w: no validation cases", ErrEval)
 	}
@@ -169,6 +178,12 @@ func evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair) (*Score, erro
 		return points(s, anns), nil
 	case s.Kind == taskspec.Detection:
 		return boxes(s, anns), nil
+	case s.Kind == taskspec.Classification && metrics.IsClinical(s.Metric):
+		c, err := metrics.ParseClinical(s.Metric)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEval, err)
+		}
+		return clinical(s, c, anns, o)
 	case s.Kind == taskspec.Classification:
 		return classes(s, anns), nil
 	case s.Kind == taskspec.IQA:
