@@ -29,6 +29,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"amid/plugins/metrics"
 )
 
 // Kinds of task.
@@ -74,6 +76,9 @@ type Spec struct {
 	// ".png", ".seg.nrrd", ".json"); empty means the input's own format.
 	Output string `json:"output,omitempty"`
 	// Metric is the task's metric name (amid/plugins/metrics), for a plugin's own validation.
+	// A classification may name a clinical metric (metrics.ClinicalNames: auroc,
+	// sensitivity_at_youden, specificity_at_sensitivity_0.9, f1_macro, kappa_quadratic,
+	// brier, ece), which Check reads; an operating point needs attributes of two classes.
 	Metric string `json:"metric,omitempty"`
 	// Challenge is the ReX-MLE challenge id whose grader scores the task (empty for a task
 	// of the user's own): validation scores with that grader's rules
@@ -226,6 +231,17 @@ func (s *Spec) Check() error {
 			return fmt.Errorf("%w: attribute %q is unnamed, repeated or has fewer than 2 classes", ErrSpec, a.Name)
 		}
 		names[a.Name] = true
+	}
+	if s.Kind == Classification && metrics.IsClinical(s.Metric) {
+		c, err := metrics.ParseClinical(s.Metric)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSpec, err)
+		}
+		for _, a := range s.Attributes {
+			if c.Operating() && len(a.Classes) != 2 {
+				return fmt.Errorf("%w: metric %s is judged at an operating point, which needs attributes of two classes, and %s has %d", ErrSpec, c.Name, a.Name, len(a.Classes))
+			}
+		}
 	}
 	if r := s.Score; r != nil && (!(r.Max > r.Min) || r.Step < 0 || math.IsInf(r.Max-r.Min, 0)) {
 		return fmt.Errorf("%w: score range [%g, %g] step %g", ErrSpec, r.Min, r.Max, r.Step)

@@ -20,6 +20,14 @@ func TestSpecCheck(t *testing.T) {
 		{Kind: Segmentation, Dims: 3, Labels: []Label{{Value: 1}, {Value: 1}}},
 		{Kind: Classification, Dims: 3, Attributes: []Attribute{{Name: "a", Classes: []string{"only"}}}},
 		{Kind: IQA, Dims: 2, Score: &ScoreRange{Min: 4, Max: 0}},
+		{Kind: Classification, Dims: 2, Metric: "specificity_at_sensitivity_high", Attributes: []Attribute{{Name: "a", Classes: []string{"no", "yes"}}}},
+		{Kind: Classification, Dims: 2, Metric: "sensitivity_at_youden", Attributes: []Attribute{{Name: "a", Classes: []string{"0", "1", "2"}}}},
+	}
+	for _, m := range []string{"auroc", "kappa_quadratic", "ECE", "balanced_accuracy", "anterior_acc"} {
+		s := Spec{Kind: Classification, Dims: 2, Metric: m, Attributes: []Attribute{{Name: "a", Classes: []string{"0", "1", "2"}}}}
+		if err := s.Check(); err != nil {
+			t.Errorf("metric %s: %v", m, err)
+		}
 	}
 	for _, s := range bad {
 		if err := s.Check(); !errors.Is(err, ErrSpec) {
