@@ -15,7 +15,10 @@
 //   - topcow-roi: the ROI text file to a 3D box (minimum corner and size, in voxels);
 //   - topcow-edges: the edge YAML to one class per attribute;
 //   - dentex-coco: the COCO JSON to boxes per image with the three category ids;
-//   - csv: the table's value per case to a score;
+//   - csv: the table's value per case to a score; for a classification, each attribute's
+//     class from its value column (a class name, without regard to case, or a class
+//     index) or from one-hot columns (exactly one set a row), every row naming a case;
+//   - folder: the class folder of a case's images (task's {class}) to its class;
 //   - dicom: a DICOM SEG or RTSTRUCT to a label map on the grid of the case's image (a
 //     DICOM series), its segments or ROIs matched with the task's labels through the
 //     label source's names, else by code, else by name (amid/viewer/dicom/seg and
@@ -98,6 +101,8 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 			p, err = conv.json(c, format)
 		case task.LabelDICOM:
 			p, err = conv.dicomLabel(c)
+		case task.LabelFolder:
+			p, err = conv.folder(c)
 		default:
 			err = fmt.Errorf("ingest: label format %q is not known", format)
 		}
@@ -105,6 +110,11 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 			return nil, err
 		}
 		res[c.ID] = p
+	}
+	if format == task.LabelCSV && t.Kind == taskspec.Classification {
+		if err := conv.rowsWithoutImage(cases); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }
@@ -267,6 +277,9 @@ func (c *converter) convert(cs task.Case, format string, raw []byte) (*taskspec.
 		}
 		return a, nil
 	case task.LabelCSV:
+		if c.t.Kind == taskspec.Classification {
+			return c.classRowOf(cs)
+		}
 		tab, ok := c.tables[cs.Label].(*scoreTable)
 		if !ok {
 			var err error
