@@ -19,7 +19,10 @@
 //     (a list of detections with image_id, bbox [x, y, w, h], category_id_1/2/3 and
 //     score), puma-json ({"nuclei": [{"centroid", "class", "confidence"}]}),
 //     topcow-box-json ({"size", "location"}, location the minimum corner) and
-//     topcow-edges-json ({"anterior": {...}, "posterior": {...}} of 0/1 values).
+//     topcow-edges-json ({"anterior": {...}, "posterior": {...}} of 0/1 values);
+//   - a classification's class table (format csv) has no files: the manifest holds, for
+//     each case, each attribute's predicted class name and each class's probability, in
+//     the columns task.Submission.ClassColumns names.
 //
 // Write checks that every test case has exactly one prediction, that no two case ids read
 // alike once the grader's CSV reader has parsed them, and reads the result back as the
@@ -65,6 +68,10 @@ const (
 	// FormatImage is an image by the path's suffix, the default for a task whose
 	// predictions are images.
 	FormatImage = "image"
+	// FormatClassTable is a classification's class table (task.SubmitClassTable): no
+	// files; a row a case with its id, each attribute's class name and each class's
+	// probability.
+	FormatClassTable = task.SubmitClassTable
 )
 
 var jsonFormats = []string{FormatAnnotation, FormatDENTEX, FormatPUMA, FormatTopCoWBox, FormatTopCoWEdge}
@@ -93,8 +100,8 @@ func Write(ctx context.Context, t *task.Task, test []task.Case, preds []Predicti
 	if format == "" {
 		format = DefaultFormat(t)
 	}
-	if !slices.Contains(jsonFormats, format) && format != FormatImage {
-		return fail("submission.format %q is not one of %v or %s", s.Format, jsonFormats, FormatImage)
+	if !slices.Contains(jsonFormats, format) && format != FormatImage && format != FormatClassTable {
+		return fail("submission.format %q is not one of %v, %s or %s", s.Format, jsonFormats, FormatImage, FormatClassTable)
 	}
 	if (format == FormatImage) != (DefaultFormat(t) == FormatImage) && s.FileColumn != "" {
 		if format == FormatImage {
@@ -102,7 +109,16 @@ func Write(ctx context.Context, t *task.Task, test []task.Case, preds []Predicti
 		}
 		return fail("a %s task's predictions are images: submission.format %q must be %s", t.Kind, s.Format, FormatImage)
 	}
-	if s.FileColumn == "" && s.ValueColumn == "" {
+	var cols map[string]task.ClassColumn
+	if format == FormatClassTable {
+		if t.Kind != taskspec.Classification || s.FileColumn != "" {
+			return fail("submission.format %s is a classification's class table, without a file column", FormatClassTable)
+		}
+		var err error
+		if cols, err = s.ClassColumns(t.Attributes); err != nil {
+			return fail("%v", err)
+		}
+	} else if s.FileColumn == "" && s.ValueColumn == "" {
 		return fail("the task's submission has neither a file column nor a value column")
 	}
 	byID, err := match(test, preds)
@@ -127,7 +143,7 @@ func Write(ctx context.Context, t *task.Task, test []task.Case, preds []Predicti
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	w := &writer{t: t, spec: t.Spec(), format: format, dir: tmp}
+	w := &writer{t: t, spec: t.Spec(), format: format, dir: tmp, cols: cols}
 	rows := make([][]string, 0, len(test))
 	for _, c := range test {
 		if err := ctx.Err(); err != nil {
@@ -209,11 +225,15 @@ type writer struct {
 	format     string
 	dir        string
 	detections int
+	cols       map[string]task.ClassColumn // a class table's columns
 }
 
 // row writes p's file (if any) and returns its CSV row.
 func (w *writer) row(p Prediction) ([]string, error) {
 	s := w.t.Submission
+	if w.format == FormatClassTable {
+		return w.classRow(p)
+	}
 	var rel, value string
 	if s.FileColumn != "" {
 		rel = strings.ReplaceAll(s.Path, "{id}", p.CaseID)
@@ -252,6 +272,45 @@ func (w *writer) row(p Prediction) ([]string, error) {
 			row[i] = value
 		default:
 			row[i] = s.Const[c]
+		}
+	}
+	return row, nil
+}
+
+// classRow is p's row of a class table: the id, each attribute's predicted class name
+// and each class's probability (the plugin's, else 1 for the predicted class and 0 for
+// the others), and the constant columns.
+func (w *writer) classRow(p Prediction) ([]string, error) {
+	s := w.t.Submission
+	a, err := taskspec.ReadAnnotation(p.File, w.spec)
+	if err != nil {
+		return nil, fail("case %s: %v", p.CaseID, err)
+	}
+	row := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		cc, ok := w.cols[c]
+		switch {
+		case c == s.IDColumn:
+			row[i] = p.CaseID
+		case !ok:
+			row[i] = s.Const[c]
+		default:
+			at, _ := w.spec.Attribute(cc.Attr)
+			k, ok := a.Classes[cc.Attr]
+			if !ok {
+				return nil, fail("case %s: the prediction %s has no class for attribute %s", p.CaseID, p.File, cc.Attr)
+			}
+			if cc.Class < 0 {
+				row[i] = at.Classes[k]
+				continue
+			}
+			v := 0.0
+			if probs, ok := a.Probs[cc.Attr]; ok {
+				v = probs[cc.Class]
+			} else if k == cc.Class {
+				v = 1
+			}
+			row[i] = strconv.FormatFloat(v, 'g', -1, 64)
 		}
 	}
 	return row, nil
