@@ -33,7 +33,7 @@ import (
 // at its cap, is trained again on every kept fold and ensembled.
 func TestImproveFromPackage(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains four models for about two minutes and a half")
+		t.Skip("trains four models for about two minutes")
 	}
 	t.Run("network continued", func(t *testing.T) {
 		improveFromPackage(t, func(l planner.Lane) bool { return l.MaxSteps == 0 }, true)
@@ -75,7 +75,7 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 	ctx := context.Background()
 	first := filepath.Join(t.TempDir(), "first")
 	answers := filepath.Join(data, "answers")
-	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: first, Budget: 40 * time.Second, Folds: 3, Answers: answers,
+	r, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: first, Budget: 25 * time.Second, Folds: 3, Answers: answers,
 		Planner: onePlanner{keep}, PlannerName: "one lane"}, e)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 
 	second := filepath.Join(t.TempDir(), "second")
 	log.Reset()
-	r2, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: second, Budget: 30 * time.Second, Answers: answers, From: pkg}, e)
+	r2, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: second, Budget: 20 * time.Second, Answers: answers, From: pkg}, e)
 	if err != nil {
 		t.Fatal(err)
 	}
