@@ -128,8 +128,8 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 	if err != nil {
 		return err
 	}
-	var parentFolds folds.Folds
-	if err := fileio.ReadJSON(filepath.Join(pkg, export.FileFolds), &parentFolds); err != nil {
+	parentFolds, err := folds.Load(filepath.Join(pkg, export.FileFolds))
+	if err != nil {
 		return fmt.Errorf("the package %s holds no locked folds (%s), which a model improved from it keeps: export it again from its run: %w", pkg, export.FileFolds, err)
 	}
 	f, err := os.Open(filepath.Join(pkg, export.FileAudit))
@@ -141,15 +141,17 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 	if err != nil {
 		return err
 	}
-	if last, ok, err := r.audit.Last(); err != nil {
+	have, err := r.audit.Entries()
+	switch n := len(entries); {
+	case err != nil:
 		return err
-	} else if !ok || last.Hash != pk.Manifest.Audit.LastHash {
-		// (A preparation resumed after the log was continued finds the parent's export
-		// entry last, and goes on from it.)
+	case len(have) == 0:
 		if err := r.audit.Continue(entries); err != nil {
 			return err
 		}
-	}
+	case len(have) < n || have[n-1].Hash != pk.Manifest.Audit.LastHash:
+		return fmt.Errorf("the run's audit log does not begin with the package's: it was started from another package")
+	} // else a preparation resumed after the log was continued: it goes on from it
 	mc := pk.Model
 	fr := &From{Package: pkg, Parent: export.Parent{SHA256: man, Entries: pk.Manifest.Audit.Entries, LastHash: pk.Manifest.Audit.LastHash},
 		Lane: mc.Lane, Plugin: mc.Plugin, Config: mc.PluginConfig, Sources: []string{pkg}}
@@ -157,8 +159,9 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 	if len(mc.Members) > 0 {
 		ck, fr.Config, fr.Vote = mc.Members[0].Checkpoint, mc.Members[0].PluginConfig, mc.Vote
 		for _, m := range mc.Members {
+			src := filepath.Join(pkg, export.DirModel, m.Checkpoint)
 			m.Checkpoint = r.path(fromDir, "model", m.Checkpoint)
-			if err := copyFile(filepath.Join(pkg, export.DirModel, filepath.Base(m.Checkpoint)), m.Checkpoint); err != nil {
+			if err := copyFile(src, m.Checkpoint); err != nil {
 				return err
 			}
 			fr.Members = append(fr.Members, m)
@@ -182,9 +185,6 @@ func (r *Runner) startFrom(ctx context.Context, pkg string, sources []string) er
 		}
 	}
 	if err := copyFile(filepath.Join(pkg, export.FileFolds), r.path(fromDir, export.FileFolds)); err != nil {
-		return err
-	}
-	if _, err := folds.Load(r.path(fromDir, export.FileFolds)); err != nil {
 		return err
 	}
 	r.st.From = fr
@@ -295,7 +295,8 @@ func (r *Runner) gatherCorrections(src string, isPackage bool, entries []audit.E
 		if sum != recorded {
 			return fmt.Errorf("%w: case %s's correction %s has sha256 %s, but %s's audit log recorded %s: it was changed after it was recorded, so it is not learned from", ErrCorrection, d.Case, path, sum, src, recorded)
 		}
-		c := Corrected{SHA256: sum, Source: src, Label: r.path(fromDir, export.CorrectionsDir, sum[:16]+".nii.gz")}
+		ext := strings.TrimPrefix(filepath.Base(d.Correction), d.Case) // .nii.gz, or a detection's .json
+		c := Corrected{SHA256: sum, Source: src, Label: r.path(fromDir, export.CorrectionsDir, sum[:16]+ext)}
 		if rc != nil {
 			c.ID = "corrected-" + sum[:12] // a new patient's case, named by no file or identifier
 			c.Patient, c.Images = c.ID, rc.Inputs
@@ -358,7 +359,7 @@ func (r *Runner) applyFrom(d *task.Dataset) error {
 		return nil
 	}
 	if len(fr.Corrected) > 0 && r.task.Data.Train.Label.Format != "" && r.task.Data.Train.Label.Format != task.LabelImage {
-		return fmt.Errorf("%w: corrections are label maps, and the task's labels are %s", ErrCorrection, r.task.Data.Train.Label.Format)
+		return fmt.Errorf("%w: corrections are learned from as label maps, and the task's labels are %s (corrected boxes and points are not learned from yet)", ErrCorrection, r.task.Data.Train.Label.Format)
 	}
 	for _, c := range fr.Corrected {
 		sum, err := fileio.SHA256(c.Label)

@@ -15,6 +15,7 @@ import (
 	"amid/host/export"
 	"amid/host/folds"
 	"amid/host/planner"
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/synth"
 	"amid/viewer/fileio"
@@ -29,8 +30,9 @@ import (
 // exports a package whose manifest names its parent and whose audit log holds the
 // parent's entries before its own. A correction changed after it was recorded is refused.
 //
-// A network lane's model continues from its weights on every training case; a forest's,
-// at its cap, is trained again on every kept fold and ensembled.
+// A network lane's model continues from its weights on every training case, and learns
+// from a new patient corrected in a predict run made with the package too; a forest's, at
+// its cap, is trained again on every kept fold and ensembled.
 func TestImproveFromPackage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains four models for about two minutes")
@@ -59,7 +61,48 @@ func (p onePlanner) Plan(ctx context.Context, in planner.Input) ([]planner.Lane,
 	return nil, fmt.Errorf("the rules planned no such lane among %d", len(lanes))
 }
 
-func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool) {
+// correctNewPatient predicts a new patient (a training case of a demo of another seed)
+// with the package pkg, corrects its prediction with its true labels in the predict run,
+// and returns the predict run's folder.
+func correctNewPatient(t *testing.T, pkg string) string {
+	t.Helper()
+	other := t.TempDir()
+	if err := synth.Demo(other, 4, 99); err != nil {
+		t.Fatal(err)
+	}
+	images, _ := filepath.Glob(filepath.Join(other, "train", "*_ct.nii.gz"))
+	if len(images) == 0 {
+		t.Fatal("the other demo has no training image")
+	}
+	in := filepath.Join(t.TempDir(), "newpatient_ct.nii.gz")
+	b, err := os.ReadFile(images[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "predicted")
+	res, err := predict.Apply(context.Background(), pkg, []string{in}, out, predict.Options{Version: "test"})
+	if err != nil || len(res.Cases) != 1 || res.Failed != 0 {
+		t.Fatalf("predicting the new patient: %v %+v", err, res)
+	}
+	truth, err := imageio.Read(strings.Replace(images[0], "_ct.nii.gz", "_seg.nii.gz", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Cases[0].ID
+	rel, err := export.SaveCorrection(out, id, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := predict.Review(out, export.Decision{Case: id, Decision: export.Corrected, Correction: rel, Reviewer: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, newPatient bool) {
 	data := t.TempDir()
 	if err := synth.Demo(data, 8, 3); err != nil { // 8 training and 2 test cases
 		t.Fatal(err)
@@ -119,7 +162,13 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 
 	second := filepath.Join(t.TempDir(), "second")
 	log.Reset()
-	r2, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: second, Budget: 20 * time.Second, Answers: answers, From: pkg}, e)
+	var sources []string
+	if newPatient {
+		// A new patient predicted with the package (a case of another seed, never a test
+		// case) and corrected with its true labels in the predict run.
+		sources = []string{correctNewPatient(t, pkg)}
+	}
+	r2, err := New(Options{Task: filepath.Join(data, "task.yaml"), Dir: second, Budget: 20 * time.Second, Answers: answers, From: pkg, Corrections: sources}, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +178,13 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 	st := r2.State()
 	t.Logf("%s", log.String())
 	fr := st.From
-	if fr == nil || len(fr.Corrected) != 1 || fr.Corrected[0].ID != fixed || !fr.Corrected[0].Test {
-		t.Fatalf("corrections learned from: %+v, want test case %s", fr, fixed)
+	if fr == nil || len(fr.Corrected) != 1+len(sources) || fr.Corrected[0].ID != fixed || !fr.Corrected[0].Test {
+		t.Fatalf("corrections learned from: %+v, want test case %s and the new patients of %v", fr, fixed, sources)
+	}
+	for _, c := range fr.Corrected[1:] {
+		if c.Test || !strings.HasPrefix(c.ID, "corrected-") || len(c.Images) != 1 {
+			t.Errorf("a new patient's correction %+v: want a training case named by its correction's hash, with its image", c)
+		}
 	}
 	// The test set lost the corrected case; both models are scored on the one left.
 	var preds2 map[string][]string
@@ -168,7 +222,7 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 			t.Errorf("case %s moved from fold %d to %d", id, k, fl.Assign[id])
 		}
 	}
-	if _, ok := fl.Assign[fixed]; !ok || fl.Parent != parent.Hash || len(fl.Assign) != len(parent.Assign)+1 {
+	if _, ok := fl.Assign[fixed]; !ok || fl.Parent != parent.Hash || len(fl.Assign) != len(parent.Assign)+len(fr.Corrected) {
 		t.Errorf("the new folds hold %d cases (the parent %d) and name parent %s (want %s)", len(fl.Assign), len(parent.Assign), fl.Parent, parent.Hash)
 	}
 	// The new package: verified, its parent named, the parent's log its first entries.
@@ -221,7 +275,7 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, tamper bool)
 			t.Error("the package's fold ensemble was not compared with the retrained one on the kept folds")
 		}
 	}
-	if !tamper {
+	if !newPatient {
 		return
 	}
 	// The first run's correction changed after it was recorded: refused, in a sentence.
