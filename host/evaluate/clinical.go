@@ -45,6 +45,23 @@ type Options struct {
 // ThresholdKey prefixes an attribute's threshold in a Score's Extra.
 const ThresholdKey = "threshold_"
 
+// The keys of a primary value's 95 % bootstrap interval in a Score's Extra, where the
+// metric is not a mean of per-case values (the clinical metrics).
+const (
+	CILow  = "ci95_low"
+	CIHigh = "ci95_high"
+)
+
+// IntervalMethod says how the interval at CILow and CIHigh is found.
+var IntervalMethod = fmt.Sprintf("95 %% percentile bootstrap over the cases (%d resamples, a fixed seed)", metrics.BootstrapResamples)
+
+// Interval is the bootstrap interval a score's Extra keeps, if any.
+func Interval(extra map[string]float64) (low, high float64, ok bool) {
+	low, okl := extra[CILow]
+	high, okh := extra[CIHigh]
+	return low, high, okl && okh
+}
+
 // Thresholds are the operating points a score's Extra keeps, by attribute name.
 func Thresholds(extra map[string]float64) map[string]float64 {
 	var out map[string]float64
@@ -221,7 +238,7 @@ func clinical(s *taskspec.Spec, c metrics.Clinical, anns [][2]*taskspec.Annotati
 		out.Extra[c.Name] = -v
 	}
 	if lo, hi, _, u := metrics.Bootstrap(n, func(idx []int) (float64, string) { return value(idx, nil) }); u == "" {
-		out.Extra["ci95_low"], out.Extra["ci95_high"] = lo, hi
+		out.Extra[CILow], out.Extra[CIHigh] = lo, hi
 	}
 	return out, nil
 }

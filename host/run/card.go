@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"amid/host/evaluate"
 	"amid/host/export"
 	"amid/host/profile"
 	"amid/host/schedule"
@@ -86,12 +87,19 @@ func (r *Runner) card(fp *profile.Fingerprint, version string) *export.Card {
 		m = mean(per) // the folds' cases are the ones the interval resamples
 	}
 	val := export.Score("validation (out of fold)", t.Metric.Name, m, per)
-	val.PerClass, val.Undefined = classNames(extra, t.Labels), undefined
-	c.Scores = append(c.Scores, val)
+	val.PerClass, val.Undefined = classNames(withoutInterval(extra), t.Labels), undefined
+	if len(per) == 0 {
+		foldInterval(&val, best)
+	}
+	c.Scores = append(c.Scores, lowerShown(val, t.Metric.Name))
 	if g := r.st.TestScore; g != nil && g.Valid {
 		ts := export.Score("test", g.Primary, g.Score, sortedValues(g.PerCase))
-		ts.PerClass = classNames(g.Metrics, t.Labels)
-		c.Scores = append(c.Scores, ts)
+		ts.PerClass = classNames(withoutInterval(g.Metrics), t.Labels)
+		if lo, hi, ok := evaluate.Interval(g.Metrics); ok && len(g.PerCase) == 0 {
+			ts.Low, ts.High, ts.Cases = lo, hi, len(r.data.Test)
+			ts.Interval = fmt.Sprintf("%s of the %d test cases, of the %s itself", evaluate.IntervalMethod, len(r.data.Test), g.Primary)
+		}
+		c.Scores = append(c.Scores, lowerShown(ts, t.Metric.Name))
 	}
 	for _, id := range r.trainedOn() {
 		c.Compute.Trained = append(c.Compute.Trained, id.String())
@@ -211,4 +219,50 @@ func classNames(m map[string]float64, labels []taskspec.Label) map[string]float6
 		out[strings.Join(parts, " ")] = v
 	}
 	return out
+}
+
+// withoutInterval is a score's Extra less its bootstrap interval, which the card shows
+// beside the value instead.
+func withoutInterval(m map[string]float64) map[string]float64 {
+	if _, _, ok := evaluate.Interval(m); !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, evaluate.CILow)
+	delete(out, evaluate.CIHigh)
+	return out
+}
+
+// foldInterval gives the validation score of a metric that is not a mean over cases (a
+// clinical metric: AUROC, kappa, Brier) its interval: the one validated fold's bootstrap
+// interval over its cases; with several folds none, since the folds' cases were scored by
+// different models, and the report lists each fold's.
+func foldInterval(s *export.CardScore, l *LaneState) {
+	var with []FoldState
+	for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
+		if f := l.Folds[k]; f.Status == FoldDone && f.Undefined == "" {
+			if _, _, ok := evaluate.Interval(f.Extra); ok {
+				with = append(with, f)
+			}
+		}
+	}
+	switch {
+	case len(with) == 1:
+		s.Low, s.High, _ = evaluate.Interval(with[0].Extra)
+		s.Value = with[0].Score
+		s.Interval = fmt.Sprintf("%s of the validated fold, of the %s itself", evaluate.IntervalMethod, s.Metric)
+	case len(with) > 1:
+		s.Interval = fmt.Sprintf("none over the %d folds together: the %s is not a mean over cases; the run's report gives each fold's %s", len(with), s.Metric, evaluate.IntervalMethod)
+	}
+}
+
+// lowerShown shows a score that is better lower (the Brier score, the calibration error:
+// the host ranks their negation, "neg_brier") as the metric itself, its interval flipped.
+func lowerShown(s export.CardScore, metric string) export.CardScore {
+	if !evaluate.LowerBetter(metric) || s.Undefined != "" {
+		return s
+	}
+	s.Metric = strings.TrimPrefix(s.Metric, "neg_") + " (lower is better)"
+	s.Value, s.Low, s.High = -s.Value, -s.High, -s.Low
+	return s
 }

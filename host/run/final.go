@@ -343,11 +343,42 @@ func (r *Runner) testScore(ctx context.Context, preds map[string][]string) (*eva
 		label := task.Expand(r.st.Answers, filepath.Base(pattern), c.ID)
 		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: label})
 	}
-	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
+	s, err := evaluate.EvaluateWith(ctx, r.task.Spec(), pairs, evaluate.Options{Thresholds: r.thresholds()})
 	if err != nil {
 		return nil, fmt.Errorf("scoring the test set against %s: %w", r.st.Answers, err)
 	}
 	return s, nil
+}
+
+// thresholds are the operating points the chosen model's validation chose (a
+// classification judged by sensitivity or specificity, evaluate.Thresholds): the chosen
+// fold's, or for a model of several folds or of all the data the median over its validated
+// folds (the mean of the middle two for an even count). Nil when the metric has none.
+func (r *Runner) thresholds() map[string]float64 {
+	best := r.st.lane(r.st.Chosen)
+	if best == nil {
+		return nil
+	}
+	if f, ok := best.Folds[r.st.ChosenFold]; ok && r.st.Union == nil && !(r.finalMade() && r.st.Final.Mode == schedule.FinalAllData) {
+		return evaluate.Thresholds(f.Extra)
+	}
+	each := map[string][]float64{}
+	for _, f := range best.Folds {
+		if f.Status == FoldDone && f.Undefined == "" {
+			for k, v := range evaluate.Thresholds(f.Extra) {
+				each[k] = append(each[k], v)
+			}
+		}
+	}
+	if len(each) == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for k, v := range each {
+		sort.Float64s(v)
+		out[k] = v[(len(v)-1)/2]/2 + v[len(v)/2]/2
+	}
+	return out
 }
 
 // members are the chosen model's members: the union's or the fold ensemble's, the final

@@ -2,8 +2,12 @@ package run
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+
+	"amid/host/evaluate"
 )
 
 // Report is a run's summary in Markdown: the lanes with their per-fold validation scores,
@@ -25,6 +29,9 @@ func Report(st *State) string {
 			fmt.Fprintf(&b, "| %s%s | %s | %d | %s | %s |\n", l.ID, mark, l.Plugin, n, mean, strings.Join(per, "; "))
 		}
 		b.WriteString("\n")
+		if l := st.lane(st.Chosen); l != nil {
+			b.WriteString(foldIntervals(l))
+		}
 	}
 	if len(st.Rounds) > 0 {
 		b.WriteString("## Rounds of successive halving (fold 0)\n\n")
@@ -79,7 +86,11 @@ func Report(st *State) string {
 	if g := st.TestScore; g != nil {
 		b.WriteString("## Test set (the challenge's grader)\n\n")
 		if g.Valid {
-			fmt.Fprintf(&b, "Valid submission: %s = %.4f, leaderboard percentile %.3f.\n\n", g.Primary, g.Score, g.Percentile)
+			ci := ""
+			if lo, hi, ok := evaluate.Interval(g.Metrics); ok {
+				ci = fmt.Sprintf(" (%.4f – %.4f: %s)", lo, hi, evaluate.IntervalMethod)
+			}
+			fmt.Fprintf(&b, "Valid submission: %s = %.4f%s, leaderboard percentile %.3f.\n\n", g.Primary, g.Score, ci, g.Percentile)
 		} else {
 			fmt.Fprintf(&b, "Invalid submission: %s\n\n", strings.Join(g.Errors, "; "))
 		}
@@ -96,4 +107,28 @@ func Report(st *State) string {
 		fmt.Fprintf(&b, "Package: %s\n", st.Package)
 	}
 	return b.String()
+}
+
+// foldIntervals is a line giving each validated fold's interval of the chosen lane's
+// primary metric where it is not a mean over cases (a clinical metric: AUROC, kappa,
+// Brier), with the fold's operating point where the metric has one; "" for other metrics.
+func foldIntervals(l *LaneState) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
+		f := l.Folds[k]
+		lo, hi, ok := evaluate.Interval(f.Extra)
+		if f.Status != FoldDone || f.Undefined != "" || !ok {
+			continue
+		}
+		p := fmt.Sprintf("fold %d %.4f (%.4f – %.4f)", k, f.Score, lo, hi)
+		th := evaluate.Thresholds(f.Extra)
+		for _, a := range slices.Sorted(maps.Keys(th)) {
+			p += fmt.Sprintf(", threshold %s %.4g", a, th[a])
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Validation of %s with intervals (%s; a metric better lower is negated): %s.\n\n", l.ID, evaluate.IntervalMethod, strings.Join(parts, "; "))
 }
