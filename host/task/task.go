@@ -73,6 +73,26 @@
 //	    - {modality: MR, description: "t1", orientation: axial, min_slices: 20, prefer: thinnest}
 //	    - {modality: MR, description: "t2", prefer: most}
 //
+// # Class tables and image folders
+//
+// A classification's labels may be one CSV (format csv, id_column) whose value_column
+// (a task of one attribute) or value_columns (attribute: column) hold class names,
+// matched without regard to case, or 0-based class indices (when no class name is an
+// integer), or whose one-hot columns, each named as a class of one attribute, set one
+// class a row. Or each class is a folder of the image patterns, {class} for a task of
+// one attribute, {<attribute>} for several (label format folder, no label path; in the
+// test split the folder is read and its name not used):
+//
+//	attributes: [{name: modality, classes: [CT, MR, US]}]
+//	data:
+//	  train: {images: ["train/{class}/{id}.png"]}
+//	  test: {images: ["test/{id}.png"]}
+//	submission: {format: csv, id_column: image_id, value_column: label}
+//
+// The submission format csv (SubmitClassTable) is the class table: the id, each
+// attribute's predicted class name, one probability column a class (see
+// Submission.ClassColumns); without columns, in that order.
+//
 // The plugin-facing part of a task is [Task.Spec] (amid/plugins/taskspec).
 package task
 
