@@ -27,6 +27,8 @@ import (
 //   - the Brier score and the ECE are better lower: the primary metric is their negation,
 //     "neg_brier" and "neg_ece" (higher better, as every primary score here), and Extra
 //     holds "brier" and "ece" themselves;
+//   - above two classes, Extra holds each class's one-vs-rest AUROC as "auroc_<class>"
+//     ("auroc_<attribute>_<class>" with several attributes), where it has one;
 //   - the value is the mean over the attributes that have one; an attribute without (an
 //     AUROC of a fold without positives) is left out, and the score is undefined, with the
 //     reason, when none has one;
@@ -232,6 +234,23 @@ func clinical(s *taskspec.Spec, c metrics.Clinical, anns [][2]*taskspec.Annotati
 	})
 	if why != "" {
 		return out.defined(why), nil
+	}
+	if c.Kind == metrics.KindAUROC { // each class's one-vs-rest AUROC, where it has one
+		for _, d := range data {
+			if len(d.at.Classes) == 2 {
+				continue
+			}
+			_, per, _ := metrics.MacroAUROC(d.y, d.prob)
+			for k, pc := range per {
+				if pc.Undefined == "" {
+					key := "auroc_" + d.at.Classes[k]
+					if len(data) > 1 {
+						key = "auroc_" + d.at.Name + "_" + d.at.Classes[k]
+					}
+					out.Extra[key] = pc.Value
+				}
+			}
+		}
 	}
 	out.Value = v
 	if c.Lower {

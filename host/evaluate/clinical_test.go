@@ -172,6 +172,24 @@ func TestClinicalOrdinalAndF1(t *testing.T) {
 			t.Errorf("%s: %v, %v; want %v", name, s, err, w)
 		}
 	}
+	// AUROC of five grades: each grade's one-vs-rest AUROC from the one-hot scores of the
+	// predicted grades (no probabilities written), their mean the value.
+	spec.Metric = "auroc"
+	s, err := Evaluate(context.Background(), spec, pairs)
+	if err != nil || s.Metric != "auroc" {
+		t.Fatalf("auroc: %v, %v", s, err)
+	}
+	var sum float64
+	for g := range 5 {
+		v, ok := s.Extra[fmt.Sprint("auroc_", g)]
+		if !ok {
+			t.Fatalf("extra %v lacks grade %d's AUROC", s.Extra, g)
+		}
+		sum += v
+	}
+	if math.Abs(s.Value-sum/5) > 1e-15 {
+		t.Errorf("auroc %v, the mean of the grades' is %v", s.Value, sum/5)
+	}
 	// Sensitivity needs two classes.
 	spec.Metric = "sensitivity_at_youden"
 	if _, err := Evaluate(context.Background(), spec, pairs); !errors.Is(err, ErrEval) {
