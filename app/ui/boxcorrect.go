@@ -25,7 +25,9 @@ type boxCorrection struct {
 // the task spec) shown in view: its boxes and points. A nil view, or no file, offers
 // nothing. Editing starts off.
 func (c *corrector) attachBoxes(view *vwidget.CompareView, id, pred string, spec *taskspec.Spec) {
+	kept := c.kept
 	c.attach(nil, "", "", nil, nil)
+	c.kept = kept
 	if view == nil || pred == "" || spec == nil {
 		return
 	}
@@ -40,6 +42,11 @@ func (c *corrector) attachBoxes(view *vwidget.CompareView, id, pred string, spec
 	c.between.Hide()
 	c.toggle.Enable()
 	c.enable(false)
+	if k := c.resume(id, pred); k != nil && k.boxes != nil {
+		c.boxes.base = k.base
+		c.newBoxEditor(k.boxes)
+		c.edited()
+	}
 }
 
 // boxClassNames are the classes a detection's boxes take (its last box attribute's), or
@@ -79,26 +86,33 @@ func (c *corrector) editBoxes() {
 			return
 		}
 		b.base = a
-		b.editor = &vwidget.BoxEditor{View: c.view.Left, Editor: marks.New(s, export.PointRadius(b.spec)),
-			Marks: c.boxMarks,
-			Show:  func(ms []vwidget.Mark) { _ = c.view.SetPrediction(nil, ms) }, // no labels: no grid to check
-			OnEdit: func(err error) {
-				c.edited()
-				if err != nil {
-					c.say("Cannot edit: " + errText(err))
-				}
-			},
-			Classes: len(b.classes),
-			OnClass: func(k int) { c.label.SetSelected(b.classes[k]) },
-			One:     b.spec.Box3D,
-		}
+		c.newBoxEditor(marks.New(s, export.PointRadius(b.spec)))
 		c.view.SetMode(vwidget.ShowPrediction)
-		b.editor.Redraw()
 	}
 	c.configure()
 	c.view.Left.SetPainter(b.editor)
 	c.enable(true)
 	c.edited()
+}
+
+// newBoxEditor makes the box editor that corrects through ed on the view, and shows ed's
+// set.
+func (c *corrector) newBoxEditor(ed *marks.Editor) {
+	b := &c.boxes
+	b.editor = &vwidget.BoxEditor{View: c.view.Left, Editor: ed,
+		Marks: c.boxMarks,
+		Show:  func(ms []vwidget.Mark) { _ = c.view.SetPrediction(nil, ms) }, // no labels: no grid to check
+		OnEdit: func(err error) {
+			c.edited()
+			if err != nil {
+				c.say("Cannot edit: " + errText(err))
+			}
+		},
+		Classes: len(b.classes),
+		OnClass: func(k int) { c.label.SetSelected(b.classes[k]) },
+		One:     b.spec.Box3D,
+	}
+	b.editor.Redraw()
 }
 
 // boxMarks are the marks of a set as the screen shows a detection's (marksOf: classes

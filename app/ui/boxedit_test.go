@@ -201,6 +201,17 @@ func TestReviewCorrectsBoxes(t *testing.T) {
 	wantBoxes(t, c, "after undoing the deletion", caries, lesion, drawn)
 	keys.TypedShortcut(redo)
 	wantBoxes(t, c, "after redoing it", caries, lesion)
+	// The plane chosen again shows the case again: the correction and its history go on.
+	s.plane.SetSelected("coronal")
+	q.wait(t, "the case shown again", func() bool { return s.loadedID == "c1" && c.boxes.editor != nil })
+	wantBoxes(t, c, "shown again", caries, lesion)
+	if c.save.Disabled() {
+		t.Error("Save correction disabled with the correction kept")
+	}
+	c.toggle.SetChecked(true)
+	keys.TypedShortcut(undo)
+	wantBoxes(t, c, "shown again, after an undo", caries, lesion, drawn)
+	keys.TypedShortcut(redo)
 	// The caries box moved; the lesion box resized and made caries (a reclassed box counts
 	// under its new class); the drawn box deleted again: no change.
 	want := []marks.Change{{Kind: marks.KindBox, Class: 0, Moved: 2, Reclassed: 1}}
@@ -428,6 +439,15 @@ func TestCorrectKeys(t *testing.T) {
 	v.KeyUp(&fyne.KeyEvent{Name: desktop.KeyControlLeft})
 	if c.radius.Value != r+vwidget.RadiusStep || v.View().Zoom <= 1 {
 		t.Errorf("Control and a notch: radius %v, zoom %v; want the radius kept and the view zoomed", c.radius.Value, v.View().Zoom)
+	}
+	// A dab, then the case on another plane: the correction goes on there.
+	test.TapCanvas(a.W.Canvas(), fyne.CurrentApp().Driver().AbsolutePositionForObject(v).Add(mid))
+	q.wait(t, "the dab", func() bool { return len(c.changes()) > 0 })
+	dab, ed := c.changes(), c.brush.Editor
+	s.plane.SetSelected("coronal")
+	q.wait(t, "the case on the coronal plane", func() bool { return s.loadedID == "head005" })
+	if c.brush == nil || c.brush.Editor != ed || !slices.Equal(c.changes(), dab) || c.save.Disabled() {
+		t.Errorf("on the coronal plane: changes %v, Save enabled %v; want %v kept, to save", c.changes(), !c.save.Disabled(), dab)
 	}
 	q.drain()
 }

@@ -12,6 +12,7 @@ import (
 	"amid/host/export"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit"
+	"amid/viewer/edit/marks"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"
@@ -51,6 +52,47 @@ type corrector struct {
 	image *volume.Volume
 	// boxes: the prediction is a detection's annotation, corrected through the box editor.
 	boxes boxCorrection
+	// kept is the correction of the case shown before, kept for its next attach (keep).
+	kept *keptCorrection
+}
+
+// keptCorrection is a case's correction under way while its screen shows it again (on
+// another plane): the editors, with their histories.
+type keptCorrection struct {
+	id, pred string
+	labels   *edit.Editor
+	boxes    *marks.Editor
+	base     *taskspec.Annotation
+}
+
+// keep keeps the correction under way for the next attach of the same case and
+// prediction, which goes on with it (the screen shows the case on another plane); an
+// attach of any other case drops it.
+func (c *corrector) keep() {
+	k := &keptCorrection{id: c.id, pred: c.pred}
+	if c.brush != nil {
+		k.labels = c.brush.Editor
+	}
+	if c.boxes.editor != nil {
+		k.boxes, k.base = c.boxes.editor.Editor, c.boxes.base
+	}
+	c.kept = nil
+	if k.labels != nil || k.boxes != nil {
+		c.kept = k
+	}
+}
+
+// resume takes the kept correction of case id's prediction pred, if any.
+func (c *corrector) resume(id, pred string) *keptCorrection {
+	k := c.kept
+	if k == nil || id == "" {
+		return nil
+	}
+	c.kept = nil
+	if k.id != id || k.pred != pred {
+		return nil
+	}
+	return k
 }
 
 // newCorrector builds the bar; onSave is the screen's Save correction, say shows a
@@ -111,6 +153,23 @@ func (c *corrector) attach(view *vwidget.CompareView, id, pred string, image *vo
 		c.toggle.Enable()
 	}
 	c.enable(false)
+	if k := c.resume(id, pred); k != nil && k.labels != nil && view != nil {
+		c.newBrush(k.labels)
+		if err := c.view.SetPrediction(k.labels.Labels(), nil); err != nil {
+			c.brush = nil
+			return
+		}
+		c.edited()
+	}
+}
+
+// newBrush makes the brush that corrects through ed on the view.
+func (c *corrector) newBrush(ed *edit.Editor) {
+	c.brush = &vwidget.Brush{View: c.view.Left, Editor: ed, OnEdit: func(error) { c.edited() },
+		OnLabel: c.chooseLabel, OnRadius: c.radius.SetValue}
+	for _, l := range c.labels {
+		c.brush.Labels = append(c.brush.Labels, l.Value)
+	}
 }
 
 func labelName(l taskspec.Label) string {
@@ -143,11 +202,7 @@ func (c *corrector) setEditing(on bool) {
 		if err == nil {
 			var ed *edit.Editor
 			if ed, err = edit.New(lab); err == nil {
-				c.brush = &vwidget.Brush{View: c.view.Left, Editor: ed, OnEdit: func(error) { c.edited() },
-					OnLabel: c.chooseLabel, OnRadius: c.radius.SetValue}
-				for _, l := range c.labels {
-					c.brush.Labels = append(c.brush.Labels, l.Value)
-				}
+				c.newBrush(ed)
 				c.view.SetMode(vwidget.ShowPrediction)
 				err = c.view.SetPrediction(ed.Labels(), nil)
 			}

@@ -230,6 +230,7 @@ func newReviewScreen(a *App) *reviewScreen {
 	s.plane = widget.NewSelect([]string{"axial", "coronal", "sagittal"}, func(string) {
 		if s.current != nil {
 			c := s.current
+			s.corr.keep() // the correction under way goes on on the new plane
 			s.current, s.loadedID = nil, ""
 			s.open(c)
 		}
