@@ -51,8 +51,12 @@ func (r *Runner) card(fp *profile.Fingerprint, version string) *export.Card {
 	c.Training = export.CardData{Cases: fp.Train, Patients: fp.Patients, Modality: fp.Modality, Channels: fp.Channels, Classes: classes,
 		MedianSize: fp.MedianShape, Spacing: fp.SpacingRange(), Intensity: fp.Intensity, CasesWithClass: withClass}
 	split := ""
+	sizes := map[int]int{} // validation cases per fold
 	if fl, err := r.folds(); err == nil {
 		split = fl.Hash
+		for _, k := range fl.Assign {
+			sizes[k]++
+		}
 	}
 	c.Evaluation = export.CardEval{Folds: r.st.Folds, SplitHash: split, TestCases: len(r.data.Test),
 		Validation: fmt.Sprintf("Validation: %d locked patient-level folds of the %d training cases (no patient in two folds); each case is validated once, by the fold model that did not train on it (out of fold)%s.", r.st.Folds, fp.Train, allDataNote(r.finalMode())),
@@ -89,7 +93,7 @@ func (r *Runner) card(fp *profile.Fingerprint, version string) *export.Card {
 	val := export.Score("validation (out of fold)", t.Metric.Name, m, per)
 	val.PerClass, val.Undefined = classNames(withoutInterval(extra), t.Labels), undefined
 	if len(per) == 0 {
-		foldInterval(&val, best)
+		foldInterval(&val, best, sizes)
 	}
 	c.Scores = append(c.Scores, lowerShown(val, t.Metric.Name))
 	if g := r.st.TestScore; g != nil && g.Valid {
@@ -236,13 +240,16 @@ func withoutInterval(m map[string]float64) map[string]float64 {
 // foldInterval gives the validation score of a metric that is not a mean over cases (a
 // clinical metric: AUROC, kappa, Brier) its interval: the one validated fold's bootstrap
 // interval over its cases; with several folds none, since the folds' cases were scored by
-// different models, and the report lists each fold's.
-func foldInterval(s *export.CardScore, l *LaneState) {
+// different models, and the report lists each fold's. sizes counts each fold's validation
+// cases.
+func foldInterval(s *export.CardScore, l *LaneState, sizes map[int]int) {
 	var with []FoldState
+	s.Cases = 0
 	for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
 		if f := l.Folds[k]; f.Status == FoldDone && f.Undefined == "" {
 			if _, _, ok := evaluate.Interval(f.Extra); ok {
 				with = append(with, f)
+				s.Cases += sizes[k]
 			}
 		}
 	}

@@ -28,16 +28,17 @@ func TestClinicalCardInterval(t *testing.T) {
 	l := clinicalLane()
 	delete(l.Folds, 1)
 	s := export.Score("validation (out of fold)", "auroc", 0.90625, nil)
-	foldInterval(&s, l)
-	if s.Low != 0.8 || s.High != 0.98 || !strings.Contains(s.Interval, "1000 resamples") {
+	sizes := map[int]int{0: 6, 1: 5, 2: 3} // validation cases per fold
+	foldInterval(&s, l, sizes)
+	if s.Low != 0.8 || s.High != 0.98 || s.Cases != 6 || !strings.Contains(s.Interval, "1000 resamples") {
 		t.Errorf("one fold: %+v", s)
 	}
 	s = export.Score("validation (out of fold)", "auroc", 0.828125, nil)
-	foldInterval(&s, clinicalLane())
-	if s.Low != s.Value || s.High != s.Value || !strings.Contains(s.Interval, "none over the 2 folds") {
+	foldInterval(&s, clinicalLane(), sizes)
+	if s.Low != s.Value || s.High != s.Value || s.Cases != 11 || !strings.Contains(s.Interval, "none over the 2 folds") {
 		t.Errorf("two folds: %+v", s)
 	}
-	if !strings.Contains(export.RenderCard(&export.Card{Scores: []export.CardScore{s}}), "| validation (out of fold) | auroc | 0.8281 | none |") {
+	if !strings.Contains(export.RenderCard(&export.Card{Scores: []export.CardScore{s}}), "| validation (out of fold) | auroc | 0.8281 | none | 11 |") {
 		t.Error("the card's table does not show the score without an interval")
 	}
 	// Brier 0.14375 (interval 0.1 – 0.2), ranked as its negation.
