@@ -14,6 +14,8 @@
 //	                  improved from this one (amid run --from) keeps
 //	scores.json       per-fold validation scores of every lane (see Scores)
 //	review.json       the reviewer's decisions (see Decision)
+//	measurements.json the reader's measurements on the cases (see Measurements), and
+//	measurements.csv  their table: case, plane, slice, kind, value, unit, coordinates
 //	audit.jsonl       the audit log up to and including the export entry
 //	plugin/NAME       the plugin binary that trained the model and predicts with it
 //	model/config.json the chosen lane's configuration
@@ -124,6 +126,9 @@ type Contents struct {
 	// "" for none.
 	Corrections string
 	Submission  string // folder copied to submission/; "" for none
+	// Measurements are the reader's measurements on the cases (measure.go), written as
+	// measurements.json and its table measurements.csv; none writes neither.
+	Measurements []*Measurements
 
 	Report Report
 	// Card is the model card, written as model_card.json and model_card.md; nil writes
@@ -427,6 +432,9 @@ func write(root string, c *Contents) (*Manifest, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := writeMeasurements(root, c.Measurements); err != nil {
+		return nil, err
 	}
 
 	files, err := listFiles(root)

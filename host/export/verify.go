@@ -97,6 +97,8 @@ func (v *Verification) err() error {
 //   - every DICOM SEG under dicom/ reads back (amid/viewer/dicom/seg, its segments
 //     matched to task.yaml's labels by name) to the label map of its prediction, the
 //     predictions/ file with the same name;
+//   - measurements.json, when the package has the reader's measurements, reads as
+//     measurements records and measurements.csv is their table, value for value;
 //   - when opt.Reproduce is set and every check above passed, a re-run into a clean
 //     temporary folder gives byte-identical files under predictions/.
 //
@@ -292,6 +294,7 @@ func (v *Verification) check(fsys fs.FS) {
 	}
 	v.checkAudit(fsys, m, actual, listed)
 	v.checkDICOM(fsys, listed)
+	v.checkMeasurements(fsys, listed)
 }
 
 func isWeight(p string) bool { return strings.HasPrefix(p, DirModel+"/") && p != FileModelConfig }

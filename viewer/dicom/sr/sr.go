@@ -40,6 +40,11 @@
 //     optional HAS CONCEPT MOD CODE DCM 121401 Derivation (SCT 255605001 Minimum for a
 //     certainty that is the least over several heads).
 //
+//   - a reader's measurement ([Measured], with Options.Reader the observer; TID 1501 with
+//     TID 300): a NUM per value (Length, Long Axis, Short Axis, Area, Mean, Standard
+//     Deviation, Minimum, Maximum, Angle; UCUM units) INFERRED FROM its region, an SCOORD
+//     on its slice's instance or an SCOORD3D in the frame of reference (see measured.go).
+//
 // A report of nothing found (a detection without boxes) has an empty Imaging
 // Measurements container, which says so.
 //
@@ -129,6 +134,8 @@ type Report struct {
 	Findings     []Finding     `json:"findings,omitempty"`
 	Evaluations  []Evaluation  `json:"evaluations,omitempty"`
 	Measurements []Measurement `json:"measurements,omitempty"`
+	// Measured are a reader's measurements on the image (measured.go).
+	Measured []Measured `json:"measured,omitempty"`
 }
 
 // Finding is one detected object: a 2D box or point on one slice, or a 3D box.
@@ -185,6 +192,9 @@ type Options struct {
 	// name again) and UID (derived from name and model).
 	DeviceName, DeviceModel, DeviceUID string
 	SoftwareVersion                    string // "unknown"
+	// Reader, when set, is the person who made the report (a reader's measurements): the
+	// report's observer, instead of the device.
+	Reader string
 	// Created is the content date and time; zero: now. The UIDs derive from it, the
 	// source series and the report, so the same inputs give the same object.
 	Created time.Time
@@ -311,6 +321,11 @@ func Encode(r *Report, grid *volume.Volume, src *source.Series, o Options) (*dat
 		}
 		groups = append(groups, container("CONTAINS", MeasurementGroup, "", append(track(m.Name.Meaning), num)...))
 	}
+	measured, err := measuredGroups(r, grid, slices, src, track)
+	if err != nil {
+		return nil, err
+	}
+	groups = append(groups, measured...)
 
 	var library []*dataset.DataSet
 	seen := map[string]bool{}
@@ -321,17 +336,12 @@ func Encode(r *Report, grid *volume.Volume, src *source.Series, o Options) (*dat
 			library = append(library, imageItem("CONTAINS", in))
 		}
 	}
-	root := container("", ImagingMeasurementReport, "1500",
-		codeItem("HAS CONCEPT MOD", LanguageOfContent, EnglishUS),
-		codeItem("HAS OBS CONTEXT", ObserverType, Device),
-		uidItem("HAS OBS CONTEXT", DeviceObserverUID, o.DeviceUID),
-		textItem("HAS OBS CONTEXT", DeviceObserverName, o.DeviceName),
-		textItem("HAS OBS CONTEXT", DeviceObserverManufacturer, "AMID"),
-		textItem("HAS OBS CONTEXT", DeviceObserverModelName, o.DeviceModel),
+	top := append([]*dataset.DataSet{codeItem("HAS CONCEPT MOD", LanguageOfContent, EnglishUS)}, observer(o)...)
+	root := container("", ImagingMeasurementReport, "1500", append(top,
 		codeItem("HAS CONCEPT MOD", ProcedureReported, ImagingProcedure),
 		container("CONTAINS", ImageLibrary, "", container("CONTAINS", ImageLibraryGroup, "", library...)),
 		container("CONTAINS", ImagingMeasurements, "", groups...),
-	)
+	)...)
 	ds := dataset.New(
 		dataset.Text(tag.SOPClassUID, "UI", Comprehensive3DSRStorage),
 		dataset.Text(tag.SOPInstanceUID, "UI", sopUID),
@@ -402,6 +412,13 @@ func (r *Report) check() error {
 			return fmt.Errorf("measurement %s: the value %g is not finite", m.Name.Meaning, m.Value)
 		}
 	}
+	for i, m := range r.Measured {
+		for _, v := range m.Values {
+			if !finite(v.Value) {
+				return fmt.Errorf("measurement %d (%s): the value %g is not finite", i+1, m.Label, v.Value)
+			}
+		}
+	}
 	return nil
 }
 
@@ -412,7 +429,7 @@ func needsSlices(r *Report) bool {
 			return true
 		}
 	}
-	return false
+	return measuredOnSlices(r)
 }
 
 // findingRegion is a finding's region: a SCOORD on its slice's instance, or a 3D box's
