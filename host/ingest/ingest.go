@@ -19,6 +19,9 @@
 //     class from its value column (a class name, without regard to case, or a class
 //     index) or from one-hot columns (exactly one set a row), every row naming a case;
 //   - folder: the class folder of a case's images (task's {class}) to its class;
+//   - yolo: a YOLO .txt (class cx cy w h, normalised) to boxes in pixels of the case's
+//     image, each class through the label source's class list; voc: a Pascal VOC XML's
+//     objects (name, bndbox xmin ymin xmax ymax) to boxes; every box inside the image;
 //   - dicom: a DICOM SEG or RTSTRUCT to a label map on the grid of the case's image (a
 //     DICOM series), its segments or ROIs matched with the task's labels through the
 //     label source's names, else by code, else by name (amid/viewer/dicom/seg and
@@ -103,6 +106,8 @@ func Labels(ctx context.Context, t *task.Task, cases []task.Case, outDir string)
 			p, err = conv.dicomLabel(c)
 		case task.LabelFolder:
 			p, err = conv.folder(c)
+		case task.LabelYOLO, task.LabelVOC:
+			p, err = conv.boxes(c, format)
 		default:
 			err = fmt.Errorf("ingest: label format %q is not known", format)
 		}

@@ -155,6 +155,49 @@ func (t *Task) ValueColumns() map[string]string {
 	return t.Data.Train.Label.valueColumns(t.Attributes)
 }
 
+// BoxAttribute is the one attribute of a detection whose boxes come as YOLO or VOC
+// files, and, per YOLO class id, its class.
+func (t *Task) BoxAttribute() (taskspec.Attribute, []int, error) {
+	if len(t.Attributes) != 1 {
+		return taskspec.Attribute{}, nil, fmt.Errorf("YOLO and VOC boxes have one class each, and the task has %d attributes", len(t.Attributes))
+	}
+	a := t.Attributes[0]
+	names := t.Data.Train.Label.Classes
+	if len(names) == 0 {
+		names = a.Classes
+	}
+	idx := make([]int, len(names))
+	for i, n := range names {
+		k := slices.IndexFunc(a.Classes, func(c string) bool { return strings.EqualFold(c, strings.TrimSpace(n)) })
+		if k < 0 {
+			return a, nil, fmt.Errorf("class %d, %q, is not one of %s's classes %s", i, n, a.Name, strings.Join(a.Classes, ", "))
+		}
+		idx[i] = k
+	}
+	return a, idx, nil
+}
+
+// checkBoxLabels checks a detection's YOLO or VOC label source.
+func (t *Task) checkBoxLabels() error {
+	l := t.Data.Train.Label
+	if l.Format != LabelYOLO && l.Format != LabelVOC {
+		if len(l.Classes) > 0 {
+			return fieldErr("data.train.label.classes", "a class list belongs to a yolo label")
+		}
+		return nil
+	}
+	switch {
+	case t.Kind != taskspec.Detection || t.Dims != 2 || t.Box3D || len(t.Points) > 0:
+		return fieldErr("data.train.label.format", "%s labels are a 2D detection's boxes", l.Format)
+	case len(l.Classes) > 0 && l.Format != LabelYOLO:
+		return fieldErr("data.train.label.classes", "a class list belongs to a yolo label")
+	}
+	if _, _, err := t.BoxAttribute(); err != nil {
+		return fieldErr("data.train.label", "%v", err)
+	}
+	return nil
+}
+
 // checkClassLabels checks a classification's label source against its attributes: a
 // class table's columns fill every attribute once, image folders name every attribute,
 // and no class names differ only in case (they are matched without regard to it).

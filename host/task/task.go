@@ -189,9 +189,11 @@ const (
 	LabelCSV         = "csv"          // one CSV with an id and a value column (table)
 	LabelDICOM       = "dicom"        // a DICOM SEG or RTSTRUCT per case
 	LabelFolder      = "folder"       // the class folders of the image patterns ({class})
+	LabelYOLO        = "yolo"         // a YOLO .txt of boxes per case (class cx cy w h)
+	LabelVOC         = "voc"          // a Pascal VOC XML of boxes per case
 )
 
-var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV, LabelDICOM, LabelFolder}
+var labelFormats = []string{LabelImage, LabelAnnotation, LabelPUMATissue, LabelPUMANuclei, LabelTopCoWROI, LabelTopCoWEdges, LabelDENTEX, LabelCSV, LabelDICOM, LabelFolder, LabelYOLO, LabelVOC}
 
 // Table reports whether format keeps every case's label in one file.
 func Table(format string) bool { return format == LabelDENTEX || format == LabelCSV }
@@ -209,6 +211,10 @@ type LabelSource struct {
 	// Columns are one-hot csv columns, each named as a class of one attribute (matched
 	// without regard to case): a row sets exactly one of them to 1, the others to 0.
 	Columns []string `yaml:"columns"`
+	// Classes are a YOLO label's class list (format yolo; data.yaml's names): class id k
+	// is Classes[k], a class of the task's box attribute. Without it, class id k is the
+	// attribute's class k.
+	Classes []string `yaml:"classes"`
 	// Names maps DICOM segments and ROIs to the task's labels (format dicom): segment
 	// label, ROI name, code meaning or SCHEME:VALUE code → label name.
 	Names map[string]string `yaml:"names"`
@@ -372,6 +378,9 @@ func (t *Task) Validate() error {
 		}
 	}
 	if err := t.checkClassLabels(); err != nil {
+		return err
+	}
+	if err := t.checkBoxLabels(); err != nil {
 		return err
 	}
 	if t.Metric.Name == "" {
