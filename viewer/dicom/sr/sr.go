@@ -38,8 +38,7 @@
 //   - an image-level number ([Measurement]; TID 1501): NUM name = value in its UCUM units
 //     (an image quality score: DCM 111029 Image Quality Rating in UCUM "{score}"), with an
 //     optional HAS CONCEPT MOD CODE DCM 121401 Derivation (SCT 255605001 Minimum for a
-//     certainty that is the least over several heads).
-//
+//     certainty that is the least over several heads);
 //   - a reader's measurement ([Measured], with Options.Reader the observer; TID 1501 with
 //     TID 300): a NUM per value (Length, Long Axis, Short Axis, Area, Mean, Standard
 //     Deviation, Minimum, Maximum, Angle; UCUM units) INFERRED FROM its region, an SCOORD
