@@ -73,6 +73,7 @@ func TestSnap(t *testing.T) {
 func FuzzDecodeAnnotation(f *testing.F) {
 	f.Add([]byte(`{"boxes":[{"x":1,"y":2,"w":3,"h":4,"attrs":{"quadrant":3},"score":0.9}]}`))
 	f.Add([]byte(`{"points":[{"x":1,"y":2,"class":"tumor","score":1}],"score":2.5}`))
+	f.Add([]byte(`{"classes":{"diagnosis":1},"probs":{"diagnosis":[0.25,0.75]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := DecodeAnnotation(b, dentex)
 		if err != nil {
