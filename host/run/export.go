@@ -135,6 +135,9 @@ func (r *Runner) exportInto(ctx context.Context, dir string) error {
 	if _, err := os.Stat(r.path(export.CorrectionsDir)); err == nil {
 		c.Corrections = r.path(export.CorrectionsDir)
 	}
+	if c.Measurements, err = export.AllMeasurements(r.dir); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	_, err = export.Write(dir, c)
 	return err
 }
