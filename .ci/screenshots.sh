@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the real desktop binary: start bin/amid-desktop on a virtual X display with
 # the sample study in its Viewer screen, drive it with xdotool (scroll the axial view, a
-# window preset, the label toggle, zoom with the + key and Ctrl+wheel, reset, the Home
-# screen), take a screenshot after each step into OUT (default assets/screenshots), and
+# window preset, the label toggle, zoom with the + key and Ctrl+wheel, reset, a length
+# drawn with the measuring tool, the Home screen), take a screenshot after each step into OUT (default assets/screenshots), and
 # check that each step changed what the window shows. Needs Xvfb, xdotool and ImageMagick
 # (installed with apt when run as root). Without them it fails, saying what to install:
 # the smoke test never passes without having run (make test runs it, in CI and out).
@@ -57,8 +57,9 @@ changed() { # changed A B: fail unless the two screenshots differ
   [ "${d%% *}" -gt 0 ] || { echo "screenshots: $2 shows no change from $1"; exit 1; }
   echo "  $1 → $2: $d pixels changed"
 }
-# The 1100×760 window: the screens' tabs on the left, then the Viewer's title row; the
-# axial view fills the top-left quarter of the rest, centred near (333, 240).
+# The 1100×760 window: the screens' tabs on the left, then the Viewer's title, summary and
+# measuring rows; the measurements' panel on the right; the axial view fills the top-left
+# quarter of the rest (x 89–462, y 123–417).
 xdotool mousemove --window "$win" 333 240
 shot 1-start
 for _ in 1 2 3 4 5 6; do xdotool click 4; done   # wheel: six slices up
@@ -70,7 +71,7 @@ shot 4-lung; changed 3-focused 4-lung
 # One volume, one window: the key on the axial view changes the coronal pane (top right)
 # and the sagittal pane (bottom left) too.
 pane() { convert "$OUT/$1.png" -crop "$3" +repage "$OUT/$1-$2.png"; }
-for p in coronal:380x280+650+100 sagittal:380x280+145+440; do
+for p in coronal:360x280+470+130 sagittal:360x280+95+430; do
   pane 3-focused "${p%%:*}" "${p#*:}"; pane 4-lung "${p%%:*}" "${p#*:}"
   changed "3-focused-${p%%:*}" "4-lung-${p%%:*}"
   rm -f "$OUT/3-focused-${p%%:*}.png" "$OUT/4-lung-${p%%:*}.png"
@@ -82,7 +83,20 @@ xdotool keydown ctrl click 4 keyup ctrl          # Ctrl+wheel: one more zoom ste
 shot 6-zoomed; changed 5-no-labels 6-zoomed
 xdotool key 0                                    # reset zoom and pan
 shot 7-reset; changed 6-zoomed 7-reset
+# A length: the Measure selector (x 170–297, y 84–118), its second choice, Length (y 175),
+# then a drag across the axial view. Its value shows beside it and in the panel (x 846+).
+xdotool mousemove --window "$win" 230 101 click 1
+sleep 0.5
+xdotool mousemove --window "$win" 230 175 click 1
+sleep 0.5
+xdotool mousemove --window "$win" 200 200 mousedown 1
+for i in $(seq 10); do xdotool mousemove --window "$win" $((200 + 10 * i)) $((200 + 13 * i)); sleep 0.05; done
+xdotool mouseup 1
+shot 8-length; changed 7-reset 8-length
+pane 7-reset panel 250x200+848+160; pane 8-length panel 250x200+848+160
+changed 7-reset-panel 8-length-panel
+rm -f "$OUT/7-reset-panel.png" "$OUT/8-length-panel.png"
 xdotool mousemove --window "$win" 40 22 click 1  # the Home tab
-shot 8-home; changed 7-reset 8-home
+shot 9-home; changed 8-length 9-home
 kill -0 "$app" || { echo "screenshots: the app exited"; cat "$log"; exit 1; }
-echo "screenshots: 8 written to $OUT"
+echo "screenshots: 9 written to $OUT"

@@ -36,6 +36,7 @@ type viewerScreen struct {
 	list    *widget.List   // the measurements
 	name    *widget.Entry  // the selected measurement's name
 	rows    []measure.Measurement
+	syncing bool // the list's selection follows the tool's: no slice to show
 	meas    *vwidget.Measurer
 	views   []*vwidget.SliceView // the planes shown
 	capture func() (*image.RGBA, error)
@@ -132,7 +133,9 @@ func (s *viewerScreen) newList() *widget.List {
 		}
 		m := s.rows[i]
 		s.meas.Select(m.ID)
-		s.showMeasurement(&m)
+		if !s.syncing {
+			s.showMeasurement(&m)
+		}
 	}
 	return l
 }
@@ -220,6 +223,8 @@ func (s *viewerScreen) measured() {
 	s.rows = s.meas.Set.List()
 	s.list.Refresh()
 	sel := s.meas.Selected()
+	s.syncing = true
+	defer func() { s.syncing = false }()
 	for i, m := range s.rows {
 		if m.ID == sel {
 			s.list.Select(i)

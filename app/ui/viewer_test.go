@@ -15,10 +15,11 @@ import (
 )
 
 // TestViewerMeasures draws a length on the sample CT's axial plane with the Viewer's
-// Length tool, by a drag from voxel (20, 30) to (50, 70): on its 2.4 mm voxels that is
-// 2.4 · √(30² + 40²) = 120 mm. The side panel lists it with its value, hovering its row
-// highlights it, it takes a name, Undo takes it back (the name, then the length); a region too small to hold a voxel centre says why it
-// was not measured; the picture of the view is a PNG with the measurement drawn; Diameters
+// Length tool, by a drag from the centre of voxel (20, 30) to that of (50, 70): on its
+// 2.4 mm voxels that is 2.4 · √(30² + 40²) = 120 mm. The side panel lists it with its
+// value, hovering its row highlights it and selecting it shows its middle (drawing it
+// moves nothing), it takes a name, Undo takes it back (the name, then the length); a
+// region too small to hold a voxel centre says why it was not measured; the picture of the view is a PNG with the measurement drawn; Diameters
 // adds an ellipse's long and short axes.
 func TestViewerMeasures(t *testing.T) {
 	a, q := newApp(t)
@@ -39,7 +40,9 @@ func TestViewerMeasures(t *testing.T) {
 		q.drain()
 	}
 	z := float64(v.Slice()) + 0.5
-	drag([3]float64{20, 30, z}, [3]float64{50, 70, z})
+	o := s.holder.Objects[0].(*vwidget.OrthoView)
+	cross := o.Crosshair()
+	drag([3]float64{20.5, 30.5, z}, [3]float64{50.5, 70.5, z})
 	if len(s.rows) != 1 {
 		t.Fatalf("%d measurements listed, want the length; the screen says %q", len(s.rows), s.probe.Text)
 	}
@@ -49,6 +52,17 @@ func TestViewerMeasures(t *testing.T) {
 	text := texts(s.obj)
 	if !strings.Contains(text, "1  Length · axial") || !strings.Contains(text, "120.0 mm") {
 		t.Errorf("the side panel says %q, want the length and its 120.0 mm", text)
+	}
+	if c := o.Crosshair(); c != cross {
+		t.Errorf("drawing moved the crosshair from %v to %v", cross, c)
+	}
+	// Selecting the row shows the voxel of the length's middle, near (35.5, 50.5) on its
+	// slice (the canvas places the pointer to within a pixel).
+	s.list.UnselectAll()
+	s.list.Select(0)
+	p, r := s.rows[0].Points[0], s.rows[0].Points[1]
+	if c, want := o.Crosshair(), [3]int{int((p[0] + r[0]) / 2), int((p[1] + r[1]) / 2), int(z)}; c != want {
+		t.Errorf("selecting the row put the crosshair at %v, want %v", c, want)
 	}
 	for _, o := range test.LaidOutObjects(s.obj) {
 		if r, ok := o.(*measureRow); ok && r.id == 1 {

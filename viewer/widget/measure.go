@@ -491,14 +491,14 @@ type pen struct {
 }
 
 // shape draws measurement ms, with its handles when handles is true or it has few, and
-// returns where its text goes: above its leftmost top.
+// returns where its text goes: right of it, ending level with its middle.
 func (p *pen) shape(l *Layout, g Geometry, ms *measure.Measurement, handles bool) (tx, ty float64) {
 	n := len(ms.Points)
 	xs, ys := make([]float64, n), make([]float64, n)
-	tx, ty = math.Inf(1), math.Inf(1)
+	x1, y0, y1 := math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for i, q := range ms.Points {
 		xs[i], ys[i] = g.ToView(screenUV(l, q))
-		tx, ty = math.Min(tx, xs[i]), math.Min(ty, ys[i])
+		x1, y0, y1 = math.Max(x1, xs[i]), math.Min(y0, ys[i]), math.Max(y1, ys[i])
 	}
 	switch ms.Kind {
 	case measure.Length, measure.Angle:
@@ -537,7 +537,7 @@ func (p *pen) shape(l *Layout, g Geometry, ms *measure.Measurement, handles bool
 			p.handle(xs[i], ys[i])
 		}
 	}
-	return tx, ty - 2*float64(p.lw)
+	return x1 + 4*float64(p.lw), (y0 + y1) / 2
 }
 
 // line draws from (x0, y0) to (x1, y1), lw pixels wide.
