@@ -155,6 +155,16 @@ func (w *writer) annotation(p Prediction, dst string) error {
 		}
 		return nil
 	}
+	if w.format == FormatYOLO || w.format == FormatVOC {
+		b, err := w.boxFile(p, a)
+		if err != nil {
+			return fail("case %s: %s: %v", p.CaseID, p.File, err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+		return nil
+	}
 	var doc any
 	switch w.format {
 	case FormatDENTEX:

@@ -19,7 +19,9 @@
 //     (a list of detections with image_id, bbox [x, y, w, h], category_id_1/2/3 and
 //     score), puma-json ({"nuclei": [{"centroid", "class", "confidence"}]}),
 //     topcow-box-json ({"size", "location"}, location the minimum corner) and
-//     topcow-edges-json ({"anterior": {...}, "posterior": {...}} of 0/1 values);
+//     topcow-edges-json ({"anterior": {...}, "posterior": {...}} of 0/1 values), or as the
+//     dataset's own boxes were: yolo (class cx cy w h score, normalised) or voc (Pascal
+//     VOC XML), each on its case's first image;
 //   - a classification's class table (format csv) has no files: the manifest holds, for
 //     each case, each attribute's predicted class name and each class's probability, in
 //     the columns task.Submission.ClassColumns names.
@@ -72,9 +74,16 @@ const (
 	// files; a row a case with its id, each attribute's class name and each class's
 	// probability.
 	FormatClassTable = task.SubmitClassTable
+	// FormatYOLO is a YOLO .txt a case, a line a box: class cx cy w h score, normalised
+	// to the image, class the label source's YOLO class id (data.train.label.classes).
+	FormatYOLO = "yolo"
+	// FormatVOC is a Pascal VOC XML a case: its image's size, and an object a box with
+	// its class name, its bndbox in whole pixels and its score.
+	FormatVOC = "voc"
 )
 
-var jsonFormats = []string{FormatAnnotation, FormatDENTEX, FormatPUMA, FormatTopCoWBox, FormatTopCoWEdge}
+// jsonFormats are the formats of annotation predictions (JSON, and YOLO and VOC files).
+var jsonFormats = []string{FormatAnnotation, FormatDENTEX, FormatPUMA, FormatTopCoWBox, FormatTopCoWEdge, FormatYOLO, FormatVOC}
 
 // DefaultFormat is the submission format of a task that names none: images for a
 // segmentation or enhancement task, AMID's annotation JSON for the others.
@@ -108,6 +117,9 @@ func Write(ctx context.Context, t *task.Task, test []task.Case, preds []Predicti
 			return fail("a %s task's predictions are annotations, not images: submission.format %q must be one of %v", t.Kind, s.Format, jsonFormats)
 		}
 		return fail("a %s task's predictions are images: submission.format %q must be %s", t.Kind, s.Format, FormatImage)
+	}
+	if (format == FormatYOLO || format == FormatVOC) && (t.Kind != taskspec.Detection || t.Dims != 2) {
+		return fail("submission.format %s is a 2D detection's boxes; this is a %dD %s task", format, t.Dims, t.Kind)
 	}
 	var cols map[string]task.ClassColumn
 	if format == FormatClassTable {
