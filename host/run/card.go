@@ -273,3 +273,13 @@ func lowerShown(s export.CardScore, metric string) export.CardScore {
 	s.Value, s.Low, s.High = -s.Value, -s.High, -s.Low
 	return s
 }
+
+// scoreName is the name of the score lanes are ranked by: the task's metric, or for a
+// metric better lower (the Brier score, the calibration error) its negation, "neg_brier",
+// which is what the scores hold.
+func (r *Runner) scoreName() string {
+	if evaluate.LowerBetter(r.task.Metric.Name) {
+		return "neg_" + strings.ToLower(r.task.Metric.Name)
+	}
+	return r.task.Metric.Name
+}

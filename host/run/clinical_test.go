@@ -8,6 +8,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/export"
 	"amid/host/schedule"
+	"amid/host/task"
 )
 
 // clinicalLane is a lane judged by a clinical metric: fold 0 validated with AUROC 0.9062
@@ -83,6 +84,10 @@ func TestClinicalTestThresholds(t *testing.T) {
 	// The folds with a value chose 0.7 and 0.5: their median is 0.6.
 	if th := r.thresholds(); math.Abs(th["finding"]-0.6) > 1e-15 {
 		t.Errorf("all data: %v, want finding 0.6", th)
+	}
+	r.task = &task.Task{Metric: task.Metric{Name: "brier"}}
+	if got := r.scoreName(); got != "neg_brier" {
+		t.Errorf("the score of a Brier task is called %q, want neg_brier", got)
 	}
 	r.st.Lanes[0].Folds = map[int]FoldState{0: {Status: FoldDone, Score: 0.9}}
 	if th := r.thresholds(); th != nil {

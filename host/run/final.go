@@ -48,9 +48,9 @@ func (r *Runner) choose() (*LaneState, int, error) {
 		best = w
 	}
 	m, n := best.Mean()
-	won := fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.task.Metric.Name, m, n, len(ranked))
+	won := fmt.Sprintf("%s won: mean validation %s %.4f over %d fold(s), the best of %d lanes that finished", best.ID, r.scoreName(), m, n, len(ranked))
 	if n == 0 {
-		won = fmt.Sprintf("%s won, though no score ranked it: its validation %s is undefined on every fold (%s), and so is every lane's of the %d that finished", best.ID, r.task.Metric.Name, best.Undefined(), len(ranked))
+		won = fmt.Sprintf("%s won, though no score ranked it: its validation %s is undefined on every fold (%s), and so is every lane's of the %d that finished", best.ID, r.scoreName(), best.Undefined(), len(ranked))
 	}
 	r.st.Why = []string{won}
 	for _, l := range ranked {
