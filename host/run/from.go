@@ -358,10 +358,16 @@ func (r *Runner) applyFrom(d *task.Dataset) error {
 	if fr == nil {
 		return nil
 	}
-	if len(fr.Corrected) > 0 && r.task.Data.Train.Label.Format != "" && r.task.Data.Train.Label.Format != task.LabelImage {
-		return fmt.Errorf("%w: corrections are learned from as label maps, and the task's labels are %s (corrected boxes and points are not learned from yet)", ErrCorrection, r.task.Data.Train.Label.Format)
+	format := r.task.Data.Train.Label.Format
+	if format == "" {
+		format = task.LabelImage
 	}
 	for _, c := range fr.Corrected {
+		// A label map trains a task of label images, a detection's annotation JSON one
+		// of annotations: the formats the task's own labels are read in.
+		if boxes := strings.HasSuffix(c.Label, ".json"); !(boxes && format == task.LabelAnnotation || !boxes && format == task.LabelImage) {
+			return fmt.Errorf("%w: case %s's correction %s cannot train a task whose labels are %s", ErrCorrection, c.ID, filepath.Base(c.Label), format)
+		}
 		sum, err := fileio.SHA256(c.Label)
 		if err != nil {
 			return err

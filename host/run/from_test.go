@@ -18,6 +18,7 @@ import (
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/synth"
+	"amid/host/task"
 	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 )
@@ -291,5 +292,47 @@ func improveFromPackage(t *testing.T, keep func(planner.Lane) bool, newPatient b
 	err = r3.Run(ctx)
 	if !errors.Is(err, ErrCorrection) || !strings.Contains(err.Error(), "changed after it was recorded") {
 		t.Errorf("a changed correction: %v", err)
+	}
+}
+
+// A detection's corrected test case trains with its annotation JSON and leaves the test
+// set; a label map cannot train that task, and a correction's copy changed since it was
+// gathered is refused.
+func TestApplyFromAnnotation(t *testing.T) {
+	dir := t.TempDir()
+	taskPath := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(taskPath, []byte(boxTask), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(taskPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := filepath.Join(dir, "c1.json")
+	if err := os.WriteFile(ann, []byte(`{"boxes": [{"x": 1, "y": 2, "w": 3, "h": 4, "attrs": {"diagnosis": 2}, "score": 1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := fileio.SHA256(ann)
+	data := func() *task.Dataset {
+		return &task.Dataset{Train: []task.Case{{ID: "c0", Label: "train/c0.json"}}, Test: []task.Case{{ID: "c1", Images: []string{"test/c1.png"}}, {ID: "c2"}}}
+	}
+	r := &Runner{task: tk, st: &State{From: &From{Corrected: []Corrected{{ID: "c1", Test: true, Label: ann, SHA256: sum}}}}}
+	d := data()
+	if err := r.applyFrom(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Test) != 1 || d.Test[0].ID != "c2" || len(d.Train) != 2 || d.Train[1].ID != "c1" || d.Train[1].Label != ann || d.Train[1].Images[0] != "test/c1.png" {
+		t.Fatalf("after the correction: train %+v, test %+v", d.Train, d.Test)
+	}
+	r.st.From.Corrected[0].Label = filepath.Join(dir, "c1.nii.gz")
+	if err := r.applyFrom(data()); !errors.Is(err, ErrCorrection) {
+		t.Errorf("a label map for a detection task: %v", err)
+	}
+	r.st.From.Corrected[0].Label = ann
+	if err := os.WriteFile(ann, []byte(`{"boxes": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.applyFrom(data()); !errors.Is(err, ErrCorrection) || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("a changed copy: %v", err)
 	}
 }
