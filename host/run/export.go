@@ -171,7 +171,8 @@ func (r *Runner) reviewDecisions(c *export.Contents) error {
 }
 
 func (r *Runner) scores() export.Scores {
-	s := export.Scores{Metric: r.task.Metric.Name, HigherIsBetter: true}
+	// A metric lower is better (Brier, ECE) is ranked and kept negated: neg_<name>.
+	s := export.Scores{Metric: r.scoreName(), HigherIsBetter: true}
 	for _, l := range r.st.Lanes {
 		ls := export.LaneScores{Lane: l.ID, Plugin: l.Plugin, Status: "done"}
 		for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
