@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,7 +92,7 @@ func ClassOf(a taskspec.Attribute, v string) (int, error) {
 		}
 	}
 	if !numericClasses(a) {
-		if f, err := strconv.ParseFloat(s, 64); err == nil && f == float64(int(f)) && f >= 0 && int(f) < len(a.Classes) {
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f >= 0 && f < float64(len(a.Classes)) && f == math.Trunc(f) {
 			return int(f), nil
 		}
 		return 0, fmt.Errorf("%s %q is not one of its classes %s, nor a class index 0–%d", a.Name, s, strings.Join(a.Classes, ", "), len(a.Classes)-1)

@@ -93,6 +93,10 @@
 // attribute's predicted class name, one probability column a class (see
 // Submission.ClassColumns); without columns, in that order.
 //
+// A 2D detection of one attribute may take its boxes as YOLO .txt files (format yolo:
+// "class cx cy w h" a line, normalised; classes is YOLO's class list) or Pascal VOC XML
+// (format voc), and write its predictions back as either (submission format yolo or voc).
+//
 // The plugin-facing part of a task is [Task.Spec] (amid/plugins/taskspec).
 package task
 
