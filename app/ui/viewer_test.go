@@ -108,7 +108,7 @@ func TestViewerMeasures(t *testing.T) {
 	}
 	s.tool.SetSelected("Ellipse")
 	drag([3]float64{20.1, 30.1, z}, [3]float64{20.2, 30.2, z})
-	if len(s.rows) != 0 || !strings.HasPrefix(s.probe.Text, "Not measured: draw it larger") {
+	if len(s.rows) != 0 || s.probe.Text != "Not measured: degenerate measurement: the ellipse region holds no voxel centre; draw it larger" {
 		t.Errorf("a tiny ellipse: %d listed, the screen says %q", len(s.rows), s.probe.Text)
 	}
 	// An ellipse over the box (20, 30)–(50, 50): diameters 30 and 20 voxels, 72 and 48 mm.

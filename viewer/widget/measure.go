@@ -1,7 +1,6 @@
 package widget
 
 import (
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -387,11 +386,7 @@ func (t *measureTool) End() {
 	}
 	added, err := m.Set.Add(dm)
 	if err != nil {
-		var what string
-		if errors.Is(err, measure.ErrDegenerate) {
-			what = "draw it larger: "
-		}
-		m.fail(fmt.Errorf("%s%w", what, err))
+		m.fail(err)
 		t.v.Redraw()
 		return
 	}
