@@ -243,7 +243,7 @@ func (t *Task) checkClassLabels() error {
 		}
 		filled := map[string]string{}
 		for a, c := range l.valueColumns(t.Attributes) {
-			if _, ok := t.placeholderAttr(a); !ok || a == ClassPlaceholder && len(t.Attributes) != 1 {
+			if !slices.ContainsFunc(t.Attributes, func(x taskspec.Attribute) bool { return x.Name == a }) {
 				return fieldErr(field+".value_columns", "%q is not an attribute of the task", a)
 			}
 			if strings.TrimSpace(c) == "" {
