@@ -470,6 +470,29 @@ func TestSet(t *testing.T) {
 	if c.ID != 3 {
 		t.Errorf("a new measurement after undo and redo has ID %d, want 3", c.ID)
 	}
+	// An edit replaces the points: voxel (7, 1, 2) holds 7 + 100 + 2000; a point off the
+	// image is refused and changes nothing.
+	if err := s.Replace(c.ID, [][3]float64{{7.5, 1.5, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace(c.ID, [][3]float64{{7.5, 31, 0}}); !errors.Is(err, ErrOutside) {
+		t.Errorf("an edit off the image: %v", err)
+	}
+	if m, _ := s.Get(c.ID); value(m, "value") != 2107 {
+		t.Errorf("after the edit the probe reads %v, want 2107", value(m, "value"))
+	}
+	// A list whose IDs repeat is numbered anew on loading, from 1.
+	if err := s.Load([]Measurement{c, c}); err != nil {
+		t.Fatal(err)
+	}
+	if l := s.List(); len(l) != 2 || l[0].ID != 1 || l[1].ID != 2 {
+		t.Errorf("loaded IDs %d and %d, want 1 and 2", l[0].ID, l[1].ID)
+	}
+}
+
+func value(m Measurement, name string) float64 {
+	v, _ := m.Value(name)
+	return v.Value
 }
 
 // TestJSON: measurements go through JSON and back with their kind, plane, slice, points in
