@@ -160,17 +160,19 @@ func (m *Measurer) Attach(v *SliceView) {
 func (m *Measurer) Kind() measure.Kind { return m.kind }
 
 // SetKind chooses the kind of measurement the primary button draws; "" gives the button
-// back to the views (crosshair and window), the measurements still drawn.
+// back to the views (crosshair and window), the measurements still drawn. A view whose
+// button another painter holds by then (a brush) keeps it.
 func (m *Measurer) SetKind(k measure.Kind) {
 	m.kind = k
 	m.mu.Lock()
 	m.draft = nil
 	m.mu.Unlock()
 	for _, v := range m.views {
-		if k == "" {
+		switch t := m.tools[v]; {
+		case k != "":
+			v.SetPainter(t)
+		case v.painterNow() == Painter(t):
 			v.SetPainter(nil)
-		} else {
-			v.SetPainter(m.tools[v])
 		}
 		v.Redraw()
 	}

@@ -181,7 +181,7 @@ func checkROI(t *testing.T, ms measure.Measurement, area float64, vals []float64
 // TestMeasureProbeAngle: a tap with the probe reads voxel (3, 4, 2), −358 HU (−1000 +
 // 200·3 + 10·4 + 2); an angle drawn as a drag from (8, 2) to its vertex (2, 2), then a tap
 // at (2, 6), its arms along x and y, reads 90°; a region too small to hold a voxel centre
-// is refused with a reason.
+// is refused with a reason; choosing no kind frees the button, unless a brush holds it.
 func TestMeasureProbeAngle(t *testing.T) {
 	v, w, m, errs := newMeasured(t, measure.Probe)
 	z := 2.5
@@ -207,6 +207,18 @@ func TestMeasureProbeAngle(t *testing.T) {
 	drag(t, v, w, [3]float64{9.1, 7.1, z}, [3]float64{9.3, 7.3, z})
 	if m.Set.Len() != 2 || len(*errs) != 1 || !errors.Is((*errs)[0], measure.ErrDegenerate) {
 		t.Errorf("a tiny ellipse: %d measurements, errors %v", m.Set.Len(), *errs)
+	}
+	// No kind gives the button back; a brush set meanwhile keeps it.
+	m.SetKind("")
+	if v.painterNow() != nil {
+		t.Error("no kind left the tool on the button")
+	}
+	m.SetKind(measure.Length)
+	b := &Brush{View: v}
+	v.SetPainter(b)
+	m.SetKind("")
+	if v.painterNow() != Painter(b) {
+		t.Error("no kind took the button from a brush")
 	}
 }
 
