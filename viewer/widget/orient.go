@@ -1,6 +1,9 @@
 // Package widget is AMID's image viewer: a rendering core that turns one slice of a
 // volume.Volume (with an optional label overlay or a prediction/truth difference) into an
 // *image.RGBA without Fyne types, and Fyne widgets (SliceView, OrthoView) built on it.
+// Tools take a view's primary button through its Painter: the Brush corrects labels, the
+// box editor boxes and points, the Measurer draws and edits measurements
+// (amid/viewer/measure) on any plane; Capture renders what a view shows, for a report.
 //
 // Screen conventions: axial slices show anterior up and patient left on screen right
 // (radiological convention); coronal slices superior up and patient left on screen right;
