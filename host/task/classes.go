@@ -201,7 +201,8 @@ func (t *Task) checkBoxLabels() error {
 
 // checkClassLabels checks a classification's label source against its attributes: a
 // class table's columns fill every attribute once, image folders name every attribute,
-// and no class names differ only in case (they are matched without regard to it).
+// and, where labels or submission columns name classes, no class names differ only in
+// case (they are matched without regard to it).
 func (t *Task) checkClassLabels() error {
 	l := &t.Data.Train.Label
 	const field = "data.train.label"
@@ -221,10 +222,11 @@ func (t *Task) checkClassLabels() error {
 		}
 		return nil
 	}
+	byName := l.Format == LabelCSV || l.Format == LabelFolder || t.Submission.Format == SubmitClassTable
 	for _, a := range t.Attributes {
 		for i, c := range a.Classes {
 			for _, d := range a.Classes[:i] {
-				if strings.EqualFold(c, d) {
+				if byName && strings.EqualFold(c, d) {
 					return fieldErr("attributes", "%s has the classes %q and %q, which differ only in case: labels are matched to class names without regard to case", a.Name, d, c)
 				}
 			}
