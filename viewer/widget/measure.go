@@ -47,6 +47,14 @@ type PointPainter interface {
 	PaintAt(at [3]float64, begin bool)
 }
 
+// Hoverer is a Painter that follows the pointer between strokes: a measuring tool shows the
+// measurement whose handle a stroke would take.
+type Hoverer interface {
+	// HoverAt is called with the pointer's position, as PaintAt is, when it moves over
+	// the view with no button held.
+	HoverAt(at [3]float64)
+}
+
 // paintAt hands p the positions of a stroke (see paint).
 func (v *SliceView) paintAt(p PointPainter, pos fyne.Position, moved fyne.Delta, begin bool) {
 	if begin && (moved.DX != 0 || moved.DY != 0) {
@@ -353,6 +361,13 @@ func (t *measureTool) PaintAt(at [3]float64, begin bool) {
 		m.mu.Unlock()
 		t.v.Redraw()
 	}
+}
+
+// HoverAt implements Hoverer: the measurement whose handle is under the pointer is
+// highlighted, as a stroke starting there would move it.
+func (t *measureTool) HoverAt(at [3]float64) {
+	id, _, _ := t.hit(at)
+	t.m.Highlight(id)
 }
 
 // End implements Painter: a moved handle ends its step; a draft becomes a measurement, or

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
 	"amid/viewer/measure"
@@ -62,7 +63,7 @@ func shownTexts(v *SliceView) string {
 
 // TestMeasureLength draws a length by a drag on ctVolume's axial slice (1 × 1.5 mm
 // voxels): from (2, 3) to (10, 7) it is √(8² + (4·1.5)²) = 10 mm. Its value is drawn
-// beside it; a drag from its end handle moves that end to (10, 3), 8 mm; undo takes the
+// beside it; the pointer over a handle highlights it; a drag from its end handle moves that end to (10, 3), 8 mm; undo takes the
 // move back, and delete and undo the length; the window stays as it was.
 func TestMeasureLength(t *testing.T) {
 	v, w, m, errs := newMeasured(t, measure.Length)
@@ -82,6 +83,15 @@ func TestMeasureLength(t *testing.T) {
 	}
 	if v.Window() != window {
 		t.Errorf("drawing a length moved the window to %v", v.Window())
+	}
+	// The pointer over its end handle highlights it; away from it, nothing.
+	v.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: v.PositionOf(list[0].Points[1])}})
+	if h := m.Highlighted(); h != list[0].ID {
+		t.Errorf("over the end handle: %d highlighted, want %d", h, list[0].ID)
+	}
+	v.MouseMoved(&desktop.MouseEvent{PointEvent: fyne.PointEvent{Position: v.PositionOf([3]float64{6, 9, z})}})
+	if h := m.Highlighted(); h != 0 {
+		t.Errorf("away from the handles: %d highlighted", h)
 	}
 	drag(t, v, w, list[0].Points[1], [3]float64{10, 3, z})
 	if got := value(t, m.Set.List()[0], "length"); m.Set.Len() != 1 || math.Abs(got-8) > 1e-3 {

@@ -911,6 +911,11 @@ func (v *SliceView) MouseMoved(ev *desktop.MouseEvent) {
 	v.mu.Lock()
 	v.hover, v.hoverIn = ev.Position, true
 	v.mu.Unlock()
+	if h, ok := v.painterNow().(Hoverer); ok {
+		if at, ok := v.PointAt(ev.Position); ok {
+			h.HoverAt(at)
+		}
+	}
 	if v.OnHover != nil {
 		p, ok := v.ProbeAt(ev.Position)
 		v.OnHover(p, ok)
