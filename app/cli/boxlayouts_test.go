@@ -48,7 +48,8 @@ func hemisphereBoxes(t *testing.T, z int) []hemisphereBox {
 }
 
 // brainSlices are the T1 slices of the box tasks: 8 training and 2 test slices, every
-// fourth from 14 to 50, each holding a brain some 60 pixels across.
+// fourth from 14 to 50 of its 62, each holding brain (hemisphereBoxes fails on one that
+// does not).
 var brainSlices = []struct {
 	id   string
 	z    int
@@ -71,7 +72,8 @@ type boxLayout struct {
 func boxLayouts() []boxLayout {
 	return []boxLayout{
 		{
-			// YOLO's class list is written in another order than the task's classes.
+			// YOLO's class list is written in another order than the task's classes. The
+			// spoiled file is b22's, the third training slice.
 			name: "yolo", format: "yolo", ext: "txt", folder: "labels", label: `{path: "labels/{id}.txt", format: yolo, classes: [right, left]}`,
 			write: func(boxes []hemisphereBox, w, h int) string {
 				var b strings.Builder

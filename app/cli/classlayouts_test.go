@@ -161,6 +161,7 @@ func classLayouts() []classLayout {
 			},
 			submission: `{format: csv, id_column: image_id, value_columns: {modality: modality, region: region}}`,
 			columns:    []string{"image_id", "modality", "region", "CT", "MR", "US", "head", "heart", "ankle"},
+			// s04 is the fourth row, line 5 of the file (the header is line 1), its modality written "ct" (mixedCase).
 			refused: []badInput{{func(dir string) {
 				b, _ := os.ReadFile(filepath.Join(dir, "train.csv"))
 				_ = os.WriteFile(filepath.Join(dir, "train.csv"), []byte(strings.Replace(string(b), "s04,ct,", "s04,CR,", 1)), 0o644)
@@ -191,6 +192,7 @@ func classLayouts() []classLayout {
 			},
 			submission: `{format: csv, id_column: image, columns: [image, CT, MR, US]}`,
 			columns:    []string{"image", "CT", "MR", "US"},
+			// s05 is the fifth row, line 6 of the file (the header is line 1): an MR, set CT as well.
 			refused: []badInput{{func(dir string) {
 				b, _ := os.ReadFile(filepath.Join(dir, "GroundTruth.csv"))
 				_ = os.WriteFile(filepath.Join(dir, "GroundTruth.csv"), []byte(strings.Replace(string(b), "s05,0.0,1.0,0.0", "s05,1.0,1.0,0.0", 1)), 0o644)
