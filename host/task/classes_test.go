@@ -280,3 +280,25 @@ func FuzzFolderResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestClassFolderInputs: a folder laid out as a test split of class folders gives its
+// cases to predict, as does one class folder alone.
+func TestClassFolderInputs(t *testing.T) {
+	src := strings.Replace(classTask, `images: ["images/{id}.png"]
+    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
+	src = strings.Replace(src, `images: ["test/{id}.png"]`, `images: ["test/{class}/{id}.png"]`, 1)
+	tk, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	touch(t, root, "test/ct/a.png", "test/MR/b.png", "test/MR/c.png")
+	cs, bad, err := tk.Inputs([]string{filepath.Join(root, "test")})
+	if err != nil || len(bad) > 0 || ids(cs) != "a b c" {
+		t.Errorf("the test folder: %s %v %v", ids(cs), bad, err)
+	}
+	cs, bad, err = tk.Inputs([]string{filepath.Join(root, "test", "MR")})
+	if err != nil || len(bad) > 0 || ids(cs) != "b c" {
+		t.Errorf("a class folder: %s %v %v", ids(cs), bad, err)
+	}
+}

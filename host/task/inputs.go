@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"amid/viewer/dicom"
@@ -22,7 +23,8 @@ type Unread struct {
 //   - a DICOM folder in which the task's series selector picks a series, as in training
 //     (a series folder, or a study as PACS exports it): one case;
 //   - a folder laid out as the task's test split below the folder that holds {id}
-//     ("test/{id}_0000.nii.gz" read as "{id}_0000.nii.gz" in the folder): its cases;
+//     ("test/{id}_0000.nii.gz" read as "{id}_0000.nii.gz" in the folder), or below its
+//     class folders ("test/{class}/{id}.png" read as "{class}/{id}.png"): its cases;
 //     for a task of one image per case, any folder of images and DICOM folders: each;
 //   - a file (or case folder) named as that layout names a case's first image: that case,
 //     its other channels found beside it by their patterns;
@@ -73,6 +75,24 @@ func (t *Task) Inputs(paths []string) ([]Case, []Unread, error) {
 	return out, bad, nil
 }
 
+// classInputs is the test split read from its first class folder on ("{class}/{id}.png"
+// for "test/{class}/{id}.png"), for a folder laid out as the test split with its class
+// folders; nil when the test patterns have none.
+func (t *Task) classInputs() *Split {
+	if len(t.Data.Test.Images) == 0 || len(Placeholders(t.Data.Test.Images[0])) == 0 {
+		return nil
+	}
+	s := t.Data.Test
+	s.Label = LabelSource{}
+	s.Images = make([]string, len(t.Data.Test.Images))
+	for i, p := range t.Data.Test.Images {
+		segs := strings.Split(p, "/")
+		k := slices.IndexFunc(segs, func(seg string) bool { return placeholderRE.MatchString(seg) && seg != "{id}" })
+		s.Images[i] = strings.Join(segs[max(k, 0):], "/")
+	}
+	return &s
+}
+
 // fromID is pattern from the path segment that holds {id} on.
 func fromID(pattern string) string {
 	k := strings.Index(pattern, "{id}")
@@ -112,6 +132,13 @@ func (t *Task) inputCases(abs string, rel *Split) ([]Case, []Unread, error) {
 				cs = append(cs, c)
 			}
 			return cs, bad, nil
+		}
+		if cls := t.classInputs(); cls != nil {
+			// Subfolders that are not classes are not this layout: any folder of images
+			// below is tried next.
+			if cs, err := t.folderSplit(abs, cls, "input", nil); err == nil && len(cs) > 0 {
+				return cs, nil, nil
+			}
 		}
 		if len(rel.Images) == 1 {
 			if cs, bad := t.eachInput(abs, rel); len(cs)+len(bad) > 0 {
