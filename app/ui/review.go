@@ -215,6 +215,7 @@ type reviewScreen struct {
 	holder   *fyne.Container
 	view     *vwidget.CompareView
 	corr     *corrector
+	measures *measureBar
 	loadedID string
 }
 
@@ -257,6 +258,7 @@ func newReviewScreen(a *App) *reviewScreen {
 	var decisions fyne.CanvasObject
 	s.note, s.approve, s.reject, decisions = decisionRow(s.decide)
 	s.corr = newCorrector(s.saveCorrection, s.info.SetText)
+	s.measures = newMeasureBar(a, s.corr, run.Measurements, run.SaveMeasurements)
 	left := container.NewBorder(s.filter, nil, nil, nil, s.list)
 	controls := container.NewVBox(
 		container.NewHBox(widget.NewLabel("Plane"), s.plane, s.mode),
@@ -264,7 +266,9 @@ func newReviewScreen(a *App) *reviewScreen {
 		s.corr.obj,
 		decisions,
 		s.info)
-	right := container.NewBorder(nil, controls, nil, nil, s.holder)
+	view := container.NewHSplit(s.holder, s.measures.side)
+	view.Offset = 0.78
+	right := container.NewBorder(nil, controls, nil, nil, view)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.25
 	s.obj = container.NewBorder(s.title, nil, nil, nil, split)
@@ -523,6 +527,9 @@ func (s *reviewScreen) showCase(cv *caseView, plane vwidget.Plane) error {
 		case taskspec.Detection:
 			s.corr.attachBoxes(v, c.ID, c.Labels, s.data.Spec)
 		}
+	}
+	if c := s.current; c != nil {
+		s.measures.attach(v, s.data.Dir, c.ID, cv.Image, !c.Validation)
 	}
 	return nil
 }

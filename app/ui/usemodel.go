@@ -146,6 +146,8 @@ type useScreen struct {
 	approve *widget.Button
 	reject  *widget.Button
 	corr    *corrector
+	// measures are the measuring tools (reviewmeasure.go).
+	measures *measureBar
 }
 
 func newUseScreen(a *App) *useScreen {
@@ -196,7 +198,10 @@ func newUseScreen(a *App) *useScreen {
 	var decisions fyne.CanvasObject
 	s.note, s.approve, s.reject, decisions = decisionRow(s.decide)
 	s.corr = newCorrector(s.saveCorrection, s.info.SetText)
-	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, decisions, s.info), nil, nil, s.holder)
+	s.measures = newMeasureBar(a, s.corr, predict.Measurements, predict.SaveMeasurements)
+	view := container.NewHSplit(s.holder, s.measures.side)
+	view.Offset = 0.78
+	right := container.NewBorder(nil, container.NewVBox(s.corr.obj, decisions, s.info), nil, nil, view)
 	split := container.NewHSplit(s.list, right)
 	split.Offset = 0.25
 	top := container.NewVBox(form, container.NewBorder(nil, nil, container.NewGridWrap(fyne.NewSize(160, 36), s.bar), nil, s.status), s.card)
@@ -441,6 +446,7 @@ func (s *useScreen) open(c *useCase) {
 		s.approve.Disable()
 		s.reject.Disable()
 		s.info.SetText(c.ID + " failed: " + c.Error)
+		s.measures.attach(nil, "", "", nil, false)
 		return
 	}
 	s.approve.Enable()
@@ -487,6 +493,7 @@ func (s *useScreen) open(c *useCase) {
 			case taskspec.Detection:
 				s.corr.attachBoxes(v, c.ID, filepath.Join(s.dir, c.Predictions[0]), spec)
 			}
+			s.measures.attach(v, s.dir, c.ID, cv.Image, true)
 			s.info.SetText(caseText(c, cv.Text, vols))
 		})
 	}()

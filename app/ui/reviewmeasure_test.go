@@ -1,0 +1,115 @@
+package ui
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"amid/host/export"
+	"amid/host/run"
+	"amid/host/synth"
+	"amid/viewer/measure"
+)
+
+// openReviewCase opens the finished run dir in a new desktop (as after a restart) and
+// shows its one test case, head005, on the Review screen.
+func openReviewCase(t *testing.T, dir string) (*reviewScreen, loop) {
+	t.Helper()
+	a, q := newApp(t)
+	a.W.Resize(fyne.NewSize(1400, 900))
+	a.OpenRun(dir)
+	a.tabs.SelectIndex(tabReview)
+	s := a.review
+	q.wait(t, "review cases", func() bool { return s.data != nil && len(s.shown) == 1 })
+	s.list.Select(0)
+	q.wait(t, "case view", func() bool { return s.loadedID == "head005" })
+	q.drain()
+	return s, q
+}
+
+// measureText is what the measurements' side list shows.
+func measureText(b *measureBar) string {
+	var out strings.Builder
+	for _, o := range test.LaidOutObjects(b.list) {
+		if l, ok := o.(*widget.Label); ok {
+			out.WriteString(l.Text + "\n")
+		}
+	}
+	return out.String()
+}
+
+// TestReviewMeasurements draws a length on a finished run's test case on the Review
+// screen with the Length tool, from the centre of voxel (10, 10) to that of (13, 14) of
+// the demo head CT's axial plane: on its 4.8 mm voxels (synth.DemoSpacing) that is
+// 4.8 · √(3² + 4²) = 24 mm. Save measurements keeps it with the case's review; a new
+// desktop shows it again on the case; a saved file that no longer reads says so in one
+// line and the case still opens and takes a decision.
+func TestReviewMeasurements(t *testing.T) {
+	dir := finishedRun(t)
+	s, q := openReviewCase(t, dir)
+	b := s.measures
+	if !b.save.Disabled() {
+		t.Error("Save measurements is enabled with nothing to save")
+	}
+	b.tool.SetSelected("Length")
+	if k := b.meas.Kind(); k != measure.Length {
+		t.Fatalf("tool %q, want length", k)
+	}
+	v := s.view.Left
+	z := float64(v.Slice()) + 0.5
+	from, to := [3]float64{10.5, 10.5, z}, [3]float64{13.5, 14.5, z}
+	base := fyne.CurrentApp().Driver().AbsolutePositionForObject(v)
+	p, r := v.PositionOf(from), v.PositionOf(to)
+	test.Drag(s.a.W.Canvas(), base.Add(r), r.X-p.X, r.Y-p.Y)
+	q.drain()
+	if len(b.rows) != 1 {
+		t.Fatalf("%d measurements listed, want the length; the bar says %q", len(b.rows), b.note.Text)
+	}
+	want := synth.DemoSpacing[0] * 5 // √(3² + 4²) voxels
+	if got, _ := b.rows[0].Value("length"); math.Abs(got.Value-want) > 0.5 {
+		// The canvas places the pointer to within a pixel: a fraction of a voxel.
+		t.Errorf("length %v mm, want about %v", got.Value, want)
+	}
+	if text := measureText(b); !strings.Contains(text, "1  Length · axial") {
+		t.Errorf("the side list says %q", text)
+	}
+	if b.save.Disabled() {
+		t.Fatal("Save measurements is disabled with a length to save")
+	}
+	test.Tap(b.save)
+	q.wait(t, "saved", func() bool { return strings.HasPrefix(b.note.Text, "Saved 1 measurements") })
+	if !b.save.Disabled() {
+		t.Error("Save measurements is enabled after saving")
+	}
+	saved, err := run.Measurements(dir, "head005")
+	if err != nil || saved == nil || len(saved.Measurements) != 1 || saved.Measurements[0].Values[0] != b.rows[0].Values[0] {
+		t.Fatalf("saved %+v, %v", saved, err)
+	}
+
+	// After a restart: a new desktop shows the case with its length.
+	s2, _ := openReviewCase(t, dir)
+	if rows := s2.measures.rows; len(rows) != 1 || rows[0].Values[0] != saved.Measurements[0].Values[0] || rows[0].Points[0] != saved.Measurements[0].Points[0] {
+		t.Fatalf("after reopening: %+v, want %+v", rows, saved.Measurements)
+	}
+	if !strings.Contains(s2.measures.note.Text, "1 saved measurements") || !s2.measures.save.Disabled() {
+		t.Errorf("after reopening the bar says %q, save disabled %v", s2.measures.note.Text, s2.measures.save.Disabled())
+	}
+
+	// A saved file that no longer reads: one line, and the review goes on.
+	path := filepath.Join(dir, export.MeasurementsDir, "head005.json")
+	if err := os.WriteFile(path, []byte(`{"case":"head005","measurements":[{"kind":"length"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s3, q3 := openReviewCase(t, dir)
+	if n := s3.measures.note.Text; !strings.Contains(n, "head005.json no longer read") || strings.Contains(n, "\n") || len(s3.measures.rows) != 0 {
+		t.Errorf("an unreadable file: the bar says %q with %d rows", n, len(s3.measures.rows))
+	}
+	s3.decide(run.Approved)
+	q3.wait(t, "decision", func() bool { return s3.shown[0].Decision == run.Approved })
+}
