@@ -238,11 +238,11 @@ bench-viewer: deps
 # screenshots drives the real desktop binary under Xvfb and writes its screenshots;
 # screenshots-check (part of make test) does the same into a temporary folder, and fails
 # when Xvfb, xdotool or ImageMagick are missing and cannot be installed.
-screenshots: desktop
+screenshots: desktop amid
 	@.ci/screenshots.sh assets/screenshots
 
 .PHONY: screenshots-check package
-screenshots-check: desktop
+screenshots-check: desktop amid
 	@out=$$(mktemp -d); .ci/screenshots.sh $$out; s=$$?; rm -rf $$out; exit $$s
 
 # package builds the Linux desktop bundle bin/AMID.tar.xz from FyneApp.toml (icon

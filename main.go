@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"fyne.io/fyne/v2/app"
 
@@ -23,7 +24,7 @@ import (
 
 func main() {
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: amid-desktop [IMAGE [LABELS]] | amid-desktop -lane-program")
+		fmt.Fprintln(os.Stderr, "usage: amid-desktop [IMAGE [LABELS] | RUN] | amid-desktop -lane-program")
 		flag.PrintDefaults()
 	}
 	laneProgram := flag.Bool("lane-program", false, "print the amid program that trains each lane-fold under the process and Slurm executors, and exit")
@@ -41,7 +42,11 @@ func main() {
 	switch flag.NArg() {
 	case 0:
 	case 1:
-		o.Image = flag.Arg(0)
+		if _, err := os.Stat(filepath.Join(flag.Arg(0), "run.json")); err == nil {
+			o.Run = flag.Arg(0) // a run folder: its review
+		} else {
+			o.Image = flag.Arg(0)
+		}
 	case 2:
 		o.Image, o.Labels = flag.Arg(0), flag.Arg(1)
 	default:

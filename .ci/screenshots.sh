@@ -99,4 +99,36 @@ rm -f "$OUT/7-reset-panel.png" "$OUT/8-length-panel.png"
 xdotool mousemove --window "$win" 40 22 click 1  # the Home tab
 shot 9-home; changed 8-length 9-home
 kill -0 "$app" || { echo "screenshots: the app exited"; cat "$log"; exit 1; }
-echo "screenshots: 9 written to $OUT"
+
+# The review of a finished run (the demo task, 40 s): correcting a prediction with the brush.
+kill "$app"; wait "$app" 2>/dev/null || true; app=
+[ -x bin/amid ] || { echo "screenshots: bin/amid is not built (make amid)"; exit 1; }
+bin/amid demo "$home/demo" >/dev/null
+AMID_HOME=$home bin/amid run "$home/demo/task.yaml" --out "$home/run" --budget 40s --folds 2 >"$log" 2>&1 ||
+  { echo "screenshots: the demo run failed"; cat "$log"; exit 1; }
+bin/amid-desktop "$home/run" >"$log" 2>&1 &
+app=$!
+win=
+for _ in $(seq 300); do win=$(xdotool search --name '^AMID$' 2>/dev/null | head -1) && [ -n "$win" ] && break; sleep 0.1; done
+[ -n "$win" ] || { echo "screenshots: the AMID window did not appear for the run"; cat "$log"; exit 1; }
+sleep 3
+xdotool mousemove --window "$win" 190 100 click 1   # the first test case
+sleep 2
+shot 10-review
+xdotool mousemove --window "$win" 362 619 click 1   # Correct
+sleep 0.5
+xdotool mousemove --window "$win" 630 619 click 1   # the label selector,
+sleep 0.5
+shot 11-labels; changed 10-review 11-labels
+xdotool mousemove --window "$win" 630 742 click 1   # its 5 haemorrhage
+sleep 0.5
+xdotool mousemove --window "$win" 600 659 click 1   # a wider brush on the radius slider
+sleep 0.5
+xdotool mousemove --window "$win" 640 330 mousedown 1   # a brush stroke across the brain
+for i in $(seq 10); do xdotool mousemove --window "$win" $((640 + 8 * i)) $((330 + 4 * i)); sleep 0.05; done
+xdotool mouseup 1
+shot 12-painted; changed 11-labels 12-painted
+xdotool mousemove --window "$win" 886 659 click 1   # Undo the stroke
+shot 13-undone; changed 12-painted 13-undone
+kill -0 "$app" || { echo "screenshots: the app exited"; cat "$log"; exit 1; }
+echo "screenshots: 13 written to $OUT"

@@ -44,6 +44,8 @@ type Options struct {
 	// Image and Labels, when set, open in the Viewer screen, which is then shown first;
 	// otherwise the Viewer shows the bundled sample study and Home is shown first.
 	Image, Labels string
+	// Run, when set, is a run folder opened on the Review screen, which is shown first.
+	Run string
 	// bridge reaches the UI goroutine (tests: one whose flushes a test runs); nil:
 	// bridge.Default().
 	bridge *bridge.Bridge
@@ -126,6 +128,10 @@ func New(a fyne.App, o Options) (*App, error) {
 	app.tabs.OnSelected = func(t *container.TabItem) { app.shown(t.Text) }
 	if o.Image != "" {
 		app.tabs.SelectIndex(tabViewer)
+	}
+	if o.Run != "" {
+		app.OpenRun(o.Run)
+		app.tabs.SelectIndex(tabReview)
 	}
 	// Undo and redo of a correction, on the screen that shows one.
 	undo := &desktop.CustomShortcut{KeyName: fyne.KeyZ, Modifier: fyne.KeyModifierShortcutDefault}
