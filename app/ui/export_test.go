@@ -28,6 +28,7 @@ import (
 	"amid/plugins/plugintest"
 	"amid/viewer/edit"
 	"amid/viewer/fileio"
+	"amid/viewer/measure"
 )
 
 // The segmentation plugin, built once per test binary (plugintest.BuildPlugin: pure Go,
@@ -236,9 +237,11 @@ func TestExport(t *testing.T) {
 		s.filter.SetSelected(filterAll)
 		s.list.Select(0)
 		var corrected correctedCase
+		var measured measure.Measurement
 		for i := 0; i < n; i++ { // a decision selects the next case without one
 			q.wait(t, "case view", func() bool { return s.current != nil && s.loadedID == s.current.ID && !s.approve.Disabled() })
 			if i == 0 {
+				measured = measureThroughScreen(t, a, q, s)
 				corrected = correctThroughScreen(t, a, q, s)
 			} else {
 				test.Tap(s.approve)
@@ -249,6 +252,7 @@ func TestExport(t *testing.T) {
 		start := time.Now()
 		dest = filepath.Join(pkgs, "pkg")
 		exportThroughScreen(t, a, q, dest)
+		checkPackageMeasurements(t, dest, corrected.id, measured)
 		t.Logf("export took %v", time.Since(start).Round(100*time.Millisecond))
 		var review []export.Decision
 		if b, err := os.ReadFile(filepath.Join(dest, "review.json")); err != nil || json.Unmarshal(b, &review) != nil || len(review) != n ||

@@ -1,9 +1,13 @@
 package ui
 
 import (
+	"bytes"
+	"context"
+	"encoding/csv"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,15 +48,12 @@ func measureText(b *measureBar) string {
 	return out.String()
 }
 
-// TestReviewMeasurements draws a length on a finished run's test case on the Review
-// screen with the Length tool, from the centre of voxel (10, 10) to that of (13, 14) of
-// the demo head CT's axial plane: on its 4.8 mm voxels (synth.DemoSpacing) that is
-// 4.8 · √(3² + 4²) = 24 mm. Save measurements keeps it with the case's review; a new
-// desktop shows it again on the case; a saved file that no longer reads says so in one
-// line and the case still opens and takes a decision.
-func TestReviewMeasurements(t *testing.T) {
-	dir := finishedRun(t)
-	s, q := openReviewCase(t, dir)
+// measureThroughScreen draws a length on the Review screen's current case as a reader
+// does, from the centre of voxel (10, 10) to that of (13, 14) of its axial plane with the
+// Length tool, and saves it; it returns the length. On the demo head CT's 4.8 mm voxels
+// (synth.DemoSpacing) that is 4.8 · √(3² + 4²) = 24 mm.
+func measureThroughScreen(t *testing.T, a *App, q loop, s *reviewScreen) measure.Measurement {
+	t.Helper()
 	b := s.measures
 	if !b.save.Disabled() {
 		t.Error("Save measurements is enabled with nothing to save")
@@ -66,7 +67,7 @@ func TestReviewMeasurements(t *testing.T) {
 	from, to := [3]float64{10.5, 10.5, z}, [3]float64{13.5, 14.5, z}
 	base := fyne.CurrentApp().Driver().AbsolutePositionForObject(v)
 	p, r := v.PositionOf(from), v.PositionOf(to)
-	test.Drag(s.a.W.Canvas(), base.Add(r), r.X-p.X, r.Y-p.Y)
+	test.Drag(a.W.Canvas(), base.Add(r), r.X-p.X, r.Y-p.Y)
 	q.drain()
 	if len(b.rows) != 1 {
 		t.Fatalf("%d measurements listed, want the length; the bar says %q", len(b.rows), b.note.Text)
@@ -84,11 +85,54 @@ func TestReviewMeasurements(t *testing.T) {
 	}
 	test.Tap(b.save)
 	q.wait(t, "saved", func() bool { return strings.HasPrefix(b.note.Text, "Saved 1 measurements") })
+	b.tool.SetSelected(measureTools[0])
+	return b.rows[0]
+}
+
+// checkPackageMeasurements checks that the package dest carries the length m measured on
+// case id in its table, and that a copy of it with the value changed does not verify.
+func checkPackageMeasurements(t *testing.T, dest, id string, m measure.Measurement) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dest, export.FileMeasurementsTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%s: %q, %v; want its header and the length", export.FileMeasurementsTable, rows, err)
+	}
+	value := strconv.FormatFloat(m.Values[0].Value, 'g', -1, 64)
+	if r := rows[1]; r[0] != id || r[3] != "axial" || r[6] != "length" || r[8] != value || r[9] != "mm" {
+		t.Errorf("the table's row %q, want case %s's length of %s mm", r, id, value)
+	}
+	changed := filepath.Join(t.TempDir(), "pkg")
+	if err := os.CopyFS(changed, os.DirFS(dest)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(changed, export.FileMeasurementsTable)
+	os.Chmod(p, 0o644)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(","+value+","), []byte(",1"+value+","), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.Verify(context.Background(), changed, export.VerifyOptions{}); err == nil || !strings.Contains(err.Error(), export.FileMeasurementsTable) {
+		t.Errorf("a changed value in %s: %v, want a failure naming it", export.FileMeasurementsTable, err)
+	}
+}
+
+// TestReviewMeasurements draws a length on a finished run's test case on the Review
+// screen (measureThroughScreen). Save measurements keeps it with the case's review; a new
+// desktop shows it again on the case; a saved file that no longer reads says so in one
+// line and the case still opens and takes a decision.
+func TestReviewMeasurements(t *testing.T) {
+	dir := finishedRun(t)
+	s, q := openReviewCase(t, dir)
+	m := measureThroughScreen(t, s.a, q, s)
+	b := s.measures
 	if !b.save.Disabled() {
 		t.Error("Save measurements is enabled after saving")
 	}
 	saved, err := run.Measurements(dir, "head005")
-	if err != nil || saved == nil || len(saved.Measurements) != 1 || saved.Measurements[0].Values[0] != b.rows[0].Values[0] {
+	if err != nil || saved == nil || len(saved.Measurements) != 1 || saved.Measurements[0].Values[0] != m.Values[0] {
 		t.Fatalf("saved %+v, %v", saved, err)
 	}
 
