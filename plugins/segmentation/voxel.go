@@ -575,6 +575,15 @@ func trainForest(ctx context.Context, req *protocol.TrainRequest, c config, src 
 	if err := l.Run(ctx); err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)
 	}
+	if l.At.Step == 0 && l.Stopped {
+		// The time limit passed before the first tree (a round started late on a busy
+		// machine): a forest without trees is no model, so it grows one whatever the
+		// clock says, and the host judges that on validation.
+		l.Clock, l.Until = nil, 1
+		if err := l.Run(ctx); err != nil {
+			return nil, fmt.Errorf("segmentation train: %w", err)
+		}
+	}
 	final, err := l.Save(training.Final)
 	if err != nil {
 		return nil, fmt.Errorf("segmentation train: %w", err)

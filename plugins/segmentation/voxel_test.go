@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
@@ -163,6 +164,28 @@ func TestForestResume(t *testing.T) {
 	}
 	if !slices.Equal(predict(whole), predict(resumed)) {
 		t.Error("the two forests predict differently")
+	}
+}
+
+// A forest round whose time limit passed before its first tree (a round started late on a
+// busy machine: a demo run under load logged "for at most 0s" and failed its only lane
+// with "a forest without trees") still grows one tree, and validates.
+func TestForestLateRound(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 1))
+	var cases []protocol.Case
+	for i := range 3 {
+		cases = append(cases, quadrantCase(t, dir, fmt.Sprintf("q%d", i), r))
+	}
+	res, err := seg{}.Train(context.Background(), &protocol.TrainRequest{
+		Task: protocol.Task{Kind: "segmentation", Dims: 3}, Config: forestCfg(8, 1, "[0,1,2,3,4]"),
+		Train: cases[:2], Validation: cases[2:], WorkDir: t.TempDir(), Seed: 7, TimeLimit: time.Nanosecond,
+	}, func(*protocol.Progress) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps != 1 || len(res.Validation) == 0 {
+		t.Errorf("a late round: %d trees, validation %v; want 1 tree, validated", res.Steps, res.Validation)
 	}
 }
 
