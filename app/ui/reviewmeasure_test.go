@@ -1,23 +1,29 @@
 package ui
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
 	"amid/host/export"
+	"amid/host/predict"
 	"amid/host/run"
 	"amid/host/synth"
+	"amid/viewer/dicom/dicomtest"
+	"amid/viewer/imageio"
 	"amid/viewer/measure"
 )
 
@@ -156,4 +162,97 @@ func TestReviewMeasurements(t *testing.T) {
 	}
 	s3.decide(run.Approved)
 	q3.wait(t, "decision", func() bool { return s3.shown[0].Decision == run.Approved })
+}
+
+// ctTask is a segmentation task whose case is a DICOM CT series folder.
+const ctTask = `id: headct
+kind: segmentation
+dims: 3
+channels: [ct]
+labels: [{value: 0, name: background}, {value: 1, name: lesion}]
+data:
+  train:
+    images: ["train/{id}/"]
+    label: {path: "labels/{id}.nii.gz"}
+  test:
+    images: ["test/{id}/"]
+metric: {name: dice}
+submission:
+  columns: [case_id, predicted_mask_path]
+  id_column: case_id
+  file_column: predicted_mask_path
+  path: "predictions/{id}.nii.gz"
+`
+
+// TestUseModelMeasurements measures a predict run's DICOM case on the Use model screen (a
+// synthetic head CT series of 6 slices, its package a zip holding ctTask): a length drawn
+// from the centre of voxel (10, 10) to that of (13, 14) and saved is kept with the predict
+// run's review, and written as a DICOM SR on the series, which dciodvfy accepts.
+func TestUseModelMeasurements(t *testing.T) {
+	a, q := newApp(t)
+	a.W.Resize(fyne.NewSize(1400, 900))
+	out := t.TempDir()
+	pkg := filepath.Join(t.TempDir(), "pkg.zip")
+	f, err := os.Create(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, err := zw.Create("pkg/" + export.FileTask)
+	if err == nil {
+		_, err = w.Write([]byte(ctTask))
+	}
+	if err != nil || zw.Close() != nil || f.Close() != nil {
+		t.Fatalf("the package's zip: %v", err)
+	}
+	ct, labels, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], 6}, synth.DemoSpacing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	study := filepath.Join(t.TempDir(), "study")
+	st := synth.Study{Patient: "SYNTHETIC^MEASURE", PatientID: "SYN-M", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	if err := synth.WriteSeries(study, ct, st, synth.SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "predictions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := imageio.Write(filepath.Join(out, "predictions", "study.nii.gz"), labels); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(predict.Result{Package: pkg, Cases: []predict.CaseResult{
+		{ID: "study", Inputs: []string{study}, Predictions: []string{filepath.Join("predictions", "study.nii.gz")}}}, ReviewOrder: []string{"study"}})
+	writeFile(t, filepath.Join(out, predict.FileResults), res)
+
+	a.tabs.SelectIndex(tabUse)
+	s := a.use
+	s.load(out)
+	q.wait(t, "the predicted case", func() bool { return s.current != nil && s.measures.meas != nil })
+	b := s.measures
+	b.tool.SetSelected("Length")
+	v := s.corr.view.Left
+	cv := a.W.Canvas()
+	from, to := onVoxel(t, v, 10, 10), onVoxel(t, v, 13, 14)
+	test.Drag(cv, to, to.X-from.X, to.Y-from.Y)
+	q.drain()
+	if len(b.rows) != 1 || b.save.Disabled() {
+		t.Fatalf("%d measurements listed (the bar says %q), save disabled %v", len(b.rows), b.note.Text, b.save.Disabled())
+	}
+	test.Tap(b.save)
+	q.wait(t, "saved", func() bool {
+		return strings.HasPrefix(b.note.Text, "Saved") || strings.Contains(b.note.Text, "review:")
+	})
+	saved, err := predict.Measurements(out, "study")
+	if err != nil || saved == nil || len(saved.Measurements) != 1 {
+		t.Fatalf("saved %+v, %v (the bar says %q)", saved, err, b.note.Text)
+	}
+	path := predict.MeasurementsSR(out, "study")
+	if path == "" {
+		t.Fatal("no DICOM SR of the measurements")
+	}
+	out2 := dicomtest.Dciodvfy(t, path)
+	t.Logf("dciodvfy: %s", out2)
+	if strings.Contains(out2, "Person Name") {
+		t.Errorf("dciodvfy doubts the reader's name: %s", out2)
+	}
 }

@@ -184,11 +184,15 @@ func observer(o Options) []*dataset.DataSet {
 }
 
 // personName is a reader's name as DICOM writes a person's: its last word the family
-// name, the words before it the given names ("Ann Lee" is Lee^Ann).
+// name, the words before it the given names ("Ann Lee" is Lee^Ann; a login name alone,
+// "root", the family name root^).
 func personName(name string) string {
 	w := strings.Fields(strings.ReplaceAll(name, "^", " "))
-	if len(w) < 2 {
-		return dataset.Clip(strings.Join(w, ""), 64)
+	switch len(w) {
+	case 0:
+		return ""
+	case 1:
+		return dataset.Clip(w[0], 63) + "^" // a family name alone, its delimiter kept
 	}
 	return dataset.Clip(w[len(w)-1]+"^"+strings.Join(w[:len(w)-1], " "), 64)
 }
