@@ -169,6 +169,7 @@ func (b *measureBar) load() error {
 	if err := set.Load(m.Measurements); err != nil {
 		return fmt.Errorf("case %s's saved measurements no longer fit its image and are not shown: %w", b.id, err)
 	}
+	set.ForgetHistory() // Undo goes back to what was saved, not before it
 	b.baseline = marshalMeasurements(set.List())
 	b.note.SetText(fmt.Sprintf("%d saved measurements of case %s.", len(m.Measurements), b.id))
 	return nil

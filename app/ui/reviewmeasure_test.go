@@ -150,6 +150,11 @@ func TestReviewMeasurements(t *testing.T) {
 	if !strings.Contains(s2.measures.note.Text, "1 saved measurements") || !s2.measures.save.Disabled() {
 		t.Errorf("after reopening the bar says %q, save disabled %v", s2.measures.note.Text, s2.measures.save.Disabled())
 	}
+	// Undo goes back no further than what was saved.
+	s2.measures.step(false)
+	if len(s2.measures.rows) != 1 || !s2.measures.save.Disabled() {
+		t.Errorf("Undo after reopening leaves %d measurements, save disabled %v", len(s2.measures.rows), s2.measures.save.Disabled())
+	}
 
 	// A saved file that no longer reads: one line, and the review goes on.
 	path := filepath.Join(dir, export.MeasurementsDir, "head005.json")
