@@ -132,7 +132,7 @@ func measurementsSR(t *task.Task, c CaseResult, m *export.Measurements, out stri
 	}
 	return sr.Encode(&sr.Report{Measured: groups}, grid, src, sr.Options{
 		SeriesDescription: "AMID " + t.ID + " measurements",
-		SeriesNumber:      9004,
+		SeriesNumber:      9004, // the model's own report is series 9003 (sr.Options' default)
 		Reader:            cmp.Or(strings.TrimSpace(m.Reviewer), "Reader"),
 		Created:           m.Time,
 	})
