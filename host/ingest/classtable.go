@@ -27,14 +27,17 @@ type classTable struct {
 }
 
 type classRow struct {
-	line    int
-	classes map[string]int
+	line     int
+	classes  map[string]int
+	findings map[string][]int // a multi-label attribute's findings (1, 0, −1)
 }
 
 // parseClassTable reads a classification's label table: the id column, each attribute's
-// value column (a class name, without regard to case, or a class index) and the one-hot
-// columns (each a class of one attribute; a row sets exactly one to 1). Every error names
-// its line, and the id where there is one.
+// value column (a class name, without regard to case, or a class index; for a multi-label
+// attribute "|"-separated finding names, task.Findings) and the one-hot columns (each a
+// class of one attribute; a row sets exactly one to 1; for a multi-label attribute one
+// column a finding of 1, 0, −1 or blank, task.FindingValue). Every error names its line,
+// and the id where there is one.
 func parseClassTable(b []byte, t *task.Task) (*classTable, error) {
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))))
 	r.FieldsPerRecord = -1
@@ -120,13 +123,31 @@ func parseClassTable(b []byte, t *task.Task) (*classTable, error) {
 		}
 		row := classRow{line: line, classes: map[string]int{}}
 		for _, v := range values {
+			if v.attr.MultiLabel {
+				f, err := task.Findings(v.attr, cell(v.k))
+				if err != nil {
+					return nil, fmt.Errorf("line %d (id %s), column %s: %w", line, id, v.name, err)
+				}
+				row.findings = map[string][]int{v.attr.Name: f}
+				continue
+			}
 			k, err := task.ClassOf(v.attr, cell(v.k))
 			if err != nil {
 				return nil, fmt.Errorf("line %d (id %s), column %s: %w", line, id, v.name, err)
 			}
 			row.classes[v.attr.Name] = k
 		}
-		if len(hot) > 0 {
+		if len(hot) > 0 && hotAttr.MultiLabel {
+			f := make([]int, len(hotAttr.Classes))
+			for i, k := range hot {
+				v, err := task.FindingValue(cell(k), l.Uncertain)
+				if err != nil {
+					return nil, fmt.Errorf("line %d (id %s), column %s: %w", line, id, header[k], err)
+				}
+				f[hotClass[i]] = v
+			}
+			row.findings = map[string][]int{hotAttr.Name: f}
+		} else if len(hot) > 0 {
 			var set []string
 			for i, k := range hot {
 				on, err := oneHot(cell(k))
@@ -218,7 +239,11 @@ func (c *converter) classRowOf(cs task.Case) (*taskspec.Annotation, error) {
 	if !ok {
 		return nil, bad(cs.Label, fmt.Errorf("case %s (%s) has no row", cs.ID, firstImage(cs)))
 	}
-	return &taskspec.Annotation{Classes: tab.rows[k].classes}, nil
+	r := tab.rows[k]
+	if r.findings != nil {
+		return &taskspec.Annotation{Findings: r.findings}, nil
+	}
+	return &taskspec.Annotation{Classes: r.classes}, nil
 }
 
 // rowsWithoutImage reports the first row of each class table that names no case: an id

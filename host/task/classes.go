@@ -207,6 +207,9 @@ func (t *Task) checkClassLabels() error {
 	l := &t.Data.Train.Label
 	const field = "data.train.label"
 	if t.Kind != taskspec.Classification {
+		if l.Uncertain != "" {
+			return fieldErr(field+".uncertain", "the policy for uncertain labels belongs to a classification's multi-label attribute; this is a %s task", t.Kind)
+		}
 		if len(l.ValueColumns) > 0 || len(l.Columns) > 0 {
 			return fieldErr(field, "value_columns and one-hot columns fill a classification's attributes; this is a %s task", t.Kind)
 		}
@@ -221,6 +224,9 @@ func (t *Task) checkClassLabels() error {
 			}
 		}
 		return nil
+	}
+	if err := t.checkMultiLabel(); err != nil {
+		return err
 	}
 	byName := l.Format == LabelCSV || l.Format == LabelFolder || t.Submission.Format == SubmitClassTable
 	for _, a := range t.Attributes {
@@ -560,6 +566,9 @@ func (s *Submission) checkClassTable(t *Task) error {
 	for a, c := range values {
 		if !slices.ContainsFunc(t.Attributes, func(x taskspec.Attribute) bool { return x.Name == a }) {
 			return fieldErr(field+".value_columns", "%q is not an attribute of the task", a)
+		}
+		if at, _ := t.placeholderAttr(a); at.MultiLabel {
+			return fieldErr(field+".value_columns", "attribute %s is multi-label: its class table holds one probability column a finding, and no class name", a)
 		}
 		if c == "" || c == s.IDColumn {
 			return fieldErr(field+".value_columns", "attribute %s's column %q is empty or the id column", a, c)

@@ -93,6 +93,21 @@
 // attribute's predicted class name, one probability column a class (see
 // Submission.ClassColumns); without columns, in that order.
 //
+// An attribute may be multi-label (multi_label: true; the task's only attribute, metric
+// auroc): each case carries any subset of its findings (its classes), from a value
+// column of "|"-separated finding names (NIH ChestX-ray14's Finding Labels; empty or
+// "No Finding" for none) or one column per finding (columns) of 1, 0, −1 (uncertain) or
+// blank (0), with uncertain naming the policy for −1 (ignore, positive or negative):
+//
+//	attributes: [{name: findings, classes: [Atelectasis, Effusion, Pneumonia], multi_label: true}]
+//	data:
+//	  train: {images: ["images/{id}.png"], label: {path: "train.csv", format: csv, id_column: Path, columns: [Atelectasis, Effusion, Pneumonia], uncertain: ignore}}
+//	  # or: label: {path: "Data_Entry.csv", format: csv, id_column: Image Index, value_column: Finding Labels}
+//	metric: {name: auroc}
+//	submission: {format: csv, id_column: Path}
+//
+// Its class table holds the id and one probability column a finding.
+//
 // A 2D detection of one attribute may take its boxes as YOLO .txt files (format yolo:
 // "class cx cy w h" a line, normalised; classes is YOLO's class list) or Pascal VOC XML
 // (format voc), and write its predictions back as either (submission format yolo or voc).
@@ -219,6 +234,10 @@ type LabelSource struct {
 	// is Classes[k], a class of the task's box attribute. Without it, class id k is the
 	// attribute's class k.
 	Classes []string `yaml:"classes"`
+	// Uncertain is what a multi-label attribute's uncertain label (−1 in its 0/1 columns,
+	// as CheXpert's) means: UncertainIgnore (left out of the loss and the metric),
+	// UncertainPositive or UncertainNegative. A −1 in a table without it is an error.
+	Uncertain string `yaml:"uncertain"`
 	// Names maps DICOM segments and ROIs to the task's labels (format dicom): segment
 	// label, ROI name, code meaning or SCHEME:VALUE code → label name.
 	Names map[string]string `yaml:"names"`

@@ -121,10 +121,15 @@ func (c Code) IsZero() bool { return c.Scheme == "" && c.Value == "" }
 
 // Attribute is one categorical attribute with its classes in index order. Group gathers
 // attributes that are judged together (TopCoW's anterior and posterior edge vectors).
+//
+// A MultiLabel attribute is a classification's set of findings: Classes names them, and
+// each case carries any subset of them (Annotation.Findings), predicted with one
+// probability per finding (Annotation.Probs, independent, not summing to 1).
 type Attribute struct {
-	Name    string   `json:"name"`
-	Classes []string `json:"classes"`
-	Group   string   `json:"group,omitempty"`
+	Name       string   `json:"name"`
+	Classes    []string `json:"classes"`
+	Group      string   `json:"group,omitempty"`
+	MultiLabel bool     `json:"multi_label,omitempty"`
 }
 
 // ScoreRange is the range of a regressed score and its grid step (0 when continuous).
@@ -144,10 +149,15 @@ type Annotation struct {
 	Box3D *Box3D `json:"box3d,omitempty"`
 	// Classes maps attribute name to class index.
 	Classes map[string]int `json:"classes,omitempty"`
+	// Findings maps a multi-label attribute's name to each of its findings in class
+	// order: 1 present, 0 absent, −1 uncertain (a label under the "ignore" policy, left
+	// out of the loss and of the metric). A prediction holds 1 where the finding's
+	// probability is at least 0.5.
+	Findings map[string][]int `json:"findings,omitempty"`
 	// Probs maps attribute name to a prediction's probability of each of the attribute's
 	// classes, in class order: what the metrics that rank or calibrate need (AUROC,
 	// sensitivity at a threshold, Brier score, calibration error). Optional; a ground
-	// truth has none.
+	// truth has none. For a multi-label attribute, each finding's own probability.
 	Probs map[string][]float64 `json:"probs,omitempty"`
 	// Score is a regressed score.
 	Score *float64 `json:"score,omitempty"`
@@ -227,10 +237,13 @@ func (s *Spec) Check() error {
 	}
 	names := map[string]bool{}
 	for _, a := range s.Attributes {
-		if a.Name == "" || names[a.Name] || len(a.Classes) < 2 {
-			return fmt.Errorf("%w: attribute %q is unnamed, repeated or has fewer than 2 classes", ErrSpec, a.Name)
+		if a.Name == "" || names[a.Name] || (len(a.Classes) < 2 && !a.MultiLabel) || len(a.Classes) < 1 {
+			return fmt.Errorf("%w: attribute %q is unnamed, repeated or has fewer than 2 classes (1 finding when multi-label)", ErrSpec, a.Name)
 		}
 		names[a.Name] = true
+	}
+	if err := s.checkMultiLabel(); err != nil {
+		return err
 	}
 	if s.Kind == Classification && metrics.IsClinical(s.Metric) {
 		c, err := metrics.ParseClinical(s.Metric)
@@ -343,9 +356,12 @@ func (a *Annotation) Check(s *Spec) error {
 	}
 	for name, c := range a.Classes {
 		at, ok := s.Attribute(name)
-		if !ok || c < 0 || c >= len(at.Classes) {
-			return fmt.Errorf("%w: class %s = %d is outside the task's attributes", ErrAnnotation, name, c)
+		if !ok || c < 0 || c >= len(at.Classes) || at.MultiLabel {
+			return fmt.Errorf("%w: class %s = %d is outside the task's attributes (a multi-label attribute has findings, not a class)", ErrAnnotation, name, c)
 		}
+	}
+	if err := a.checkFindings(s); err != nil {
+		return err
 	}
 	for name, p := range a.Probs {
 		at, ok := s.Attribute(name)
