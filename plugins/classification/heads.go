@@ -23,6 +23,9 @@ func units(s *taskspec.Spec) []unit {
 	var out []unit
 	at := map[string]int{}
 	for _, a := range s.Attributes {
+		if a.MultiLabel {
+			continue // its findings have heads of their own, and no variant
+		}
 		if a.Group == "" {
 			out = append(out, unit{Name: a.Name, Attrs: []string{a.Name}})
 			continue
@@ -48,11 +51,15 @@ func (u unit) variant(classes map[string]int) string {
 	return strings.Join(parts, "_")
 }
 
-// head is one softmax head: the attributes it predicts and, per class, their values.
+// head is one softmax head: the attributes it predicts and, per class, their values. A
+// Multi head is the sigmoid of finding Finding of a multi-label attribute (Attrs[0]):
+// two classes, absent and present (multilabel.go).
 type head struct {
 	Name    string   `json:"name"`
 	Attrs   []string `json:"attrs"`
 	Classes [][]int  `json:"classes"`
+	Multi   bool     `json:"multi,omitempty"`
+	Finding int      `json:"finding,omitempty"`
 }
 
 // heads lays out the network's heads: per group one head over the training variants
@@ -88,6 +95,11 @@ func heads(s *taskspec.Spec, mode string, labels []map[string]int) []head {
 			h.Classes = append(h.Classes, h.Classes[0])
 		}
 		out = append(out, h)
+	}
+	for _, a := range s.Attributes {
+		if a.MultiLabel {
+			out = append(out, findingHeads(a)...)
+		}
 	}
 	return out
 }
@@ -170,6 +182,9 @@ func freqs(s *taskspec.Spec, labels []map[string]int) map[string][]float64 {
 	}
 	out := map[string][]float64{}
 	for _, a := range s.Attributes {
+		if a.MultiLabel {
+			continue
+		}
 		n := make([]int, len(a.Classes))
 		for _, l := range labels {
 			if c, ok := l[a.Name]; ok && c >= 0 && c < len(n) {
@@ -198,11 +213,14 @@ func readLabels(cases []protocol.Case, s *taskspec.Spec) ([]map[string]int, erro
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		for _, at := range s.Attributes {
-			if _, ok := a.Classes[at.Name]; !ok {
+			if _, ok := a.Classes[at.Name]; !ok && !at.MultiLabel {
 				return nil, fmt.Errorf("case %s: label %s has no class for attribute %q", c.ID, c.Label, at.Name)
 			}
 		}
 		out[i] = a.Classes
+		if out[i] == nil {
+			out[i] = map[string]int{}
+		}
 	}
 	return out, nil
 }

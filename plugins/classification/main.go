@@ -19,6 +19,10 @@
 //     mean over groups and ungrouped attributes of sklearn's balanced accuracy of the
 //     variant, "balanced_accuracy/<unit>" each one, and "prior/..." the same for the prior.
 //     Cancelling stops within the step in flight; ResumeFrom continues a checkpoint.
+//   - A multi-label attribute (taskspec.Attribute.MultiLabel) is trained with one sigmoid
+//     a finding (binary cross-entropy; an uncertain label is left out of the loss),
+//     validated by "auroc", the mean AUROC over findings, "auroc/<finding>" each one's;
+//     its prediction holds each finding's probability (Probs) and the findings at 0.5.
 //   - Predict: writes <case id>.json (a taskspec.Annotation with Classes) per case.
 //
 // Build: go build -o bin/plugins/amid-plugin-classification ./plugins/classification
@@ -75,6 +79,9 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	outputs := 0
 	for _, a := range s.Attributes {
 		outputs += len(a.Classes)
+		if a.MultiLabel { // two logits a finding's sigmoid
+			outputs += len(a.Classes)
+		}
 	}
 	net, where, bytes, fit := imageplugin.Fit(net, 1, max(outputs, 2))
 	grouped := slices.ContainsFunc(s.Attributes, func(a taskspec.Attribute) bool { return a.Group != "" })

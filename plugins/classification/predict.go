@@ -36,7 +36,7 @@ func load(be engine.Backend, path string) (*predictor, error) {
 	if p.rec.Config, err = parseConfig(b, p.rec.Dims); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if len(p.rec.Units) == 0 || p.rec.Prior == nil {
+	if (len(p.rec.Units) == 0 && p.rec.Multi == "") || p.rec.Prior == nil {
 		return nil, fmt.Errorf("checkpoint %s: the training record has no attributes", path)
 	}
 	if p.rec.Config.Lane == lanePrior {
@@ -103,7 +103,9 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, map[string][]float
 				}
 			}
 			for i, a := range h.Attrs {
-				out[a] = h.Classes[best][i]
+				if !h.Multi {
+					out[a] = h.Classes[best][i]
+				}
 			}
 			// softmax of the head's logits: exp(y_k − y_best) / Σ exp(y_j − y_best)
 			e := make([]float64, len(h.Classes))
@@ -113,6 +115,17 @@ func (p *predictor) classes(k protocol.Case) (map[string]int, map[string][]float
 				z += e[k]
 			}
 			conf = min(conf, 1/z)
+			if h.Multi { // one sigmoid a finding: σ(y₁ − y₀)
+				a := h.Attrs[0]
+				if n, ok := p.rec.attribute(a); ok && h.Finding < n {
+					if probs[a] == nil {
+						probs[a] = make([]float64, n)
+					}
+					probs[a][h.Finding] = sigmoid(float64(y[off+1] - y[off]))
+				}
+				off += len(h.Classes)
+				continue
+			}
 			for i, a := range h.Attrs {
 				at, ok := p.rec.attribute(a)
 				if !ok {
@@ -145,6 +158,9 @@ func (p *predictor) priorProbs() map[string][]float64 {
 			out[a] = f
 		}
 	}
+	if f, ok := p.rec.Freqs[p.rec.Multi]; ok && p.rec.Multi != "" {
+		out[p.rec.Multi] = f
+	}
 	if len(out) == 0 {
 		return nil
 	}
@@ -171,7 +187,14 @@ func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", k.ID, err)
 		}
-		b, err := (&taskspec.Annotation{Classes: cl, Probs: probs}).Marshal()
+		ann := &taskspec.Annotation{Classes: cl, Probs: probs}
+		if a := p.rec.Multi; a != "" {
+			ann.Findings = map[string][]int{a: present(probs[a])}
+		}
+		if len(ann.Classes) == 0 {
+			ann.Classes = nil
+		}
+		b, err := ann.Marshal()
 		if err != nil {
 			return none, err
 		}

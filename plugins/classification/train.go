@@ -34,6 +34,9 @@ type saved struct {
 	// Freqs are, per attribute, the share of the training labels in each class: the prior
 	// lane's probabilities (absent in older checkpoints: the prior's class gets 1).
 	Freqs map[string][]float64 `json:"freqs,omitempty"`
+	// Multi names the task's multi-label attribute, whose Freqs are each finding's share
+	// of positives and whose heads are one sigmoid a finding (empty: none).
+	Multi string `json:"multi,omitempty"`
 }
 
 // empty is the weightless model of the prior lane's checkpoint.
@@ -69,6 +72,19 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	}
 	clock := sdk.NewClock(req)
 	rec := saved{Config: c, Dims: s.Dims, Units: units(s), Prior: prior(s, labels), Freqs: freqs(s, labels)}
+	var found, vfound []map[string][]int
+	if ml, ok := s.MultiLabel(); ok {
+		if found, err = readFindings(req.Train, s, ml); err != nil {
+			return nil, fmt.Errorf("classification train: %w", err)
+		}
+		if vfound, err = readFindings(req.Validation, s, ml); err != nil {
+			return nil, fmt.Errorf("classification train: validation: %w", err)
+		}
+		if rec.Freqs == nil {
+			rec.Freqs = map[string][]float64{}
+		}
+		rec.Multi, rec.Freqs[ml.Name] = ml.Name, findingFreqs(ml, found)
+	}
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
 		var (
 			path  string
@@ -80,12 +96,12 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 			path, err = trainPrior(req, rec, send)
 			steps = 1
 		} else {
-			path, steps, id, err = trainCNN(ctx, req, s, rec, labels, clock, send)
+			path, steps, id, err = trainCNN(ctx, req, s, rec, labels, found, clock, send)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("classification train: %w", err)
 		}
-		val, err := validate(ctx, path, req, s, vlabels)
+		val, err := validate(ctx, path, req, s, vlabels, vfound)
 		if err != nil {
 			return nil, fmt.Errorf("classification train: validation: %w", err)
 		}
@@ -108,7 +124,7 @@ func trainPrior(req *protocol.TrainRequest, rec saved, send func(*protocol.Progr
 
 // trainCNN trains the cnn lane on the device the setting names (package device) and
 // returns the final checkpoint, the steps done and what trained it.
-func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, *compute.Identity, error) {
+func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec, rec saved, labels []map[string]int, found []map[string][]int, clock *sdk.Clock, send func(*protocol.Progress) error) (string, int, *compute.Identity, error) {
 	c := rec.Config
 	imgs, err := imageplugin.LoadImages(ctx, req.Train, s.Dims, c.Net, 0)
 	if err != nil {
@@ -131,10 +147,19 @@ func trainCNN(ctx context.Context, req *protocol.TrainRequest, s *taskspec.Spec,
 	var w [][]float64
 	if c.ClassWeights == "balanced" {
 		w = weights(rec.Heads, labels)
+		for i, h := range rec.Heads {
+			if h.Multi {
+				w[i] = findingWeights(h, found)
+			}
+		}
 	}
 	targets := make([][]int32, len(labels))
 	for i, l := range labels {
 		for _, h := range rec.Heads {
+			if h.Multi {
+				targets[i] = append(targets[i], h.findingTarget(found[i]))
+				continue
+			}
 			targets[i] = append(targets[i], h.target(l))
 		}
 	}
@@ -251,12 +276,14 @@ func sameHeads(path string, hs []head) error {
 }
 
 // validate scores the checkpoint and the prior on the validation cases.
-func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *taskspec.Spec, truth []map[string]int) (map[string]float64, error) {
+func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *taskspec.Spec, truth []map[string]int, found []map[string][]int) (map[string]float64, error) {
 	if len(truth) == 0 {
 		return nil, nil
 	}
 	pred := make([]map[string]int, len(truth))
 	priors := make([]map[string]int, len(truth))
+	ml, multi := s.MultiLabel()
+	var prob, priorProb [][]float64
 	_, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		p, err := load(be, path)
 		if err != nil {
@@ -267,15 +294,26 @@ func validate(ctx context.Context, path string, req *protocol.TrainRequest, s *t
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if pred[i], _, _, err = p.classes(k); err != nil {
+			var probs map[string][]float64
+			if pred[i], probs, _, err = p.classes(k); err != nil {
 				return fmt.Errorf("case %s: %w", k.ID, err)
 			}
 			priors[i] = p.rec.Prior
+			if multi {
+				prob, priorProb = append(prob, probs[ml.Name]), append(priorProb, p.rec.Freqs[ml.Name])
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if multi {
+		out := scoreFindings(ml, found, prob)
+		for k, v := range scoreFindings(ml, found, priorProb) {
+			out["prior/"+k] = v
+		}
+		return out, nil
 	}
 	out := score(s, truth, pred)
 	for k, v := range score(s, truth, priors) {
