@@ -18,6 +18,8 @@
 //     attribute, averaged; or the clinical metric the task names (clinical.go: AUROC,
 //     sensitivity or specificity at an operating point, macro F1, quadratic kappa, Brier
 //     score, calibration error), with its 95 % bootstrap interval;
+//   - classification of a multi-label attribute: the mean AUROC over its findings, each
+//     finding's AUROC beside it (multilabel.go);
 //   - iqa: |PLCC| + |SROCC| + |KROCC| (LDCT-IQA);
 //   - enhancement: the mean over cases of the image metric the task names
 //     (amid/plugins/metrics.ImageMetric: LNCC with an 11×11 window, SSIM or PSNR, as the
@@ -59,6 +61,9 @@ type Score struct {
 	// a placeholder no record shows as a score, and Extra and PerCase leave out what is
 	// undefined too.
 	Undefined string `json:"undefined,omitempty"`
+	// Notes name what the value leaves out: a multi-label attribute's findings without an
+	// AUROC on these cases (multilabel.go).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // String is the score as a log prints it: "dice 0.8123", or "plcc_srocc_krocc undefined
@@ -178,6 +183,9 @@ func evaluate(ctx context.Context, s *taskspec.Spec, pairs []Pair, o Options) (*
 		return points(s, anns), nil
 	case s.Kind == taskspec.Detection:
 		return boxes(s, anns), nil
+	case s.Kind == taskspec.Classification && hasMultiLabel(s):
+		at, _ := s.MultiLabel()
+		return multiLabel(at, anns, pairs)
 	case s.Kind == taskspec.Classification && metrics.IsClinical(s.Metric):
 		c, err := metrics.ParseClinical(s.Metric)
 		if err != nil {
@@ -432,4 +440,9 @@ func scores(anns [][2]*taskspec.Annotation) (*Score, error) {
 	s, pl, sr, kr := metrics.LDCTScore(pred, gt)
 	sc := &Score{Metric: "plcc_srocc_krocc", Value: s, Cases: len(anns), Extra: map[string]float64{"plcc": pl, "srocc": sr, "krocc": kr}}
 	return sc.defined(metrics.CorrelationUndefined(pred, gt)), nil
+}
+
+func hasMultiLabel(s *taskspec.Spec) bool {
+	_, ok := s.MultiLabel()
+	return ok
 }
