@@ -291,7 +291,8 @@ func (w *writer) row(p Prediction) ([]string, error) {
 
 // classRow is p's row of a class table: the id, each attribute's predicted class name
 // and each class's probability (the plugin's, else 1 for the predicted class and 0 for
-// the others), and the constant columns.
+// the others; a multi-label attribute's findings each their own probability), and the
+// constant columns.
 func (w *writer) classRow(p Prediction) ([]string, error) {
 	s := w.t.Submission
 	a, err := taskspec.ReadAnnotation(p.File, w.spec)
@@ -308,6 +309,14 @@ func (w *writer) classRow(p Prediction) ([]string, error) {
 			row[i] = s.Const[c]
 		default:
 			at, _ := w.spec.Attribute(cc.Attr)
+			if at.MultiLabel {
+				v, err := findingProb(a, at, cc.Class)
+				if err != nil {
+					return nil, fail("case %s: the prediction %s %v", p.CaseID, p.File, err)
+				}
+				row[i] = strconv.FormatFloat(v, 'g', -1, 64)
+				continue
+			}
 			k, ok := a.Classes[cc.Attr]
 			if !ok {
 				return nil, fail("case %s: the prediction %s has no class for attribute %s", p.CaseID, p.File, cc.Attr)
@@ -326,6 +335,22 @@ func (w *writer) classRow(p Prediction) ([]string, error) {
 		}
 	}
 	return row, nil
+}
+
+// findingProb is a multi-label prediction's probability of finding k of attribute at:
+// the plugin's, else 1 where the prediction holds the finding and 0 where not.
+func findingProb(a *taskspec.Annotation, at taskspec.Attribute, k int) (float64, error) {
+	if p, ok := a.Probs[at.Name]; ok {
+		return p[k], nil
+	}
+	f, ok := a.Findings[at.Name]
+	if !ok {
+		return 0, fmt.Errorf("has neither probabilities nor findings of %s", at.Name)
+	}
+	if f[k] == taskspec.FindingPresent {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 func writeCSV(path string, header []string, rows [][]string) error {
