@@ -36,6 +36,7 @@ func commands() []*cobra.Command {
 		reproduceCmd(),
 		predictCmd(),
 		benchCmd(),
+		taskCmd(),
 	}
 }
 
