@@ -110,12 +110,12 @@ staticcheck:
 	$(GO) tool staticcheck ./...
 
 # e2e runs every ReX-MLE challenge end to end on tiny generated data (host/bench), and a
-# plain task of every kind, and the class and box layouts datasets ship in on real images,
-# through `amid run` (app/cli), without the race detector, which the rest of the suite
-# already runs under.
+# plain task of every kind, and the class, multi-label and box layouts datasets ship in on
+# real images, through `amid run` (app/cli), without the race detector, which the rest of
+# the suite already runs under.
 e2e:
 	$(GO) test -count=1 -timeout 45m -run TestEveryChallenge ./host/bench
-	$(GO) test -count=1 -timeout 20m -run 'TestPlainTaskOfEveryKind|TestClassLayouts|TestBoxLayouts' ./app/cli
+	$(GO) test -count=1 -timeout 20m -run 'TestPlainTaskOfEveryKind|TestClassLayouts|TestBoxLayouts|TestMultiLabelLayouts' ./app/cli
 
 # floats-alt runs the float-sensitive packages again, without the race detector, with
 # another OpenBLAS core type forced than the CPU's own (Haswell on an AVX-512 CPU,
