@@ -19,7 +19,7 @@ func TestTaskInit(t *testing.T) {
 	for _, p := range []string{"train/CT/a.png", "train/CT/b.png", "train/MR/c.png", "train/MR/d.png"} {
 		writeGrey(t, filepath.Join(dir, filepath.FromSlash(p)))
 	}
-	o, e, code := run(t, "task", "init", dir)
+	_, e, code := run(t, "task", "init", dir)
 	if code != 2 || !strings.Contains(e, "no test split beside train/") || !strings.Contains(e, "--test") || strings.Count(strings.TrimSpace(e), "\n") != 0 {
 		t.Errorf("without a test split: exit %d, stderr %q; want 2 and one line naming --test", code, e)
 	}
@@ -27,7 +27,7 @@ func TestTaskInit(t *testing.T) {
 		t.Error("a task file was written for an ambiguous folder")
 	}
 	writeGrey(t, filepath.Join(dir, "test", "e.png"))
-	o, e, code = run(t, "task", "init", dir)
+	o, e, code := run(t, "task", "init", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
