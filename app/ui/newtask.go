@@ -19,6 +19,7 @@ import (
 	"amid/host/planner/llm"
 	"amid/host/run"
 	"amid/host/task"
+	"amid/host/taskinit"
 	"amid/plugins/taskspec"
 )
 
@@ -41,6 +42,18 @@ type Detected struct {
 	Builtin string // the built-in ReX-MLE task id, when recognised
 	Train   int    // training cases found
 	Test    int    // test cases found
+	// Guessed is what was guessed from a data folder's layout (taskinit), nil for a
+	// task file or a built-in task.
+	Guessed *taskinit.Result
+}
+
+// Guess guesses the task of the data folder dir from its layout, as amid task init does.
+func Guess(dir string, o taskinit.Options) (*Detected, error) {
+	r, err := taskinit.Guess(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Detected{Task: r.YAML, Parsed: r.Task, Data: dir, Train: r.Train, Test: r.Test, Guessed: r}, nil
 }
 
 // Detect reads a task definition file, or recognises a prepared ReX-MLE folder: the
@@ -124,11 +137,15 @@ type newTaskScreen struct {
 	ping     *widget.Label
 	status   *widget.Label
 	start    *widget.Button
+	guessB   *widget.Button
+	// text is the task definition a guess wrote, shown for the user to check and edit;
+	// hidden until a guess fills it.
+	text *widget.Entry
 }
 
 func newNewTaskScreen(a *App) *newTaskScreen {
 	p := a.A.Preferences()
-	s := &newTaskScreen{a: a, found: widget.NewLabel("Choose a task file, a built-in task or a prepared ReX-MLE folder."),
+	s := &newTaskScreen{a: a, found: widget.NewLabel("Choose a task file, a built-in task or a prepared ReX-MLE folder, or guess the task of a data folder."),
 		ping: widget.NewLabel(""), status: widget.NewLabel("")}
 	s.found.Wrapping = fyne.TextWrapWord
 	s.source = widget.NewEntry()
@@ -184,10 +201,21 @@ func newNewTaskScreen(a *App) *newTaskScreen {
 			}
 		}, a.W)
 	})
+	s.guessB = widget.NewButton("Guess from folder", func() {
+		dir := strings.TrimSpace(s.source.Text)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			dir = strings.TrimSpace(s.data.Text)
+		}
+		s.guess(dir)
+	})
+	s.text = widget.NewMultiLineEntry()
+	s.text.SetMinRowsVisible(8)
+	s.text.TextStyle = fyne.TextStyle{Monospace: true}
+	s.text.Hide()
 	s.start = widget.NewButton("Start run", s.startRun)
 	s.start.Importance = widget.HighImportance
 	form := widget.NewForm(
-		widget.NewFormItem("Task or folder", container.NewBorder(nil, nil, nil, container.NewHBox(browseFile, browseDir), s.source)),
+		widget.NewFormItem("Task or folder", container.NewBorder(nil, nil, nil, container.NewHBox(browseFile, browseDir, s.guessB), s.source)),
 		widget.NewFormItem("Built-in task", s.builtin),
 		widget.NewFormItem("Data folder", s.data),
 		widget.NewFormItem("Kind", s.kind),
@@ -198,7 +226,7 @@ func newNewTaskScreen(a *App) *newTaskScreen {
 		widget.NewFormItem("Privacy", s.deid),
 	)
 	title := widget.NewLabelWithStyle("New task", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	s.obj = container.NewVScroll(container.NewVBox(title, form, s.found, llmBox, container.NewHBox(s.start), s.status))
+	s.obj = container.NewVScroll(container.NewVBox(title, form, s.found, s.text, llmBox, container.NewHBox(s.start), s.status))
 	return s
 }
 
@@ -208,6 +236,24 @@ func (s *newTaskScreen) detect(path string) {
 	go func() {
 		d, err := Detect(path)
 		s.a.do(func() { s.detected(d, err) })
+	}()
+}
+
+// guess guesses the task of data folder dir off the UI goroutine and fills the form and
+// the task text with it, or says why it cannot.
+func (s *newTaskScreen) guess(dir string) {
+	if dir == "" {
+		s.found.SetText("Choose the data folder to guess its task from.")
+		return
+	}
+	s.found.SetText("Looking at " + dir + "…")
+	s.guessB.Disable()
+	go func() {
+		d, err := Guess(dir, taskinit.Options{})
+		s.a.do(func() {
+			s.guessB.Enable()
+			s.detected(d, err)
+		})
 	}()
 }
 
@@ -226,11 +272,22 @@ func (s *newTaskScreen) chooseBuiltin(id string) {
 func (s *newTaskScreen) detected(d *Detected, err error) {
 	if err != nil {
 		s.det = nil
+		s.text.Hide()
 		s.found.SetText(errText(err))
 		return
 	}
 	s.det = d
 	t := d.Parsed
+	if g := d.Guessed; g != nil {
+		s.data.SetText(d.Data)
+		s.kind.SetSelected(t.Kind)
+		s.text.SetText(string(d.Task))
+		s.text.Show()
+		s.found.SetText(fmt.Sprintf("Guessed %s: %s; %s %dD, metric %s; %d training and %d test cases. Check the task text below before a run.",
+			g.What, strings.Join(g.Notes, "; "), t.Kind, t.Dims, t.Metric.Name, d.Train, d.Test))
+		return
+	}
+	s.text.Hide()
 	if d.Data != "" {
 		s.data.SetText(d.Data)
 	}
@@ -277,6 +334,16 @@ func (s *newTaskScreen) startRun() {
 		return
 	}
 	def := d.Task
+	if d.Guessed != nil && s.text.Text != string(d.Task) {
+		// The guessed task as the user edited it.
+		def = []byte(s.text.Text)
+		t, err := task.Parse(def)
+		if err != nil {
+			s.status.SetText("The task text: " + errText(err))
+			return
+		}
+		d = &Detected{Task: def, Parsed: t, Data: d.Data, Guessed: d.Guessed}
+	}
 	if k := s.kind.Selected; k != "" && k != d.Parsed.Kind {
 		var err error
 		if def, err = withKind(def, k); err != nil {
