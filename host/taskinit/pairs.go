@@ -469,11 +469,11 @@ func (l *listing) isDICOMFolder(rel string, depth int) bool {
 	if !ok || depth > 3 {
 		return false
 	}
-	for _, n := range f.files {
+	if len(f.files) > 0 {
+		n := f.files[0]
 		if strings.HasSuffix(strings.ToLower(n), ".dcm") || hasDICM(l.abs(join(rel, n))) {
 			return true
 		}
-		break
 	}
 	for _, s := range f.subdirs {
 		if l.isDICOMFolder(join(rel, s), depth+1) {

@@ -572,11 +572,10 @@ func (l *listing) display(rel string) string {
 	return rel
 }
 
-// labelWords and imageWords are the words of a folder's name or a file's ending that say
-// it holds labels (or an enhancement's targets) or images.
+// labelWords are the words of a folder's name or a file's ending that say it holds labels
+// (or an enhancement's targets).
 var (
 	labelWords = []string{"label", "labels", "labelstr", "mask", "masks", "seg", "segs", "segmentation", "segmentations", "gt", "groundtruth", "ground_truth", "msk", "lab", "annotation", "annotations", "target", "targets", "high", "high_quality", "hq", "clean", "full", "fulldose", "full_dose", "reference", "ref"}
-	imageWords = []string{"image", "images", "imagestr", "img", "imgs", "input", "inputs", "low", "low_quality", "lq", "noisy", "raw", "data", "ct", "mr", "mri", "t1", "t2", "flair", "dwi", "adc", "pet", "us", "xray", "lowdose", "low_dose", "source", "src", "scan", "scans", "volume", "volumes"}
 )
 
 // says reports whether name is one of words, or ends in one after '_' or '-'.
