@@ -35,7 +35,7 @@ labels, a COCO JSON, AMID's annotation JSON, a class table, one folder a class, 
 Pascal VOC boxes), writes a task definition that reads back and finds its cases there, and
 prints what it guessed. Where the folder does not tell (two layouts fit, a column that could
 be classes or a score, no test split), it says what is ambiguous and exits 2; --kind,
---layout, --label-column or --test settles it.`,
+--layout, --label-column, --test or --uncertain settles it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
@@ -74,5 +74,6 @@ be classes or a score, no test split), it says what is ambiguous and exits 2; --
 	f.StringSliceVar(&o.LabelColumns, "label-column", nil, "a class table's label column (repeat, or comma-separate, for several)")
 	f.StringVar(&o.Test, "test", "", "the folder of the test images, relative to DATA_DIR")
 	f.StringVar(&o.ID, "id", "", "the task id (default: from the folder's name)")
+	f.StringVar(&o.Uncertain, "uncertain", "", "what a multi-label table's −1 cells mean: ignore, positive or negative")
 	return c
 }

@@ -177,21 +177,53 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 	label := yamlMap("path", t.path, "format", task.LabelCSV, "id_column", idName)
 	sub := yaml.MapSlice{{Key: "format", Value: task.SubmitClassTable}, {Key: "id_column", Value: idName}}
 	c.notes = append(c.notes, fmt.Sprintf("%d training cases: images %s/{id}%s, the ids in column %s of %s", len(t.rows), img.rel, ext, idName, t.path))
+	multi, uncertain := len(cols) >= 2, false
+	for _, k := range cols {
+		ok, u := findingCells(t.column(k))
+		multi, uncertain = multi && ok, uncertain || u
+	}
+	if multi && !uncertain && allOf(kindBinary) && oneSet(t, cols) {
+		multi = false // one-hot
+	}
+	var piped bool
+	if len(cols) == 1 && kinds[0] == kindText {
+		piped = slices.ContainsFunc(t.column(cols[0]), func(v string) bool { return strings.Contains(v, "|") })
+	}
 	switch {
-	case len(cols) >= 2 && allOf(kindBinary):
-		// One-hot columns, when each row sets one.
-		for r, row := range t.rows {
-			set := 0
-			for _, k := range cols {
-				if v, _ := strconv.ParseFloat(strings.TrimSpace(row[k]), 64); v == 1 {
-					set++
+	case multi || piped:
+		var findings []string
+		if piped {
+			for _, v := range t.column(cols[0]) {
+				for _, f := range strings.Split(v, "|") {
+					f = strings.TrimSpace(f)
+					if f != "" && !strings.EqualFold(f, task.NoFinding) && !slices.ContainsFunc(findings, func(x string) bool { return strings.EqualFold(x, f) }) {
+						findings = append(findings, f)
+					}
 				}
 			}
-			if set != 1 {
-				c.err = fmt.Errorf("%w: the 0/1 columns %s of %s set %d on line %d, not one: they are not one-hot classes (several findings a case are not read yet); name the class column with --label-column", ErrAmbiguous, names(cols), t.path, set, r+2)
+			sort.Strings(findings)
+			label = append(label, yaml.MapItem{Key: "value_column", Value: t.header[cols[0]]})
+			c.notes = append(c.notes, fmt.Sprintf("multi-label classification: the findings %s, the |-separated names of column %s", strings.Join(findings, ", "), t.header[cols[0]]))
+		} else {
+			for _, k := range cols {
+				findings = append(findings, t.header[k])
+			}
+			label = append(label, yaml.MapItem{Key: "columns", Value: findings})
+			c.notes = append(c.notes, "multi-label classification: the findings "+names(cols)+", one 0/1 column each, several set a row")
+		}
+		if uncertain {
+			if o.Uncertain == "" {
+				c.err = fmt.Errorf("%w: the finding columns of %s hold −1 (uncertain) cells: name what they mean with --uncertain ignore, positive or negative", ErrAmbiguous, t.path)
 				return c, ""
 			}
+			label = append(label, yaml.MapItem{Key: "uncertain", Value: o.Uncertain})
+			c.notes = append(c.notes, "uncertain cells (−1): "+o.Uncertain)
 		}
+		d.kind = taskspec.Classification
+		d.attributes = []taskspec.Attribute{{Name: "findings", Classes: findings, MultiLabel: true}}
+		sub = yaml.MapSlice{{Key: "format", Value: task.SubmitClassTable}, {Key: "id_column", Value: idName}}
+	case len(cols) >= 2 && allOf(kindBinary):
+		// One-hot columns: each row sets one.
 		var classes []string
 		for _, k := range cols {
 			classes = append(classes, t.header[k])
@@ -252,11 +284,14 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 		return nil, ""
 	}
 	d.label = label
-	switch d.kind {
-	case taskspec.Classification:
+	switch {
+	case d.kind == taskspec.Classification && d.attributes[0].MultiLabel:
+		d.metric = "auroc"
+		d.submission = sub
+	case d.kind == taskspec.Classification:
 		d.metric = "balanced_accuracy"
 		d.submission = sub
-	case taskspec.IQA:
+	case d.kind == taskspec.IQA:
 		d.metric = "plcc_srocc_krocc"
 		d.submission = sub
 	}
@@ -269,6 +304,42 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 	c.notes = append(c.notes, "test images in "+tdir+"/")
 	c.def = d
 	return c, ""
+}
+
+// findingCells reports whether a column's cells are those of a finding (1, 0, −1 for
+// uncertain, or blank, as CheXpert's) and whether any is −1.
+func findingCells(vals []string) (ok, uncertain bool) {
+	for _, v := range vals {
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		switch {
+		case err != nil || (f != 0 && f != 1 && f != -1):
+			return false, false
+		case f == -1:
+			uncertain = true
+		}
+	}
+	return true, uncertain
+}
+
+// oneSet reports whether every row of t sets exactly one of the columns cols to 1.
+func oneSet(t *table, cols []int) bool {
+	for _, row := range t.rows {
+		set := 0
+		for _, k := range cols {
+			if k < len(row) {
+				if v, _ := strconv.ParseFloat(strings.TrimSpace(row[k]), 64); v == 1 {
+					set++
+				}
+			}
+		}
+		if set != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // Column kinds.
@@ -296,13 +367,13 @@ func columnKind(vals []string) string {
 }
 
 // otherIDs reports whether a column holds a value on every row of its own (without regard
-// to case), none a number:
+// to case), none a number nor a list of names (a|b):
 // another id (a patient's, a file's), not a label.
 func otherIDs(vals []string) bool {
 	seen := map[string]bool{}
 	for _, v := range vals {
 		k := strings.ToLower(v)
-		if _, err := strconv.ParseFloat(v, 64); err == nil || seen[k] {
+		if _, err := strconv.ParseFloat(v, 64); err == nil || seen[k] || strings.Contains(v, "|") {
 			return false
 		}
 		seen[k] = true

@@ -10,8 +10,9 @@
 //   - a COCO JSON of boxes with DENTEX's category_id_1, _2, _3 (format dentex-coco);
 //   - AMID's annotation JSON, one file a case;
 //   - a class table: a CSV with a column of image ids and a class column (names or
-//     indices), several class columns, or one-hot columns; a column of fractional
-//     numbers makes it an image-quality score;
+//     indices), several class columns, or one-hot columns; multi-label findings as
+//     0/1 columns (−1 uncertain) or |-separated names; a column of fractional numbers
+//     makes it an image-quality score;
 //   - image folders, one a class (train/{class}/*.png);
 //   - YOLO .txt boxes (with data.yaml's names, classes.txt or obj.names as the class
 //     list) and Pascal VOC XML.
@@ -20,7 +21,7 @@
 // checks it as a run would: the text parses (task.Parse) and resolves on the folder
 // (Task.Resolve) to training and test cases. Where the folder does not say (two layouts
 // fit, a CSV's integer column could be classes or a score, several columns could be the
-// label, no test split), it guesses nothing and returns an error wrapping [ErrAmbiguous]
+// label, no test split, uncertain cells without a policy), it guesses nothing and returns an error wrapping [ErrAmbiguous]
 // whose sentence says what is ambiguous and which option settles it.
 package taskinit
 
@@ -63,6 +64,9 @@ type Options struct {
 	Test string
 	// ID is the task id; empty: from the folder's name.
 	ID string
+	// Uncertain is the policy for a multi-label table's uncertain cells (−1): ignore,
+	// positive or negative.
+	Uncertain string
 }
 
 // Layouts are the short names of the layouts, as Options.Layout takes them.
@@ -238,7 +242,11 @@ func (d *def) yaml(id, what, dir string) ([]byte, error) {
 	if len(d.attributes) > 0 {
 		var as []yaml.MapSlice
 		for _, a := range d.attributes {
-			as = append(as, yaml.MapSlice{{Key: "name", Value: a.Name}, {Key: "classes", Value: a.Classes}})
+			x := yaml.MapSlice{{Key: "name", Value: a.Name}, {Key: "classes", Value: a.Classes}}
+			if a.MultiLabel {
+				x = append(x, yaml.MapItem{Key: "multi_label", Value: true})
+			}
+			as = append(as, x)
 		}
 		m = append(m, yaml.MapItem{Key: "attributes", Value: as})
 	}

@@ -431,6 +431,28 @@ func TestClassTables(t *testing.T) {
 			t.Errorf("one-hot columns %v", tk.Data.Train.Label.Columns)
 		}
 	})
+	t.Run("findings columns", func(t *testing.T) {
+		dir := t.TempDir()
+		train := classImages(t, dir)
+		write(t, filepath.Join(dir, "train.csv"), "Path,Sex,Effusion,Edema\n"+train[0]+",F,1,1\n"+train[1]+",M,0,-1\n"+train[2]+",F,,0\n")
+		ambiguous(t, dir, Options{LabelColumns: []string{"Effusion", "Edema"}}, "−1 (uncertain) cells", "--uncertain ignore, positive or negative")
+		w := base
+		w.label, w.classes = "train.csv", [][]string{{"Effusion", "Edema"}}
+		tk := check(t, dir, Options{LabelColumns: []string{"Effusion", "Edema"}, Uncertain: task.UncertainIgnore}, w)
+		if a, ok := tk.MultiLabel(); !ok || a.Name != "findings" || tk.Data.Train.Label.Uncertain != task.UncertainIgnore || tk.Metric.Name != "auroc" {
+			t.Errorf("multi-label %v %+v, uncertain %q, metric %s", ok, a, tk.Data.Train.Label.Uncertain, tk.Metric.Name)
+		}
+	})
+	t.Run("finding names", func(t *testing.T) {
+		dir := t.TempDir()
+		train := classImages(t, dir)
+		write(t, filepath.Join(dir, "Data_Entry.csv"), "Image Index,Finding Labels\n"+train[0]+",Effusion|Infiltration\n"+train[1]+",No Finding\n"+train[2]+",Atelectasis\n")
+		w := base
+		w.label, w.classes = "Data_Entry.csv", [][]string{{"Atelectasis", "Effusion", "Infiltration"}}
+		if tk := check(t, dir, Options{}, w); tk.Data.Train.Label.ValueColumn != "Finding Labels" {
+			t.Errorf("value column %q", tk.Data.Train.Label.ValueColumn)
+		}
+	})
 	t.Run("scores", func(t *testing.T) {
 		dir := t.TempDir()
 		train := classImages(t, dir)
