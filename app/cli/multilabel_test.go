@@ -249,7 +249,7 @@ func writeMulti(t *testing.T, l multiLayout, dir string) string {
 // from (never a threshold on their pixels). Its labels come as NIH ChestX-ray14 keeps them
 // ("|"-separated names, "No Finding") and as CheXpert does (a column a finding, 1, 0, −1
 // under the ignore policy, blank). Each run ends in a package that `amid verify` accepts,
-// its model card listing each finding's validation AUROC, and a submission of the id and
+// its model card and the run's report listing each finding's validation AUROC, and a submission of the id and
 // one probability a finding; each layout's bad input stops the run at prepare with one
 // line naming the file, line and column.
 func TestMultiLabelLayouts(t *testing.T) {
@@ -293,6 +293,15 @@ func TestMultiLabelLayouts(t *testing.T) {
 				t.Fatalf("amid verify: exit %d: %s", code, e)
 			}
 			checkFindingCard(t, filepath.Join(out, "package"))
+			rep, e, code := run(t, "report", out)
+			if code != 0 {
+				t.Fatalf("amid report: exit %d: %s", code, e)
+			}
+			for _, f := range modalities {
+				if !strings.Contains(rep, " "+f+" (fold ") {
+					t.Errorf("the report does not list finding %s's AUROC per fold:\n%s", f, rep)
+				}
+			}
 			checkFindingTable(t, filepath.Join(out, "submission", "submission.csv"))
 			bad := t.TempDir()
 			writeMulti(t, l, bad)

@@ -31,6 +31,7 @@ func Report(st *State) string {
 		b.WriteString("\n")
 		if l := st.lane(st.Chosen); l != nil {
 			b.WriteString(foldIntervals(l))
+			b.WriteString(classAUROCs(l))
 		}
 	}
 	if len(st.Rounds) > 0 {
@@ -131,4 +132,41 @@ func foldIntervals(l *LaneState) string {
 		return ""
 	}
 	return fmt.Sprintf("Validation of %s with intervals (%s; a metric better lower is negated): %s.\n\n", l.ID, evaluate.IntervalMethod, strings.Join(parts, "; "))
+}
+
+// classAUROCs is a line giving, per validated fold of the chosen lane, each class's
+// one-vs-rest AUROC or each finding's AUROC of a multi-label task (the score's
+// "auroc_<name>"), with "none" where a fold has no AUROC for it (no positive or no
+// negative among its cases: left out of that fold's mean); "" where the folds keep none.
+func classAUROCs(l *LaneState) string {
+	var folds []int
+	names := map[string]bool{}
+	for _, k := range slices.Sorted(maps.Keys(l.Folds)) {
+		f := l.Folds[k]
+		if f.Status != FoldDone || f.Undefined != "" {
+			continue
+		}
+		folds = append(folds, k)
+		for name := range f.Extra {
+			if n, ok := strings.CutPrefix(name, "auroc_"); ok {
+				names[n] = true
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		var per []string
+		for _, k := range folds {
+			if v, ok := l.Folds[k].Extra["auroc_"+n]; ok {
+				per = append(per, fmt.Sprintf("fold %d %.4f", k, v))
+			} else {
+				per = append(per, fmt.Sprintf("fold %d none", k))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, strings.Join(per, ", ")))
+	}
+	return fmt.Sprintf("AUROC of each class or finding of %s (none: the fold has no positive or no negative of it, and its mean leaves it out): %s.\n\n", l.ID, strings.Join(parts, "; "))
 }
