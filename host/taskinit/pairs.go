@@ -156,12 +156,12 @@ func (l *listing) imagePair(img, lab *folder, ext, lext string, ids, chans []str
 		}
 	}
 	labPath := join(lab.rel, "{id}"+lext)
-	return l.imageTask(c, img.rel, train, labPath, ids, chans, o)
+	return l.imageTask(c, img.rel, train, labPath, ids, chans, nil, o)
 }
 
 // imageTask completes the candidate of label images: the kind from what the labels hold,
-// the labels' values, the dimension and channels, the test split.
-func (l *listing) imageTask(c candidate, trainDir string, train []string, labPath string, ids, chans []string, o Options) candidate {
+// the labels' values, the dimension and channels (named, when not nil), the test split.
+func (l *listing) imageTask(c candidate, trainDir string, train []string, labPath string, ids, chans, named []string, o Options) candidate {
 	d := &def{train: train, label: yamlMap("path", labPath)}
 	first := task.Expand(l.root, train[0], ids[0])
 	dims, nch, err := imageShape(first)
@@ -193,6 +193,8 @@ func (l *listing) imageTask(c candidate, trainDir string, train []string, labPat
 			d.channels = append(d.channels, channelName(names[strconv.Itoa(i)], i))
 		}
 		train = train[:1]
+	case named != nil:
+		d.channels = named
 	default:
 		d.channels = []string{channelName(names["0"], 0)}
 	}
@@ -454,11 +456,7 @@ func suffixLayouts(l *listing, o Options) ([]candidate, []string) {
 			train = append(train, join(f.rel, "{id}"+ch+ext))
 			names = append(names, channelName(ch[1:], 0))
 		}
-		c = l.imageTask(c, f.rel, train, join(f.rel, "{id}"+lab+ext), ids, nil, o)
-		if c.def != nil {
-			c.def.channels = names
-		}
-		out = append(out, c)
+		out = append(out, l.imageTask(c, f.rel, train, join(f.rel, "{id}"+lab+ext), ids, nil, names, o))
 	}
 	return out, nil
 }
