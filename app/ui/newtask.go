@@ -97,7 +97,7 @@ func Detect(path string) (*Detected, error) {
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%s is not a prepared ReX-MLE folder: no built-in task's training files are there (choose a task file instead)", path)
+		return nil, fmt.Errorf("%s is not a prepared ReX-MLE folder: no built-in task's training files are there (choose a task file, or Guess from folder)", path)
 	}
 	return best, nil
 }
