@@ -154,6 +154,10 @@ func Guess(dir string, o Options) (*Result, error) {
 			kept = append(kept, c)
 		}
 	}
+	if o.Kind != "" && slices.ContainsFunc(kept, func(c candidate) bool { return c.kind == o.Kind }) {
+		// Layouts of the kind asked for rule out those of no kind yet (an ambiguity).
+		kept = slices.DeleteFunc(kept, func(c candidate) bool { return c.kind == "" })
+	}
 	switch len(kept) {
 	case 0:
 		msg := fmt.Sprintf("%s: %v found", abs, ErrNoLayout)
@@ -314,6 +318,14 @@ type folder struct {
 	rel     string
 	files   []string // names
 	subdirs []string // names
+	sets    map[int]imageSet
+}
+
+// imageSet is a folder's images of one ending, by stem (see folder.imageSet).
+type imageSet struct {
+	ext   string
+	stems []string
+	ok    bool
 }
 
 // list walks root; hidden entries and AMID's own runs/ folder are passed over.
@@ -432,6 +444,19 @@ func (f *folder) imageSet() (ext string, stems []string, ok bool) { return f.ima
 
 // imageSetOf is imageSet of a folder that holds least images at least.
 func (f *folder) imageSetOf(least int) (ext string, stems []string, ok bool) {
+	if s, done := f.sets[least]; done {
+		return s.ext, s.stems, s.ok
+	}
+	ext, stems, ok = f.findImages(least)
+	if f.sets == nil {
+		f.sets = map[int]imageSet{}
+	}
+	f.sets[least] = imageSet{ext, stems, ok}
+	return ext, stems, ok
+}
+
+// findImages is imageSetOf, found in the folder's files.
+func (f *folder) findImages(least int) (ext string, stems []string, ok bool) {
 	count := map[string]int{}
 	for _, n := range f.files {
 		_, x := stem(n)
