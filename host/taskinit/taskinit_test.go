@@ -517,3 +517,60 @@ func TestNothingToRead(t *testing.T) {
 		t.Errorf("error %v, want no layout, naming the JPEG images", err)
 	}
 }
+
+// TestDecathlon guesses a Medical Segmentation Decathlon folder: 4D images (the channels
+// in the fourth dimension, named by dataset.json's modality) and labels named by value.
+func TestDecathlon(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "dataset.json"), `{"name": "BrainTumour", "modality": {"0": "FLAIR", "1": "T1w"}, "labels": {"0": "background", "1": "edema", "2": "tumour"}}`)
+	for i, id := range ids("BRATS_", nTrain+nTest) {
+		v, err := volume.New(volume.Float32, [4]int{volSide, volSide, volDepth, 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range v.Len() {
+			v.SetIndex(k, float64(k%97))
+		}
+		split := "imagesTr"
+		if i >= nTrain {
+			split = "imagesTs"
+		} else {
+			writeNIfTI(t, filepath.Join(dir, "labelsTr", id+".nii.gz"), volume.Uint8, labels3)
+		}
+		p := filepath.Join(dir, split, id+".nii.gz")
+		mkdir(t, p)
+		if err := nifti.Write(p, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, dir, Options{}, want{layout: layoutPairs, kind: taskspec.Segmentation, dims: 3,
+		train: []string{"imagesTr/{id}.nii.gz"}, test: []string{"imagesTs/{id}.nii.gz"},
+		label: "labelsTr/{id}.nii.gz", format: task.LabelImage, channels: []string{"flair", "t1w"}, labels: []string{"background", "edema", "tumour"}})
+}
+
+// TestUnnamedClasses guesses YOLO files without a class list: the classes are named by
+// index, and the notes say to rename them.
+func TestUnnamedClasses(t *testing.T) {
+	dir := t.TempDir()
+	for i, id := range boxImages(t, dir, "train/images", "test/images") {
+		write(t, filepath.Join(dir, "train", "labels", id+".txt"), fmt.Sprintf("%d 0.5 0.5 0.25 0.25\n", i))
+	}
+	check(t, dir, Options{}, want{layout: layoutYOLO, kind: taskspec.Detection, dims: 2,
+		train: []string{"train/images/{id}.png"}, test: []string{"test/images/{id}.png"},
+		label: "train/labels/{id}.txt", format: task.LabelYOLO, classes: [][]string{{"class0", "class1", "class2"}}})
+	r, err := Guess(dir, Options{})
+	if err != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "rename them in the task") {
+		t.Errorf("notes %v (%v) do not say to rename the classes", r, err)
+	}
+}
+
+// TestPlainCOCO names a COCO file with category_id as one AMID does not read.
+func TestPlainCOCO(t *testing.T) {
+	dir := t.TempDir()
+	boxImages(t, dir, "train", "test")
+	write(t, filepath.Join(dir, "instances.json"), `{"images": [{"id": 1, "file_name": "b01.png"}], "annotations": [{"image_id": 1, "bbox": [1, 1, 2, 2], "category_id": 3}], "categories": [{"id": 3, "name": "nodule"}]}`)
+	_, err := Guess(dir, Options{})
+	if err == nil || !strings.Contains(err.Error(), "instances.json is a COCO JSON with category_id, which AMID does not read") {
+		t.Errorf("error %v, want the COCO file named as not read", err)
+	}
+}
