@@ -12,7 +12,8 @@ import (
 )
 
 // caseClasses are the classes each training case holds, for a split stratified by class
-// (amid/host/folds): a classification case's class of each attribute ("grade=G3"), a
+// (amid/host/folds): a classification case's class of each attribute ("grade=G3") or the
+// findings it holds of a multi-label attribute ("findings=Effusion"), a
 // detection case's box classes (with their attribute, or "object" when the task names no
 // attribute) and its point classes. Segmentation, IQA and enhancement cases hold none:
 // their split is not stratified. labels maps case ids to canonical label files
@@ -35,6 +36,13 @@ func caseClasses(spec *taskspec.Spec, cases []task.Case, labels map[string]strin
 		}
 		for name, k := range a.Classes {
 			named(name, k)
+		}
+		for name, fs := range a.Findings {
+			for k, v := range fs {
+				if v == taskspec.FindingPresent {
+					named(name, k)
+				}
+			}
 		}
 		for _, b := range a.Boxes {
 			if len(spec.Attributes) == 0 {
