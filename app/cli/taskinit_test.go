@@ -182,3 +182,63 @@ func TestClassLayoutsTaskInit(t *testing.T) {
 	}
 	checkClassTable(t, tk, filepath.Join(out, "submission", "submission.csv"))
 }
+
+// TestBoxLayoutsTaskInit runs `amid task init` on the real-image datasets of
+// TestBoxLayouts (T1 MR slices with a box for each half of ITK's brain mask), with the
+// hand-written task.yaml taken away and, for YOLO, the class list shipped beside the
+// labels as YOLO datasets do (classes.txt, in the label files' order: right, left). The
+// guess has the layout test's kind, patterns, label file and format, and names each
+// YOLO class id and VOC object name as that task does, without regard to case.
+func TestBoxLayoutsTaskInit(t *testing.T) {
+	realdata.Path(t, t1) // skips without the cache, or fails in CI
+	for _, l := range boxLayouts() {
+		t.Run(l.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeBoxLayout(t, l, dir)
+			hand, err := task.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if l.format == task.LabelYOLO {
+				writeLines(t, filepath.Join(dir, l.folder, "classes.txt"), hand.Data.Train.Label.Classes...)
+			}
+			o, e, code := run(t, "task", "init", dir)
+			if code != 0 {
+				t.Fatalf("amid task init: exit %d: %s", code, e)
+			}
+			t.Logf("amid task init:\n%s", o)
+			g, err := task.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hl, gl := hand.Data.Train.Label, g.Data.Train.Label
+			if g.Kind != hand.Kind || g.Dims != hand.Dims || !slices.Equal(g.Data.Train.Images, hand.Data.Train.Images) || !slices.Equal(g.Data.Test.Images, hand.Data.Test.Images) ||
+				gl.Path != hl.Path || gl.Format != hl.Format || g.Submission.Format != hand.Submission.Format {
+				t.Errorf("guessed %s %dD %v %v label %s (%s) submission %s; the layout's task is %s %dD %v %v label %s (%s) submission %s",
+					g.Kind, g.Dims, g.Data.Train.Images, g.Data.Test.Images, gl.Path, gl.Format, g.Submission.Format,
+					hand.Kind, hand.Dims, hand.Data.Train.Images, hand.Data.Test.Images, hl.Path, hl.Format, hand.Submission.Format)
+			}
+			// What each YOLO class id, or each class, names.
+			names := func(tk *task.Task) string {
+				a, idx, err := tk.BoxAttribute()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s []string
+				for _, k := range idx {
+					s = append(s, strings.ToLower(a.Classes[k]))
+				}
+				if tk.Data.Train.Label.Format == task.LabelVOC {
+					slices.Sort(s)
+				}
+				return strings.Join(s, ",")
+			}
+			if h, gg := names(hand), names(g); h != gg {
+				t.Errorf("classes %s, the layout's %s", gg, h)
+			}
+		})
+	}
+}
