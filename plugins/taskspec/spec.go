@@ -237,8 +237,11 @@ func (s *Spec) Check() error {
 	}
 	names := map[string]bool{}
 	for _, a := range s.Attributes {
-		if a.Name == "" || names[a.Name] || (len(a.Classes) < 2 && !a.MultiLabel) || len(a.Classes) < 1 {
-			return fmt.Errorf("%w: attribute %q is unnamed, repeated or has fewer than 2 classes (1 finding when multi-label)", ErrSpec, a.Name)
+		if a.MultiLabel && a.Name != "" && !names[a.Name] && len(a.Classes) < 1 {
+			return fmt.Errorf("%w: multi-label attribute %q has no finding", ErrSpec, a.Name)
+		}
+		if a.Name == "" || names[a.Name] || (len(a.Classes) < 2 && !a.MultiLabel) {
+			return fmt.Errorf("%w: attribute %q is unnamed, repeated or has fewer than 2 classes", ErrSpec, a.Name)
 		}
 		names[a.Name] = true
 	}
