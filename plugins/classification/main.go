@@ -110,8 +110,12 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 			return nil, err
 		}
 	}
+	what := "encoder with one head per attribute, class-balanced; "
+	if _, ok := s.MultiLabel(); ok {
+		what = "encoder with one sigmoid per finding (binary cross-entropy, uncertain labels left out), balanced per finding; "
+	}
 	if err := add("cnn-attributes", config{Lane: laneCNN, Net: net, Heads: "attributes", ClassWeights: "balanced"},
-		"encoder with one head per attribute, class-balanced; "+shape); err != nil {
+		what+shape); err != nil {
 		return nil, err
 	}
 	if err := add("prior", config{Lane: lanePrior},
