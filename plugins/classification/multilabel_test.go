@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"amid/plugins/engine"
@@ -210,5 +211,21 @@ func TestScoreFindings(t *testing.T) {
 		if math.Abs(got[k]-v) > 1e-12 {
 			t.Errorf("%s %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+// TestMultiLabelPlan: a multi-label task gets the cnn lane of one sigmoid a finding and the
+// prior, and no variant lane (a multi-label attribute is in no group).
+func TestMultiLabelPlan(t *testing.T) {
+	r, err := cls{}.Plan(context.Background(), &protocol.PlanRequest{Task: multiTask(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range r.Candidates {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, []string{"cnn-attributes", "prior"}) || !strings.Contains(r.Candidates[0].Rationale, "one sigmoid per finding") {
+		t.Errorf("lanes %v: %+v", names, r.Candidates)
 	}
 }
