@@ -269,6 +269,9 @@ func (l *listing) annotationPairs(img, lab *folder, ext string, ids []string, o 
 		}
 	case keys["classes"]:
 		d.kind, d.metric = taskspec.Classification, "balanced_accuracy"
+	case keys["score"] && len(scores) == 0:
+		c.err = fmt.Errorf("%w: the annotation JSON of %s holds no score that is a number", ErrNoLayout, lab.display())
+		return c
 	case keys["score"]:
 		d.kind, d.metric = taskspec.IQA, "plcc_srocc_krocc"
 		lo, hi := slices.Min(scores), slices.Max(scores)

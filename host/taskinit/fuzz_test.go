@@ -55,7 +55,8 @@ func FuzzGuess(f *testing.F) {
 			case ".txt":
 				b = []byte("0 0.5 0.5 0.25 0.25\n")
 			case ".json":
-				b = []byte(`{"boxes": [{"x": 1, "y": 1, "w": 2, "h": 2, "score": 1}]}`)
+				// Each kind of annotation by turns, a score of null among them.
+				b = []byte([]string{`{"boxes": [{"x": 1, "y": 1, "w": 2, "h": 2, "score": 1}]}`, `{"score": null}`, `{"classes": {"a": 1}}`, `{"points": [{"x": 1, "y": 1, "class": "c"}]}`, `{"score": 2.5}`}[n%5])
 			case ".csv":
 				b = []byte("id,label\na,CT\nb,MR\n")
 			}
