@@ -72,6 +72,9 @@ func SR(t *task.Task, image, pred string, confidence *float64, o sr.Options) (*d
 //   - classification: the class of each attribute, with the case's confidence beside it
 //     when there is one attribute, else as a Certainty of Finding derived as the minimum
 //     over the heads (the classification plugin's confidence is the least of its heads');
+//   - classification of a multi-label attribute: each finding Present or Absent (SNOMED
+//     CT), the finding coded as an attribute's class, with the probability that the
+//     answer holds as its Certainty where the prediction has probabilities;
 //   - iqa: the score as an Image Quality Rating.
 //
 // A class is coded by the task's label of the same name when that label has a code, else
@@ -95,6 +98,13 @@ func SRReport(t *task.Task, a *taskspec.Annotation, confidence *float64) (*sr.Re
 			r.Findings = append(r.Findings, sr.Finding{Type: typ, Box: &sr.Box{Min: b.Min, Size: b.Size}, Score: confidence})
 		}
 	case taskspec.Classification:
+		if at, ok := t.MultiLabel(); ok {
+			r.Evaluations = findings(t, at, a)
+			if len(r.Evaluations) == 0 {
+				return nil, fmt.Errorf("the classification predicts no finding of %s", at.Name)
+			}
+			break
+		}
 		r.Evaluations = attributes(t, a.Classes)
 		if len(r.Evaluations) == 0 {
 			return nil, fmt.Errorf("the classification predicts no class")
@@ -116,6 +126,46 @@ func SRReport(t *task.Task, a *taskspec.Annotation, confidence *float64) (*sr.Re
 		return nil, fmt.Errorf("a %s task's predictions are not written as a structured report", t.Kind)
 	}
 	return r, nil
+}
+
+// Present and Absent are SNOMED CT's answers to whether a finding is there.
+var (
+	Present = sr.Code{Value: "52101004", Scheme: "SCT", Meaning: "Present"}
+	Absent  = sr.Code{Value: "2667000", Scheme: "SCT", Meaning: "Absent"}
+)
+
+// findings are the coded answers of a multi-label prediction: each finding of at,
+// Present or Absent, with the probability of the answer where a has probabilities.
+func findings(t *task.Task, at taskspec.Attribute, a *taskspec.Annotation) []sr.Evaluation {
+	f, ok := a.Findings[at.Name]
+	p := a.Probs[at.Name]
+	if !ok && len(p) == len(at.Classes) {
+		f = make([]int, len(p))
+		for k, v := range p {
+			if v >= 0.5 {
+				f[k] = taskspec.FindingPresent
+			}
+		}
+	}
+	if len(f) != len(at.Classes) {
+		return nil
+	}
+	var out []sr.Evaluation
+	for k, name := range at.Classes {
+		e := sr.Evaluation{Name: classCode(t, name, OwnAttributeClass(at.Name, name)), Value: Absent}
+		if f[k] == taskspec.FindingPresent {
+			e.Value = Present
+		}
+		if len(p) == len(at.Classes) {
+			c := p[k]
+			if e.Value == Absent {
+				c = 1 - c
+			}
+			e.Certainty = &c
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // OwnAttribute is the private code of an attribute (a classification head, a box's
