@@ -85,6 +85,15 @@ func tableLayouts(l *listing, o Options) ([]candidate, []string) {
 
 func stemOnly(n string) string { s, _ := stem(n); return s }
 
+// idStem is a table's id as the image's stem: without a file ending ("ISIC_0001.jpg"),
+// as the class table's reader matches it.
+func idStem(id string) string {
+	if x := task.Suffix(id); x != "" && x != id && strings.ContainsAny(strings.ToLower(x), "abcdefghijklmnopqrstuvwxyz") {
+		return strings.TrimSuffix(id, x)
+	}
+	return id
+}
+
 // tableTask is the task of class table t, nil when none of its columns names the images
 // of a folder.
 func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
@@ -97,7 +106,7 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 		vals := t.column(i)
 		set := map[string]bool{}
 		for _, v := range vals {
-			set[v] = true
+			set[idStem(v)] = true
 		}
 		for _, g := range l.folders() {
 			x, stems, ok := g.imageSet()
@@ -154,7 +163,7 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 		return c, ""
 	}
 	d := &def{dims: 2, channels: []string{"image"}, train: []string{join(img.rel, "{id}"+ext)}}
-	dims, _, err := imageShape(task.Expand(l.root, d.train[0], t.column(idCol)[0]))
+	dims, _, err := imageShape(task.Expand(l.root, d.train[0], idStem(t.column(idCol)[0])))
 	if err != nil {
 		c.err = fmt.Errorf("reading an image to tell the task's dimension: %w", err)
 		return c, ""

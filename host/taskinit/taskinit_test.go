@@ -446,7 +446,8 @@ func TestClassTables(t *testing.T) {
 	t.Run("finding names", func(t *testing.T) {
 		dir := t.TempDir()
 		train := classImages(t, dir)
-		write(t, filepath.Join(dir, "Data_Entry.csv"), "Image Index,Finding Labels\n"+train[0]+",Effusion|Infiltration\n"+train[1]+",No Finding\n"+train[2]+",Atelectasis\n")
+		// NIH's ids are file names: 00000001_000.png.
+		write(t, filepath.Join(dir, "Data_Entry.csv"), "Image Index,Finding Labels\n"+train[0]+".png,Effusion|Infiltration\n"+train[1]+".png,No Finding\n"+train[2]+".png,Atelectasis\n")
 		w := base
 		w.label, w.classes = "Data_Entry.csv", [][]string{{"Atelectasis", "Effusion", "Infiltration"}}
 		if tk := check(t, dir, Options{}, w); tk.Data.Train.Label.ValueColumn != "Finding Labels" {
