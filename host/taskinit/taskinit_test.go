@@ -1,6 +1,7 @@
 package taskinit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/host/ingest"
 	"amid/host/synth"
 	"amid/host/task"
 	"amid/plugins/taskspec"
@@ -139,7 +141,8 @@ type want struct {
 }
 
 // check writes the guess to task.yaml outside the data folder, reads it back with
-// task.Load, resolves it on the folder, and compares it with w.
+// task.Load, resolves it on the folder, reads its training labels as a run's prepare
+// does (ingest.Labels), and compares it with w.
 func check(t *testing.T, dir string, o Options, w want) *task.Task {
 	t.Helper()
 	r, err := Guess(dir, o)
@@ -158,6 +161,10 @@ func check(t *testing.T, dir string, o Options, w want) *task.Task {
 	ds, err := tk.Resolve(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The labels read as a run's prepare reads them.
+	if _, err := ingest.Labels(context.Background(), tk, ds.Train, t.TempDir()); err != nil {
+		t.Errorf("the guessed task's labels do not read: %v", err)
 	}
 	if r.Layout != w.layout || tk.Kind != w.kind || tk.Dims != w.dims {
 		t.Errorf("layout %s kind %s dims %d, want %s %s %d", r.Layout, tk.Kind, tk.Dims, w.layout, w.kind, w.dims)
