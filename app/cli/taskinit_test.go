@@ -64,7 +64,7 @@ func writeGrey(t *testing.T, p string) {
 	}
 	im := image.NewGray(image.Rect(0, 0, 8, 8))
 	for i := range im.Pix {
-		im.Pix[i] = uint8(4 * i)
+		im.Pix[i] = uint8(4 * i) // 64 pixels over 0–252
 	}
 	f, err := os.Create(p)
 	if err != nil {

@@ -348,6 +348,8 @@ func TestYOLO(t *testing.T) {
 		label: "labels/train/{id}.txt", format: task.LabelYOLO, classes: [][]string{{"left", "right"}}})
 }
 
+// vocXML is a VOC annotation of side × side pixels with a box from (2, 2) to (8, 8), inside
+// it, for each object name.
 func vocXML(names ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<annotation><filename>x.png</filename><size><width>%d</width><height>%d</height><depth>1</depth></size>", side, side)
@@ -537,7 +539,7 @@ func TestDecathlon(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k := range v.Len() {
-			v.SetIndex(k, float64(k%97))
+			v.SetIndex(k, float64(k%97)) // any image: a ramp that repeats every 97 voxels (a prime, so no row repeats)
 		}
 		split := "imagesTr"
 		if i >= nTrain {
