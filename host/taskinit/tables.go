@@ -459,9 +459,8 @@ func folderLayouts(l *listing, o Options) ([]candidate, []string) {
 				break
 			}
 			for _, st := range stems {
-				if prev, dup := names[st]; dup {
-					ok = false
-					_ = prev
+				if _, dup := names[st]; dup {
+					ok = false // a name in two folders: pairs, not classes
 					break
 				}
 				names[st] = s

@@ -498,7 +498,7 @@ func (f *folder) display() string {
 	return f.rel + "/"
 }
 
-// splitWords are the words of a folder's name that say it holds a split.
+// trainWords are the words of a training folder's name, each with its test folder's word.
 var trainWords = map[string]string{"train": "test", "training": "testing", "tr": "ts", "trn": "tst", "trainval": "test"}
 
 // testFolder finds the test folder beside training folder rel: one segment with train
