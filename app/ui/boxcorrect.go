@@ -52,7 +52,7 @@ func (c *corrector) attachBoxes(view *vwidget.CompareView, id, pred string, spec
 // boxClassNames are the classes a detection's boxes take (its last box attribute's), or
 // without box attributes its point classes, or the one class "object".
 func boxClassNames(spec *taskspec.Spec) []string {
-	if cs := marks.BoxClasses(spec); len(cs) > 0 {
+	if cs := taskspec.BoxClasses(spec); len(cs) > 0 {
 		return cs
 	}
 	if len(spec.Points) > 0 {
@@ -78,7 +78,7 @@ func (c *corrector) editBoxes() {
 		a, err := taskspec.ReadAnnotation(c.pred, b.spec)
 		var s marks.Set
 		if err == nil {
-			s, err = marks.FromAnnotation(a, b.spec)
+			s, err = taskspec.MarksOf(a, b.spec)
 		}
 		if err != nil {
 			c.say("Cannot correct: " + errText(err))
@@ -118,7 +118,7 @@ func (c *corrector) newBoxEditor(ed *marks.Editor) {
 // boxMarks are the marks of a set as the screen shows a detection's (marksOf: classes
 // named, scores written), or plain ones when the set does not fit the task.
 func (c *corrector) boxMarks(s marks.Set) []vwidget.Mark {
-	a, err := s.Annotation(c.boxes.base, c.boxes.spec)
+	a, err := taskspec.AnnotationOf(s, c.boxes.base, c.boxes.spec)
 	if err != nil {
 		return vwidget.MarksOf(s)
 	}
@@ -158,7 +158,7 @@ func (c *corrector) correctedAnnotation() (*taskspec.Annotation, error) {
 	if len(c.boxChanges()) == 0 {
 		return nil, nil
 	}
-	return c.boxes.editor.Editor.Set().Annotation(c.boxes.base, c.boxes.spec)
+	return taskspec.AnnotationOf(c.boxes.editor.Editor.Set(), c.boxes.base, c.boxes.spec)
 }
 
 // marksText says what a detection's correction changed: "Caries boxes: 1 added, 1 moved;
@@ -166,7 +166,7 @@ func (c *corrector) correctedAnnotation() (*taskspec.Annotation, error) {
 func marksText(ch []marks.Change, spec *taskspec.Spec) string {
 	var parts []string
 	for _, x := range ch {
-		names := marks.BoxClasses(spec)
+		names := taskspec.BoxClasses(spec)
 		if x.Kind == marks.KindPoint {
 			names = spec.Points
 		}

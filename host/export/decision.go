@@ -126,7 +126,7 @@ func RecordAnnotationCorrection(dir string, d Decision, pred string, spec *tasks
 		a, err := taskspec.ReadAnnotation(path, spec)
 		if err == nil {
 			var s marks.Set
-			if s, err = marks.FromAnnotation(a, spec); err == nil {
+			if s, err = taskspec.MarksOf(a, spec); err == nil {
 				return s, nil
 			}
 		}

@@ -44,7 +44,7 @@ func TestAnnotationCorrection(t *testing.T) {
 	if err := os.WriteFile(pred, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := marks.FromAnnotation(boxPrediction, boxSpec)
+	s, err := taskspec.MarksOf(boxPrediction, boxSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestAnnotationCorrection(t *testing.T) {
 	if _, err := e.AddBox(marks.Box{Min: [3]float64{50, 50, 0}, Max: [3]float64{60, 60, 1}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Set().Annotation(boxPrediction, boxSpec)
+	a, err := taskspec.AnnotationOf(e.Set(), boxPrediction, boxSpec)
 	if err != nil {
 		t.Fatal(err)
 	}

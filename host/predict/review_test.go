@@ -73,7 +73,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := &taskspec.Spec{Points: []string{"tumour", "lymphocyte"}}
-	s, err := marks.FromAnnotation(pa, sp)
+	s, err := taskspec.MarksOf(pa, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if _, err := e.AddPoint(marks.Point{At: [3]float64{50.5, 50.5, 0.5}, Class: 1}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Set().Annotation(pa, sp)
+	a, err := taskspec.AnnotationOf(e.Set(), pa, sp)
 	if err != nil {
 		t.Fatal(err)
 	}

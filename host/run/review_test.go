@@ -69,7 +69,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	put(filepath.Join("final", "predictions.json"), preds)
 
 	sp := &taskspec.Spec{Attributes: []taskspec.Attribute{{Name: "diagnosis", Classes: []string{"caries", "lesion", "impacted"}}}}
-	s, err := marks.FromAnnotation(pa, sp)
+	s, err := taskspec.MarksOf(pa, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if err := e.DeleteBox(0); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Set().Annotation(pa, sp)
+	a, err := taskspec.AnnotationOf(e.Set(), pa, sp)
 	if err != nil {
 		t.Fatal(err)
 	}

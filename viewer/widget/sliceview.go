@@ -96,6 +96,7 @@ type SliceView struct {
 	comps  [2]Composer
 	frames int
 	br     *bridge.Bridge // nil: bridge.Default()
+	rend   *sliceRenderer // the view's renderer while it lives
 }
 
 // postKey names what a widget posts to its bridge, so that posts of one kind coalesce.
@@ -499,6 +500,15 @@ func (v *SliceView) frame(stop chan struct{}) {
 
 // CreateRenderer implements fyne.Widget.
 func (v *SliceView) CreateRenderer() fyne.WidgetRenderer {
+	v.mu.Lock()
+	if r := v.rend; r != nil {
+		// One renderer while the view lives: a second call (a test's layout walks the
+		// tree and asks again) gets the same objects and frame loop, not a second loop
+		// drawing into the buffers the first one's image shows.
+		v.mu.Unlock()
+		return r
+	}
+	v.mu.Unlock()
 	v.img = canvas.NewImageFromImage(nil)
 	v.img.ScaleMode = canvas.ImageScalePixels
 	v.img.FillMode = canvas.ImageFillStretch
@@ -523,12 +533,13 @@ func (v *SliceView) CreateRenderer() fyne.WidgetRenderer {
 		objs = append(objs, v.edges[i])
 	}
 	stop := make(chan struct{})
+	r := &sliceRenderer{v: v, bg: bg, objs: objs}
 	v.mu.Lock()
-	v.stop = stop
+	v.stop, v.rend = stop, r
 	v.mu.Unlock()
 	go v.loop(stop)
 	v.request()
-	return &sliceRenderer{v: v, bg: bg, objs: objs}
+	return r
 }
 
 type sliceRenderer struct {
@@ -682,6 +693,7 @@ func (r *sliceRenderer) Destroy() {
 		close(v.stop)
 		v.stop = nil
 	}
+	v.rend = nil
 	v.mu.Unlock()
 }
 

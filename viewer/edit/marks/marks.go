@@ -3,8 +3,8 @@
 // history, and what the correction changed against the prediction, class by class. It
 // knows nothing of windows: the viewer (amid/viewer/widget.BoxEditor) turns the pointer
 // into voxel coordinates and calls it, and the screens save what it holds as a correction
-// beside the prediction, in the task's annotation format (see FromAnnotation and
-// Set.Annotation), never over it.
+// beside the prediction, in the task's annotation format (amid/plugins/taskspec's MarksOf
+// and AnnotationOf), never over it.
 //
 // Coordinates are continuous voxel coordinates, as the viewer draws marks: voxel i covers
 // [i, i+1) along each axis, so a 2D box on a 2D image spans z 0..1 and a pixel's centre is
@@ -114,6 +114,9 @@ func (e *Editor) change(f func()) {
 	e.undo = append(e.undo, before)
 	e.redo = nil
 }
+
+// Check refuses a box that is empty or not finite on an axis, or of a negative class.
+func (b Box) Check() error { return checkBox(b) }
 
 func checkBox(b Box) error {
 	for a := range 3 {
