@@ -186,6 +186,28 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 	label := yamlMap("path", t.path, "format", task.LabelCSV, "id_column", idName)
 	sub := yaml.MapSlice{{Key: "format", Value: task.SubmitClassTable}, {Key: "id_column", Value: idName}}
 	c.notes = append(c.notes, fmt.Sprintf("%d training cases: images %s/{id}%s, the ids in column %s of %s", len(t.rows), img.rel, ext, idName, t.path))
+	if len(o.LabelColumns) == 0 {
+		// Finding columns among others (CheXpert: Sex, Age, Frontal/Lateral, AP/PA, then a
+		// column a finding of 1, 0, −1 or blank): three or more such columns, or any −1,
+		// are the labels, and the others are the images' particulars.
+		var found, rest []int
+		anyUncertain := false
+		for _, k := range cols {
+			if ok, u := findingCells(t.column(k)); ok {
+				found, anyUncertain = append(found, k), anyUncertain || u
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		if len(rest) > 0 && len(found) >= 2 && (len(found) >= 3 || anyUncertain) {
+			c.notes = append(c.notes, "columns "+names(rest)+" are not labels (not 1, 0, −1 or blank): left out")
+			cols = found
+			kinds = kinds[:0]
+			for _, k := range cols {
+				kinds = append(kinds, columnKind(t.column(k)))
+			}
+		}
+	}
 	multi, uncertain := len(cols) >= 2, false
 	for _, k := range cols {
 		ok, u := findingCells(t.column(k))

@@ -451,6 +451,15 @@ func TestClassTables(t *testing.T) {
 		if a, ok := tk.MultiLabel(); !ok || a.Name != "findings" || tk.Data.Train.Label.Uncertain != task.UncertainIgnore || tk.Metric.Name != "auroc" {
 			t.Errorf("multi-label %v %+v, uncertain %q, metric %s", ok, a, tk.Data.Train.Label.Uncertain, tk.Metric.Name)
 		}
+		// Without naming them: the columns of 1, 0, −1 or blank (here with a −1) are the
+		// findings, and Sex is left out, as CheXpert's particulars are.
+		if err := os.Remove(filepath.Join(dir, "task.yaml")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		tk = check(t, dir, Options{Uncertain: task.UncertainIgnore}, w)
+		if !slices.Equal(tk.Data.Train.Label.Columns, []string{"Effusion", "Edema"}) {
+			t.Errorf("finding columns guessed among others: %v, want Effusion, Edema", tk.Data.Train.Label.Columns)
+		}
 	})
 	t.Run("finding names", func(t *testing.T) {
 		dir := t.TempDir()
