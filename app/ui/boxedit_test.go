@@ -25,6 +25,25 @@ import (
 	vwidget "amid/viewer/widget"
 )
 
+// annotationData and annotationSubmission are the data and submission of the detection
+// tasks here: PNG images, their labels and predictions annotation files.
+const (
+	annotationData = `data:
+  train:
+    images: ["train/{id}.png"]
+    label: {path: "train/{id}.json", format: annotation}
+  test:
+    images: ["test/{id}.png"]
+`
+	annotationSubmission = `submission:
+  columns: [case_id, predictions_json]
+  id_column: case_id
+  file_column: predictions_json
+  path: "predictions/{id}.json"
+budget: 3m
+`
+)
+
 // detectionTask is a DENTEX-like task (a box attribute of three diagnoses) whose cases are
 // PNG images.
 const detectionTask = `id: teeth
@@ -32,20 +51,8 @@ kind: detection
 dims: 2
 attributes:
   - {name: diagnosis, classes: [caries, lesion, impacted]}
-data:
-  train:
-    images: ["train/{id}.png"]
-    label: {path: "train/{id}.json", format: annotation}
-  test:
-    images: ["test/{id}.png"]
-metric: {name: ap_mean, direction: max}
-submission:
-  columns: [case_id, predictions_json]
-  id_column: case_id
-  file_column: predictions_json
-  path: "predictions/{id}.json"
-budget: 3m
-`
+` + annotationData + `metric: {name: ap_mean, direction: max}
+` + annotationSubmission
 
 // boxPred is the prediction of the detection run's test case c1: two boxes on its 20 × 16
 // pixels (caries over x 2..8, y 2..7; lesion over x 12..18, y 8..14).
@@ -80,6 +87,40 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// zipPackage writes a package zip holding task.yaml alone (what a predict run's review
+// reads of its package).
+func zipPackage(t *testing.T, taskYAML string) string {
+	t.Helper()
+	pkg := filepath.Join(t.TempDir(), "pkg.zip")
+	f, err := os.Create(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, err := zw.Create("pkg/" + export.FileTask)
+	if err == nil {
+		_, err = w.Write([]byte(taskYAML))
+	}
+	if err != nil || zw.Close() != nil || f.Close() != nil {
+		t.Fatalf("the package's zip: %v", err)
+	}
+	return pkg
+}
+
+// openPredictRun writes into out the results of a predict run of the package pkg on one
+// case, id, read from input and predicted as pred (a path in out), and loads the run on
+// the Use model screen.
+func openPredictRun(t *testing.T, a *App, out, pkg, id, input, pred string) *useScreen {
+	t.Helper()
+	res, _ := json.Marshal(predict.Result{Package: pkg, Cases: []predict.CaseResult{
+		{ID: id, Inputs: []string{input}, Predictions: []string{pred}}}, ReviewOrder: []string{id}})
+	writeFile(t, filepath.Join(out, predict.FileResults), res)
+	a.tabs.SelectIndex(tabUse)
+	s := a.use
+	s.load(out)
+	return s
 }
 
 // detectionRun is a finished run of detectionTask with one training case and one test
@@ -282,20 +323,8 @@ kind: detection
 dims: 2
 points: [tumour, lymphocyte]
 point_radius: 3
-data:
-  train:
-    images: ["train/{id}.png"]
-    label: {path: "train/{id}.json", format: annotation}
-  test:
-    images: ["test/{id}.png"]
-metric: {name: macro_f1, direction: max}
-submission:
-  columns: [case_id, predictions_json]
-  id_column: case_id
-  file_column: predictions_json
-  path: "predictions/{id}.json"
-budget: 3m
-`
+` + annotationData + `metric: {name: macro_f1, direction: max}
+` + annotationSubmission
 
 // TestUseModelCorrectsPoints corrects a detection's points on the Use model screen: a
 // predict run of one case (its image a PNG, its package a zip holding pointTask) whose
@@ -305,19 +334,7 @@ budget: 3m
 func TestUseModelCorrectsPoints(t *testing.T) {
 	a, q := newApp(t)
 	out := t.TempDir()
-	pkg := filepath.Join(t.TempDir(), "pkg.zip")
-	f, err := os.Create(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
-	w, err := zw.Create("pkg/" + export.FileTask)
-	if err == nil {
-		_, err = w.Write([]byte(pointTask))
-	}
-	if err != nil || zw.Close() != nil || f.Close() != nil {
-		t.Fatalf("the package's zip: %v", err)
-	}
+	pkg := zipPackage(t, pointTask)
 	img := filepath.Join(t.TempDir(), "c1.png")
 	writePNG(t, img)
 	pa := &taskspec.Annotation{Points: []taskspec.Point{
@@ -326,13 +343,7 @@ func TestUseModelCorrectsPoints(t *testing.T) {
 	}}
 	b, _ := pa.Marshal()
 	writeFile(t, filepath.Join(out, "predictions", "c1.json"), b)
-	res, _ := json.Marshal(predict.Result{Package: pkg, Cases: []predict.CaseResult{
-		{ID: "c1", Inputs: []string{img}, Predictions: []string{filepath.Join("predictions", "c1.json")}}}, ReviewOrder: []string{"c1"}})
-	writeFile(t, filepath.Join(out, predict.FileResults), res)
-
-	a.tabs.SelectIndex(tabUse)
-	s := a.use
-	s.load(out)
+	s := openPredictRun(t, a, out, pkg, "c1", img, filepath.Join("predictions", "c1.json"))
 	q.wait(t, "the predicted case", func() bool { return s.current != nil && s.corr.view != nil })
 	c := s.corr
 	if c.toggle.Disabled() || !slices.Equal(c.label.Options, []string{"tumour", "lymphocyte"}) {

@@ -1,11 +1,9 @@
 package ui
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -197,19 +195,7 @@ func TestUseModelMeasurements(t *testing.T) {
 	a, q := newApp(t)
 	a.W.Resize(fyne.NewSize(1400, 900))
 	out := t.TempDir()
-	pkg := filepath.Join(t.TempDir(), "pkg.zip")
-	f, err := os.Create(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
-	w, err := zw.Create("pkg/" + export.FileTask)
-	if err == nil {
-		_, err = w.Write([]byte(ctTask))
-	}
-	if err != nil || zw.Close() != nil || f.Close() != nil {
-		t.Fatalf("the package's zip: %v", err)
-	}
+	pkg := zipPackage(t, ctTask)
 	ct, labels, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], 6}, synth.DemoSpacing)
 	if err != nil {
 		t.Fatal(err)
@@ -225,13 +211,7 @@ func TestUseModelMeasurements(t *testing.T) {
 	if err := imageio.Write(filepath.Join(out, "predictions", "study.nii.gz"), labels); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := json.Marshal(predict.Result{Package: pkg, Cases: []predict.CaseResult{
-		{ID: "study", Inputs: []string{study}, Predictions: []string{filepath.Join("predictions", "study.nii.gz")}}}, ReviewOrder: []string{"study"}})
-	writeFile(t, filepath.Join(out, predict.FileResults), res)
-
-	a.tabs.SelectIndex(tabUse)
-	s := a.use
-	s.load(out)
+	s := openPredictRun(t, a, out, pkg, "study", study, filepath.Join("predictions", "study.nii.gz"))
 	q.wait(t, "the predicted case", func() bool { return s.current != nil && s.measures.meas != nil })
 	b := s.measures
 	b.tool.SetSelected("Length")
