@@ -1,7 +1,6 @@
 package predict
 
 import (
-	"archive/zip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -43,19 +42,7 @@ budget: 3m
 // task's 3; one deleted; one added), the case named by its place in results.json.
 func TestReviewAnnotationCorrection(t *testing.T) {
 	out := t.TempDir()
-	pkg := filepath.Join(t.TempDir(), "pkg.zip")
-	f, err := os.Create(pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := zip.NewWriter(f)
-	w, err := zw.Create("pkg/" + export.FileTask)
-	if err == nil {
-		_, err = w.Write([]byte(pointTask))
-	}
-	if err != nil || zw.Close() != nil || f.Close() != nil {
-		t.Fatalf("the package's zip: %v", err)
-	}
+	pkg := zipPackage(t, pointTask)
 	pa := &taskspec.Annotation{Points: []taskspec.Point{
 		{X: 10, Y: 10, Class: "tumour", Score: 0.9},
 		{X: 30, Y: 30, Class: "lymphocyte", Score: 0.6},
