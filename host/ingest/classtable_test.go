@@ -202,6 +202,31 @@ submission: {format: csv, id_column: image_id, value_column: label}
 	wantErr(t, err, "case a has no class folder")
 }
 
+// tableTasks parses, for each label file of labels, a 2D classification of the attribute
+// attr whose training labels it reads, scored by metric, with the given submission.
+func tableTasks(f *testing.F, attr, metric, submission string, labels ...string) []*task.Task {
+	f.Helper()
+	var tabs []*task.Task
+	for _, l := range labels {
+		tk, err := task.Parse([]byte(`
+id: f
+kind: classification
+dims: 2
+attributes: [` + attr + `]
+data:
+  train: {images: ["i/{id}.png"], label: ` + l + `}
+  test: {images: ["t/{id}.png"]}
+metric: {name: ` + metric + `}
+submission: ` + submission + `
+`))
+		if err != nil {
+			f.Fatal(err)
+		}
+		tabs = append(tabs, tk)
+	}
+	return tabs
+}
+
 // FuzzClassTable: any bytes give, for a class-name table and a one-hot table, rows whose
 // classes lie in the attribute (one a row), or an error that names a line or the header;
 // never a panic.
@@ -210,27 +235,10 @@ func FuzzClassTable(f *testing.F) {
 	f.Add([]byte("image_id,label,MEL,NV\na,1.0,0,1\nb,,1,1\n"))
 	f.Add([]byte("\xef\xbb\xbfimage_id\n\"a\nb\"\n"))
 	f.Add([]byte("image_id,label\n,\n\n"))
-	tabs := []*task.Task{}
-	for _, l := range []string{
+	tabs := tableTasks(f, "{name: a, classes: [MEL, NV, PET-NM, CT, XR]}", "balanced_accuracy", "{format: csv, id_column: image_id, value_column: label}",
 		`{path: "t.csv", format: csv, id_column: image_id, value_column: label}`,
 		`{path: "t.csv", format: csv, id_column: image_id, columns: [MEL, NV]}`,
-	} {
-		tk, err := task.Parse([]byte(`
-id: f
-kind: classification
-dims: 2
-attributes: [{name: a, classes: [MEL, NV, PET-NM, CT, XR]}]
-data:
-  train: {images: ["i/{id}.png"], label: ` + l + `}
-  test: {images: ["t/{id}.png"]}
-metric: {name: balanced_accuracy}
-submission: {format: csv, id_column: image_id, value_column: label}
-`))
-		if err != nil {
-			f.Fatal(err)
-		}
-		tabs = append(tabs, tk)
-	}
+	)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, tk := range tabs {
 			tab, err := parseClassTable(b, tk)

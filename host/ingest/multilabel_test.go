@@ -151,30 +151,13 @@ func FuzzFindings(f *testing.F) {
 	f.Add([]byte("id,Finding Labels,Atelectasis,Effusion,Infiltration\na,x,1.0,-1.0,\nb,,0,,-1\n"))
 	f.Add([]byte("id,Atelectasis,Effusion,Infiltration\na,2,,\n"))
 	f.Add([]byte("id,Finding Labels\na,||\n"))
-	var tabs []*task.Task
-	for _, l := range []string{
+	tabs := tableTasks(f, "{name: findings, classes: [Atelectasis, Effusion, Infiltration], multi_label: true}", "auroc", "{format: csv, id_column: id}",
 		`{path: "t.csv", format: csv, id_column: id, value_column: Finding Labels}`,
 		`{path: "t.csv", format: csv, id_column: id, columns: [Atelectasis, Effusion, Infiltration]}`,
 		`{path: "t.csv", format: csv, id_column: id, columns: [Atelectasis, Effusion, Infiltration], uncertain: ignore}`,
 		`{path: "t.csv", format: csv, id_column: id, columns: [Atelectasis, Effusion, Infiltration], uncertain: positive}`,
 		`{path: "t.csv", format: csv, id_column: id, columns: [Atelectasis, Effusion, Infiltration], uncertain: negative}`,
-	} {
-		tk, err := task.Parse([]byte(`
-id: f
-kind: classification
-dims: 2
-attributes: [{name: findings, classes: [Atelectasis, Effusion, Infiltration], multi_label: true}]
-data:
-  train: {images: ["i/{id}.png"], label: ` + l + `}
-  test: {images: ["t/{id}.png"]}
-metric: {name: auroc}
-submission: {format: csv, id_column: id}
-`))
-		if err != nil {
-			f.Fatal(err)
-		}
-		tabs = append(tabs, tk)
-	}
+	)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, tk := range tabs {
 			tab, err := parseClassTable(b, tk)
