@@ -27,6 +27,13 @@ metric: {name: balanced_accuracy}
 submission: {format: csv, id_column: image_id, value_column: label}
 `
 
+// folderTask is classTask whose training images are in one folder a class, the label.
+var folderTask = strings.Replace(classTask, `images: ["images/{id}.png"]
+    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
+
+// testFoldersTask is folderTask whose test images are in class folders too.
+var testFoldersTask = strings.Replace(folderTask, `images: ["test/{id}.png"]`, `images: ["test/{class}/{id}.png"]`, 1)
+
 // TestClassTableTask: a class-name CSV parses, and the class table's columns default to
 // the id, the class name and one probability column per class, in class order.
 func TestClassTableTask(t *testing.T) {
@@ -85,9 +92,7 @@ func TestOneHotTask(t *testing.T) {
 
 // TestFolderTask: a {class} folder in the image patterns is the label.
 func TestFolderTask(t *testing.T) {
-	src := strings.Replace(classTask, `images: ["images/{id}.png"]
-    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
-	tk, err := Parse([]byte(src))
+	tk, err := Parse([]byte(folderTask))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +107,7 @@ func TestFolderTask(t *testing.T) {
 // TestClassLabelsInvalid: each broken rule of a class table, a one-hot table, a folder
 // layout or a class-table submission names its field.
 func TestClassLabelsInvalid(t *testing.T) {
-	folder := strings.Replace(classTask, `images: ["images/{id}.png"]
-    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
+	folder := folderTask
 	two := strings.Replace(classTask, "attributes: [{name: modality, classes: [CT, MR, PET-NM, US, XR]}]", "attributes: [{name: modality, classes: [CT, MR]}, {name: region, classes: [head, chest]}]", 1)
 	cases := []struct{ src, from, to, field string }{
 		{classTask, "value_column: label}", "}", "value_column"},
@@ -173,10 +177,7 @@ func TestClassOf(t *testing.T) {
 // each case from its folder; a folder that is not a class, or a case in two folders, is
 // an error naming the folder; the test split's class folders are read as well.
 func TestFolderResolve(t *testing.T) {
-	src := strings.Replace(classTask, `images: ["images/{id}.png"]
-    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
-	src = strings.Replace(src, `images: ["test/{id}.png"]`, `images: ["test/{class}/{id}.png"]`, 1)
-	tk, err := Parse([]byte(src))
+	tk, err := Parse([]byte(testFoldersTask))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,9 +248,7 @@ func FuzzFolderResolve(f *testing.F) {
 	f.Add("ct", "CT", "b")
 	f.Add("1", "x y", "c")
 	f.Add("..", ".", "d")
-	src := strings.Replace(classTask, `images: ["images/{id}.png"]
-    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
-	tk, err := Parse([]byte(src))
+	tk, err := Parse([]byte(folderTask))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -284,10 +283,7 @@ func FuzzFolderResolve(f *testing.F) {
 // TestClassFolderInputs: a folder laid out as a test split of class folders gives its
 // cases to predict, as does one class folder alone.
 func TestClassFolderInputs(t *testing.T) {
-	src := strings.Replace(classTask, `images: ["images/{id}.png"]
-    label: {path: "train.csv", format: csv, id_column: image_id, value_column: label}`, `images: ["train/{class}/{id}.png"]`, 1)
-	src = strings.Replace(src, `images: ["test/{id}.png"]`, `images: ["test/{class}/{id}.png"]`, 1)
-	tk, err := Parse([]byte(src))
+	tk, err := Parse([]byte(testFoldersTask))
 	if err != nil {
 		t.Fatal(err)
 	}
