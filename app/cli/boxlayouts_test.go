@@ -4,7 +4,6 @@ import (
 	"encoding/xml"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -147,39 +146,13 @@ func writeBoxLayout(t *testing.T, l boxLayout, dir string) string {
 // format. A YOLO line of 4 numbers, or a VOC file that does not parse, stops the run at
 // prepare with one line naming the file.
 func TestBoxLayouts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a detection in two layouts")
-	}
-	if raceEnabled {
-		t.Skip("runs without -race: make e2e")
-	}
-	realdata.Path(t, t1) // skips without the cache, or fails in CI
-	home, plugins := t.TempDir(), t.TempDir()
-	t.Setenv("AMID_HOME", home)
-	t.Setenv("AMID_PLUGIN_DIR", plugins)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, "amid-plugin-detection"), "./plugins/detection")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build plugin: %v\n%s", err, b)
-	}
-	if _, e, code := run(t, "plugins", "trust", "detection"); code != 0 {
-		t.Fatalf("plugins trust: %s", e)
-	}
+	endToEnd(t, "trains a detection in two layouts", t1)
+	installPlugin(t, "detection")
 	for _, l := range boxLayouts() {
 		t.Run(l.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeBoxLayout(t, l, dir)
-			out := filepath.Join(t.TempDir(), "run")
-			// 10 s: the degenerate detection datasets end in a package on 6 s (README's
-			// table); the contract is checked here, not the quality.
-			o, e, code := run(t, "run", path, "--out", out, "--budget", "10s", "--folds", "2", "--seed", "1")
-			if code != 0 {
-				t.Fatalf("amid run: exit %d\n%s\n%s", code, o, e)
-			}
-			saneLog(t, o+e)
-			if _, e, code := run(t, "verify", filepath.Join(out, "package")); code != 0 {
-				t.Fatalf("amid verify: exit %d: %s", code, e)
-			}
+			out := runToPackage(t, path)
 			for _, s := range brainSlices {
 				if !s.test {
 					continue
@@ -195,11 +168,7 @@ func TestBoxLayouts(t *testing.T) {
 			bad := t.TempDir()
 			writeBoxLayout(t, l, bad)
 			l.refuse(bad)
-			_, e, code = run(t, "run", filepath.Join(bad, "task.yaml"), "--out", filepath.Join(t.TempDir(), "run"), "--budget", "10s", "--seed", "1")
-			lines := strings.Split(strings.TrimSpace(e), "\n")
-			if last := lines[len(lines)-1]; code == 0 || !strings.HasPrefix(last, "amid: prepare: ") || !strings.Contains(last, l.want) {
-				t.Errorf("bad input: exit %d, last line %q; want one line at prepare with %q", code, last, l.want)
-			}
+			refusedAtPrepare(t, bad, l.want)
 		})
 	}
 }

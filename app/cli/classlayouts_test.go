@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"encoding/csv"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -254,57 +252,23 @@ func writeLayout(t *testing.T, l classLayout, dir string) string {
 // bad input (an unknown class name, a one-hot row with two classes, a folder that is not
 // a class) stops the run at prepare with one line naming the file, line or folder.
 func TestClassLayouts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a classification in four layouts")
-	}
-	if raceEnabled {
-		t.Skip("runs without -race: make e2e")
-	}
-	realdata.Path(t, cranium) // skips without the cache, or fails in CI
-	home, plugins := t.TempDir(), t.TempDir()
-	t.Setenv("AMID_HOME", home)
-	t.Setenv("AMID_PLUGIN_DIR", plugins)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, "amid-plugin-classification"), "./plugins/classification")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build plugin: %v\n%s", err, b)
-	}
-	if _, e, code := run(t, "plugins", "trust", "classification"); code != 0 {
-		t.Fatalf("plugins trust: %s", e)
-	}
+	endToEnd(t, "trains a classification in four layouts", cranium)
+	installPlugin(t, "classification")
 	for _, l := range classLayouts() {
 		t.Run(l.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeLayout(t, l, dir)
-			tk, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tk := loadTask(t, path)
 			if !slices.Equal(tk.Submission.Columns, l.columns) {
 				t.Errorf("submission columns %v, want %v", tk.Submission.Columns, l.columns)
 			}
-			out := filepath.Join(t.TempDir(), "run")
-			// 10 s: the degenerate classification datasets end in a package on 6 s (README's
-			// table); the contract is checked here, not the quality.
-			o, e, code := run(t, "run", path, "--out", out, "--budget", "10s", "--folds", "2", "--seed", "1")
-			if code != 0 {
-				t.Fatalf("amid run: exit %d\n%s\n%s", code, o, e)
-			}
-			saneLog(t, o+e)
-			if _, e, code := run(t, "verify", filepath.Join(out, "package")); code != 0 {
-				t.Fatalf("amid verify: exit %d: %s", code, e)
-			}
+			out := runToPackage(t, path)
 			checkClassTable(t, tk, filepath.Join(out, "submission", "submission.csv"))
 			for _, r := range l.refused {
 				bad := t.TempDir()
 				writeLayout(t, l, bad)
 				r.spoil(bad)
-				_, e, code := run(t, "run", filepath.Join(bad, "task.yaml"), "--out", filepath.Join(t.TempDir(), "run"), "--budget", "10s", "--seed", "1")
-				lines := strings.Split(strings.TrimSpace(e), "\n")
-				last := lines[len(lines)-1]
-				if code == 0 || !strings.HasPrefix(last, "amid: prepare: ") || !strings.Contains(last, r.want) {
-					t.Errorf("bad input: exit %d, last line %q; want one line at prepare with %q", code, last, r.want)
-				}
+				refusedAtPrepare(t, bad, r.want)
 			}
 		})
 	}
@@ -316,15 +280,7 @@ func TestClassLayouts(t *testing.T) {
 // the likeliest (a head per attribute: no variant heads on one-attribute groups).
 func checkClassTable(t *testing.T, tk *task.Task, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, path)
 	var test []string
 	for _, s := range modalitySlices {
 		if s.test {

@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,7 +13,6 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
-	"amid/host/task"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -253,45 +250,17 @@ func writeMulti(t *testing.T, l multiLayout, dir string) string {
 // one probability a finding; each layout's bad input stops the run at prepare with one
 // line naming the file, line and column.
 func TestMultiLabelLayouts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a multi-label classification in two layouts")
-	}
-	if raceEnabled {
-		t.Skip("runs without -race: make e2e")
-	}
-	realdata.Path(t, cranium) // skips without the cache, or fails in CI
-	home, plugins := t.TempDir(), t.TempDir()
-	t.Setenv("AMID_HOME", home)
-	t.Setenv("AMID_PLUGIN_DIR", plugins)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, "amid-plugin-classification"), "./plugins/classification")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build plugin: %v\n%s", err, b)
-	}
-	if _, e, code := run(t, "plugins", "trust", "classification"); code != 0 {
-		t.Fatalf("plugins trust: %s", e)
-	}
+	endToEnd(t, "trains a multi-label classification in two layouts", cranium)
+	installPlugin(t, "classification")
 	for _, l := range multiLayouts() {
 		t.Run(l.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeMulti(t, l, dir)
-			tk, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tk := loadTask(t, path)
 			if want := []string{"image_id", "CT", "MR", "US"}; !slices.Equal(tk.Submission.Columns, want) {
 				t.Errorf("submission columns %v, want %v", tk.Submission.Columns, want)
 			}
-			out := filepath.Join(t.TempDir(), "run")
-			// 10 s as TestClassLayouts: the contract is checked here, not the quality.
-			o, e, code := run(t, "run", path, "--out", out, "--budget", "10s", "--folds", "2", "--seed", "1")
-			if code != 0 {
-				t.Fatalf("amid run: exit %d\n%s\n%s", code, o, e)
-			}
-			saneLog(t, o+e)
-			if _, e, code := run(t, "verify", filepath.Join(out, "package")); code != 0 {
-				t.Fatalf("amid verify: exit %d: %s", code, e)
-			}
+			out := runToPackage(t, path)
 			checkFindingCard(t, filepath.Join(out, "package"))
 			rep, e, code := run(t, "report", out)
 			if code != 0 {
@@ -306,12 +275,7 @@ func TestMultiLabelLayouts(t *testing.T) {
 			bad := t.TempDir()
 			writeMulti(t, l, bad)
 			l.bad.spoil(bad)
-			_, e, code = run(t, "run", filepath.Join(bad, "task.yaml"), "--out", filepath.Join(t.TempDir(), "run"), "--budget", "10s", "--seed", "1")
-			lines := strings.Split(strings.TrimSpace(e), "\n")
-			last := lines[len(lines)-1]
-			if code == 0 || !strings.HasPrefix(last, "amid: prepare: ") || !strings.Contains(last, l.bad.want) {
-				t.Errorf("bad input: exit %d, last line %q; want one line at prepare with %q", code, last, l.bad.want)
-			}
+			refusedAtPrepare(t, bad, l.bad.want)
 		})
 	}
 }
@@ -362,15 +326,7 @@ func checkFindingCard(t *testing.T, pkg string) {
 // finding for each test mosaic.
 func checkFindingTable(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, path)
 	var test []string
 	for _, m := range mosaics() {
 		if m.test {

@@ -5,7 +5,6 @@ import (
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,26 +84,14 @@ func writeGrey(t *testing.T, p string) {
 // layout's guessed task then runs to a package that `amid verify` accepts, with its class
 // table.
 func TestClassLayoutsTaskInit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a classification")
-	}
-	if raceEnabled {
-		t.Skip("runs without -race: make e2e")
-	}
-	realdata.Path(t, cranium) // skips without the cache, or fails in CI
+	endToEnd(t, "trains a classification", cranium)
 	guessed := map[string]string{}
 	root := t.TempDir() // the folders outlive their subtests: one runs below
 	for i, l := range classLayouts() {
 		t.Run(l.name, func(t *testing.T) {
 			dir := filepath.Join(root, strconv.Itoa(i))
 			path := writeLayout(t, l, dir)
-			hand, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
+			hand := takeTask(t, path)
 			args := []string{"task", "init", dir, "--id", "modality"}
 			_, e, code := run(t, args...)
 			if l.name == "class indices" {
@@ -116,13 +103,9 @@ func TestClassLayoutsTaskInit(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("amid task init: exit %d: %s", code, e)
 			}
-			g, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := loadTask(t, path)
 			hl, gl := hand.Data.Train.Label, g.Data.Train.Label
-			if g.Kind != hand.Kind || g.Dims != hand.Dims || !slices.Equal(g.Data.Train.Images, hand.Data.Train.Images) || !slices.Equal(g.Data.Test.Images, hand.Data.Test.Images) ||
-				gl.Path != hl.Path || gl.Format != hl.Format || gl.IDColumn != hl.IDColumn || !slices.Equal(gl.Columns, hl.Columns) {
+			if !sameData(g, hand) || gl.IDColumn != hl.IDColumn || !slices.Equal(gl.Columns, hl.Columns) {
 				t.Errorf("guessed %s %dD %v %v label %+v; the layout's task is %s %dD %v %v label %+v", g.Kind, g.Dims, g.Data.Train.Images, g.Data.Test.Images, gl,
 					hand.Kind, hand.Dims, hand.Data.Train.Images, hand.Data.Test.Images, hl)
 			}
@@ -154,32 +137,10 @@ func TestClassLayoutsTaskInit(t *testing.T) {
 	if !ok {
 		t.Fatal("the image-folder layout was not guessed")
 	}
-	home, plugins := t.TempDir(), t.TempDir()
-	t.Setenv("AMID_HOME", home)
-	t.Setenv("AMID_PLUGIN_DIR", plugins)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(plugins, "amid-plugin-classification"), "./plugins/classification")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build plugin: %v\n%s", err, b)
-	}
-	if _, e, code := run(t, "plugins", "trust", "classification"); code != 0 {
-		t.Fatalf("plugins trust: %s", e)
-	}
+	installPlugin(t, "classification")
 	path := filepath.Join(dir, "task.yaml")
-	tk, err := task.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "run")
-	// 10 s, as TestClassLayouts: the contract is checked here, not the quality.
-	o, e, code := run(t, "run", path, "--out", out, "--budget", "10s", "--folds", "2", "--seed", "1")
-	if code != 0 {
-		t.Fatalf("amid run: exit %d\n%s\n%s", code, o, e)
-	}
-	saneLog(t, o+e)
-	if _, e, code := run(t, "verify", filepath.Join(out, "package")); code != 0 {
-		t.Fatalf("amid verify: exit %d: %s", code, e)
-	}
+	tk := loadTask(t, path)
+	out := runToPackage(t, path)
 	checkClassTable(t, tk, filepath.Join(out, "submission", "submission.csv"))
 }
 
@@ -195,13 +156,7 @@ func TestBoxLayoutsTaskInit(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeBoxLayout(t, l, dir)
-			hand, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
+			hand := takeTask(t, path)
 			if l.format == task.LabelYOLO {
 				writeLines(t, filepath.Join(dir, l.folder, "classes.txt"), hand.Data.Train.Label.Classes...)
 			}
@@ -210,13 +165,9 @@ func TestBoxLayoutsTaskInit(t *testing.T) {
 				t.Fatalf("amid task init: exit %d: %s", code, e)
 			}
 			t.Logf("amid task init:\n%s", o)
-			g, err := task.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := loadTask(t, path)
 			hl, gl := hand.Data.Train.Label, g.Data.Train.Label
-			if g.Kind != hand.Kind || g.Dims != hand.Dims || !slices.Equal(g.Data.Train.Images, hand.Data.Train.Images) || !slices.Equal(g.Data.Test.Images, hand.Data.Test.Images) ||
-				gl.Path != hl.Path || gl.Format != hl.Format || g.Submission.Format != hand.Submission.Format {
+			if !sameData(g, hand) || g.Submission.Format != hand.Submission.Format {
 				t.Errorf("guessed %s %dD %v %v label %s (%s) submission %s; the layout's task is %s %dD %v %v label %s (%s) submission %s",
 					g.Kind, g.Dims, g.Data.Train.Images, g.Data.Test.Images, gl.Path, gl.Format, g.Submission.Format,
 					hand.Kind, hand.Dims, hand.Data.Train.Images, hand.Data.Test.Images, hl.Path, hl.Format, hand.Submission.Format)
