@@ -297,12 +297,7 @@ func TestReviewCorrectsBoxes(t *testing.T) {
 // the changes want.
 func checkBoxAudit(t *testing.T, db, rel, file string, want []marks.Change) {
 	t.Helper()
-	var last audit.Entry
-	for _, e := range audittest.Entries(t, db) {
-		if e.Action == audit.ActionReviewDecision {
-			last = e
-		}
-	}
+	last := audittest.Last(t, db, audit.ActionReviewDecision)
 	var det struct {
 		Decision, Correction string
 		Changes              []marks.Change

@@ -85,12 +85,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if err := Review(out, export.Decision{Case: "c1", Decision: export.Corrected, Correction: rel, Reviewer: "reader"}); err != nil {
 		t.Fatal(err)
 	}
-	var last audit.Entry
-	for _, en := range audittest.Entries(t, filepath.Join(out, fileAuditDB)) {
-		if en.Action == audit.ActionReviewDecision {
-			last = en
-		}
-	}
+	last := audittest.Last(t, filepath.Join(out, fileAuditDB), audit.ActionReviewDecision)
 	var det struct {
 		Case    int
 		Changes []marks.Change

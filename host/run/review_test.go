@@ -95,12 +95,7 @@ func TestReviewAnnotationCorrection(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].Correction != rel {
 		t.Fatalf("decisions %+v, %v", ds, err)
 	}
-	var last audit.Entry
-	for _, en := range audittest.Entries(t, filepath.Join(dir, "audit.db")) {
-		if en.Action == audit.ActionReviewDecision {
-			last = en
-		}
-	}
+	last := audittest.Last(t, filepath.Join(dir, "audit.db"), audit.ActionReviewDecision)
 	var det struct {
 		Case, Decision, Correction string
 		Changes                    []marks.Change

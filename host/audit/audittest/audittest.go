@@ -25,3 +25,16 @@ func Entries(t testing.TB, db string) []audit.Entry {
 	}
 	return es
 }
+
+// Last returns the newest entry of the audit log in the bbolt file db whose action is
+// action, or the zero entry when there is none; the log must verify as Entries checks.
+func Last(t testing.TB, db, action string) audit.Entry {
+	t.Helper()
+	var last audit.Entry
+	for _, e := range Entries(t, db) {
+		if e.Action == action {
+			last = e
+		}
+	}
+	return last
+}
