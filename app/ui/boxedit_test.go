@@ -109,6 +109,19 @@ func zipPackage(t *testing.T, taskYAML string) string {
 	return pkg
 }
 
+// showReviewCase opens the finished run dir on the Review screen and shows its one test
+// case, id.
+func showReviewCase(t *testing.T, a *App, q loop, dir, id string) *reviewScreen {
+	t.Helper()
+	a.OpenRun(dir)
+	a.tabs.SelectIndex(tabReview)
+	s := a.review
+	q.wait(t, "review cases", func() bool { return s.data != nil && len(s.shown) == 1 })
+	s.list.Select(0)
+	q.wait(t, "case view", func() bool { return s.loadedID == id })
+	return s
+}
+
 // openPredictRun writes into out the results of a predict run of the package pkg on one
 // case, id, read from input and predicted as pred (a path in out), and loads the run on
 // the Use model screen.
@@ -188,12 +201,7 @@ func box2(x0, y0, x1, y1 float64, k int) marks.Box {
 func TestReviewCorrectsBoxes(t *testing.T) {
 	a, q := newApp(t)
 	dir := detectionRun(t)
-	a.OpenRun(dir)
-	a.tabs.SelectIndex(tabReview)
-	s := a.review
-	q.wait(t, "review cases", func() bool { return s.data != nil && len(s.shown) == 1 })
-	s.list.Select(0)
-	q.wait(t, "case view", func() bool { return s.loadedID == "c1" })
+	s := showReviewCase(t, a, q, dir, "c1")
 	c := s.corr
 	if c.toggle.Disabled() || !slices.Equal(c.tool.Options, boxToolNames) || !slices.Equal(c.label.Options, []string{"caries", "lesion", "impacted"}) || c.radius.Visible() {
 		t.Fatalf("the bar offers %v and %v (Correct disabled %v, radius shown %v); want the box tools and the diagnoses", c.tool.Options, c.label.Options, c.toggle.Disabled(), c.radius.Visible())
@@ -410,12 +418,7 @@ func TestUseModelCorrectsPoints(t *testing.T) {
 func TestCorrectKeys(t *testing.T) {
 	a, q := newApp(t)
 	dir := finishedRun(t)
-	a.OpenRun(dir)
-	a.tabs.SelectIndex(tabReview)
-	s := a.review
-	q.wait(t, "review cases", func() bool { return s.data != nil && len(s.shown) == 1 })
-	s.list.Select(0)
-	q.wait(t, "case view", func() bool { return s.loadedID == "head005" })
+	s := showReviewCase(t, a, q, dir, "head005")
 	c := s.corr
 	v := s.view.Left
 	test.Type(v, "2")

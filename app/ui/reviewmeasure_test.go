@@ -31,12 +31,7 @@ func openReviewCase(t *testing.T, dir string) (*reviewScreen, loop) {
 	t.Helper()
 	a, q := newApp(t)
 	a.W.Resize(fyne.NewSize(1400, 900))
-	a.OpenRun(dir)
-	a.tabs.SelectIndex(tabReview)
-	s := a.review
-	q.wait(t, "review cases", func() bool { return s.data != nil && len(s.shown) == 1 })
-	s.list.Select(0)
-	q.wait(t, "case view", func() bool { return s.loadedID == "head005" })
+	s := showReviewCase(t, a, q, dir, "head005")
 	q.drain()
 	return s, q
 }
