@@ -29,14 +29,21 @@ submission: {format: csv, id_column: image_id, value_column: label}
 
 const modality = `[{name: modality, classes: [CT, MR, PET-NM, US, XR]}]`
 
-// classOf converts the table for the cases and returns each case's class names.
-func classesOf(t *testing.T, tk *task.Task, lab string, ids ...string) (map[string]string, error) {
+// labelsOf converts the table lab for the cases ids (each an image images/<id>.png) and
+// returns each case's label file.
+func labelsOf(t *testing.T, tk *task.Task, lab string, ids ...string) (map[string]string, error) {
 	t.Helper()
 	var cases []task.Case
 	for _, id := range ids {
 		cases = append(cases, task.Case{ID: id, Label: lab, Images: []string{"images/" + id + ".png"}})
 	}
-	got, err := Labels(context.Background(), tk, cases, t.TempDir())
+	return Labels(context.Background(), tk, cases, t.TempDir())
+}
+
+// classOf converts the table for the cases and returns each case's class names.
+func classesOf(t *testing.T, tk *task.Task, lab string, ids ...string) (map[string]string, error) {
+	t.Helper()
+	got, err := labelsOf(t, tk, lab, ids...)
 	if err != nil {
 		return nil, err
 	}

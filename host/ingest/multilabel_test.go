@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,11 +29,7 @@ submission: {format: csv, id_column: image_id}
 // findingsOf converts the table for the cases and returns each case's findings.
 func findingsOf(t *testing.T, tk *task.Task, lab string, ids ...string) (map[string][]int, error) {
 	t.Helper()
-	var cases []task.Case
-	for _, id := range ids {
-		cases = append(cases, task.Case{ID: id, Label: lab, Images: []string{"images/" + id + ".png"}})
-	}
-	got, err := Labels(context.Background(), tk, cases, t.TempDir())
+	got, err := labelsOf(t, tk, lab, ids...)
 	if err != nil {
 		return nil, err
 	}
