@@ -41,14 +41,7 @@ func (l *listing) boxTask(c candidate, img *folder, ext string, label yaml.MapSl
 	if len(attr.Classes) > 0 {
 		d.attributes = []taskspec.Attribute{attr}
 	}
-	test, tdir, err := l.testPatterns(img.rel, train, o)
-	if err != nil {
-		c.err = err
-		return c
-	}
-	d.test = test
-	c.notes = append(c.notes, "test images in "+tdir+"/")
-	c.def = d
+	c.withTest(l, d, img.rel, "test images", o)
 	return c
 }
 
@@ -298,14 +291,7 @@ func (l *listing) annotationPairs(img, lab *folder, ext string, ids []string, o 
 	}
 	c.notes = append(c.notes, fmt.Sprintf("%d training cases: images %s/{id}%s, annotations %s/{id}.json", len(ids), img.rel, ext, lab.rel))
 	c.notes = append(c.notes, fmt.Sprintf("%s, %dD: %s", d.kind, dims, strings.Join(what, "; ")))
-	test, tdir, err := l.testPatterns(img.rel, d.train, o)
-	if err != nil {
-		c.err = err
-		return c
-	}
-	d.test = test
-	c.notes = append(c.notes, "test images in "+tdir+"/")
-	c.def = d
+	c.withTest(l, d, img.rel, "test images", o)
 	return c
 }
 
@@ -408,13 +394,6 @@ func (l *listing) cocoTask(f *folder, p string, images []struct {
 		c.notes = append(c.notes, fmt.Sprintf("attribute category_%d: the classes %s of categories_%d", k+1, strings.Join(classes, ", "), k+1))
 	}
 	c.notes = append([]string{fmt.Sprintf("%d training cases: images %s/{id}%s, boxes in %s", len(stems), img.rel, ext, p)}, c.notes...)
-	test, tdir, err := l.testPatterns(img.rel, d.train, o)
-	if err != nil {
-		c.err = err
-		return c
-	}
-	d.test = test
-	c.notes = append(c.notes, "test images in "+tdir+"/")
-	c.def = d
+	c.withTest(l, d, img.rel, "test images", o)
 	return c
 }

@@ -601,13 +601,6 @@ func (l *listing) dicomTask(img, lab *folder, ids []string, o Options) candidate
 	}
 	c.notes = append(c.notes, fmt.Sprintf("%d training cases: DICOM series folders %s/{id}, labels %s/{id}.dcm (%d SEG, %d RTSTRUCT)", len(ids), img.rel, lab.rel, nSeg, nRT))
 	c.notes = append(c.notes, "segmentation of the labels "+strings.Join(names, ", ")+", the SEG segments' and RTSTRUCT ROIs' names in the order first found")
-	test, tdir, err := l.testPatterns(img.rel, d.train, o)
-	if err != nil {
-		c.err = err
-		return c
-	}
-	d.test = test
-	c.notes = append(c.notes, "test series in "+tdir+"/")
-	c.def = d
+	c.withTest(l, d, img.rel, "test series", o)
 	return c
 }

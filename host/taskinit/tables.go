@@ -326,14 +326,7 @@ func (l *listing) tableTask(t *table, o Options) (*candidate, string) {
 		d.metric = "plcc_srocc_krocc"
 		d.submission = sub
 	}
-	test, tdir, err := l.testPatterns(img.rel, d.train, o)
-	if err != nil {
-		c.err = err
-		return c, ""
-	}
-	d.test = test
-	c.notes = append(c.notes, "test images in "+tdir+"/")
-	c.def = d
+	c.withTest(l, d, img.rel, "test images", o)
 	return c, ""
 }
 

@@ -598,6 +598,20 @@ func (l *listing) testPatterns(trainDir string, train []string, o Options) ([]st
 	return out, dir, nil
 }
 
+// withTest completes c with d and the test patterns beside trainDir, its note naming the
+// test files (what: "test images", "test series"), or the error that says why there are
+// none.
+func (c *candidate) withTest(l *listing, d *def, trainDir, what string, o Options) {
+	test, tdir, err := l.testPatterns(trainDir, d.train, o)
+	if err != nil {
+		c.err = err
+		return
+	}
+	d.test = test
+	c.notes = append(c.notes, what+" in "+tdir+"/")
+	c.def = d
+}
+
 func (l *listing) display(rel string) string {
 	if f, ok := l.dirs[rel]; ok {
 		return f.display()
