@@ -26,18 +26,9 @@ import (
 // user) as Review records a decision: the case by its place in results.json, the files by
 // sha256, and how many measurements of each kind, never a value or a coordinate.
 func SaveMeasurements(out string, m *export.Measurements) error {
-	var res Result
-	if err := fileio.ReadJSON(filepath.Join(out, FileResults), &res); err != nil {
-		return fmt.Errorf("review: %s is not a finished predict run: %w", out, err)
-	}
-	k := -1
-	for i, c := range res.Cases {
-		if c.ID == m.Case {
-			k = i
-		}
-	}
-	if k < 0 || len(res.Cases[k].Predictions) == 0 {
-		return fmt.Errorf("review: case %s has no prediction in %s", m.Case, out)
+	res, k, err := predictedCase(out, m.Case)
+	if err != nil {
+		return err
 	}
 	c := res.Cases[k]
 	if m.Time.IsZero() {

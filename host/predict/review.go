@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,18 +34,9 @@ func Review(out string, d export.Decision) error {
 	if err := d.Check(); err != nil {
 		return err
 	}
-	var res Result
-	if err := fileio.ReadJSON(filepath.Join(out, FileResults), &res); err != nil {
-		return fmt.Errorf("review: %s is not a finished predict run: %w", out, err)
-	}
-	k := -1
-	for i, c := range res.Cases {
-		if c.ID == d.Case {
-			k = i
-		}
-	}
-	if k < 0 || len(res.Cases[k].Predictions) == 0 {
-		return fmt.Errorf("review: case %s has no prediction in %s", d.Case, out)
+	res, k, err := predictedCase(out, d.Case)
+	if err != nil {
+		return err
 	}
 	c := res.Cases[k]
 	in := map[string]string{}
@@ -128,6 +120,20 @@ func Review(out string, d export.Decision) error {
 		return fmt.Errorf("review: %w", err)
 	}
 	return exportLog(log, out)
+}
+
+// predictedCase reads the results of the predict run in out and finds case id among them,
+// which must have a prediction; k is its place in results.json.
+func predictedCase(out, id string) (res *Result, k int, err error) {
+	res = &Result{}
+	if err := fileio.ReadJSON(filepath.Join(out, FileResults), res); err != nil {
+		return nil, 0, fmt.Errorf("review: %s is not a finished predict run: %w", out, err)
+	}
+	k = slices.IndexFunc(res.Cases, func(c CaseResult) bool { return c.ID == id })
+	if k < 0 || len(res.Cases[k].Predictions) == 0 {
+		return nil, 0, fmt.Errorf("review: case %s has no prediction in %s", id, out)
+	}
+	return res, k, nil
 }
 
 // Decisions are the newest review decision on each case of the predict run in out.
