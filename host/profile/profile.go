@@ -40,6 +40,12 @@ const samplesPerCase = 10000
 type Shape struct {
 	Dims    [3]int     `json:"dims"`
 	Spacing [3]float64 `json:"spacing"`
+	// ClassVoxels and ClassMeans are, for a segmentation case, each label's voxel count
+	// in the task's label order and the mean of the first channel under it (0 where the
+	// label has no voxel): whether the same class has the same intensity in every case
+	// tells the planner whether the images share one intensity scale.
+	ClassVoxels []int64   `json:"class_voxels,omitempty"`
+	ClassMeans  []float64 `json:"class_means,omitempty"`
 }
 
 // Fingerprint summarises a task's dataset.
@@ -244,10 +250,10 @@ func Profile(ctx context.Context, t *task.Task, d *task.Dataset, labels map[stri
 				continue
 			}
 			if !t.Instances {
-				seen := make([]bool, len(counts))
-				sampleLabels(img, lv, labelIndex, counts, seen, &fg, c, cs.ID, lab)
-				for k, s := range seen {
-					if s {
+				sh := &f.Cases[len(f.Cases)-1]
+				sampleLabels(img, lv, labelIndex, counts, sh, &fg, c, cs.ID, lab)
+				for k, n := range sh.ClassVoxels {
+					if n > 0 {
 						f.CasesWithClass[k]++
 					}
 				}
@@ -411,12 +417,15 @@ func sample(v *volume.Volume, n int) []float64 {
 	return out
 }
 
-// sampleLabels counts label voxels, flags illegal values and samples foreground
-// intensities.
-func sampleLabels(img, lab *volume.Volume, index map[int]int, counts []int64, seen []bool, fg *[]float64, c *Contract, id, path string) {
+// sampleLabels counts label voxels (in counts, and the case's own in sh with the mean
+// intensity under each label), flags illegal values and samples foreground intensities.
+// Non-finite voxels count for their label but not for its mean.
+func sampleLabels(img, lab *volume.Volume, index map[int]int, counts []int64, sh *Shape, fg *[]float64, c *Contract, id, path string) {
 	vox := lab.NumVoxels()
 	illegal := map[int]int{}
 	var fgIdx []int
+	sh.ClassVoxels, sh.ClassMeans = make([]int64, len(counts)), make([]float64, len(counts))
+	finite := make([]int64, len(counts))
 	for i := range vox {
 		l := int(lab.AtIndex(i * lab.Dims[3]))
 		k, ok := index[l]
@@ -425,9 +434,18 @@ func sampleLabels(img, lab *volume.Volume, index map[int]int, counts []int64, se
 			continue
 		}
 		counts[k]++
-		seen[k] = true
+		sh.ClassVoxels[k]++
+		if x := img.AtIndex(i * img.Dims[3]); !math.IsNaN(x) && !math.IsInf(x, 0) {
+			sh.ClassMeans[k] += x
+			finite[k]++
+		}
 		if k > 0 {
 			fgIdx = append(fgIdx, i)
+		}
+	}
+	for k, n := range finite {
+		if n > 0 {
+			sh.ClassMeans[k] /= float64(n)
 		}
 	}
 	if len(illegal) > 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +84,13 @@ func TestSegmentationFingerprint(t *testing.T) {
 	}
 	if f.Patients != 3 || f.Classes != 2 {
 		t.Errorf("patients %d classes %d", f.Patients, f.Classes)
+	}
+	// Each case's own class statistics: 992 background voxels of value 0 and 32 of
+	// 100 + i under the label.
+	for i, c := range f.Cases {
+		if !slices.Equal(c.ClassVoxels, []int64{992, 32}) || !slices.Equal(c.ClassMeans, []float64{0, float64(100 + i)}) {
+			t.Errorf("case %d: class voxels %v, means %v; want [992 32], [0 %d]", i, c.ClassVoxels, c.ClassMeans, 100+i)
+		}
 	}
 }
 

@@ -21,8 +21,9 @@ type config struct {
 	Kernels [][3]int   `json:"kernels,omitempty"`
 	Pools   [][3]int   `json:"pools,omitempty"`
 	Spacing [3]float64 `json:"spacing,omitzero"` // zero: each image's own grid
-	// Modality is "ct", "mr" (per-image z-score of non-zero voxels) or "rgb"; CT takes
-	// the training set's statistics in CT.
+	// Modality is "ct", "global" (images of another modality on one scale, normalised as
+	// CT is: plan.SharedScale), "mr" (per-image z-score of non-zero voxels) or "rgb"; CT
+	// and global take the training set's statistics in CT.
 	Modality string   `json:"modality"`
 	CT       *ctStats `json:"ct,omitempty"`
 	Labels   []int    `json:"labels"` // the task's label value of each class; Labels[0] is background
@@ -91,7 +92,7 @@ const configSchema = `{
     "kernels": {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 7}, "minItems": 3, "maxItems": 3}},
     "pools": {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4}, "minItems": 3, "maxItems": 3}},
     "spacing": {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 3, "maxItems": 3, "description": "target spacing D, H, W in mm; zeros keep each image's grid"},
-    "modality": {"enum": ["ct", "mr", "rgb"]},
+    "modality": {"enum": ["ct", "global", "mr", "rgb"]},
     "ct": {"type": "object", "properties": {"low": {"type": "number"}, "high": {"type": "number"}, "mean": {"type": "number"}, "std": {"type": "number", "exclusiveMinimum": 0}}, "required": ["low", "high", "mean", "std"], "additionalProperties": false},
     "labels": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 1024, "uniqueItems": true},
     "steps": {"type": "integer", "minimum": 1, "maximum": 100000000},
@@ -208,10 +209,8 @@ func parseConfig(b []byte) (config, error) {
 		return c, fmt.Errorf("segmentation configuration: no widths")
 	case len(c.Labels) < 2:
 		return c, fmt.Errorf("segmentation configuration: %d labels, at least background and one class", len(c.Labels))
-	case c.Modality == "ct" && (c.CT == nil || !(c.CT.Std > 0)):
-		return c, fmt.Errorf("segmentation configuration: modality ct needs ct statistics with a positive std")
-	case c.Modality != "ct" && c.Modality != "mr" && c.Modality != "rgb":
-		return c, fmt.Errorf("segmentation configuration: modality %q is not ct, mr or rgb", c.Modality)
+	case modalityErr(c) != nil:
+		return c, modalityErr(c)
 	case !(c.LR > 0) || c.Decay < 0 || c.FgProb < 0 || c.FgProb > 1:
 		return c, fmt.Errorf("segmentation configuration: learning_rate must be positive, weight_decay ≥ 0, foreground_prob in [0, 1]")
 	}
@@ -241,10 +240,8 @@ func forestConfig(c config) (config, error) {
 		return c, fmt.Errorf("segmentation configuration: the forest needs max_depth from 1 to 30 and positive samples, steps and report_every")
 	case len(c.Labels) < 2 || len(c.Labels) > 256:
 		return c, fmt.Errorf("segmentation configuration: %d labels; the forest takes background and 1 to 255 classes", len(c.Labels))
-	case c.Modality == "ct" && (c.CT == nil || !(c.CT.Std > 0)):
-		return c, fmt.Errorf("segmentation configuration: modality ct needs ct statistics with a positive std")
-	case c.Modality != "ct" && c.Modality != "mr" && c.Modality != "rgb":
-		return c, fmt.Errorf("segmentation configuration: modality %q is not ct, mr or rgb", c.Modality)
+	case modalityErr(c) != nil:
+		return c, modalityErr(c)
 	case !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }) || c.MinComponent < 0:
 		return c, fmt.Errorf("segmentation configuration: postprocess %q or min_component %d is not valid", c.Post, c.MinComponent)
 	}
@@ -291,10 +288,21 @@ func (c config) net(channels int) engine.UNetConfig {
 	}
 }
 
+// modalityErr says what is wrong with c's modality and its statistics, if anything.
+func modalityErr(c config) error {
+	switch {
+	case (c.Modality == "ct" || c.Modality == "global") && (c.CT == nil || !(c.CT.Std > 0)):
+		return fmt.Errorf("segmentation configuration: modality %s needs ct statistics with a positive std", c.Modality)
+	case !slices.Contains([]string{"ct", "global", "mr", "rgb"}, c.Modality):
+		return fmt.Errorf("segmentation configuration: modality %q is not ct, global, mr or rgb", c.Modality)
+	}
+	return nil
+}
+
 // norm is the data package's normalisation for the configuration.
 func (c config) norm() data.Norm {
 	switch c.Modality {
-	case "ct":
+	case "ct", "global":
 		return data.Norm{Modality: data.CT, CT: data.CTStats{Lo: c.CT.Low, Hi: c.CT.High, Mean: c.CT.Mean, Std: c.CT.Std}, Coords: c.Coords}
 	case "rgb":
 		return data.Norm{Modality: data.RGB, Coords: c.Coords}

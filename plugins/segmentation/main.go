@@ -235,12 +235,12 @@ func fromPlan(l plan.Config, f plan.Fingerprint, sp *taskspec.Spec) (config, err
 		c.Slices = l.Slices
 	}
 	switch l.Norm.Scheme {
-	case "ct":
+	case "ct", "global":
 		if !(l.Norm.Std > 0) {
 			c.Modality = "mr" // no foreground statistics: z-score each image
 			break
 		}
-		c.Modality = "ct"
+		c.Modality = l.Norm.Scheme
 		c.CT = &ctStats{Low: l.Norm.Low, High: l.Norm.High, Mean: l.Norm.Mean, Std: l.Norm.Std}
 	case "rgb":
 		c.Modality = "rgb"

@@ -32,7 +32,7 @@ var FingerprintKeys = []string{
 	"version", "kind", "task_dims", "modality", "channels", "classes", "train_cases", "test_cases",
 	"patients", "cases", "dims", "spacing", "median_shape", "median_spacing", "anisotropy",
 	"fg_p00_5", "fg_p99_5", "fg_mean", "fg_std", "intensity_percentiles", "class_frequency",
-	"cases_with_class", "boxes", "points", "box3d", "attributes", "variants", "scores",
+	"cases_with_class", "class_voxels", "class_means", "boxes", "points", "box3d", "attributes", "variants", "scores",
 	"per_image", "median_width", "median_height", "min_side", "max_side", "median_size",
 	"median_relative_centre", "min", "max", "mean", "std", "step", "histogram",
 	// other statistics a fingerprint may carry

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestParseFingerprint(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		want := fp()
-		if len(f.Cases) != len(want.Cases) || f.Cases[0] != want.Cases[0] || f.Classes != want.Classes || f.Modality != want.Modality || f.FGHigh != want.FGHigh {
+		if len(f.Cases) != len(want.Cases) || !reflect.DeepEqual(f.Cases[0], want.Cases[0]) || f.Classes != want.Classes || f.Modality != want.Modality || f.FGHigh != want.FGHigh {
 			t.Fatalf("%s parsed as %+v", path, f)
 		}
 	}
@@ -52,7 +53,7 @@ func TestParseFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("profile_like.json: %v", err)
 	}
-	if len(f.Cases) != 2 || f.Cases[1] != (Case{Dims: [3]int{72, 112, 112}, Spacing: [3]float64{2, 2, 2}}) || f.Modality != "MR" ||
+	if len(f.Cases) != 2 || !reflect.DeepEqual(f.Cases[1], Case{Dims: [3]int{72, 112, 112}, Spacing: [3]float64{2, 2, 2}}) || f.Modality != "MR" ||
 		f.Channels != 2 || f.Classes != 2 || f.FGStd != 1 || len(f.ClassFrequency) != 2 {
 		t.Fatalf("profile_like.json parsed as %+v", f)
 	}

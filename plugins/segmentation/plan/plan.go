@@ -73,6 +73,10 @@ var (
 type Case struct {
 	Dims    [3]int     `json:"dims"`
 	Spacing [3]float64 `json:"spacing"`
+	// ClassVoxels and ClassMeans are each class's voxel count and the mean intensity of
+	// the first channel under it (host/profile), when the host measured them.
+	ClassVoxels []int64   `json:"class_voxels,omitempty"`
+	ClassMeans  []float64 `json:"class_means,omitempty"`
 }
 
 // Fingerprint summarises a segmentation dataset (nnU-Net's dataset_fingerprint.json).
@@ -107,8 +111,9 @@ type Budget struct {
 
 // Normalization says how images are scaled before training.
 type Normalization struct {
-	// Scheme is "ct" (clip to [Low, High], then (x − Mean)/Std), "zscore" (per image) or
-	// "rgb" (divide by 255).
+	// Scheme is "ct" (clip to [Low, High], then (x − Mean)/Std), "global" (the same, for
+	// images of another modality on one intensity scale: SharedScale), "zscore" (per
+	// image) or "rgb" (divide by 255).
 	Scheme string  `json:"scheme"`
 	Low    float64 `json:"low,omitempty"`
 	High   float64 `json:"high,omitempty"`

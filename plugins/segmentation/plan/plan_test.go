@@ -15,7 +15,7 @@ const gib = 1 << 30
 func cases(n int, dims [3]int, sp [3]float64) []Case {
 	c := make([]Case, n)
 	for i := range c {
-		c[i] = Case{dims, sp}
+		c[i] = Case{Dims: dims, Spacing: sp}
 	}
 	return c
 }
@@ -310,5 +310,67 @@ func TestBudgetTooSmall(t *testing.T) {
 	bad.Cases[3].Spacing[1] = math.NaN()
 	if _, err := Plan(bad, Budget{Bytes: gib}); !errors.Is(err, ErrFingerprint) || !strings.Contains(err.Error(), "case 3") {
 		t.Fatalf("NaN spacing: %v", err)
+	}
+}
+
+// withClassMeans is f with each case's class statistics: 5000 voxels of every class,
+// class k's mean (k + 1) × 100 times the case's factor.
+func withClassMeans(f Fingerprint, factors ...float64) Fingerprint {
+	for i := range f.Cases {
+		c := &f.Cases[i]
+		c.ClassVoxels, c.ClassMeans = make([]int64, f.Classes), make([]float64, f.Classes)
+		for k := range f.Classes {
+			c.ClassVoxels[k], c.ClassMeans[k] = 5000, float64(k+1)*100*factors[i%len(factors)]
+		}
+	}
+	return f
+}
+
+// TestSharedScale: images whose classes keep their intensities from case to case (the
+// slabs of one scan) are normalised with the training set's statistics, images whose
+// scale differs by case (MR from different scanners) each with its own.
+func TestSharedScale(t *testing.T) {
+	mr := func() Fingerprint {
+		f := islesLike()
+		f.Classes, f.ClassFrequency = 3, []float64{0.8, 0.1, 0.1}
+		f.FGLow, f.FGHigh, f.FGMean, f.FGStd = 150, 320, 250, 50
+		return f
+	}
+	for _, tc := range []struct {
+		name   string
+		f      Fingerprint
+		scheme string
+	}{
+		{"no per-case statistics", mr(), "zscore"},
+		// 1.00–1.20×, as ch2-lobes' and t1-tissue's classes spread 1.06–1.08×.
+		{"one scale", withClassMeans(mr(), 1, 1.1, 1.2, 1.05), "global"},
+		// 0.5–2×, as scanners' units differ.
+		{"scanners", withClassMeans(mr(), 0.5, 1, 2), "zscore"},
+		{"CT", withClassMeans(ctLike(), 1), "ct"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustPlan(t, tc.f, Budget{Bytes: 8 * gib})[0]
+			if l.Norm.Scheme != tc.scheme {
+				t.Fatalf("scheme %q, want %q (%v)", l.Norm.Scheme, tc.scheme, l.Rationale)
+			}
+			said := strings.Contains(strings.Join(l.Rationale, "; "), "share one intensity scale")
+			if said != (tc.scheme == "global") {
+				t.Errorf("rationale %q: says the scale is shared %v, want %v", l.Rationale, said, tc.scheme == "global")
+			}
+			if tc.scheme == "global" && (l.Norm.Mean != 250 || l.Norm.Std != 50 || l.Norm.Low != 150 || l.Norm.High != 320) {
+				t.Errorf("statistics %+v, want the fingerprint's foreground ones", l.Norm)
+			}
+		})
+	}
+	// A class under sharedScaleVoxels in a case does not count; a class in one case only
+	// gives no ratio; a mean of zero or below says nothing of a scale.
+	f := withClassMeans(mr(), 1, 1.1)
+	f.Cases[1].ClassVoxels[2], f.Cases[1].ClassMeans[2] = sharedScaleVoxels-1, 900
+	if r, ok := SharedScale(f); !ok || math.Abs(r-1.1) > 1e-12 {
+		t.Errorf("SharedScale with a small class = %v, %v; want 1.1, true", r, ok)
+	}
+	f.Cases[0].ClassMeans[1] = -5
+	if _, ok := SharedScale(f); ok {
+		t.Error("SharedScale with a negative mean says the scale is shared")
 	}
 }
