@@ -1,10 +1,12 @@
 package run
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
 )
@@ -61,5 +63,51 @@ func TestCappedMembers(t *testing.T) {
 		if got := r.models(); got != k {
 			t.Errorf("%d models predict the test set, want the %d members", got, k)
 		}
+	}
+}
+
+// TestReserveOfTheWinner: until a lane has won, the reserve is sized by the slowest lane's
+// validation; then by the winner's own, unless two lanes' models predict (a union).
+func TestReserveOfTheWinner(t *testing.T) {
+	// 20 training and 10 test cases as in TestCappedMembers: schedule.Reserve keeps
+	// 1.25 × (2k × 10 × p + 2k × 0.2) s for k models at p a case, and the export 0.2 s.
+	var train, test []task.Case
+	for range 20 {
+		train = append(train, task.Case{})
+	}
+	for range 10 {
+		test = append(test, task.Case{})
+	}
+	forest := &LaneState{ID: "forest", PredictPerCase: 50 * time.Millisecond}
+	unet := &LaneState{ID: "2d", PredictPerCase: 500 * time.Millisecond}
+	r := &Runner{
+		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet}},
+		data:     &task.Dataset{Train: train, Test: test},
+		postOpts: map[string]int{},
+	}
+	secs := func(d time.Duration) float64 { return d.Seconds() }
+	slowest, fast := 1.25*(2*10*0.5+2*0.2)+0.2, 1.25*(2*10*0.05+2*0.2)+0.2 // 13.2 and 2.45 s
+	for _, c := range []struct {
+		name   string
+		winner string
+		union  bool
+		want   float64
+	}{
+		{"no winner", "", false, slowest},
+		{"the forest won", "forest", false, fast},
+		{"the U-Net won", "2d", false, slowest},
+		{"a union", "forest", true, slowest},
+	} {
+		r.st.Winner, r.st.Union = c.winner, nil
+		if c.union {
+			r.st.Union = make([]predict.Member, 2)
+		}
+		if got := secs(r.reserve(1)); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: reserve %.3f s, want %.3f", c.name, got, c.want)
+		}
+	}
+	// The time a capped leader holds for its ensemble counts its own predictions.
+	if got, want := secs(r.reserveFor("forest", 5)-r.reserveFor("forest", 1)), 1.25*(8*10*0.05+8*0.2); math.Abs(got-want) > 1e-9 {
+		t.Errorf("the forest's 4 more models keep %.3f s, want %.3f", got, want)
 	}
 }

@@ -543,7 +543,7 @@ func (r *Runner) keepBetter(ctx context.Context, w *LaneState) error {
 		if err != nil {
 			return err
 		}
-		s, err := r.validate(ctx, r.path(fromDir, "val", fmt.Sprintf("f%d", k)), w.Plugin, m.PluginConfig, m.Checkpoint, val)
+		s, err := r.validate(ctx, r.path(fromDir, "val", fmt.Sprintf("f%d", k)), w, w.Plugin, m.PluginConfig, m.Checkpoint, val)
 		if err != nil {
 			return fmt.Errorf("the package's fold model %s on fold %d: %w", m.Lane, k, err)
 		}

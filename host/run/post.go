@@ -54,7 +54,7 @@ func (r *Runner) postNeed(per time.Duration, val int) time.Duration {
 // TestPlainTaskOfEveryKind: 4 options on 4 validation cases took 2 s of final phases
 // that took 3.4 s, where 2.97 s had been kept, and the run ended 0.3 s past its budget.)
 func (r *Runner) whileFits(opts []string, val int, try func(o string) error) error {
-	per := r.st.PredictPerCase
+	per := r.perCaseOf(r.finalLane())
 	for i, o := range opts {
 		if need := r.postNeed(per, val); per > 0 && r.remaining() < need {
 			r.logf("post-processing %s is not tried: %v of the budget left, and %s and the test predictions need about %v", strings.Join(opts[i:], ", "), max(r.remaining(), 0).Round(10*time.Millisecond), o, need.Round(10*time.Millisecond))

@@ -101,6 +101,9 @@ type LaneState struct {
 	// Schedule is the lane as the schedule sees it: step time, minimum steps, the steps
 	// reached on fold 0, its validation curve, where it trains, and why it stopped.
 	Schedule schedule.Lane `json:"schedule"`
+	// PredictPerCase is the longest time the lane's validation took per case (as the
+	// run's PredictPerCase), which sizes the reserve once the lane has won.
+	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 }
 
 // Mean is the lane's mean validation score over its finished folds and their count (NaN
@@ -215,7 +218,7 @@ type State struct {
 	Notes       []string     `json:"notes,omitempty"`
 	// PredictPerCase is the longest time a lane's validation took per case (its
 	// prediction and scoring, less the plugin's start), which sizes the reserve for the
-	// final phases.
+	// final phases until a lane has won (then the winner's own, LaneState's).
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 	// Union, when set, is the ensemble chosen instead of the single lane: the fold-0
 	// models of the chosen lane and the next best, their predictions combined.

@@ -69,12 +69,39 @@ func (r *Runner) models() int {
 // plugins offer, each prediction starting the plugin once) with a quarter more, and the
 // export ([Runner.exportTime]).
 func (r *Runner) reserve(models int) time.Duration {
+	return r.reserveFor(r.finalLane(), models)
+}
+
+// reserveFor is the reserve when lane's models (any lane's, the slowest, for "") make
+// the final predictions.
+func (r *Runner) reserveFor(lane string, models int) time.Duration {
 	fallback := time.Duration(finalReserve * float64(r.st.Budget))
-	if r.st.PredictPerCase <= 0 {
+	per := r.perCaseOf(lane)
+	if per <= 0 {
 		return fallback
 	}
 	nval := len(r.data.Train) / max(r.st.Folds, 2)
-	return schedule.Reserve(r.st.PredictPerCase, r.st.PluginStart, len(r.data.Test), nval, r.postOptionCount(), models, fallback) + r.exportTime(models)
+	return schedule.Reserve(per, r.st.PluginStart, len(r.data.Test), nval, r.postOptionCount(), models, fallback) + r.exportTime(models)
+}
+
+// finalLane is the lane whose models make the final predictions once one has won, ""
+// before, or when two lanes' models do (a union).
+func (r *Runner) finalLane() string {
+	if len(r.st.Union) > 0 {
+		return ""
+	}
+	return r.st.Winner
+}
+
+// perCaseOf is the time lane's predictions take per case: its own validations' longest
+// once one was timed, else the slowest lane's. (make bench-quality's 5-minute
+// inia19-bands: a forest that predicts a case in about a second won, and the reserve
+// sized by a 2.5D U-Net's validation kept 77 s for final phases that took 25 s.)
+func (r *Runner) perCaseOf(lane string) time.Duration {
+	if l := r.st.lane(lane); l != nil && l.PredictPerCase > 0 {
+		return l.PredictPerCase
+	}
+	return r.st.PredictPerCase
 }
 
 // postOptionCount is the number of post-processing options the final phase tries: the
@@ -124,7 +151,7 @@ func (r *Runner) explore(ctx context.Context) error {
 	// the rest, and all of it once no ensemble fits: the fold model alone needs no time.
 	hold := func(l *schedule.Lane, left time.Duration) time.Duration {
 		for k := r.ensembleFolds(); k >= 2; k-- {
-			if h := schedule.CappedEnsemble(l, k) + r.reserve(k) - r.reserve(1); h <= left {
+			if h := schedule.CappedEnsemble(l, k) + r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1); h <= left {
 				return h
 			}
 		}
@@ -415,7 +442,7 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 		return out
 	}
 	if len(s.val) > 0 {
-		if out.score, err = r.validate(ctx, filepath.Join(filepath.Dir(s.work), "val"), entry.Name, s.cfg, res.Checkpoint, s.val); err != nil {
+		if out.score, err = r.validate(ctx, filepath.Join(filepath.Dir(s.work), "val"), s.lane, entry.Name, s.cfg, res.Checkpoint, s.val); err != nil {
 			return nil, fmt.Errorf("validation: %w", err)
 		}
 		out.validated = r.now().Sub(began) - took
@@ -472,8 +499,9 @@ func (r *Runner) ranked() []*LaneState {
 	return append(out, undefined...)
 }
 
-// validate predicts the validation cases with a checkpoint into out and scores them.
-func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, ckpt string, val []task.Case) (*evaluate.Score, error) {
+// validate predicts the validation cases with a checkpoint of lane l into out and scores
+// them.
+func (r *Runner) validate(ctx context.Context, out string, l *LaneState, plugin string, cfg []byte, ckpt string, val []task.Case) (*evaluate.Score, error) {
 	began := r.now()
 	preds, err := r.predict(ctx, plugin, cfg, ckpt, val, out)
 	if err != nil {
@@ -490,9 +518,12 @@ func (r *Runner) validate(ctx context.Context, out, plugin string, cfg []byte, c
 	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 	if err == nil && len(val) > 0 {
 		// The slowest lane's time per case, its scoring included (the final phases score
-		// each post-processing option too), sets the final phases' reserve.
+		// each post-processing option too), sets the final phases' reserve until a lane
+		// has won; then the winner's own does.
+		per := r.perCase(r.now().Sub(began), len(val))
 		r.mu.Lock()
-		r.st.PredictPerCase = max(r.st.PredictPerCase, r.perCase(r.now().Sub(began), len(val)))
+		r.st.PredictPerCase = max(r.st.PredictPerCase, per)
+		l.PredictPerCase = max(l.PredictPerCase, per)
 		r.mu.Unlock()
 	}
 	return s, err

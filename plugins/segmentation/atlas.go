@@ -24,6 +24,13 @@ import (
 // A training voxel's prior leaves out the cases of its own group (atlasGroups groups of
 // the training cases, by index): a prior that held its own label would be trusted as a
 // perfect feature, where a new case's prior comes from other cases only.
+//
+// A label transfer at the lane's own resolution (each voxel's class in the training case
+// nearest it, one-hot, and how far that case lies: the nearest-slice shortcut as a
+// feature) was measured beside this prior and instead of it (BenchmarkForestTask, 32
+// trees, seed 1, global normalisation; t1-brain, t1-tissue, ch2-lobes): the prior alone
+// 0.948, 0.806, 0.644; both 0.924, 0.807, 0.650; the transfer alone 0.924, 0.799, 0.681.
+// No better over the tuning tasks, it was not kept.
 
 // atlasStep is the finest cell of the atlas in mm: a few voxels of a 0.5–1 mm MR.
 const atlasStep = 2.0
