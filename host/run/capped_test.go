@@ -11,19 +11,17 @@ import (
 	"amid/host/task"
 )
 
+// twentyAndTen is a dataset of 20 training and 10 test cases.
+func twentyAndTen() *task.Dataset {
+	return &task.Dataset{Train: make([]task.Case, 20), Test: make([]task.Case, 10)}
+}
+
 // TestCappedMembers: a winner at its cap whose 5-fold ensemble does not fit the time left
 // trains the most folds that do, and the reserve then keeps their predictions alone.
 func TestCappedMembers(t *testing.T) {
 	// 20 training and 10 test cases, 0.5 s a predicted case and 0.2 s a plugin start, no
 	// post-processing options and no checkpoint to export: schedule.Reserve keeps
 	// 1.25 × (2k × 10 × 0.5 + 2k × 0.2) = 13k s for k models, and the export 0.2 s.
-	var train, test []task.Case
-	for range 20 {
-		train = append(train, task.Case{})
-	}
-	for range 10 {
-		test = append(test, task.Case{})
-	}
 	// A fold of the forest at its cap of 64 steps: 64 × 0.1 + 1 = 7.4 s. k folds need
 	// (k−1) × 7.4 + 13k + 0.2 s: 33.6 (k = 2), 54.0 (3), 74.4 (4), 94.8 (5).
 	capped := &LaneState{ID: "forest", Schedule: schedule.Lane{ID: "forest", MaxSteps: 64, Steps: 64, StepSeconds: 0.1, Overhead: 1}}
@@ -41,7 +39,7 @@ func TestCappedMembers(t *testing.T) {
 	} {
 		r := &Runner{
 			st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond},
-			data:     &task.Dataset{Train: train, Test: test},
+			data:     twentyAndTen(),
 			task:     grades(),
 			env:      Env{Now: func() time.Time { return at }},
 			began:    at,
@@ -71,18 +69,11 @@ func TestCappedMembers(t *testing.T) {
 func TestReserveOfTheWinner(t *testing.T) {
 	// 20 training and 10 test cases as in TestCappedMembers: schedule.Reserve keeps
 	// 1.25 × (2k × 10 × p + 2k × 0.2) s for k models at p a case, and the export 0.2 s.
-	var train, test []task.Case
-	for range 20 {
-		train = append(train, task.Case{})
-	}
-	for range 10 {
-		test = append(test, task.Case{})
-	}
 	forest := &LaneState{ID: "forest", PredictPerCase: 50 * time.Millisecond}
 	unet := &LaneState{ID: "2d", PredictPerCase: 500 * time.Millisecond}
 	r := &Runner{
 		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet}},
-		data:     &task.Dataset{Train: train, Test: test},
+		data:     twentyAndTen(),
 		postOpts: map[string]int{},
 	}
 	secs := func(d time.Duration) float64 { return d.Seconds() }
