@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"amid/plugins/engine/data"
+	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/viewer/imageio"
 )
@@ -108,7 +110,7 @@ func forestTask(b *testing.B, dir string, trees int, modality string) {
 		if len(p.Files) == 0 {
 			b.Fatalf("%s: no prediction file for case %s", name, id)
 		}
-		per = append(per, caseDice(b, p.Files[0], filepath.Join(dir, "answers", id+"_seg.nii.gz"), labels[1:]))
+		per = append(per, caseDice(b, p.Files[0], filepath.Join(dir, "answers", id+"_seg.nii.gz"), labels))
 	}
 	dice := 0.0
 	for _, d := range per {
@@ -193,13 +195,11 @@ func taskCases(b *testing.B, dir string, channels []string, labelled bool) []pro
 	return cases
 }
 
-// foregroundStats is the 0.5 and 99.5 percentiles, mean and standard deviation of the
-// first channel's values under non-zero labels over the training cases (every voxel of
-// a small case, an even stride of a large one's).
+// foregroundStats is the CT normalisation's statistics (data.CTFit) of the first
+// channel under non-zero labels over the training cases.
 func foregroundStats(b *testing.B, cases []protocol.Case) (low, high, mean, std float64) {
 	b.Helper()
-	const perCase = 1 << 22
-	var vals []float64
+	var fit data.CTFit
 	for _, c := range cases {
 		img, err := imageio.Read(c.Images[0])
 		if err != nil {
@@ -209,90 +209,35 @@ func foregroundStats(b *testing.B, cases []protocol.Case) (low, high, mean, std 
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := lab.NumVoxels()
-		if img.NumVoxels() != n {
-			b.Fatalf("case %s: image of %v voxels, label of %v", c.ID, img.Dims, lab.Dims)
-		}
-		stride := 1 + n/perCase
-		for i := 0; i < n; i += stride {
-			if lab.AtIndex(i) != 0 {
-				vals = append(vals, img.AtIndex(i)) // channel 0 of the image
-			}
+		if err := fit.Add(c.ID, img, lab); err != nil {
+			b.Fatal(err)
 		}
 	}
-	if len(vals) == 0 {
-		b.Fatal("no foreground voxels in the training cases")
+	st, err := fit.Stats()
+	if err != nil {
+		b.Fatal(err)
 	}
-	slices.Sort(vals)
-	pct := func(p float64) float64 { // numpy's linear interpolation
-		x := p / 100 * float64(len(vals)-1)
-		i := int(x)
-		if i+1 >= len(vals) {
-			return vals[len(vals)-1]
-		}
-		return vals[i] + (x-float64(i))*(vals[i+1]-vals[i])
-	}
-	var sum, sq float64
-	for _, v := range vals {
-		sum += v
-	}
-	mean = sum / float64(len(vals))
-	for _, v := range vals {
-		sq += (v - mean) * (v - mean)
-	}
-	std = math.Sqrt(sq / float64(len(vals)))
-	if std == 0 {
-		std = 1
-	}
-	return pct(0.5), pct(99.5), mean, std
+	return st.Lo, st.Hi, st.Mean, st.Std
 }
 
-// caseDice is the mean Dice over the foreground classes of one case, skipping a class
-// absent from both the prediction and the answer (1 when every class is).
-func caseDice(b *testing.B, predPath, answerPath string, classes []int) float64 {
+// caseDice is the mean Dice over the foreground classes of one case as the plugin's
+// validation computes it (metrics.DiceUnion: a class absent from both the prediction and
+// the answer is skipped; 1 when every class is).
+func caseDice(b *testing.B, predPath, answerPath string, labels []int) float64 {
 	b.Helper()
-	pred, err := imageio.Read(predPath)
+	var maps [2][]int32
+	for i, path := range []string{predPath, answerPath} {
+		v, err := imageio.Read(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if maps[i], err = classIndex(v, labels); err != nil {
+			b.Fatalf("%s: %v", path, err)
+		}
+	}
+	d, err := classDice(maps[0], maps[1], metrics.DiceUnion)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s against %s: %v", predPath, answerPath, err)
 	}
-	ans, err := imageio.Read(answerPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if pred.Dims != ans.Dims {
-		b.Fatalf("%s is %v voxels, its answer %s %v", predPath, pred.Dims, answerPath, ans.Dims)
-	}
-	idx := map[int]int{}
-	for i, c := range classes {
-		idx[c] = i
-	}
-	inter := make([]int, len(classes))
-	np := make([]int, len(classes))
-	na := make([]int, len(classes))
-	for i := range pred.NumVoxels() {
-		p, a := int(math.Round(pred.AtIndex(i))), int(math.Round(ans.AtIndex(i)))
-		pi, pok := idx[p]
-		ai, aok := idx[a]
-		if pok {
-			np[pi]++
-		}
-		if aok {
-			na[ai]++
-		}
-		if pok && aok && p == a {
-			inter[pi]++
-		}
-	}
-	sum, n := 0.0, 0
-	for i := range classes {
-		if np[i]+na[i] == 0 {
-			continue
-		}
-		sum += 2 * float64(inter[i]) / float64(np[i]+na[i])
-		n++
-	}
-	if n == 0 {
-		return 1
-	}
-	return sum / float64(n)
+	return d
 }
