@@ -183,18 +183,18 @@ const sharedScaleVoxels = 1000
 func SharedScale(f Fingerprint) (float64, bool) {
 	var ratios []float64
 	for k := 1; ; k++ {
-		lo, hi, n, any := math.Inf(1), math.Inf(-1), 0, false
+		lo, hi, n, held := math.Inf(1), math.Inf(-1), 0, false
 		for _, c := range f.Cases {
 			if k >= len(c.ClassMeans) || k >= len(c.ClassVoxels) {
 				continue
 			}
-			any = true
+			held = true
 			if c.ClassVoxels[k] < sharedScaleVoxels {
 				continue
 			}
 			lo, hi, n = min(lo, c.ClassMeans[k]), max(hi, c.ClassMeans[k]), n+1
 		}
-		if !any {
+		if !held {
 			break
 		}
 		if n < 2 {
@@ -208,11 +208,7 @@ func SharedScale(f Fingerprint) (float64, bool) {
 	if len(ratios) == 0 {
 		return 0, false
 	}
-	slices.Sort(ratios)
-	m := ratios[len(ratios)/2]
-	if len(ratios)%2 == 0 {
-		m = (ratios[len(ratios)/2-1] + m) / 2
-	}
+	m := percentile(ratios, 0.5)
 	return m, m <= SharedScaleRatio
 }
 
