@@ -196,6 +196,8 @@ func TestConfigErrors(t *testing.T) {
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"instances":true}`, "instances"},
 		{`{"lane":"2d","patch":[2,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "D = 1"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"ct","labels":[0,1],"steps":1}`, "ct statistics"},
+		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"global","labels":[0,1],"steps":1}`, "modality global needs ct statistics"},
+		{`{"lane":"forest","modality":"global","labels":[0,1],"steps":1}`, "modality global needs ct statistics"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0],"steps":1}`, "labels"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":0,"widths":[4],"modality":"mr","labels":[0,1],"steps":1}`, "positive"},
 		{`{"lane":"2d","patch":[1,8,8],"batch":1,"widths":[4],"modality":"mr","labels":[0,1],"steps":1,"x":1}`, "unknown field"},
