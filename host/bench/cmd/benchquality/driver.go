@@ -2,8 +2,7 @@ package main
 
 // driverSource is the program that runs one task end to end through amid/host/run with a
 // seed, built in the tree of each loop compared (the old loop's commit and this one), so
-// that both run under the same harness: its own store, the built segmentation plugin
-// trusted, the task's answers scored on the test set. Its log goes to stdout; run.json in
+// that both run under the same harness: its own store, the built plugins trusted, the task's answers scored on the test set. Its log goes to stdout; run.json in
 // the run folder holds the result. Its API (run.New, run.Options, catalog.Catalog) is the
 // same in both trees.
 const driverSource = `package main
@@ -14,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -49,11 +49,10 @@ func main() {
 ` + driverCommon
 
 // driverCommon is what both drivers (this one and improve.go's) share: the run's
-// environment, with its own store and the built segmentation plugin trusted, its events
-// printed.
+// environment, with its own store and every built plugin trusted, its events printed.
 const driverCommon = `
-// runEnv is a run's environment with a store in home and the segmentation plugin in
-// plugins trusted; call done at the end.
+// runEnv is a run's environment with a store in home and the plugins built in plugins
+// trusted; call done at the end.
 func runEnv(plugins, home string) (run.Env, func()) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		fail(err)
@@ -63,12 +62,18 @@ func runEnv(plugins, home string) (run.Env, func()) {
 		fail(err)
 	}
 	cat := &catalog.Catalog{Builtin: plugins, Store: st}
-	e, err := cat.Find("segmentation")
+	built, err := os.ReadDir(plugins)
 	if err != nil {
 		fail(err)
 	}
-	if err := cat.Trust(e); err != nil {
-		fail(err)
+	for _, b := range built {
+		e, err := cat.Find(strings.TrimPrefix(b.Name(), "amid-plugin-"))
+		if err != nil {
+			fail(err)
+		}
+		if err := cat.Trust(e); err != nil {
+			fail(err)
+		}
 	}
 	began := time.Now()
 	return run.Env{Catalog: cat, Supervisor: supervisor.Options{Logger: hclog.NewNullLogger()}, Events: func(ev run.Event) {

@@ -84,6 +84,15 @@ var runs = []runSpec{
 	{"inia19-quadrants", "improve", 5 * time.Minute, 1}, {"inia19-bands", "improve", 5 * time.Minute, 1},
 }
 
+// allRuns are runs and the family tasks' runs (families.go), each at 5 and 10 minutes.
+func allRuns() []runSpec {
+	out := slices.Clone(runs)
+	for _, f := range families {
+		out = append(out, runSpec{f.ID, "new", 5 * time.Minute, 1}, runSpec{f.ID, "new", 10 * time.Minute, 1})
+	}
+	return out
+}
+
 // chosen says whether run r is among only's runs or tasks (all when only is empty).
 func chosen(r runSpec, only string) bool {
 	return only == "" || strings.Contains(","+only+",", ","+r.name()+",") || strings.Contains(","+only+",", ","+r.Task+",")
@@ -96,6 +105,7 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record, sh
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("bench-quality on %s; load average at the start: %s\n", time.Now().Format(time.RFC3339), strings.TrimSpace(string(load)))
+	runs := allRuns()
 	if !shortcutsOnly && !record {
 		var expected time.Duration
 		for _, r := range runs {
@@ -131,9 +141,25 @@ func bench(ctx context.Context, realdata, work, old string, rerunOld, record, sh
 		}
 		fmt.Printf("\n%s (%s; %s): %d training and %d test slabs; shortcuts on the test slabs (mean Dice over the foreground classes):\n", t.ID, t.Title, set, len(train), len(test))
 		for _, s := range sc {
-			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Dice, s.About)
+			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Score, s.About)
 		}
 		if err := writeJSON(filepath.Join(work, "tasks", t.ID+".shortcuts.json"), sc); err != nil {
+			return err
+		}
+	}
+	for _, f := range families {
+		if only != "" && !shortcutsOnly && !slices.ContainsFunc(runs, func(r runSpec) bool { return r.Task == f.ID && chosen(r, only) }) {
+			continue
+		}
+		sc, err := writeFamily(ctx, realdata, filepath.Join(work, "tasks", f.ID), f)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", f.ID, err)
+		}
+		fmt.Printf("\n%s (%s; a reporting %s task; labels: %s): shortcuts on the test cases (the task's metric):\n", f.ID, f.Title, f.Kind, f.Labels)
+		for _, s := range sc {
+			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Score, s.About)
+		}
+		if err := writeJSON(filepath.Join(work, "tasks", f.ID+".shortcuts.json"), sc); err != nil {
 			return err
 		}
 	}
@@ -214,7 +240,10 @@ func build(src, bin string) error {
 		{"go", "build", "-o", filepath.Join(bin, "plugins", "amid-plugin-segmentation"), "./plugins/segmentation"},
 		{"go", "build", "-o", filepath.Join(bin, "driver"), "./.cache/benchdriver"},
 	}
-	if src == "." { // this tree: the improve runs' driver too
+	if src == "." { // this tree: the other kinds' plugins (families.go) and the improve runs' driver too
+		for _, k := range []string{"detection", "classification", "iqa", "enhancement"} {
+			cmds = append(cmds, []string{"go", "build", "-o", filepath.Join(bin, "plugins", "amid-plugin-"+k), "./plugins/" + k})
+		}
 		if err := os.MkdirAll(filepath.Join(src, ".cache", "benchimprove"), 0o755); err != nil {
 			return err
 		}
@@ -256,7 +285,8 @@ type result struct {
 	Loop     string        `json:"loop"`
 	Budget   time.Duration `json:"budget"`
 	Seed     int64         `json:"seed"`
-	Test     float64       `json:"test_dice"`
+	Test     float64       `json:"test_dice"` // the task's metric: Dice for segmentation
+	Metric   string        `json:"metric,omitempty"`
 	Spent    time.Duration `json:"spent"`
 	Chosen   string        `json:"chosen"`
 	Final    string        `json:"final,omitempty"`
@@ -319,7 +349,8 @@ func readResult(dir string) (result, error) {
 		Spent     time.Duration `json:"spent"`
 		Chosen    string        `json:"chosen"`
 		TestScore *struct {
-			Score float64 `json:"score"`
+			Primary string  `json:"primary"`
+			Score   float64 `json:"score"`
 		} `json:"test_score"`
 		Lanes []struct {
 			ID    string `json:"id"`
@@ -347,7 +378,7 @@ func readResult(dir string) (result, error) {
 	if st.TestScore == nil {
 		return res, fmt.Errorf("%s: no test score", dir)
 	}
-	res.Test = st.TestScore.Score
+	res.Test, res.Metric = st.TestScore.Score, st.TestScore.Primary
 	if st.Final != nil {
 		res.Final = st.Final.Mode
 	}
@@ -385,20 +416,28 @@ func (r result) row() string {
 	if r.Recalled {
 		kept = " (kept from an earlier bench)"
 	}
-	return fmt.Sprintf("%-24s test Dice %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
+	return fmt.Sprintf("%-24s test %s %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.metric(), r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
+}
+
+// metric names the test score's metric (Dice for a result kept from before it was named).
+func (r result) metric() string {
+	if r.Metric == "" {
+		return "dice"
+	}
+	return r.Metric
 }
 
 // table is the results as the README's Markdown table.
 func table(rs []result) string {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Task < rs[j].Task })
 	var b strings.Builder
-	b.WriteString("| task | loop | budget | seed | test Dice | budget spent | final model | steps per lane on fold 0 (minimum) |\n|---|---|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| task | loop | budget | seed | test score | budget spent | final model | steps per lane on fold 0 (minimum) |\n|---|---|---:|---:|---:|---:|---|---|\n")
 	for _, r := range rs {
 		final := r.Final
 		if final == "" {
 			final = "fold model"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %v | %d | %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
+		fmt.Fprintf(&b, "| %s | %s | %v | %d | %s %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.metric(), r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
 	}
 	return b.String()
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"amid/host/evaluate"
+	"amid/host/task"
+)
+
+// family is a reporting task of a kind other than segmentation, on real images: the loop's
+// detection, classification, IQA and enhancement plugins judged on real scans rather than
+// generated data alone. Nothing was tuned on any of them.
+type family struct {
+	ID, Title string
+	Kind      string // the task kind (amid/plugins/taskspec)
+	// Labels says where the labels come from, in a sentence.
+	Labels string
+	// write writes the task folder dir from the real-image cache: task.yaml, the training
+	// images and labels, the test images, and the test cases' answers under dir/answers,
+	// laid out as the training labels are (the label pattern's file name there, or for a
+	// CSV of labels, the same CSV's file name holding the test rows). It returns the
+	// shortcuts scored on the test cases with the task's own metric (scoreShortcut), the
+	// best of them last.
+	write func(ctx context.Context, realdata, dir string) ([]shortcut, error)
+}
+
+// families are the reporting tasks of the other kinds, run at 5 and 10 minutes each.
+var families []family
+
+// familyOf returns the family task id, if it is one.
+func familyOf(id string) (family, bool) {
+	for _, f := range families {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return family{}, false
+}
+
+// scoreShortcut scores a shortcut's predictions (case id: its prediction file, in the
+// task's own format) of the test cases of the task at path against answers (case id: its
+// answer file, annotation JSON or image) with the host's metric for the task, the one its
+// runs' test scores use.
+func scoreShortcut(ctx context.Context, path string, preds, answers map[string]string) (*evaluate.Score, error) {
+	t, err := task.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var pairs []evaluate.Pair
+	for id, p := range preds {
+		a, ok := answers[id]
+		if !ok {
+			return nil, fmt.Errorf("case %s has no answer", id)
+		}
+		pairs = append(pairs, evaluate.Pair{ID: id, Pred: p, Label: a})
+	}
+	if len(pairs) != len(answers) {
+		return nil, fmt.Errorf("%d predictions for %d answers", len(pairs), len(answers))
+	}
+	return evaluate.Evaluate(ctx, t.Spec(), pairs)
+}
+
+// best appends the best of the shortcuts (the highest score).
+func best(out []shortcut) []shortcut {
+	if len(out) == 0 {
+		return out
+	}
+	b := out[0]
+	for _, s := range out[1:] {
+		if s.Score > b.Score {
+			b = s
+		}
+	}
+	return append(out, shortcut{Name: "best", Score: b.Score, About: "the best of them: " + b.Name})
+}
+
+// writeFamily writes family task f into dir and returns its shortcuts.
+func writeFamily(ctx context.Context, realdata, dir string, f family) ([]shortcut, error) {
+	sc, err := f.write(ctx, realdata, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := task.Load(filepath.Join(dir, "task.yaml")); err != nil {
+		return nil, fmt.Errorf("its task.yaml does not read back: %w", err)
+	}
+	return sc, nil
+}
