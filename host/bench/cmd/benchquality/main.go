@@ -47,11 +47,13 @@ func main() {
 	record := flag.Bool("record", false, "record learning curves into host/schedule/curves.json instead")
 	only := flag.String("only", "", "run only these runs or the runs of these tasks (comma-separated names such as t1-tissue-new-10m-s1 or inia19-bands; empty: all)")
 	shortcutsOnly := flag.Bool("shortcuts", false, "write the tasks and print their shortcuts only")
+	smoke := flag.Duration("smoke", 0, "run each chosen task once at this budget instead (a check that its kind runs to a test score, not a measurement)")
 	flag.Parse()
 	if *realdata == "" {
 		*realdata = ".cache/realdata"
 	}
-	if err := bench(context.Background(), *realdata, *work, *old, *rerunOld, *record, *shortcutsOnly, *only); err != nil {
+	o := options{realdata: *realdata, work: *work, old: *old, rerunOld: *rerunOld, record: *record, shortcutsOnly: *shortcutsOnly, only: *only, smoke: *smoke}
+	if err := bench(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-quality:", err)
 		os.Exit(1)
 	}
@@ -98,14 +100,37 @@ func chosen(r runSpec, only string) bool {
 	return only == "" || strings.Contains(","+only+",", ","+r.name()+",") || strings.Contains(","+only+",", ","+r.Task+",")
 }
 
-func bench(ctx context.Context, realdata, work, old string, rerunOld, record, shortcutsOnly bool, only string) error {
-	work, err := filepath.Abs(work)
+// options are the command's flags.
+type options struct {
+	realdata, work, old            string
+	rerunOld, record, shortcutsOnly bool
+	only                           string
+	smoke                          time.Duration
+}
+
+// smokeRuns is one run of the new loop at budget for each task of runs.
+func smokeRuns(runs []runSpec, budget time.Duration) []runSpec {
+	var out []runSpec
+	for _, r := range runs {
+		if r.Loop == "new" && !slices.ContainsFunc(out, func(s runSpec) bool { return s.Task == r.Task }) {
+			out = append(out, runSpec{r.Task, "smoke", budget, r.Seed})
+		}
+	}
+	return out
+}
+
+func bench(ctx context.Context, o options) error {
+	realdata, old, rerunOld, record, shortcutsOnly, only := o.realdata, o.old, o.rerunOld, o.record, o.shortcutsOnly, o.only
+	work, err := filepath.Abs(o.work)
 	if err != nil {
 		return err
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("bench-quality on %s; load average at the start: %s\n", time.Now().Format(time.RFC3339), strings.TrimSpace(string(load)))
 	runs := allRuns()
+	if o.smoke > 0 {
+		runs = smokeRuns(runs, o.smoke)
+	}
 	if !shortcutsOnly && !record {
 		var expected time.Duration
 		for _, r := range runs {
