@@ -102,10 +102,10 @@ func chosen(r runSpec, only string) bool {
 
 // options are the command's flags.
 type options struct {
-	realdata, work, old            string
+	realdata, work, old             string
 	rerunOld, record, shortcutsOnly bool
-	only                           string
-	smoke                          time.Duration
+	only                            string
+	smoke                           time.Duration
 }
 
 // smokeRuns is one run of the new loop at budget for each task of runs.
