@@ -68,7 +68,11 @@ type runSpec struct {
 }
 
 func (r runSpec) name() string {
-	return fmt.Sprintf("%s-%s-%s-s%d", r.Task, r.Loop, strings.TrimSuffix(r.Budget.String(), "0s"), r.Seed)
+	budget := r.Budget.String() // 5m0s is 5m, 1m30s stays
+	if strings.HasSuffix(budget, "m0s") {
+		budget = strings.TrimSuffix(budget, "0s")
+	}
+	return fmt.Sprintf("%s-%s-%s-s%d", r.Task, r.Loop, budget, r.Seed)
 }
 
 var runs = []runSpec{
