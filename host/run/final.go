@@ -18,6 +18,7 @@ import (
 	"amid/host/catalog"
 	"amid/host/evaluate"
 	"amid/host/grade"
+	"amid/host/ingest"
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/submit"
@@ -310,11 +311,9 @@ func sameTree(a, b string) ([]string, error) {
 
 // scoreTest scores the test predictions of a task without a challenge grader against
 // answers laid out like its training labels (the label pattern's file name, in the answers
-// folder), with the host's validation metric.
+// folder: a table of labels, such as an IQA task's CSV of scores, is the same file name
+// holding the test cases' rows), with the host's validation metric.
 func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
-	if task.Table(r.task.Data.Train.Label.Format) || (r.task.Data.Train.Label.Format != task.LabelImage && r.task.Data.Train.Label.Format != task.LabelAnnotation) {
-		return nil
-	}
 	var preds map[string][]string
 	if err := fileio.ReadJSON(r.path("final", "predictions.json"), &preds); err != nil {
 		return err
@@ -335,13 +334,22 @@ func (r *Runner) scoreTest(ctx context.Context, details map[string]any) error {
 // testScore scores predictions (case id: files) of the test cases against the answers.
 func (r *Runner) testScore(ctx context.Context, preds map[string][]string) (*evaluate.Score, error) {
 	pattern := r.task.Data.Train.Label.Path
-	var pairs []evaluate.Pair
-	for _, c := range r.data.Test {
+	answers := make([]task.Case, len(r.data.Test))
+	for i, c := range r.data.Test {
 		if len(preds[c.ID]) == 0 {
 			return nil, fmt.Errorf("no test prediction for case %s", c.ID)
 		}
-		label := task.Expand(r.st.Answers, filepath.Base(pattern), c.ID)
-		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: label})
+		answers[i] = task.Case{ID: c.ID, Images: c.Images, Label: task.Expand(r.st.Answers, filepath.Base(pattern), c.ID)}
+	}
+	// The answers in the task's label format become the host's canonical labels, as the
+	// training labels do (a table's rows one annotation a case).
+	labels, err := ingest.Labels(ctx, r.task, answers, r.path("final", "answers"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the test answers in %s: %w", r.st.Answers, err)
+	}
+	var pairs []evaluate.Pair
+	for _, c := range r.data.Test {
+		pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds[c.ID][0], Label: labels[c.ID]})
 	}
 	s, err := evaluate.EvaluateWith(ctx, r.task.Spec(), pairs, evaluate.Options{Thresholds: r.thresholds()})
 	if err != nil {
