@@ -7,6 +7,7 @@ import (
 
 	"amid/host/evaluate"
 	"amid/host/task"
+	"amid/viewer/fileio"
 )
 
 // family is a reporting task of a kind other than segmentation, on real images: the loop's
@@ -17,6 +18,9 @@ type family struct {
 	Kind      string // the task kind (amid/plugins/taskspec)
 	// Labels says where the labels come from, in a sentence.
 	Labels string
+	// Also names metrics the runs' test predictions are scored with beside the task's own
+	// (enhancement: SSIM beside PSNR, as LNCC saturates for a plain smoothing filter).
+	Also []string
 	// write writes the task folder dir from the real-image cache: task.yaml, the training
 	// images and labels, the test images, and the test cases' answers under dir/answers,
 	// laid out as the training labels are (the label pattern's file name there, or for a
@@ -74,6 +78,40 @@ func best(out []shortcut) []shortcut {
 		}
 	}
 	return append(out, shortcut{Name: "best", Score: b.Score, About: "the best of them: " + b.Name})
+}
+
+// alsoScores scores the test predictions of the run in runDir on the task in taskDir with
+// each of f's other metrics (f.Also), against the task's answers.
+func alsoScores(ctx context.Context, f family, taskDir, runDir string) (map[string]float64, error) {
+	if len(f.Also) == 0 {
+		return nil, nil
+	}
+	t, err := task.Load(filepath.Join(taskDir, "task.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var preds map[string][]string
+	if err := fileio.ReadJSON(filepath.Join(runDir, "final", "predictions.json"), &preds); err != nil {
+		return nil, err
+	}
+	var pairs []evaluate.Pair
+	for id, files := range preds {
+		if len(files) == 0 {
+			return nil, fmt.Errorf("case %s has no prediction", id)
+		}
+		pairs = append(pairs, evaluate.Pair{ID: id, Pred: files[0], Label: task.Expand(filepath.Join(taskDir, "answers"), filepath.Base(t.Data.Train.Label.Path), id)})
+	}
+	out := map[string]float64{}
+	for _, m := range f.Also {
+		spec := *t.Spec()
+		spec.Metric = m
+		s, err := evaluate.Evaluate(ctx, &spec, pairs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m, err)
+		}
+		out[m] = s.Value
+	}
+	return out, nil
 }
 
 // writeFamily writes family task f into dir and returns its shortcuts.

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,6 +232,11 @@ func bench(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.name(), err)
 		}
+		if f, ok := familyOf(r.Task); ok && !res.Recalled {
+			if res.Also, err = alsoScores(ctx, f, filepath.Join(work, "tasks", r.Task), dir); err != nil {
+				return fmt.Errorf("%s: %w", r.name(), err)
+			}
+		}
 		results = append(results, res)
 		fmt.Println(res.row())
 	}
@@ -309,19 +315,21 @@ func buildOld(commit, bin string) error {
 
 // result is one run's outcome, from its run.json.
 type result struct {
-	Run      string        `json:"run"`
-	Task     string        `json:"task"`
-	Loop     string        `json:"loop"`
-	Budget   time.Duration `json:"budget"`
-	Seed     int64         `json:"seed"`
-	Test     float64       `json:"test_dice"` // the task's metric: Dice for segmentation
-	Metric   string        `json:"metric,omitempty"`
-	Spent    time.Duration `json:"spent"`
-	Chosen   string        `json:"chosen"`
-	Final    string        `json:"final,omitempty"`
-	Lanes    []laneResult  `json:"lanes"`
-	Took     time.Duration `json:"took"`
-	Recalled bool          `json:"recalled,omitempty"` // kept from an earlier bench
+	Run    string        `json:"run"`
+	Task   string        `json:"task"`
+	Loop   string        `json:"loop"`
+	Budget time.Duration `json:"budget"`
+	Seed   int64         `json:"seed"`
+	Test   float64       `json:"test_dice"` // the task's metric: Dice for segmentation
+	Metric string        `json:"metric,omitempty"`
+	// Also are the test predictions' scores with the task's other metrics (families.go).
+	Also     map[string]float64 `json:"also,omitempty"`
+	Spent    time.Duration      `json:"spent"`
+	Chosen   string             `json:"chosen"`
+	Final    string             `json:"final,omitempty"`
+	Lanes    []laneResult       `json:"lanes"`
+	Took     time.Duration      `json:"took"`
+	Recalled bool               `json:"recalled,omitempty"` // kept from an earlier bench
 }
 
 type laneResult struct {
@@ -445,15 +453,21 @@ func (r result) row() string {
 	if r.Recalled {
 		kept = " (kept from an earlier bench)"
 	}
-	return fmt.Sprintf("%-24s test %s %.4f, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.metric(), r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
+	return fmt.Sprintf("%-24s test %s, spent %5.1f%% of %v, chosen %s%s; steps: %s", r.Run, r.score(), 100*r.Spent.Seconds()/r.Budget.Seconds(), r.Budget, r.Chosen, kept, r.lanes())
 }
 
-// metric names the test score's metric (Dice for a result kept from before it was named).
-func (r result) metric() string {
-	if r.Metric == "" {
-		return "dice"
+// score is the test score with its metric's name (Dice for a result kept from before it
+// was named), and the other metrics' scores after it.
+func (r result) score() string {
+	m := r.Metric
+	if m == "" {
+		m = "dice"
 	}
-	return r.Metric
+	s := fmt.Sprintf("%s %.4f", m, r.Test)
+	for _, k := range slices.Sorted(maps.Keys(r.Also)) {
+		s += fmt.Sprintf(" (%s %.4f)", k, r.Also[k])
+	}
+	return s
 }
 
 // table is the results as the README's Markdown table.
@@ -466,7 +480,7 @@ func table(rs []result) string {
 		if final == "" {
 			final = "fold model"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %v | %d | %s %.4f | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.metric(), r.Test, 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
+		fmt.Fprintf(&b, "| %s | %s | %v | %d | %s | %.1f %% | %s | %s |\n", r.Task, r.Loop, r.Budget, r.Seed, r.score(), 100*r.Spent.Seconds()/r.Budget.Seconds(), final, r.lanes())
 	}
 	return b.String()
 }
