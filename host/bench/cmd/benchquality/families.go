@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"amid/host/evaluate"
 	"amid/host/task"
@@ -52,13 +54,14 @@ func scoreShortcut(ctx context.Context, path string, preds, answers map[string]s
 	if err != nil {
 		return nil, err
 	}
+	// In case order: COCO's AP ranks boxes of equal score in the order their cases come.
 	var pairs []evaluate.Pair
-	for id, p := range preds {
+	for _, id := range slices.Sorted(maps.Keys(preds)) {
 		a, ok := answers[id]
 		if !ok {
 			return nil, fmt.Errorf("case %s has no answer", id)
 		}
-		pairs = append(pairs, evaluate.Pair{ID: id, Pred: p, Label: a})
+		pairs = append(pairs, evaluate.Pair{ID: id, Pred: preds[id], Label: a})
 	}
 	if len(pairs) != len(answers) {
 		return nil, fmt.Errorf("%d predictions for %d answers", len(pairs), len(answers))
@@ -95,7 +98,8 @@ func alsoScores(ctx context.Context, f family, taskDir, runDir string) (map[stri
 		return nil, err
 	}
 	var pairs []evaluate.Pair
-	for id, files := range preds {
+	for _, id := range slices.Sorted(maps.Keys(preds)) {
+		files := preds[id]
 		if len(files) == 0 {
 			return nil, fmt.Errorf("case %s has no prediction", id)
 		}
