@@ -93,6 +93,31 @@ func TestPlanLanes(t *testing.T) {
 	}
 }
 
+// A task scored by PSNR trains on L1 alone; any other metric keeps the default mixture
+// (lossFor says why).
+func TestPlanLossFollowsMetric(t *testing.T) {
+	for metric, want := range map[string][2]float64{"psnr": {1, 0}, "PSNR": {1, 0}, "ssim": {defaultL1, defaultSSIM}, "lncc": {defaultL1, defaultSSIM}, "": {defaultL1, defaultSSIM}} {
+		tk := task()
+		tk.Metric = metric
+		r, err := enh{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: fingerprintJSON(5, 600, 480), Task: tk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Candidates {
+			cfg, err := parseConfig(c.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [2]float64{*cfg.L1, *cfg.SSIM}; got != want {
+				t.Errorf("metric %q, lane %s: loss weights (L1, SSIM) %v, want %v", metric, c.Name, got, want)
+			}
+			if want[1] == 0 && !strings.Contains(c.Rationale, "L1 alone") {
+				t.Errorf("metric %q, lane %s: the rationale does not say the loss: %s", metric, c.Name, c.Rationale)
+			}
+		}
+	}
+}
+
 // TestReceptiveField checks the rationale's receptive fields by hand for one and two
 // stages: two 3×3 convolutions see 5 pixels; with a 2×2 pooling and two more at half
 // resolution, 5 + 1 + 8, and two at full resolution after the up-sampling, 4 more.
