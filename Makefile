@@ -211,12 +211,14 @@ bench-gpu: deps
 gpu-bundle: deps
 	@.ci/gpu-bundle.sh
 
-# bench-quality: the loop on real labelled images (the ITK examples' T1 MR cut into
-# slabs, a five-class and a binary task) at fixed budgets: the shortcuts a careless model
-# could hide behind, the old schedule (commit OLD, built from git) at 20 minutes against
-# the new one at 10, two seeds each, and the binary task at 5; the old runs' results are
-# kept and not run again (RERUN_OLD=1). RECORD=1 records the learning curves behind the
-# minimum step count into host/schedule/curves.json instead.
+# bench-quality: the loop on real labelled images at fixed budgets, beside the shortcuts a
+# careless model could hide behind: segmentation tasks cut into slabs from real scans (the
+# tuning set the schedule was fitted on, the reporting set nothing was fitted on), and one
+# real-image task of each other kind (detection, classification, IQA, enhancement) at 5
+# and 10 minutes; the old schedule (commit OLD, built from git) at 20 minutes against the
+# new one at 10 on the tuning task; the old runs' results are kept and not run again
+# (RERUN_OLD=1). ONLY=TASK,RUN runs those; RECORD=1 records the learning curves behind
+# the minimum step count into host/schedule/curves.json instead.
 OLD ?= ddf52c3
 bench-quality: deps realdata
 	AMID_REALDATA=$${AMID_REALDATA:-$(CURDIR)/.cache/realdata} $(GO) run ./host/bench/cmd/benchquality -old $(OLD) \

@@ -8,7 +8,12 @@
 // human T1 at 1 mm (AAL lobes); and the reporting set nothing is fitted on: the INIA19
 // macaque T1 at 0.5 mm with NeuroMaps regions merged by position, two ways, and a head CT
 // at its native size (bone, a scale test). Each is cut into nine slabs, six to train and
-// three to test. For each it prints the shortcuts (shortcuts.go); -shortcuts stops there.
+// three to test. Beside them, one real-image task of each other kind (families.go):
+// structures boxed on INIA19 slices (detect.go), the Modality of the cache's DICOM files
+// from their pixels (classify.go), a real CT at modelled doses scored by SSIM (iqa.go), and
+// a real MR with a single scan's Rician noise to remove (enhance.go). For each it prints the
+// shortcuts (shortcuts.go and the family's own); -shortcuts stops there; -smoke runs each
+// chosen task once at a short budget, a check that it runs to a test score.
 // It then runs the reporting tasks at 5 and 10 minutes (one also at 20), and the old loop (the commit
 // named by -old, built from git into the work folder) at 20 minutes and the new one at 10
 // minutes on the multi-class task with two seeds each, and the new one at 5 minutes on
