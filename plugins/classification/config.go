@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"amid/plugins/internal/cnn"
 )
@@ -12,10 +13,14 @@ import (
 const (
 	lanePrior = "prior" // per group the most frequent variant, per attribute the majority class
 	laneCNN   = "cnn"   // a convolutional encoder with one softmax head per attribute or group
+	// laneForest is a random forest per attribute on the images' global features
+	// (amid/plugins/internal/imagefeat), class-balanced (forest.go).
+	laneForest = "forest"
 )
 
 // config is one training configuration; configSchema describes it. The prior lane needs
-// only its lane; the cnn lane needs the network fields of cnn.Net.
+// only its lane; the cnn lane needs the network fields of cnn.Net; the forest lane takes
+// its trees and a seed.
 type config struct {
 	Lane string `json:"lane"`
 	cnn.Net
@@ -26,6 +31,8 @@ type config struct {
 	// ClassWeights is "balanced" (each class weighed by n / (classes · n_class), sklearn's
 	// "balanced") or "none".
 	ClassWeights string `json:"class_weights,omitempty"`
+	// Trees is the forest lane's number of trees per attribute (defaultTrees).
+	Trees int `json:"trees,omitempty"`
 }
 
 const configSchema = `{
@@ -33,7 +40,8 @@ const configSchema = `{
   "title": "AMID classification plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["prior", "cnn"]},
+    "lane": {"enum": ["prior", "cnn", "forest"]},
+    "trees": {"type": "integer", "minimum": 1, "maximum": 4096, "description": "forest: trees per attribute"},
     "heads": {"enum": ["variant", "attributes"]},
     "class_weights": {"enum": ["balanced", "none"]},
     ` + cnn.NetSchema + `
@@ -53,12 +61,17 @@ func parseConfig(b []byte, dims int) (config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("classification configuration: %w", err)
 	}
+	if c.Trees != 0 && c.Lane != laneForest {
+		return c, fmt.Errorf("classification configuration: trees is the forest lane's, not %s's", c.Lane)
+	}
 	switch c.Lane {
 	case lanePrior:
 		return c, nil
+	case laneForest:
+		return forestConfig(c)
 	case laneCNN:
 	default:
-		return c, fmt.Errorf("classification configuration: lane %q is not %q or %q", c.Lane, lanePrior, laneCNN)
+		return c, fmt.Errorf("classification configuration: lane %q is not %q, %q or %q", c.Lane, lanePrior, laneCNN, laneForest)
 	}
 	c.Fill("flatten", "zscore")
 	if c.Heads == "" {
@@ -75,6 +88,21 @@ func parseConfig(b []byte, dims int) (config, error) {
 	}
 	if err := c.Net.Check(dims); err != nil {
 		return c, fmt.Errorf("classification configuration: %w", err)
+	}
+	return c, nil
+}
+
+// forestConfig checks the forest lane's configuration c, filling its trees: no network,
+// heads or class weights (the forest is always balanced), and 1 to maxForestTrees trees.
+func forestConfig(c config) (config, error) {
+	if c.Trees == 0 {
+		c.Trees = defaultTrees
+	}
+	switch {
+	case !reflect.DeepEqual(c.Net, cnn.Net{Seed: c.Seed}) || c.Heads != "" || c.ClassWeights != "":
+		return c, fmt.Errorf("classification configuration: the forest lane takes only trees and seed, no network, heads or class_weights")
+	case c.Trees < 1 || c.Trees > maxForestTrees:
+		return c, fmt.Errorf("classification configuration: trees %d is not from 1 to %d", c.Trees, maxForestTrees)
 	}
 	return c, nil
 }

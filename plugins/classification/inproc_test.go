@@ -20,7 +20,7 @@ import (
 	"amid/viewer/volume"
 )
 
-// TestPlanLanes: a grouped task gets cnn-variant, cnn-attributes and prior, each valid
+// TestPlanLanes: a grouped task gets cnn-variant, cnn-attributes, forest and prior, each valid
 // against the schema; a fingerprint's small images shrink the grid; no spec is an error.
 func TestPlanLanes(t *testing.T) {
 	d, _ := cls{}.Describe(context.Background(), nil)
@@ -48,7 +48,7 @@ func TestPlanLanes(t *testing.T) {
 			t.Errorf("%s: grid %v, want [24 48 48]", c.Name, cfg.Grid)
 		}
 	}
-	if got := strings.Join(names, " "); got != "cnn-variant cnn-attributes prior" {
+	if got := strings.Join(names, " "); got != "cnn-variant cnn-attributes forest prior" {
 		t.Errorf("lanes %q", got)
 	}
 	if _, err := (cls{}).Plan(context.Background(), &protocol.PlanRequest{Task: protocol.Task{Kind: "classification", Dims: 3}}); err == nil {

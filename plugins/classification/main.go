@@ -5,12 +5,15 @@
 //   - Describe: classification in 2D and 3D, balanced accuracy, the configuration schema
 //     (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: its
-//     attributes, their classes and groups) and offers three lanes: "cnn-variant" (an
+//     attributes, their classes and groups) and offers four lanes: "cnn-variant" (an
 //     encoder on a fixed grid with one softmax head per attribute group over the group's
 //     training variants, the unit the TopCoW metric scores, and one per ungrouped
-//     attribute), "cnn-attributes" (one head per attribute) and "prior" (per group the most
-//     frequent training variant, per attribute the majority class; no training), always, so
-//     that the host can keep the prior when learning does not beat it on validation.
+//     attribute), "cnn-attributes" (one head per attribute), "forest" (a class-balanced
+//     random forest per attribute on each image's global features, amid/plugins/internal/
+//     imagefeat, grown in one step on the CPU in about a second; not for a multi-label
+//     attribute) and "prior" (per group the most frequent training variant, per attribute
+//     the majority class; no training), always, so that the host can keep the fast lanes
+//     when the network does not beat them on validation.
 //   - Train: reads each case's label (a taskspec.Annotation JSON with Classes), loads the
 //     images onto the configured grid (crop, area-average resize, normalisation), trains
 //     with AdamW, a poly learning rate and class-balanced cross-entropy, reports progress
@@ -92,9 +95,13 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 			return err
 		}
 		cand := protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where}
-		if c.Lane == laneCNN {
+		switch c.Lane {
+		case laneCNN:
 			cand.MemoryBytes = bytes
-		} else {
+		case laneForest:
+			cand.Device = "cpu"
+			cand.MaxSteps = 1 // the forest grows all its trees in one step
+		default:
 			cand.MaxSteps = 1 // the prior counts its labels in one step
 		}
 		out.Candidates = append(out.Candidates, cand)
@@ -117,6 +124,13 @@ func (cls) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if err := add("cnn-attributes", config{Lane: laneCNN, Net: net, Heads: "attributes", ClassWeights: "balanced"},
 		what+shape); err != nil {
 		return nil, err
+	}
+	if _, ok := s.MultiLabel(); !ok {
+		if err := add("forest", config{Lane: laneForest, Trees: defaultTrees},
+			fmt.Sprintf("a random forest of %d trees per attribute on each image's global features (size, intensity percentiles, histogram, noise, texture, coarse layout), class-balanced; "+
+				"it learns in about a second where the network needs thousands of steps; keep whichever validates better", defaultTrees)); err != nil {
+			return nil, err
+		}
 	}
 	if err := add("prior", config{Lane: lanePrior},
 		"no training: per group the most frequent training variant, per attribute the majority class; keep it when learning does not beat it on validation"); err != nil {

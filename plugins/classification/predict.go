@@ -10,6 +10,7 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/internal/cnn"
 	"amid/plugins/internal/device"
+	"amid/plugins/internal/forest"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/sdk"
@@ -19,7 +20,9 @@ import (
 // predictor predicts the classes of a case from a checkpoint.
 type predictor struct {
 	rec   saved
-	model *cnn.Model // nil for the prior
+	model *cnn.Model // nil for the prior and the forest
+	// forests are the forest lane's, one per attribute of rec.Forests.
+	forests []*forest.Forest
 }
 
 // load reads a checkpoint: the record, and for the cnn lane the network rebuilt on be for
@@ -38,6 +41,12 @@ func load(be engine.Backend, path string) (*predictor, error) {
 	}
 	if (len(p.rec.Units) == 0 && p.rec.Multi == "") || p.rec.Prior == nil {
 		return nil, fmt.Errorf("checkpoint %s: the training record has no attributes", path)
+	}
+	if p.rec.Config.Lane == laneForest {
+		if p.forests, err = readForests(path, p.rec); err != nil {
+			return nil, err
+		}
+		return p, nil
 	}
 	if p.rec.Config.Lane == lanePrior {
 		if _, err := ckpt.Load(path, engine.UNetConfig{}, empty{}, nil); err != nil {
@@ -75,6 +84,9 @@ func load(be engine.Backend, path string) (*predictor, error) {
 func (p *predictor) classes(k protocol.Case) (map[string]int, map[string][]float64, *float64, error) {
 	if len(k.Images) == 0 {
 		return nil, nil, nil, fmt.Errorf("case %s has no image file", k.ID)
+	}
+	if p.forests != nil {
+		return p.forestClasses(k)
 	}
 	if p.model == nil {
 		return p.rec.Prior, p.priorProbs(), nil, nil

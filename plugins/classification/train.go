@@ -37,6 +37,10 @@ type saved struct {
 	// Multi names the task's multi-label attribute, whose Freqs are each finding's share
 	// of positives and whose heads are one sigmoid a finding (empty: none).
 	Multi string `json:"multi,omitempty"`
+	// Files and Forests are the forest lane's: the image files a case has, and the
+	// attributes whose forests the checkpoint's extra bytes hold, in order (forest.go).
+	Files   int         `json:"files,omitempty"`
+	Forests []forestRef `json:"forests,omitempty"`
 }
 
 // empty is the weightless model of the prior lane's checkpoint.
@@ -92,10 +96,14 @@ func (cls) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 			id    *compute.Identity
 			err   error
 		)
-		if c.Lane == lanePrior {
+		switch c.Lane {
+		case lanePrior:
 			path, err = trainPrior(req, rec, send)
 			steps = 1
-		} else {
+		case laneForest:
+			path, err = trainForest(ctx, req, s, rec, labels, send)
+			steps = 1
+		default:
 			path, steps, id, err = trainCNN(ctx, req, s, rec, labels, found, clock, send)
 		}
 		if err != nil {
