@@ -9,9 +9,17 @@ import (
 	"amid/plugins/internal/cnn"
 )
 
-// config is one training configuration; configSchema describes it.
+// Lanes.
+const (
+	laneCNN    = "cnn"    // a convolutional regressor (train.go)
+	laneForest = "forest" // a random forest on global image features (forest.go)
+)
+
+// config is one training configuration; configSchema describes it. The forest lane takes
+// only its own fields (trees, max_depth, min_leaf, bins), seed and snap; the cnn lane
+// the network fields of cnn.Net, loss and folds.
 type config struct {
-	Lane string `json:"lane"` // "cnn"
+	Lane string `json:"lane"` // laneCNN or laneForest
 	cnn.Net
 	Loss lossConfig `json:"loss,omitzero"`
 	// Folds is 1 for one model on all training cases, or k ≥ 2 for k models, each trained
@@ -21,6 +29,7 @@ type config struct {
 	// scores better on the validation cases, else on the out-of-fold predictions; off
 	// without either).
 	Snap string `json:"snap,omitempty"`
+	forestConfig
 }
 
 // lossConfig weighs the regression loss's terms (amid/plugins/engine.RegressionWeights)
@@ -37,7 +46,7 @@ const configSchema = `{
   "title": "AMID image-quality plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["cnn"]},
+    "lane": {"enum": ["cnn", "forest"]},
     "loss": {"type": "object", "properties": {
       "mse": {"type": "number", "minimum": 0, "description": "weight of the mean squared error"},
       "rank": {"type": "number", "minimum": 0, "description": "weight of the pairwise logistic ranking loss within a batch"},
@@ -46,9 +55,15 @@ const configSchema = `{
     }, "additionalProperties": false},
     "folds": {"type": "integer", "minimum": 1, "maximum": 20},
     "snap": {"enum": ["auto", "on", "off"]},
+    "trees": {"type": "integer", "minimum": 1, "maximum": 4096, "description": "forest: the number of trees"},
+    "max_depth": {"type": "integer", "minimum": 1, "maximum": 30, "description": "forest: the deepest a tree's leaf lies"},
+    "min_leaf": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "forest: the fewest training images a split leaves on either side"},
+    "bins": {"type": "integer", "minimum": 2, "maximum": 64, "description": "forest: the most quantile classes the training scores are binned into"},
     ` + cnn.NetSchema + `
   },
-  "required": ["lane", "grid", "widths", "batch", "steps"],
+  "required": ["lane"],
+  "if": {"properties": {"lane": {"const": "cnn"}}},
+  "then": {"required": ["grid", "widths", "batch", "steps"]},
   "additionalProperties": false
 }`
 
@@ -65,8 +80,15 @@ func parseConfig(b []byte, dims int) (config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("iqa configuration: %w", err)
 	}
-	if c.Lane != "cnn" {
-		return c, fmt.Errorf("iqa configuration: lane %q is not cnn", c.Lane)
+	switch c.Lane {
+	case laneForest:
+		return c.checkForest()
+	case laneCNN:
+	default:
+		return c, fmt.Errorf("iqa configuration: lane %q is not %q or %q", c.Lane, laneCNN, laneForest)
+	}
+	if c.forestConfig != (forestConfig{}) {
+		return c, fmt.Errorf("iqa configuration: trees, max_depth, min_leaf and bins are the forest lane's, not cnn's")
 	}
 	c.Fill("avg", "dataset")
 	if c.Loss == (lossConfig{}) {

@@ -18,7 +18,8 @@ import (
 	"amid/viewer/volume"
 )
 
-// TestPlanLanes: three candidates valid against the schema, accepted by parseConfig.
+// TestPlanLanes: the forest, first and in one step, and three networks, valid against the
+// schema, accepted by parseConfig.
 func TestPlanLanes(t *testing.T) {
 	d, _ := iqa{}.Describe(context.Background(), nil)
 	s, err := schema.Describe(d)
@@ -39,8 +40,13 @@ func TestPlanLanes(t *testing.T) {
 			t.Errorf("%s: %v", c.Name, err)
 		}
 	}
-	if got := strings.Join(names, " "); got != "cnn cnn-rank cnn-rank-5fold" {
+	if got := strings.Join(names, " "); got != "forest cnn cnn-rank cnn-rank-5fold" {
 		t.Errorf("lanes %q", got)
+	}
+	for _, c := range r.Candidates {
+		if want := map[bool]int64{true: 1}[c.Name == laneForest]; c.MaxSteps != want {
+			t.Errorf("%s: at most %d steps, want %d", c.Name, c.MaxSteps, want)
+		}
 	}
 	if _, err := (iqa{}).Plan(context.Background(), &protocol.PlanRequest{Task: protocol.Task{Kind: "classification", Dims: 2}}); err == nil {
 		t.Error("a classification task was planned")

@@ -1,27 +1,33 @@
 // Command amid-plugin-iqa is AMID's built-in image-quality assessment plugin: a
-// convolutional regressor of a quality score (LDCT-IQA: 0–4) trained with AMID's own
-// engine on the device AMID_DEVICE names, a GPU or the CPU (amid/plugins/internal/device).
+// regressor of a quality score (LDCT-IQA: 0–4), either a random forest on global image
+// features or a convolutional network trained with AMID's own engine on the device
+// AMID_DEVICE names, a GPU or the CPU (amid/plugins/internal/device).
 //
 //   - Describe: iqa in 2D and 3D, the score |PLCC| + |SROCC| + |KROCC|, the configuration
 //     schema (configSchema in config.go), the hardware and the device the setting chooses.
 //   - Plan: reads the task spec (amid/plugins/taskspec.Spec in protocol.Task.Spec: the
-//     score's range and grid) and offers "cnn" (mean squared error), "cnn-rank" (plus a
-//     pairwise ranking loss within each batch, which the rank correlations of the metric
-//     reward) and "cnn-rank-5fold" (five such models on five folds, averaged).
-//   - Train: reads each case's label (a taskspec.Annotation JSON with Score), loads the
-//     images onto the configured grid (crop, area-average resize, normalisation with the
-//     training set's statistics by default), scales scores to [0, 1] over the task's range,
-//     trains with AdamW and a poly learning rate, reports progress every report_every
-//     steps, writes a checkpoint (amid/plugins/engine/ckpt; all folds' models in one file)
-//     at the end of every epoch and at the end, and scores the validation cases: "score"
-//     is |PLCC| + |SROCC| + |KROCC| (with "plcc", "srocc", "krocc"), "score_raw" and
-//     "score_snapped" the score without and with the score grid, "oof/score" the
-//     out-of-fold score of k folds. Snapping is chosen on validation when "snap" is
-//     "auto". Cancelling stops within the step in flight; ResumeFrom continues a
-//     checkpoint, within the fold it was written in.
+//     score's range and grid) and offers "forest" (a random forest on global image
+//     features regressing the score through quantile classes of it, forest.go: one step,
+//     first so that a budget that keeps few lanes keeps it), "cnn" (mean squared error),
+//     "cnn-rank" (plus a pairwise ranking loss within each batch, which the rank
+//     correlations of the metric reward) and "cnn-rank-5fold" (five such models on five
+//     folds, averaged).
+//   - Train: reads each case's label (a taskspec.Annotation JSON with Score). The forest
+//     lane computes its features on the CPU and grows its trees in one step. The cnn
+//     lanes load the images onto the configured grid (crop, area-average resize,
+//     normalisation with the training set's statistics by default), scale scores to
+//     [0, 1] over the task's range, train with AdamW and a poly learning rate, report
+//     progress every report_every steps and write a checkpoint
+//     (amid/plugins/engine/ckpt; all folds' models in one file) at the end of every epoch
+//     and at the end. Both score the validation cases: "score" is |PLCC| + |SROCC| +
+//     |KROCC| (with "plcc", "srocc", "krocc"), "score_raw" and "score_snapped" the score
+//     without and with the score grid, "oof/score" the out-of-fold score of k folds.
+//     Snapping is chosen on validation when "snap" is "auto". Cancelling stops within the
+//     step in flight; ResumeFrom continues a checkpoint, within the fold it was written in
+//     (the forest grows its one step again).
 //   - Predict: writes <case id>.json (a taskspec.Annotation with Score) per case: the
-//     mean of the models' predictions, on the score grid when snapping was chosen, always
-//     inside the score range.
+//     forest's expected score, or the mean of the networks' predictions, on the score
+//     grid when snapping was chosen, always inside the score range.
 //
 // Build: go build -o bin/plugins/amid-plugin-iqa ./plugins/iqa
 package main
@@ -32,6 +38,7 @@ import (
 	"fmt"
 
 	"amid/plugins/internal/cnn"
+	"amid/plugins/internal/imagefeat"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -78,7 +85,17 @@ func (iqa) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	if fit != "" {
 		shape += "; " + fit
 	}
-	out := &protocol.PlanResponse{}
+	// The forest lane goes first: it learns in seconds whatever the budget, and the host
+	// keeps whichever lane validates better, so a budget that keeps few lanes keeps it.
+	b, err := json.Marshal(config{Lane: laneForest, Snap: "auto", forestConfig: forestConfig{Trees: defaultTrees, MaxDepth: defaultMaxDepth, MinLeaf: defaultMinLeaf, Bins: defaultBins}})
+	if err != nil {
+		return nil, err
+	}
+	out := &protocol.PlanResponse{Candidates: []protocol.Candidate{{Name: laneForest, Config: b, Device: "cpu", MaxSteps: 1,
+		Rationale: fmt.Sprintf("features + random forest: %d global features of each image (intensity percentiles and histogram, "+
+			"robust σ of Laplacians at %v pixels, gradient, a coarse layout), %d trees regressing the score through at most %d quantile classes; "+
+			"it learns in seconds in one step, and the host keeps it when the networks do not beat it on validation",
+			imagefeat.Count, imagefeat.Spacings, defaultTrees, defaultBins)}}}
 	for _, c := range []struct {
 		name string
 		cfg  config

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -25,27 +26,23 @@ type predictor struct {
 // load reads a checkpoint: the record and every trained model, on one network rebuilt on
 // be for one image at a time.
 func load(be engine.Backend, path string) (*predictor, error) {
-	p := &predictor{}
-	if err := imageplugin.ReadRecord(path, &p.rec); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(p.rec.Config)
+	man, err := ckpt.ReadManifest(path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseConfig(b, p.rec.Dims)
+	rec, err := parseRecord(path, man.Train)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, err
 	}
-	p.rec.Config = c
-	r := p.rec.Range
+	p := &predictor{rec: *rec}
+	c := rec.Config
 	switch {
+	case c.Lane != laneCNN:
+		return nil, fmt.Errorf("checkpoint %s: a %s lane's, not a network's", path, c.Lane)
 	case p.rec.Channels < 1:
 		return nil, fmt.Errorf("checkpoint %s: %d image channels", path, p.rec.Channels)
 	case p.rec.Members < 1 || p.rec.Members > c.Folds:
 		return nil, fmt.Errorf("checkpoint %s: %d trained models of %d", path, p.rec.Members, c.Folds)
-	case !(r.Max > r.Min) || r.Step < 0:
-		return nil, fmt.Errorf("checkpoint %s: score range [%g, %g] step %g", path, r.Min, r.Max, r.Step)
 	}
 	arch := c.Arch(p.rec.Channels, 1)
 	if p.model, err = cnn.Build(be, arch, 1, c.Grid, 1, nil); err != nil {
@@ -61,6 +58,28 @@ func load(be engine.Backend, path string) (*predictor, error) {
 	}
 	p.members = ens.Members[:p.rec.Members]
 	return p, nil
+}
+
+// parseRecord decodes the training record raw of the checkpoint at path and checks what
+// every lane's prediction relies on: its configuration (defaults filled) and its score
+// range.
+func parseRecord(path string, raw []byte) (*saved, error) {
+	rec := &saved{}
+	if err := json.Unmarshal(raw, rec); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: training record: %w", path, err)
+	}
+	b, err := json.Marshal(rec.Config)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Config, err = parseConfig(b, rec.Dims); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	r := rec.Range
+	if !(r.Max > r.Min) || r.Step < 0 || math.IsInf(r.Min, 0) || math.IsInf(r.Max, 0) || math.IsInf(r.Step, 0) {
+		return nil, fmt.Errorf("checkpoint %s: score range [%g, %g] step %g", path, r.Min, r.Max, r.Step)
+	}
+	return rec, nil
 }
 
 // predict normalises imgs in place and returns the mean of the models' predictions in
@@ -109,8 +128,19 @@ func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	var (
 		scores []float64
 		rec    saved
+		be     engine.Backend
 	)
-	be, err := device.Predict(0, device.ToLog, func(be engine.Backend) error {
+	man, err := ckpt.ReadManifest(req.Checkpoint)
+	if err != nil {
+		return nil, fmt.Errorf("iqa predict: %w", err)
+	}
+	if r, err := parseRecord(req.Checkpoint, man.Train); err == nil && r.Config.Lane == laneForest {
+		var fr *saved
+		if scores, fr, err = predictForest(ctx, req.Checkpoint, req.Cases); err != nil {
+			return nil, fmt.Errorf("iqa predict: %w", err)
+		}
+		rec, be = *fr, device.CPU() // the forest computes on the CPU
+	} else if be, err = device.Predict(0, device.ToLog, func(be engine.Backend) error {
 		p, err := load(be, req.Checkpoint)
 		if err != nil {
 			return err
@@ -123,8 +153,7 @@ func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		}
 		scores, err = p.predict(imgs)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("iqa predict: %w", err)
 	}
 	out := &protocol.PredictResponse{Compute: be.Identity()}

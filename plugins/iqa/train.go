@@ -31,6 +31,12 @@ type saved struct {
 	// training early).
 	Members int  `json:"members"`
 	Snap    bool `json:"snap"`
+	// Forest is the forest lane's score classes (the edges between them and their mean
+	// training scores) and Features the names of the image features its trees split
+	// (featureNames when it trained); its trees and their feature bins are the
+	// checkpoint's extra bytes (forest.go).
+	Forest   *scoreBins `json:"forest,omitempty"`
+	Features []string   `json:"features,omitempty"`
 }
 
 // scale maps a score to the network's [0, 1] target; unscale maps back.
@@ -92,7 +98,7 @@ func (iqa) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	if len(req.Train) == 0 {
 		return nil, errors.New("iqa train: no training cases")
 	}
-	if c.Folds > len(req.Train) {
+	if c.Lane == laneCNN && c.Folds > len(req.Train) {
 		return nil, fmt.Errorf("iqa train: %d folds of %d training cases", c.Folds, len(req.Train))
 	}
 	scores, err := readScores(req.Train, s)
@@ -111,7 +117,15 @@ func (iqa) Train(ctx context.Context, req *protocol.TrainRequest, report func(*p
 	}
 	rec := &saved{Config: c, Dims: s.Dims, Range: rng, Snap: c.Snap == "on"}
 	return sdk.Stream(ctx, report, func(ctx context.Context, send func(*protocol.Progress) error) (*protocol.TrainResult, error) {
-		res, err := train(ctx, req, rec, scores, vscores, clock, send)
+		var (
+			res *protocol.TrainResult
+			err error
+		)
+		if c.Lane == laneForest {
+			res, err = trainForest(ctx, req, rec, scores, vscores, send)
+		} else {
+			res, err = train(ctx, req, rec, scores, vscores, clock, send)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("iqa train: %w", err)
 		}
@@ -447,24 +461,8 @@ func chooseSnap(ctx context.Context, req *protocol.TrainRequest, rec *saved, fin
 	if truth == nil { // rec.Snap stays as configured: "on", or off for "auto"
 		return nil, nil
 	}
-	snapped := make([]float64, len(raw))
-	for i, v := range raw {
-		raw[i] = rec.clamp(v)
-		snapped[i] = rec.Range.Snap(v)
-	}
-	sr, _, _, _ := score(raw, truth)
-	ss, _, _, _ := score(snapped, truth)
-	val["score_raw"], val["score_snapped"] = sr, ss
-	if c.Snap == "auto" {
-		rec.Snap = rec.Range.Step > 0 && ss > sr
-	}
-	use := raw
-	if rec.Snap {
-		use = snapped
-	}
-	val["score"], val["plcc"], val["srocc"], val["krocc"] = score(use, truth)
-	if _, ok := val[req.Task.Metric]; !ok && req.Task.Metric != "" {
-		val[req.Task.Metric] = val["score"]
+	for k, v := range judge(rec, raw, truth, req.Task.Metric) {
+		val[k] = v
 	}
 	if len(vscores) == 0 {
 		for _, k := range []string{"score", "plcc", "srocc", "krocc", "score_raw", "score_snapped"} {
@@ -473,6 +471,35 @@ func chooseSnap(ctx context.Context, req *protocol.TrainRequest, rec *saved, fin
 		}
 	}
 	return val, nil
+}
+
+// judge scores the predictions raw (score units, neither clamped nor snapped; clamped to
+// the score range in place) against truth, as they are and snapped to the score grid, and records in rec whether
+// predictions snap ("auto": when snapping scores higher; "on" snaps whatever the scores).
+// It returns "score" (with its terms "plcc", "srocc" and "krocc", and the task's metric
+// when it names another), "score_raw" and "score_snapped".
+func judge(rec *saved, raw, truth []float64, metric string) map[string]float64 {
+	val := map[string]float64{}
+	snapped := make([]float64, len(raw))
+	for i, v := range raw {
+		raw[i] = rec.clamp(v)
+		snapped[i] = rec.Range.Snap(v)
+	}
+	sr, _, _, _ := score(raw, truth)
+	ss, _, _, _ := score(snapped, truth)
+	val["score_raw"], val["score_snapped"] = sr, ss
+	if rec.Config.Snap == "auto" {
+		rec.Snap = rec.Range.Step > 0 && ss > sr
+	}
+	use := raw
+	if rec.Snap {
+		use = snapped
+	}
+	val["score"], val["plcc"], val["srocc"], val["krocc"] = score(use, truth)
+	if _, ok := val[metric]; !ok && metric != "" {
+		val[metric] = val["score"]
+	}
+	return val
 }
 
 // clamp keeps v inside the score range.
