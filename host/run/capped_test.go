@@ -102,3 +102,41 @@ func TestReserveOfTheWinner(t *testing.T) {
 		t.Errorf("the forest's 4 more models keep %.3f s, want %.3f", got, want)
 	}
 }
+
+// TestAllDataWhenTheEnsembleDoesNotFit: a winner still learning, with too little time for
+// the predictions of a fold ensemble's five members but enough for one model's, trains on
+// all the data rather than submitting its fold model. Before, the all-data model was
+// planned only when the ensemble's reserve left it time (make bench-quality's 5-minute
+// mr-rician-denoise ended at 57 % of its budget, its fold model submitted).
+func TestAllDataWhenTheEnsembleDoesNotFit(t *testing.T) {
+	// As in TestCappedMembers: the reserve is 13k + 0.2 s for k models; with 40 s left,
+	// five members keep 65.2 s (nothing is left), one model 13.2 s (26.8 s to train: at
+	// 0.1 s a step and 1 s of overhead with 0.5 s of it validation, about 260 steps).
+	learning := &LaneState{ID: "2d", Schedule: schedule.Lane{ID: "2d", Steps: 64, StepSeconds: 0.1, Overhead: 1, Validation: 0.5}}
+	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		remaining time.Duration
+		want      string
+	}{
+		{40 * time.Second, schedule.FinalAllData},
+		{10 * time.Second, schedule.FinalFold}, // not even one model's predictions fit
+	} {
+		r := &Runner{
+			st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{learning}, Winner: "2d"},
+			data:     twentyAndTen(),
+			task:     grades(),
+			env:      Env{Now: func() time.Time { return at }},
+			began:    at,
+			spent0:   100*time.Second - c.remaining,
+			postOpts: map[string]int{},
+		}
+		d, members := r.finalDecision(learning)
+		if d.Mode != c.want || members != 0 {
+			t.Errorf("with %v left: %s with %d members (%s), want %s", c.remaining, d.Mode, members, d.Why, c.want)
+			continue
+		}
+		if d.Mode == schedule.FinalAllData && (d.Until < 64+200 || d.Limit > c.remaining-13*time.Second) {
+			t.Errorf("with %v left: the all-data model trains to step %d within %v, want past step 264 within the %v before one model's reserve", c.remaining, d.Until, d.Limit, c.remaining-13200*time.Millisecond)
+		}
+	}
+}

@@ -30,54 +30,7 @@ func (r *Runner) exploit(ctx context.Context) error {
 		return nil // made before a resume
 	}
 	if r.st.Final == nil {
-		// The time until the reserve an ensemble would keep (its members predict the test
-		// set): the all-data model's limit is taken again when it starts.
-		left, folds := r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds()
-		// A cascade's ensemble trains its low-resolution lane on every other fold too
-		// (cascade.go): that time is not the cascade's.
-		low, lowRound, err := r.st.lowresOf(w)
-		if err != nil {
-			// No fold but the first has a low-resolution network the cascade may take.
-			folds = 1
-		}
-		lowTime := time.Duration(0)
-		if low != nil && folds > 1 {
-			lowTime = lowresCost(low, lowRound, folds)
-		}
-		d := schedule.Final(&w.Schedule, left-lowTime, folds)
-		if d.Mode == schedule.FinalAllData && lowTime == 0 {
-			// The model on all the data predicts the test set alone: it has the time an
-			// ensemble's members would have predicted in.
-			if one := schedule.Final(&w.Schedule, r.remaining()-r.reserve(1), folds); one.Mode == schedule.FinalAllData {
-				d = one
-			}
-		}
-		if d.Mode != schedule.FinalEnsemble && lowTime > 0 {
-			// The model on all the data trains the cascade alone, in all the time left.
-			d = schedule.Final(&w.Schedule, left, 1)
-			d.Why += fmt.Sprintf("; a fold ensemble of the cascade would first train %s on the other %d folds (about %v)", low.ID, folds-1, lowTime.Round(time.Second))
-		}
-		members := 0
-		if d.Mode == schedule.FinalFold && lowTime == 0 {
-			if k, dk := r.cappedMembers(w, folds); k > 0 {
-				d, members = dk, k
-			}
-		}
-		switch want := r.st.FinalChoice; want {
-		case schedule.FinalEnsemble:
-			d = schedule.Forced(&w.Schedule, left-lowTime, folds, want, r.st.Steps)
-		case schedule.FinalAllData:
-			d = schedule.Forced(&w.Schedule, left, folds, want, r.st.Steps)
-		}
-		if err != nil {
-			d.Why += fmt.Sprintf("; no fold ensemble: %v", err)
-		}
-		if d.Mode == schedule.FinalEnsemble && low != nil {
-			d.Why += fmt.Sprintf("; each fold's cascade takes the low-resolution network trained on that fold's own training cases, so %s trains to step %d on the other %d folds first (about %v, set aside from the time left)", low.ID, lowRound.Steps, folds-1, lowTime.Round(time.Second))
-		}
-		if d.Mode != schedule.FinalEnsemble {
-			members = 0
-		}
+		d, members := r.finalDecision(w)
 		r.st.Final = &FinalModel{Mode: d.Mode, Lane: w.ID, Rule: schedule.FinalRule, Why: d.Why, Until: int64(d.Until), Members: members}
 		r.logf("final model: %s", d.Why)
 		if err := r.record(audit.RoleHost, "final.planned", nil, nil, map[string]any{"mode": d.Mode, "lane": w.ID, "rule": schedule.FinalRule, "why": d.Why, "until": d.Until}); err != nil {
@@ -438,4 +391,61 @@ func withSteps(cfg json.RawMessage, n int64) (json.RawMessage, error) {
 	}
 	m["steps"], _ = json.Marshal(n)
 	return json.Marshal(m)
+}
+
+// finalDecision is how the winner w's final model is made, and how many fold models of a
+// capped winner make it (0: not such an ensemble).
+func (r *Runner) finalDecision(w *LaneState) (schedule.Decision, int) {
+	// The time until the reserve an ensemble would keep (its members predict the test
+	// set): the all-data model's limit is taken again when it starts.
+	left, folds := r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds()
+	// A cascade's ensemble trains its low-resolution lane on every other fold too
+	// (cascade.go): that time is not the cascade's.
+	low, lowRound, err := r.st.lowresOf(w)
+	if err != nil {
+		// No fold but the first has a low-resolution network the cascade may take.
+		folds = 1
+	}
+	lowTime := time.Duration(0)
+	if low != nil && folds > 1 {
+		lowTime = lowresCost(low, lowRound, folds)
+	}
+	d := schedule.Final(&w.Schedule, left-lowTime, folds)
+	if d.Mode != schedule.FinalEnsemble && lowTime == 0 {
+		// The model on all the data predicts the test set alone: it has the time an
+		// ensemble's members would have predicted in. (make bench-quality's 5-minute
+		// mr-rician-denoise: with 2m40s left, the reserve for five members' predictions,
+		// 3m21s, left no time and the fold model was submitted, 57 % of the budget spent,
+		// where one model's predictions needed 40 s.)
+		if one := schedule.Final(&w.Schedule, r.remaining()-r.reserve(1), folds); one.Mode == schedule.FinalAllData {
+			d = one
+		}
+	}
+	if d.Mode != schedule.FinalEnsemble && lowTime > 0 {
+		// The model on all the data trains the cascade alone, in all the time left.
+		d = schedule.Final(&w.Schedule, left, 1)
+		d.Why += fmt.Sprintf("; a fold ensemble of the cascade would first train %s on the other %d folds (about %v)", low.ID, folds-1, lowTime.Round(time.Second))
+	}
+	members := 0
+	if d.Mode == schedule.FinalFold && lowTime == 0 {
+		if k, dk := r.cappedMembers(w, folds); k > 0 {
+			d, members = dk, k
+		}
+	}
+	switch want := r.st.FinalChoice; want {
+	case schedule.FinalEnsemble:
+		d = schedule.Forced(&w.Schedule, left-lowTime, folds, want, r.st.Steps)
+	case schedule.FinalAllData:
+		d = schedule.Forced(&w.Schedule, left, folds, want, r.st.Steps)
+	}
+	if err != nil {
+		d.Why += fmt.Sprintf("; no fold ensemble: %v", err)
+	}
+	if d.Mode == schedule.FinalEnsemble && low != nil {
+		d.Why += fmt.Sprintf("; each fold's cascade takes the low-resolution network trained on that fold's own training cases, so %s trains to step %d on the other %d folds first (about %v, set aside from the time left)", low.ID, lowRound.Steps, folds-1, lowTime.Round(time.Second))
+	}
+	if d.Mode != schedule.FinalEnsemble {
+		members = 0
+	}
+	return d, members
 }
