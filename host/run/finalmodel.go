@@ -208,7 +208,10 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 			fromStep = rd.Steps
 		}
 	}
-	if fm.From == "" {
+	// A lane at its cap (a forest, a prior) learns nothing more from its fold model's
+	// checkpoint: it is made again, from scratch to its cap, on every training case.
+	capped := w.Schedule.Capped()
+	if fm.From == "" && !capped {
 		// The planned end counts the steps still to make from the best checkpoint.
 		fm.Until = fromStep + (fm.Until - int64(w.Schedule.Steps))
 		fm.From, fm.FromStep = from, fromStep
@@ -249,7 +252,7 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 	if err := r.save(); err != nil {
 		return err
 	}
-	if out.res.Steps >= fm.Until && resume == fm.From {
+	if out.res.Steps >= fm.Until && resume == fm.From && !capped {
 		// Trained in one go from its start: its pace is measured.
 		return r.extendAllData(ctx, w, int(out.res.Steps-fm.FromStep), out.took, out.stepTime, max(out.took-limit, 0))
 	}

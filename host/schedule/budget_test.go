@@ -133,6 +133,15 @@ func TestCappedWinner(t *testing.T) {
 	if d := Final(pr, 5*time.Second, 5); d.Mode != FinalFold {
 		t.Errorf("the capped prior with 5 folds and 5 s (4 folds of 3 s): %s (%s), want its fold model", d.Mode, d.Why)
 	}
+	// Models not combined across folds (one fold): the capped lane is made again on all
+	// the data, to its cap, when one model's time (its step and its 3 s start, no
+	// validation) fits; else its fold model stands.
+	if d := Final(pr, 10*time.Second, 1); d.Mode != FinalAllData || d.Until != 1 {
+		t.Errorf("the capped prior with 1 fold and 10 s: %s to step %d (%s), want it on all the data to its cap", d.Mode, d.Until, d.Why)
+	}
+	if d := Final(pr, 2*time.Second, 1); d.Mode != FinalFold {
+		t.Errorf("the capped prior with 1 fold and 2 s (a start of 3 s): %s (%s), want its fold model", d.Mode, d.Why)
+	}
 	noNegative(t, said...)
 }
 

@@ -823,6 +823,13 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: the other %d folds train to it in the %v left, and the %d fold models are ensembled", w.ID, w.MaxSteps, folds-1, left.Round(time.Second), folds)}
 		}
 		why := fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change", w.ID, w.MaxSteps)
+		if per := seconds(float64(w.MaxSteps)*c + max(o-w.Validation, 0)); folds <= 1 && per <= left {
+			// Its models are not combined across folds (a classification's): it is
+			// trained again, to its cap, on every training case rather than submitted as
+			// the fold model that never saw a fifth of them.
+			return Decision{Mode: FinalAllData, Until: w.MaxSteps, Limit: left,
+				Why: why + fmt.Sprintf(", and its fold models are not combined: it trains again to its cap on every training case (about %v of the %v left)", per.Round(time.Second), left.Round(time.Second))}
+		}
 		if folds > 1 {
 			why += fmt.Sprintf(", and the %v its other %d folds need does not fit the %v left before the reserve for the predictions of %d models", CappedEnsemble(w, folds).Round(time.Second), folds-1, max(left, 0).Round(time.Second), folds)
 		} else {
