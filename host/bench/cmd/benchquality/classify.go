@@ -415,15 +415,8 @@ func writeModality(ctx context.Context, realdata, dir string) ([]shortcut, error
 	if err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{"train", "test", "answers", "shortcuts"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return nil, err
-		}
-	}
-	for _, sub := range []string{"train/images", "train/labels", "test/images", "answers"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, err
-		}
+	if err := freshTask(dir, "train/images", "train/labels", "test/images", "answers"); err != nil {
+		return nil, err
 	}
 	var train, test []*dicomFile
 	answers := map[string]string{}

@@ -216,17 +216,8 @@ func writeBoxes(ctx context.Context, realdata, dir string) ([]shortcut, error) {
 		return nil, err
 	}
 	train, test := splitBoxes(all)
-	// A folder written before holds no stale cases: the task's own folders are written
-	// afresh.
-	for _, sub := range []string{"train", "test", "answers", "shortcuts"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return nil, err
-		}
-	}
-	for _, sub := range []string{"train/images", "train/labels", "test/images", "answers"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, err
-		}
+	if err := freshTask(dir, "train/images", "train/labels", "test/images", "answers"); err != nil {
+		return nil, err
 	}
 	// One grey scale for every slice (the template's maximum to 255), so a tissue keeps
 	// its grey level from slice to slice.

@@ -299,10 +299,8 @@ func writePNG16(path string, im metrics.Image) error {
 // write writes the task folder dir: task.yaml, train/low_quality and train/high_quality,
 // test/low_quality, and the test targets as answers/{id}.png.
 func (d *denoiseData) write(dir string) error {
-	for _, sub := range []string{"train", "test", "answers", "shortcuts"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return err
-		}
+	if err := freshTask(dir); err != nil {
+		return err
 	}
 	for _, c := range d.Train {
 		if err := writePNG16(filepath.Join(dir, "train", "low_quality", c.ID+".png"), c.Noisy); err != nil {
@@ -633,18 +631,7 @@ func separable(im metrics.Image, k []float64) metrics.Image {
 
 // gaussian smooths im with a Gaussian of σ s pixels, truncated at 3σ.
 func gaussian(im metrics.Image, s float64) metrics.Image {
-	r := int(math.Ceil(3 * s))
-	k := make([]float64, 2*r+1)
-	sum := 0.0
-	for i := range k {
-		d := float64(i - r)
-		k[i] = math.Exp(-d * d / (2 * s * s))
-		sum += k[i]
-	}
-	for i := range k {
-		k[i] /= sum
-	}
-	return separable(im, k)
+	return separable(im, gaussianKernel(s))
 }
 
 // median3 is the 3 × 3 median of im, its borders mirrored.

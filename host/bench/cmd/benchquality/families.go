@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -116,6 +118,38 @@ func alsoScores(ctx context.Context, f family, taskDir, runDir string) (map[stri
 		out[m] = s.Value
 	}
 	return out, nil
+}
+
+// freshTask empties the task folder dir's own folders (train, test, answers, shortcuts),
+// so that a folder written before holds no stale case, and makes the folders sub of it.
+func freshTask(dir string, sub ...string) error {
+	for _, s := range []string{"train", "test", "answers", "shortcuts"} {
+		if err := os.RemoveAll(filepath.Join(dir, s)); err != nil {
+			return err
+		}
+	}
+	for _, s := range sub {
+		if err := os.MkdirAll(filepath.Join(dir, s), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gaussianKernel is the normalised 1D Gaussian of σ s samples, truncated at 3σ.
+func gaussianKernel(s float64) []float64 {
+	r := int(math.Ceil(3 * s))
+	k := make([]float64, 2*r+1)
+	sum := 0.0
+	for i := range k {
+		d := float64(i - r)
+		k[i] = math.Exp(-d * d / (2 * s * s))
+		sum += k[i]
+	}
+	for i := range k {
+		k[i] /= sum
+	}
+	return k
 }
 
 // writeFamily writes family task f into dir and returns its shortcuts.

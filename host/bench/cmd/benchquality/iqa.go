@@ -696,14 +696,8 @@ func quadraticFit(a, b, y []float64) (func(a, b float64) float64, error) {
 // standing in for the reference it never sees.
 func selfSSIM(img []float64, n int) (float64, error) {
 	const sigma = 1.5
-	rad := int(math.Ceil(3 * sigma))
-	w := make([]float64, 2*rad+1)
-	tot := 0.0
-	for i := range w {
-		d := float64(i - rad)
-		w[i] = math.Exp(-d * d / (2 * sigma * sigma))
-		tot += w[i]
-	}
+	w := gaussianKernel(sigma)
+	rad := len(w) / 2
 	blur := func(src []float64, dx, dy int) []float64 {
 		out := make([]float64, len(src))
 		for y := range n {
@@ -713,7 +707,7 @@ func selfSSIM(img []float64, n int) (float64, error) {
 					xx, yy := min(max(x+(i-rad)*dx, 0), n-1), min(max(y+(i-rad)*dy, 0), n-1)
 					s += wi * src[yy*n+xx]
 				}
-				out[y*n+x] = s / tot
+				out[y*n+x] = s
 			}
 		}
 		return out
