@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"time"
 
 	"amid/plugins/engine/ckpt"
@@ -14,6 +12,7 @@ import (
 	"amid/plugins/internal/imagefeat"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
+	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 )
@@ -87,39 +86,23 @@ func allFeatures(ctx context.Context, cases []protocol.Case, dims int) ([]float3
 	files := len(cases[0].Images)
 	F := files * imagefeat.Count
 	x := make([]float32, len(cases)*F)
-	errs := make([]error, len(cases))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := range next {
-				k := cases[i]
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					continue
-				}
-				if len(k.Images) != files {
-					errs[i] = fmt.Errorf("case %s: %w: %d image files, other cases have %d", k.ID, cnn.ErrImage, len(k.Images), files)
-					continue
-				}
-				f, err := caseFeatures(k, dims)
-				if err != nil {
-					errs[i] = fmt.Errorf("case %s: %w", k.ID, err)
-					continue
-				}
-				copy(x[i*F:], f)
-			}
-		})
-	}
-	for i := range cases {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, err := range errs { // the first case's error, as a sequential loop would give
-		if err != nil {
-			return nil, 0, err
+	errs, err := sdk.EachCase(ctx, len(cases), func(i int) error {
+		k := cases[i]
+		if len(k.Images) != files {
+			return fmt.Errorf("case %s: %w: %d image files, other cases have %d", k.ID, cnn.ErrImage, len(k.Images), files)
 		}
+		f, err := caseFeatures(k, dims)
+		if err != nil {
+			return fmt.Errorf("case %s: %w", k.ID, err)
+		}
+		copy(x[i*F:], f)
+		return nil
+	})
+	if err == nil {
+		err = sdk.FirstError(errs)
+	}
+	if err != nil {
+		return nil, 0, err
 	}
 	return x, files, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/data"
@@ -52,32 +50,15 @@ func checkTask(t protocol.Task) (*taskspec.Spec, error) {
 // checkPairs reads every case once, in parallel, so that a missing target, a corrupt file
 // or a pair of different sizes is reported before training starts.
 func checkPairs(ctx context.Context, cases []protocol.Case) error {
-	errs := make([]error, len(cases))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(cases)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c := cases[i]
-				if len(c.Images) == 0 {
-					errs[i] = fmt.Errorf("case %s has no low-quality image", c.ID)
-					continue
-				}
-				_, _, errs[i] = readPair(c.ID, c.Images[0], c.Label)
-			}
-		}()
-	}
-	for i := range cases {
-		if ctx.Err() != nil {
-			break
+	errs, err := sdk.EachCase(ctx, len(cases), func(i int) error {
+		c := cases[i]
+		if len(c.Images) == 0 {
+			return fmt.Errorf("case %s has no low-quality image", c.ID)
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+		_, _, err := readPair(c.ID, c.Images[0], c.Label)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	return errors.Join(errs...)

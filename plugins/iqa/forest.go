@@ -6,10 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
@@ -20,6 +17,7 @@ import (
 	"amid/plugins/internal/imagefeat"
 	"amid/plugins/internal/training"
 	"amid/plugins/protocol"
+	"amid/plugins/sdk"
 	"amid/viewer/volume"
 )
 
@@ -393,37 +391,19 @@ func featureNames() []string { return imagefeat.Names() }
 func featuresOf(ctx context.Context, cases []protocol.Case, dims int) ([]float32, error) {
 	F := imagefeat.Count
 	out := make([]float32, len(cases)*F)
-	errs := make([]error, len(cases))
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for range min(runtime.GOMAXPROCS(0), len(cases)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(cases) || ctx.Err() != nil {
-					return
-				}
-				v, err := readImage(cases[i], dims)
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				copy(out[i*F:(i+1)*F], imagefeat.Of(v))
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, err := range errs { // the first case's error, whatever the workers' order
+	errs, err := sdk.EachCase(ctx, len(cases), func(i int) error {
+		v, err := readImage(cases[i], dims)
 		if err != nil {
-			return nil, err
+			return err
 		}
+		copy(out[i*F:(i+1)*F], imagefeat.Of(v))
+		return nil
+	})
+	if err == nil {
+		err = sdk.FirstError(errs)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
