@@ -147,9 +147,17 @@ func (r *Runner) explore(ctx context.Context) error {
 	// time until the reserve.
 	left := func() time.Duration { return r.usable() - r.st.PluginStart }
 	// A lane at its cap that leads keeps the time of its fold ensemble, or of as many of
-	// its folds as fit (cappedMembers), and of their predictions; its challenger may use
-	// the rest, and all of it once no ensemble fits: the fold model alone needs no time.
+	// its folds as fit (cappedMembers), and of their predictions; where its models are not
+	// combined across folds, the time to make it again on all the data (schedule.Final);
+	// its challenger may use the rest, and all of it once none of that fits: the fold
+	// model alone needs no time.
 	hold := func(l *schedule.Lane, left time.Duration) time.Duration {
+		if r.ensembleFolds() <= 1 {
+			if h := schedule.CappedEnsemble(l, 1); h <= left {
+				return h
+			}
+			return 0
+		}
 		for k := r.ensembleFolds(); k >= 2; k-- {
 			if h := schedule.CappedEnsemble(l, k) + r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1); h <= left {
 				return h

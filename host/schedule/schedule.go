@@ -802,11 +802,12 @@ func ensembleSteps(w *Lane, left time.Duration, folds int) int {
 	return int((left.Seconds() + float64(w.Steps)*c - float64(folds)*o) / (float64(folds) * c))
 }
 
-// CappedEnsemble is the time the folds of a fold ensemble of folds take to train lane w,
-// at its cap, to that cap: fold 0 has, the others train from scratch, each costing an
-// overhead.
+// CappedEnsemble is the time the final model of lane w, at its cap, takes: for a fold
+// ensemble of folds, its other folds trained from scratch to the cap (fold 0 has been),
+// each costing an overhead; for one fold (models not combined across folds), the model
+// made again on all the data, one fold's time.
 func CappedEnsemble(w *Lane, folds int) time.Duration {
-	return time.Duration(max(folds-1, 0)) * seconds(float64(w.MaxSteps)*max(w.StepSeconds, 1e-6)+w.Overhead)
+	return time.Duration(max(folds-1, 1)) * seconds(float64(w.MaxSteps)*max(w.StepSeconds, 1e-6)+w.Overhead)
 }
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
@@ -823,7 +824,7 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: the other %d folds train to it in the %v left, and the %d fold models are ensembled", w.ID, w.MaxSteps, folds-1, left.Round(time.Second), folds)}
 		}
 		why := fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change", w.ID, w.MaxSteps)
-		if per := seconds(float64(w.MaxSteps)*c + max(o-w.Validation, 0)); folds <= 1 && per <= left {
+		if per := CappedEnsemble(w, 1); folds <= 1 && per <= left {
 			// Its models are not combined across folds (a classification's): it is
 			// trained again, to its cap, on every training case rather than submitted as
 			// the fold model that never saw a fifth of them.
