@@ -78,6 +78,7 @@ var enhancementTask = family{
 	ID:    denoiseID,
 	Title: denoiseTitle,
 	Kind:  taskspec.Enhancement,
+	Also:  []string{"ssim"},
 	Labels: "the targets are axial slices of ch2 (Colin27, the average of 27 T1 scans of one subject); " +
 		"the inputs are the same slices with Rician noise of one scan's σ (√27 times the average's residual noise in white matter, about 4.6 grey levels, 4.1 % of white matter), drawn with a fixed seed",
 	write: func(ctx context.Context, realdata, dir string) ([]shortcut, error) {
