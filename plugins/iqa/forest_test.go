@@ -23,7 +23,7 @@ import (
 // forestCfg is the forest lane's planned configuration.
 var forestCfg = []byte(`{"lane":"forest"}`)
 
-// kernelCase writes a side×side float32 TIFF of a CT-like slice as sliceCase draws it,
+// kernelCase writes a side×side float32 TIFF of a CT-like slice as ctSlice draws it,
 // with Gaussian noise of 10 to 90 HU and then a Gaussian blur of 0.3 to 1.5 pixels (a
 // reconstruction kernel: a smooth one hides the noise and blurs the edges), each drawn
 // uniformly on its own, and its label: 4 × (1 − (u + w) / 2) for the two draws' fractions
@@ -37,26 +37,7 @@ func kernelCase(t testing.TB, dir, id string, r *rand.Rand) (protocol.Case, floa
 	}
 	u, w := r.Float64(), r.Float64()
 	sd, blur := 10+80*u, 0.3+1.2*w
-	ax, ay := 22+6*r.Float64(), 16+6*r.Float64()
-	type disc struct{ x, y, r, hu float64 }
-	organs := []disc{{24 + 8*r.Float64(), 28 + 8*r.Float64(), 5 + 3*r.Float64(), 60}, {36 + 6*r.Float64(), 30 + 6*r.Float64(), 4 + 2*r.Float64(), -50}}
-	img := make([]float64, side*side)
-	for y := range side {
-		for x := range side {
-			dx, dy := (float64(x)-side/2)/ax, (float64(y)-side/2)/ay
-			hu := -1000.0
-			if dx*dx+dy*dy <= 1 {
-				hu = 40
-				for _, o := range organs {
-					if math.Hypot(float64(x)-o.x, float64(y)-o.y) <= o.r {
-						hu = o.hu
-					}
-				}
-			}
-			img[y*side+x] = hu + sd*r.NormFloat64()
-		}
-	}
-	img = blur2D(img, side, blur)
+	img := blur2D(ctSlice(r, sd), side, blur)
 	px := v.Data.([]float32)
 	for i, x := range img {
 		px[i] = float32(x)

@@ -59,11 +59,26 @@ func sliceCase(t testing.TB, dir, id string, r *rand.Rand) (protocol.Case, float
 		t.Fatal(err)
 	}
 	score := float64(r.IntN(21)) / 5
+	px := v.Data.([]float32)
+	for i, hu := range ctSlice(r, noiseHU(score)) {
+		px[i] = float32(hu)
+	}
+	c := protocol.Case{ID: id, Images: []string{filepath.Join(dir, id+".tif")}, Label: filepath.Join(dir, id+".json")}
+	if err := imageio.Write(c.Images[0], v); err != nil {
+		t.Fatal(err)
+	}
+	writeLabel(t, c.Label, &taskspec.Annotation{Score: &score})
+	return c, score
+}
+
+// ctSlice draws a side×side CT-like slice, row by row: air (−1000 HU) around an elliptical
+// body (40 HU) holding two round organs (60 and −50 HU) of random size and place, with
+// Gaussian noise of sd HU.
+func ctSlice(r *rand.Rand, sd float64) []float64 {
 	ax, ay := 22+6*r.Float64(), 16+6*r.Float64()
 	type disc struct{ x, y, r, hu float64 }
 	organs := []disc{{24 + 8*r.Float64(), 28 + 8*r.Float64(), 5 + 3*r.Float64(), 60}, {36 + 6*r.Float64(), 30 + 6*r.Float64(), 4 + 2*r.Float64(), -50}}
-	px := v.Data.([]float32)
-	sd := noiseHU(score)
+	img := make([]float64, side*side)
 	for y := range side {
 		for x := range side {
 			dx, dy := (float64(x)-side/2)/ax, (float64(y)-side/2)/ay
@@ -76,15 +91,10 @@ func sliceCase(t testing.TB, dir, id string, r *rand.Rand) (protocol.Case, float
 					}
 				}
 			}
-			px[y*side+x] = float32(hu + sd*r.NormFloat64())
+			img[y*side+x] = hu + sd*r.NormFloat64()
 		}
 	}
-	c := protocol.Case{ID: id, Images: []string{filepath.Join(dir, id+".tif")}, Label: filepath.Join(dir, id+".json")}
-	if err := imageio.Write(c.Images[0], v); err != nil {
-		t.Fatal(err)
-	}
-	writeLabel(t, c.Label, &taskspec.Annotation{Score: &score})
-	return c, score
+	return img
 }
 
 // writeLabel writes the annotation a as the label file at path.
