@@ -15,10 +15,62 @@ import (
 	"amid/viewer/volume"
 )
 
-// The detection task: boxes of deep grey structures of the NeuroMaps parcellation on
-// coronal slices of the INIA19 macaque T1, each structure's left and right twins two
-// classes. Twins look alike; only the side of the midline tells them apart, so a model
-// must use where a structure lies, not only how it looks.
+// The detection tasks: boxes of deep grey structures of a parcellation on coronal slices
+// of a T1 brain, each structure's left and right twins two classes. Twins look alike;
+// only the side of the midline tells them apart, so a model must use where a structure
+// lies, not only how it looks. Two tasks of the same shape, written by one writer
+// (writeBoxes): inia19-boxes, the reporting task, on the INIA19 macaque T1 with its
+// NeuroMaps parcellation; and ch2-boxes, the tuning task a detection learner's constants
+// are fitted on, on the human ch2 T1 with AAL.
+
+// boxTask is one detection task: the scan and its label map in the real-image cache, the
+// classes (label values) to box, the slicing axis and the smallest cross-section boxed.
+type boxTask struct {
+	ID, Title string
+	Set       string // tuning or reporting
+	// Image is the scan and Maps its label map on the same grid (paths in the cache).
+	Image, Maps string
+	// Source says where the label map comes from, for the family's Labels sentence.
+	Source string
+	// Axis is the slicing axis. The slices must be coronal, in the neurological
+	// convention: their columns (the lower of the other two axes) must run from the
+	// patient's left to right and their rows (the higher one, flipped) from the top of
+	// the head down (sliceAxes; checkCoronal checks the scan's direction cosines).
+	Axis int
+	// MinArea is the smallest cross-section in mm² (its largest connected piece) a
+	// structure must show on a slice to get a box there; its pixel count comes from the
+	// scan's spacing (minPixels).
+	MinArea float64
+	// classes reads the task's classes from the cache, in attribute order: each
+	// structure's left twin, then its right one.
+	classes func(realdata string) ([]boxClass, error)
+}
+
+// boxClass is one class: its name, its value in the label map, and its side.
+type boxClass struct {
+	Name  string
+	Value int
+	Left  bool
+}
+
+const (
+	// boxAttr is the tasks' one attribute: which structure a box holds.
+	boxAttr = "structure"
+	// minBoxArea is both tasks' MinArea: 7.5 mm², 30 pixels of 0.5 × 0.5 mm on INIA19
+	// (about 5 × 6 pixels), 8 of 1 × 1 mm on ch2. Smaller pieces are a structure's
+	// tapering end, where its box changes by half its size from one slice to the next
+	// and the partial-volume rim decides where it stops; COCO AP's IoU thresholds up to
+	// 0.95 would make such boxes a toss of a coin for any predictor.
+	minBoxArea = 7.5
+	// iniaRightOffset is the NeuroMaps convention for the right hemisphere: a right
+	// region's value is its left twin's plus 1000.
+	iniaRightOffset = 1000
+)
+
+// iniaBoxes is the reporting task, on INIA19. Its grid's direction cosines are −1, −1, 1
+// (LPS; origin 42, 57.5, −30 mm): axis 0 runs from the left to the right, axis 1 from
+// the back to the front, axis 2 from the feet to the head, so axis 1 gives coronal
+// slices with the left on the low columns.
 //
 // mricron-data ships the NeuroMaps map without its table of names (no
 // inia19-NeuroMaps.txt beside it), so the classes are named by their NeuroMaps values.
@@ -29,100 +81,200 @@ import (
 // slices filling 0.42 of its box on average, 98 (lateral to the internal capsule) on 37
 // filling 0.59, 162 (medial to 98, inside its box) on 19 filling 0.54, and 497 (beside
 // the third ventricle) on 19 filling 0.53; their right twins alike.
-var boxStructures = []int{82, 98, 162, 497}
-
-const (
-	// boxAxis is the slicing axis: 1, the INIA19 grid's front-to-back axis (coronal
-	// slices; its direction cosines are −1, −1, 1 in the patient frame, so axis 0 runs
-	// from left to right and left regions lie on its low half).
-	boxAxis = 1
-	// boxAttr is the task's one attribute: which structure a box holds.
-	boxAttr = "structure"
-	// minBoxPixels is the smallest cross-section (its largest connected piece, in
-	// pixels of 0.5 × 0.5 mm) a structure must show on a slice to get a box there: 30
-	// pixels is 7.5 mm², about 5 × 6 pixels. Smaller pieces are a structure's tapering
-	// end, where its box changes by half its size from one slice to the next and the
-	// partial-volume rim decides where it stops; COCO AP's IoU thresholds up to 0.95
-	// would make such boxes a toss of a coin for any predictor.
-	minBoxPixels = 30
-	// iniaRightOffset is the NeuroMaps convention for the right hemisphere: a right
-	// region's value is its left twin's plus 1000.
-	iniaRightOffset = 1000
-)
-
-// The detection task's id and title.
-const (
-	boxesID    = "inia19-boxes"
-	boxesTitle = "macaque T1 MR at 0.5 mm, boxes of four deep grey NeuroMaps structures, left and right apart (coronal slices)"
-)
-
-// detectionTask is the real-image detection task (families.go).
-var detectionTask = family{
-	ID:     boxesID,
-	Title:  boxesTitle,
-	Kind:   taskspec.Detection,
-	Labels: "the bounding box of each structure's largest connected piece on the slice in the INIA19 NeuroMaps parcellation drawn on the template, wherever it is at least 30 pixels (7.5 mm²)",
-	write:  writeBoxes,
+var iniaBoxes = boxTask{
+	ID:      "inia19-boxes",
+	Title:   "macaque T1 MR at 0.5 mm, boxes of four deep grey NeuroMaps structures, left and right apart (coronal slices)",
+	Set:     reporting,
+	Image:   iniaImage,
+	Maps:    iniaMaps,
+	Source:  "the INIA19 NeuroMaps parcellation drawn on the template",
+	Axis:    1,
+	MinArea: minBoxArea,
+	classes: func(string) ([]boxClass, error) {
+		var out []boxClass
+		for _, v := range []int{82, 98, 162, 497} {
+			out = append(out,
+				boxClass{Name: fmt.Sprintf("left %d", v), Value: v, Left: true},
+				boxClass{Name: fmt.Sprintf("right %d", v), Value: v + iniaRightOffset})
+		}
+		return out, nil
+	},
 }
 
-func init() { families = append(families, detectionTask) }
+// ch2Boxes is the tuning task, on ch2 with AAL: the four deep grey nuclei AAL names,
+// the human counterparts of inia19-boxes' four (caudate, putamen, pallidum, thalamus),
+// read from aal.nii.txt by name (Caudate_L 71, Caudate_R 72, Putamen_L 73, Putamen_R 74,
+// Pallidum_L 75, Pallidum_R 76, Thalamus_L 77, Thalamus_R 78 in the cache's copy). ch2's
+// grid and AAL's are INIA19's orientation: direction cosines −1, −1, 1 (LPS; origin 90,
+// 125, −71 mm, so column 90 is the midline x = 0), 181 × 217 × 181 at 1 mm; axis 1
+// gives coronal slices of 181 × 181 with the left on the low columns. The boxes lie on
+// 62 slices (coronal092 … coronal153); AAL's two thalami both reach the midline column
+// on a dozen of them, so their boxes share that column there.
+var ch2Boxes = boxTask{
+	ID:      "ch2-boxes",
+	Title:   "human T1 MR at 1 mm, boxes of four deep grey AAL nuclei, left and right apart (coronal slices)",
+	Set:     tuning,
+	Image:   ch2Image,
+	Maps:    aalLabels,
+	Source:  "the AAL parcellation drawn on ch2",
+	Axis:    1,
+	MinArea: minBoxArea,
+	classes: func(realdata string) ([]boxClass, error) {
+		regions, err := readAAL(realdata)
+		if err != nil {
+			return nil, err
+		}
+		value := map[string]int{}
+		for _, r := range regions {
+			value[r.Name] = r.Value
+		}
+		var out []boxClass
+		for _, n := range []string{"Caudate", "Putamen", "Pallidum", "Thalamus"} {
+			for _, side := range []struct {
+				suffix, name string
+			}{{"_L", "left"}, {"_R", "right"}} {
+				v, ok := value[n+side.suffix]
+				if !ok {
+					return nil, fmt.Errorf("%s names no %s", aalNames, n+side.suffix)
+				}
+				out = append(out, boxClass{Name: n + " " + side.name, Value: v, Left: side.name == "left"})
+			}
+		}
+		return out, nil
+	},
+}
 
-// boxClasses are the task's classes in attribute order: each structure's left twin, then
-// its right one. value maps a NeuroMaps value to its class index.
-func boxClasses() (names []string, value map[int]int) {
-	value = map[int]int{}
-	for _, v := range boxStructures {
-		value[v] = len(names)
-		names = append(names, fmt.Sprintf("left %d", v))
-		value[v+iniaRightOffset] = len(names)
-		names = append(names, fmt.Sprintf("right %d", v))
+// The detection tasks (families.go): the tuning one first.
+var (
+	ch2DetectionTask = ch2Boxes.family()
+	detectionTask    = iniaBoxes.family()
+)
+
+func init() { families = append(families, ch2DetectionTask, detectionTask) }
+
+// family is the family task that writes bt.
+func (bt boxTask) family() family {
+	return family{
+		ID:     bt.ID,
+		Title:  bt.Title,
+		Kind:   taskspec.Detection,
+		Set:    bt.Set,
+		Labels: fmt.Sprintf("the bounding box of each structure's largest connected piece on the slice in %s, wherever it is at least %g mm²", bt.Source, bt.MinArea),
+		write: func(ctx context.Context, realdata, dir string) ([]shortcut, error) {
+			return writeBoxes(ctx, realdata, dir, bt)
+		},
 	}
-	return names, value
 }
 
-// boxSlice is one case: a coronal slice, its place along boxAxis, and its boxes.
+// boxSlice is one case: a coronal slice, its place along the task's axis, and its boxes.
 type boxSlice struct {
 	ID    string
-	At    int // the slice's index along boxAxis
+	At    int // the slice's index along the axis
 	Boxes []taskspec.Box
 }
 
-// sliceSize is a coronal slice's width and height in pixels: its columns run along the
-// scan's axis 0 (left to right), its rows along axis 2 flipped, so that the top of the
-// image is the top of the head.
-func sliceSize(dims [4]int) (w, h int) { return dims[0], dims[2] }
-
-// sliceIndex is the scan's voxel index of pixel (col, row) of the slice at along boxAxis.
-func sliceIndex(dims [4]int, at, col, row int) int {
-	z := dims[2] - 1 - row
-	return col + dims[0]*(at+dims[1]*z)
+// sliceAxes are the scan's axes along a slice across axis: its columns run along col,
+// the lower of the other two, and its rows along row, the higher, flipped, so that for
+// a coronal slice the top of the image is the top of the head.
+func sliceAxes(axis int) (col, row int) {
+	switch axis {
+	case 0:
+		return 1, 2
+	case 1:
+		return 0, 2
+	}
+	return 0, 1
 }
 
-// cutBoxes reads the template and its parcellation and returns the template and, for
-// every coronal slice between the first and the last showing a box, the slice and its
-// boxes (one per class at most, the bounding box of the class's largest 8-connected
-// piece when it holds minBoxPixels or more). Slices without any box are left out: a
-// detection case must hold an object.
-func cutBoxes(realdata string) (*volume.Volume, []boxSlice, error) {
-	img, err := imageio.Read(filepath.Join(realdata, iniaImage))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", iniaImage, err)
+// sliceSize is a slice's width and height in pixels across axis.
+func sliceSize(dims [4]int, axis int) (w, h int) {
+	c, r := sliceAxes(axis)
+	return dims[c], dims[r]
+}
+
+// sliceIndex is the scan's voxel index of pixel (col, row) of the slice at along axis.
+func sliceIndex(dims [4]int, axis, at, col, row int) int {
+	c, r := sliceAxes(axis)
+	var i [3]int
+	i[axis], i[c], i[r] = at, col, dims[r]-1-row
+	return i[0] + dims[0]*(i[1]+dims[1]*i[2])
+}
+
+// checkCoronal returns an error unless img's slices across axis are coronal and shown
+// as the tasks show them: the column axis's direction cosine mostly along LPS x and
+// negative (left on the low columns), the row axis's mostly along LPS z and positive
+// (flipped, the head on top).
+func checkCoronal(img *volume.Volume, axis int) error {
+	c, r := sliceAxes(axis)
+	// d is row-major: column j is axis j's unit vector; along(j) is the LPS axis that
+	// axis j runs mostly along.
+	d := img.Direction
+	along := func(j int) int {
+		best := 0
+		for k := 1; k < 3; k++ {
+			if math.Abs(d[3*k+j]) > math.Abs(d[3*best+j]) {
+				best = k
+			}
+		}
+		return best
 	}
-	src, err := imageio.Read(filepath.Join(realdata, iniaMaps))
+	if along(c) != 0 || d[c] >= 0 || along(r) != 2 || d[6+r] <= 0 {
+		return fmt.Errorf("direction cosines %v: axis %d's slices are not coronal with axis %d from left to right and axis %d from the feet up", d, axis, c, r)
+	}
+	return nil
+}
+
+// minPixels is the fewest pixels of a slice across axis of img that cover area mm².
+func minPixels(img *volume.Volume, axis int, area float64) int {
+	c, r := sliceAxes(axis)
+	return int(math.Ceil(area/(img.Spacing[c]*img.Spacing[r]) - 1e-9))
+}
+
+// boxCut is a detection task's scan, classes and cases.
+type boxCut struct {
+	Img     *volume.Volume
+	Classes []boxClass
+	// MinPixels is the task's MinArea in pixels of its slices.
+	MinPixels int
+	// Slices are the slices showing a box, in order along the axis.
+	Slices []boxSlice
+}
+
+// cutBoxes reads the scan and its label map and returns the scan and, for every slice
+// between the first and the last showing a box, the slice and its boxes (one per class
+// at most, the bounding box of the class's largest 8-connected piece when it holds
+// MinArea or more). Slices without any box are left out: a detection case must hold an
+// object.
+func cutBoxes(realdata string, bt boxTask) (*boxCut, error) {
+	img, err := imageio.Read(filepath.Join(realdata, bt.Image))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", iniaMaps, err)
+		return nil, fmt.Errorf("%s: %w", bt.Image, err)
+	}
+	src, err := imageio.Read(filepath.Join(realdata, bt.Maps))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", bt.Maps, err)
 	}
 	if src.Dims != img.Dims {
-		return nil, nil, fmt.Errorf("%s is %v, its label map %v", iniaImage, img.Dims, src.Dims)
+		return nil, fmt.Errorf("%s is %v, its label map %v", bt.Image, img.Dims, src.Dims)
 	}
-	_, value := boxClasses()
-	w, h := sliceSize(img.Dims)
-	var out []boxSlice
+	if err := checkCoronal(img, bt.Axis); err != nil {
+		return nil, fmt.Errorf("%s: %w", bt.Image, err)
+	}
+	classes, err := bt.classes(realdata)
+	if err != nil {
+		return nil, err
+	}
+	value := map[int]int{}
+	for i, c := range classes {
+		value[c.Value] = i
+	}
+	out := &boxCut{Img: img, Classes: classes, MinPixels: minPixels(img, bt.Axis, bt.MinArea)}
+	w, h := sliceSize(img.Dims, bt.Axis)
 	class := make([]int, w*h)
-	for at := range img.Dims[boxAxis] {
+	for at := range img.Dims[bt.Axis] {
 		for row := range h {
 			for col := range w {
-				c, ok := value[int(src.AtIndex(sliceIndex(img.Dims, at, col, row)))]
+				c, ok := value[int(src.AtIndex(sliceIndex(img.Dims, bt.Axis, at, col, row)))]
 				if !ok {
 					c = -1
 				}
@@ -130,21 +282,21 @@ func cutBoxes(realdata string) (*volume.Volume, []boxSlice, error) {
 			}
 		}
 		s := boxSlice{ID: fmt.Sprintf("coronal%03d", at), At: at}
-		for c := range len(value) {
+		for c := range classes {
 			b, n := largestPiece(class, w, h, c)
-			if n >= minBoxPixels {
+			if n >= out.MinPixels {
 				b.Attrs, b.Score = map[string]int{boxAttr: c}, 1
 				s.Boxes = append(s.Boxes, b)
 			}
 		}
 		if len(s.Boxes) > 0 {
-			out = append(out, s)
+			out.Slices = append(out.Slices, s)
 		}
 	}
-	if len(out) < nSlabs {
-		return nil, nil, fmt.Errorf("%d slices show a box, fewer than the %d blocks", len(out), nSlabs)
+	if len(out.Slices) < nSlabs {
+		return nil, fmt.Errorf("%d slices show a box, fewer than the %d blocks", len(out.Slices), nSlabs)
 	}
-	return img, out, nil
+	return out, nil
 }
 
 // largestPiece is the bounding box of the largest 8-connected piece of the pixels of
@@ -188,7 +340,7 @@ func largestPiece(class []int, w, h, c int) (taskspec.Box, int) {
 	return best, most
 }
 
-// boxBlock is the block (0 … nSlabs−1) of the slice at along boxAxis when the slices
+// boxBlock is the block (0 … nSlabs−1) of the slice at along the axis when the slices
 // lo … hi are cut into nSlabs blocks of near-equal thickness, as the segmentation
 // tasks' slabs are.
 func boxBlock(at, lo, hi int) int {
@@ -209,31 +361,32 @@ func splitBoxes(all []boxSlice) (train, test []boxSlice) {
 	return train, test
 }
 
-// writeBoxes writes the detection task into dir (family.write).
-func writeBoxes(ctx context.Context, realdata, dir string) ([]shortcut, error) {
-	img, all, err := cutBoxes(realdata)
+// writeBoxes writes the detection task bt into dir (family.write).
+func writeBoxes(ctx context.Context, realdata, dir string, bt boxTask) ([]shortcut, error) {
+	cb, err := cutBoxes(realdata, bt)
 	if err != nil {
 		return nil, err
 	}
+	img, all := cb.Img, cb.Slices
 	train, test := splitBoxes(all)
 	if err := freshTask(dir, "train/images", "train/labels", "test/images", "answers"); err != nil {
 		return nil, err
 	}
-	// One grey scale for every slice (the template's maximum to 255), so a tissue keeps
-	// its grey level from slice to slice.
+	// One grey scale for every slice (the scan's maximum to 255), so a tissue keeps its
+	// grey level from slice to slice.
 	top := 0.0
 	for i := range img.Len() {
 		top = max(top, img.AtIndex(i))
 	}
 	if !(top > 0) || math.IsInf(top, 0) {
-		return nil, fmt.Errorf("%s: maximum intensity %v", iniaImage, top)
+		return nil, fmt.Errorf("%s: maximum intensity %v", bt.Image, top)
 	}
 	for _, c := range []struct {
 		cases        []boxSlice
 		images, labs string
 	}{{train, "train/images", "train/labels"}, {test, "test/images", "answers"}} {
 		for _, s := range c.cases {
-			if err := writeSlicePNG(filepath.Join(dir, c.images, s.ID+".png"), img, s.At, top); err != nil {
+			if err := writeSlicePNG(filepath.Join(dir, c.images, s.ID+".png"), img, bt.Axis, s.At, top); err != nil {
 				return nil, err
 			}
 			if err := writeBoxesJSON(filepath.Join(dir, c.labs, s.ID+".json"), s.Boxes); err != nil {
@@ -241,10 +394,9 @@ func writeBoxes(ctx context.Context, realdata, dir string) ([]shortcut, error) {
 			}
 		}
 	}
-	names, _ := boxClasses()
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = fmt.Sprintf("%q", n)
+	quoted := make([]string, len(cb.Classes))
+	for i, c := range cb.Classes {
+		quoted[i] = fmt.Sprintf("%q", c.Name)
 	}
 	yaml := fmt.Sprintf(`# make bench-quality: %s; %d coronal slices with boxes, in %d blocks (blocks 1, 4 and 7 the test).
 id: %s
@@ -268,25 +420,26 @@ submission:
   columns: [case_id, prediction]
   file_column: prediction
   path: "predictions/{id}.json"
-`, boxesTitle, len(all), nSlabs, boxesID, boxesTitle, boxAttr, strings.Join(quoted, ", "))
+`, bt.Title, len(all), nSlabs, bt.ID, bt.Title, boxAttr, strings.Join(quoted, ", "))
 	if err := os.WriteFile(filepath.Join(dir, "task.yaml"), []byte(yaml), 0o644); err != nil {
 		return nil, err
 	}
-	return boxShortcuts(ctx, dir, len(names), train, test)
+	return boxShortcuts(ctx, dir, len(cb.Classes), train, test)
 }
 
-// writeSlicePNG writes the coronal slice at of img as an 8-bit grey PNG (the plain
+// writeSlicePNG writes the slice at along axis of img as an 8-bit grey PNG (the plain
 // detection task's format), intensity v to v/top·255.
-func writeSlicePNG(path string, img *volume.Volume, at int, top float64) error {
-	w, h := sliceSize(img.Dims)
+func writeSlicePNG(path string, img *volume.Volume, axis, at int, top float64) error {
+	w, h := sliceSize(img.Dims, axis)
 	v, err := volume.New(volume.Uint8, [4]int{w, h, 1, 1})
 	if err != nil {
 		return err
 	}
-	v.Spacing = [3]float64{img.Spacing[0], img.Spacing[2], 1}
+	c, r := sliceAxes(axis)
+	v.Spacing = [3]float64{img.Spacing[c], img.Spacing[r], 1}
 	for row := range h {
 		for col := range w {
-			g := img.AtIndex(sliceIndex(img.Dims, at, col, row))
+			g := img.AtIndex(sliceIndex(img.Dims, axis, at, col, row))
 			v.SetIndex(col+w*row, math.Round(min(max(g/top, 0), 1)*255))
 		}
 	}

@@ -14,12 +14,16 @@ import (
 	"amid/viewer/fileio"
 )
 
-// family is a reporting task of a kind other than segmentation, on real images: the loop's
+// family is a task of a kind other than segmentation, on real images: the loop's
 // detection, classification, IQA and enhancement plugins judged on real scans rather than
-// generated data alone. Nothing was tuned on any of them.
+// generated data alone. Most are reporting tasks, which nothing was tuned on; detection
+// has a tuning task beside its reporting one (detect.go: ch2-boxes, which a detection
+// learner's constants may be fitted on, and inia19-boxes, which reports them).
 type family struct {
 	ID, Title string
 	Kind      string // the task kind (amid/plugins/taskspec)
+	// Set is tuning or reporting (tasks.go's task sets); left empty, reporting.
+	Set string
 	// Labels says where the labels come from, in a sentence.
 	Labels string
 	// Also names metrics the runs' test predictions are scored with beside the task's own
@@ -34,8 +38,25 @@ type family struct {
 	write func(ctx context.Context, realdata, dir string) ([]shortcut, error)
 }
 
-// families are the reporting tasks of the other kinds, run at 5 and 10 minutes each.
+// families are the tasks of the other kinds, run at 5 and 10 minutes each (allRuns).
 var families []family
+
+// set is f's task set: tuning or reporting.
+func (f family) set() string {
+	if f.Set == "" {
+		return reporting
+	}
+	return f.Set
+}
+
+// setName is the word for task set s in what the command prints: "tuning" or
+// "reporting".
+func setName(s string) string {
+	if s == tuning {
+		return "tuning"
+	}
+	return "reporting"
+}
 
 // familyOf returns the family task id, if it is one.
 func familyOf(id string) (family, bool) {

@@ -8,10 +8,12 @@
 // human T1 at 1 mm (AAL lobes); and the reporting set nothing is fitted on: the INIA19
 // macaque T1 at 0.5 mm with NeuroMaps regions merged by position, two ways, and a head CT
 // at its native size (bone, a scale test). Each is cut into nine slabs, six to train and
-// three to test. Beside them, one real-image task of each other kind (families.go):
-// structures boxed on INIA19 slices (detect.go), the Modality of the cache's DICOM files
-// from their pixels (classify.go), a real CT at modelled doses scored by SSIM (iqa.go), and
-// a real MR with a single scan's Rician noise to remove (enhance.go). For each it prints the
+// three to test. Beside them, one real-image reporting task of each other kind
+// (families.go): structures boxed on INIA19 slices (detect.go, with a tuning twin that
+// boxes AAL's deep grey nuclei on ch2 slices, for a detection learner to be fitted on),
+// the Modality of the cache's DICOM files from their pixels (classify.go), a real CT at
+// modelled doses scored by SSIM (iqa.go), and a real MR with a single scan's Rician noise
+// to remove (enhance.go). For each it prints the
 // shortcuts (shortcuts.go and the family's own); -shortcuts stops there; -smoke runs each
 // chosen task once at a short budget, a check that it runs to a test score.
 // It then runs the reporting tasks at 5 and 10 minutes (one also at 20), and the old loop (the commit
@@ -96,7 +98,9 @@ var runs = []runSpec{
 	{"inia19-quadrants", "improve", 5 * time.Minute, 1}, {"inia19-bands", "improve", 5 * time.Minute, 1},
 }
 
-// allRuns are runs and the family tasks' runs (families.go), each at 5 and 10 minutes.
+// allRuns are runs and the family tasks' runs (families.go), each at 5 and 10 minutes:
+// the tuning one (ch2-boxes) too, as its two budgets are what a detection learner's
+// constants are fitted at.
 func allRuns() []runSpec {
 	out := slices.Clone(runs)
 	for _, f := range families {
@@ -167,10 +171,7 @@ func bench(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("task %s: shortcuts: %w", t.ID, err)
 		}
-		set := "a tuning task"
-		if t.Set == reporting {
-			set = "a reporting task"
-		}
+		set := "a " + setName(t.Set) + " task"
 		if t.Scale {
 			set += ", of scale: its labels are an intensity threshold, so it is kept out of the shortcut goal"
 		}
@@ -190,7 +191,7 @@ func bench(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("task %s: %w", f.ID, err)
 		}
-		fmt.Printf("\n%s (%s; a reporting %s task; labels: %s): shortcuts on the test cases (the task's metric):\n", f.ID, f.Title, f.Kind, f.Labels)
+		fmt.Printf("\n%s (%s; a %s %s task; labels: %s): shortcuts on the test cases (the task's metric):\n", f.ID, f.Title, setName(f.set()), f.Kind, f.Labels)
 		for _, s := range sc {
 			fmt.Printf("  %-14s %.4f  %s\n", s.Name, s.Score, s.About)
 		}

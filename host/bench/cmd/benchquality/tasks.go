@@ -53,7 +53,8 @@ var testSlabs = map[int]bool{1: true, 4: true, 7: true}
 
 // Task sets: the schedule's and the planner's constants (minimum steps, Flat, shares,
 // fold limits, lane sizes) are fitted on the tuning tasks only; the README's table
-// reports the others, which nothing was tuned on.
+// reports the others, which nothing was tuned on. The other kinds' tasks (families.go)
+// use the same two words.
 const (
 	tuning    = "tune"
 	reporting = "report"
@@ -149,17 +150,21 @@ func relabel(src, img *volume.Volume, label func(float64) uint8) (*volume.Volume
 	return lab, nil
 }
 
-// aalLobes is ch2 with its AAL regions merged by lobe, the first digit of each region's
-// code in aal.nii.txt: 2 frontal, 3 insula and 4 limbic (one class), 5 occipital, 6
-// parietal, 7 deep grey nuclei, 8 temporal, 9 cerebellum and vermis.
-func aalLobes(realdata string) (*volume.Volume, *volume.Volume, error) {
+// aalRegion is one line of aal.nii.txt, "VALUE NAME CODE": a region's value in
+// aal.nii.gz, its name (Caudate_L …) and its code, whose first digit is its lobe.
+type aalRegion struct {
+	Value      int
+	Name, Code string
+}
+
+// readAAL reads AAL's 116 regions from aal.nii.txt.
+func readAAL(realdata string) ([]aalRegion, error) {
 	f, err := os.Open(filepath.Join(realdata, aalNames))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
-	lobe := map[byte]uint8{'2': 1, '3': 2, '4': 2, '5': 3, '6': 4, '7': 5, '8': 6, '9': 7}
-	class := map[int]uint8{}
+	var out []aalRegion
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
@@ -167,16 +172,38 @@ func aalLobes(realdata string) (*volume.Volume, *volume.Volume, error) {
 			continue
 		}
 		v, err := strconv.Atoi(fs[0])
-		if err != nil || fs[2] == "" || lobe[fs[2][0]] == 0 {
-			return nil, nil, fmt.Errorf("%s: line %q is not VALUE NAME CODE with a lobe's code", aalNames, sc.Text())
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %q is not VALUE NAME CODE", aalNames, sc.Text())
 		}
-		class[v] = lobe[fs[2][0]]
+		out = append(out, aalRegion{Value: v, Name: fs[1], Code: fs[2]})
 	}
 	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != 116 {
+		return nil, fmt.Errorf("%s names %d regions, want AAL's 116", aalNames, len(out))
+	}
+	return out, nil
+}
+
+// aalLobes is ch2 with its AAL regions merged by lobe, the first digit of each region's
+// code in aal.nii.txt: 2 frontal, 3 insula and 4 limbic (one class), 5 occipital, 6
+// parietal, 7 deep grey nuclei, 8 temporal, 9 cerebellum and vermis.
+func aalLobes(realdata string) (*volume.Volume, *volume.Volume, error) {
+	regions, err := readAAL(realdata)
+	if err != nil {
 		return nil, nil, err
 	}
+	lobe := map[byte]uint8{'2': 1, '3': 2, '4': 2, '5': 3, '6': 4, '7': 5, '8': 6, '9': 7}
+	class := map[int]uint8{}
+	for _, r := range regions {
+		if lobe[r.Code[0]] == 0 {
+			return nil, nil, fmt.Errorf("%s: region %d %s's code %s is not a lobe's", aalNames, r.Value, r.Name, r.Code)
+		}
+		class[r.Value] = lobe[r.Code[0]]
+	}
 	if len(class) != 116 {
-		return nil, nil, fmt.Errorf("%s names %d regions, want AAL's 116", aalNames, len(class))
+		return nil, nil, fmt.Errorf("%s names %d distinct values, want AAL's 116", aalNames, len(class))
 	}
 	return mapped(ch2Image, aalLabels, func(v float64) uint8 { return class[int(v)] })(realdata)
 }
