@@ -20,6 +20,9 @@ const (
 	// lanePrior3D is the training boxes' mean size at their mean relative position, or at
 	// the image's intensity-weighted centre moved by the mean offset of the boxes from it.
 	lanePrior3D = "box3d_prior"
+	// laneTransfer predicts 2D boxes from the training images most like the image
+	// (transfer.go).
+	laneTransfer = "box_transfer"
 )
 
 // config is one training configuration; configSchema describes it. Size is (D, H, W).
@@ -44,14 +47,18 @@ type config struct {
 	MaxDets   int     `json:"max_detections,omitempty"`
 	NMS       float64 `json:"nms_iou,omitempty"`
 	// Centre is box3d_prior's centre: "mean" relative position or "intensity".
-	Centre string  `json:"centre,omitempty"`
-	Flip   bool    `json:"flip,omitempty"` // flips and quarter turns of points patches
-	Steps  int     `json:"steps,omitempty"`
-	Epoch  int     `json:"steps_per_epoch,omitempty"`
-	LR     float64 `json:"learning_rate,omitempty"`
-	Decay  float64 `json:"weight_decay,omitempty"`
-	Seed   int64   `json:"seed,omitempty"` // 0: the request's seed
-	Report int     `json:"report_every,omitempty"`
+	Centre string `json:"centre,omitempty"`
+	// Neighbours and Margin are box_transfer's number of nearest training images and the
+	// margin in working pixels around a group's boxes where they are compared.
+	Neighbours int     `json:"neighbours,omitempty"`
+	Margin     int     `json:"margin,omitempty"`
+	Flip       bool    `json:"flip,omitempty"` // flips and quarter turns of points patches
+	Steps      int     `json:"steps,omitempty"`
+	Epoch      int     `json:"steps_per_epoch,omitempty"`
+	LR         float64 `json:"learning_rate,omitempty"`
+	Decay      float64 `json:"weight_decay,omitempty"`
+	Seed       int64   `json:"seed,omitempty"` // 0: the request's seed
+	Report     int     `json:"report_every,omitempty"`
 }
 
 const configSchema = `{
@@ -59,7 +66,7 @@ const configSchema = `{
   "title": "AMID detection plugin configuration",
   "type": "object",
   "properties": {
-    "lane": {"enum": ["centernet", "points", "box3d_seg", "box3d_prior"]},
+    "lane": {"enum": ["centernet", "points", "box3d_seg", "box3d_prior", "box_transfer"]},
     "size": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3, "maxItems": 3, "description": "D, H, W: the working image (centernet, D = 1), the training patch (points, D = 1) or the coarse grid (box3d_seg)"},
     "batch": {"type": "integer", "minimum": 1, "maximum": 4096},
     "widths": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 1024}, "minItems": 1, "maxItems": 8},
@@ -70,6 +77,8 @@ const configSchema = `{
     "max_detections": {"type": "integer", "minimum": 1, "maximum": 100000},
     "nms_iou": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     "centre": {"enum": ["mean", "intensity"]},
+    "neighbours": {"type": "integer", "minimum": 1, "maximum": 64, "description": "box_transfer: the nearest training images a prediction reads"},
+    "margin": {"type": "integer", "minimum": 0, "maximum": 1024, "description": "box_transfer: working pixels around the neighbours' boxes where the image is compared with them"},
     "flip": {"type": "boolean"},
     "steps": {"type": "integer", "minimum": 1, "maximum": 100000000},
     "steps_per_epoch": {"type": "integer", "minimum": 1},
@@ -112,6 +121,9 @@ func parseConfig(b []byte) (config, error) {
 		}
 		c.Steps, c.Epoch, c.Report, c.Batch = 1, 1, 1, 1
 		return c, nil
+	}
+	if c.Lane == laneTransfer {
+		return transferConfig(c)
 	}
 	if c.Epoch == 0 {
 		c.Epoch = defaultEpoch

@@ -210,9 +210,9 @@ func TestPlanLanes(t *testing.T) {
 		lanes string
 		size  string
 	}{
-		{boxSpec(), pano, "centernet", `"size":[1,256,512]`},
+		{boxSpec(), pano, "centernet box_transfer", `"size":[1,256,512]`},
 		// A small image (80×160) keeps its size, rounded to multiples of 32: 96×160.
-		{boxSpec(), []byte(`{"cases":[{"dims":[1,80,160]}]}`), "centernet", `"size":[1,96,160]`},
+		{boxSpec(), []byte(`{"cases":[{"dims":[1,80,160]}]}`), "centernet box_transfer", `"size":[1,96,160]`},
 		{pointSpec(), nil, "points", `"size":[1,128,128]`},
 		{box3DSpec(), vol, "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[8,48,48]`},
 		{box3DSpec(), []byte(`{"cases":3}`), "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[32,48,48]`},
@@ -264,6 +264,9 @@ func TestConfigErrors(t *testing.T) {
 		{`{"lane":"points","size":[1,64,64],"batch":1,"widths":[4],"steps":1,"threshold":2}`, "threshold"},
 		{`{"lane":"box3d_prior","centre":"top"}`, "centre"},
 		{`{"lane":"box3d_seg","size":[8,8,8],"batch":1,"widths":[4],"steps":1,"x":1}`, "unknown field"},
+		{`{"lane":"box_transfer","size":[2,64,64]}`, "box_transfer's size"},
+		{`{"lane":"box_transfer","size":[1,64,64],"neighbours":65}`, "neighbours"},
+		{`{"lane":"box_transfer","size":[1,64,64],"margin":-1}`, "margin"},
 		{`[]`, "cannot unmarshal"},
 	} {
 		if _, err := parseConfig([]byte(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -282,9 +285,16 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(pointsConfig(6, 3, 2)))
 	f.Add([]byte(seg3DConfig(6, 3, 2)))
 	f.Add([]byte(`{"lane":"box3d_prior","centre":"intensity"}`))
+	f.Add([]byte(`{"lane":"box_transfer","size":[1,80,160],"neighbours":6,"margin":4}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := parseConfig(b)
 		if err != nil || c.Lane == lanePrior3D {
+			return
+		}
+		if c.Lane == laneTransfer {
+			if c.Neighbours < 1 || c.Margin < 0 || c.Size[0] != 1 || c.Size[1] < 1 || c.Size[2] < 1 || c.MaxDets < 1 {
+				t.Fatalf("accepted %+v", c)
+			}
 			return
 		}
 		if c.Batch < 1 || c.Steps < 1 || c.Epoch < 1 || c.Report < 1 || len(c.Widths) == 0 || c.Size[0] < 1 || c.MaxDets < 1 || !(c.Scale > 0) || !(c.Sigma > 0) {

@@ -138,7 +138,7 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 	add := func(name string, c config, why string) error {
 		var where string
 		var bytes int64
-		if c.Lane != lanePrior3D {
+		if c.Lane != lanePrior3D && c.Lane != laneTransfer {
 			var fit string
 			if c.Batch, where, bytes, fit = fitBatch(c, s, mode); fit != "" {
 				why += "; " + fit
@@ -171,6 +171,18 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		c := train(config{Lane: laneBoxes, Size: size, Batch: 4, Widths: []int{16, 32, 64, 128, 128, 256}, HeadWidth: 32})
 		why := fmt.Sprintf("centernet: images resized to %d×%d, U-Net of 6 stages, centre heatmap (focal loss), offset and log-size regression, %d attribute heads read at the peak, NMS at %.1f, Platt-calibrated scores", size[2], size[1], len(s.Attributes), defaultNMS)
 		if err := add(laneBoxes, c, why); err != nil {
+			return nil, err
+		}
+		// The fast lane beside it: the training images on a grid of at most
+		// transferLongSide pixels, their boxes carried over to the images most like them.
+		tsize := [3]int{1, transferLongSide / 2, transferLongSide}
+		if known {
+			k := min(1, transferLongSide/float64(max(med[1], med[2])))
+			tsize = [3]int{1, fit(med[1], k, 1, transferLongSide), fit(med[2], k, 1, transferLongSide)}
+		}
+		tc := config{Lane: laneTransfer, Size: tsize, Neighbours: defaultNeighbours, Margin: defaultMargin}
+		why = fmt.Sprintf("box_transfer: the training images at %d×%d, each image's boxes fused from its %d nearest training images with locally linear weights; no training, ready in seconds", tsize[2], tsize[1], defaultNeighbours)
+		if err := add(laneTransfer, tc, why); err != nil {
 			return nil, err
 		}
 	case modePoints:

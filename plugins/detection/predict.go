@@ -35,6 +35,9 @@ type saved struct {
 	Calib [2]float64 `json:"calibration,omitzero"`
 	// Prior is the 3D box prior (both 3D lanes: box3d_seg falls back to it).
 	Prior *prior `json:"prior,omitempty"`
+	// Atlas is the box_transfer lane's training boxes (its images are the checkpoint's
+	// extra bytes).
+	Atlas *atlas `json:"atlas,omitempty"`
 }
 
 // calibrate is the calibrated score of a heatmap logit.
@@ -52,6 +55,7 @@ type detector struct {
 	seg   *engine.UNet     // box3d_seg
 	pred  *engine.Predictor
 	patch [3]int // D, H, W of the network's input
+	atlas *atlas // box_transfer
 }
 
 // Close frees the detector's device memory (nothing on the CPU or for the prior).
@@ -93,6 +97,20 @@ func load(be engine.Backend, path string) (*detector, error) {
 		return nil, fmt.Errorf("checkpoint %s: training record without spec or with mode %q for lane %q", path, s.Mode, s.Config.Lane)
 	}
 	d := &detector{s: s, patch: s.Config.Size}
+	if s.Config.Lane == laneTransfer {
+		if s.Atlas == nil {
+			return nil, fmt.Errorf("checkpoint %s: box_transfer without its atlas", path)
+		}
+		_, st, err := ckpt.Read(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Atlas.decode(st.Extra, len(s.Spec.Attributes)); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		d.atlas = s.Atlas
+		return d, nil
+	}
 	if s.Config.Lane == lanePrior3D {
 		if s.Prior == nil {
 			return nil, fmt.Errorf("checkpoint %s: box3d_prior without its prior", path)
@@ -157,6 +175,9 @@ func (d *detector) detect(paths []string) (*taskspec.Annotation, error) {
 	p, err := prepare(v, imageChannels(d.s.Mode), workDims(d.s.Mode, c, dims))
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", paths[0], err)
+	}
+	if d.atlas != nil {
+		return &taskspec.Annotation{Boxes: d.transferBoxes(p, [2]int{dims[0], dims[1]})}, nil
 	}
 	if d.s.Mode == modeBoxes {
 		copy(d.head.Input.Data, p.data)

@@ -66,7 +66,7 @@ func taskSpec(t protocol.Task) (*taskspec.Spec, string, error) {
 // laneMode is the mode a lane trains.
 func laneMode(lane string) string {
 	switch lane {
-	case laneBoxes:
+	case laneBoxes, laneTransfer:
 		return modeBoxes
 	case lanePoints:
 		return modePoints

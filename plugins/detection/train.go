@@ -85,8 +85,11 @@ func run(ctx context.Context, req *protocol.TrainRequest, c config, s *taskspec.
 		}
 		rec.Prior = p
 	}
-	if c.Lane == lanePrior3D {
+	switch c.Lane {
+	case lanePrior3D:
 		return finishPrior(ctx, req, rec, send)
+	case laneTransfer:
+		return finishTransfer(ctx, req, rec, send)
 	}
 	prog := device.NewProgress(send)
 	var l *training.Loop
