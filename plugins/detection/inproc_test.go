@@ -233,6 +233,11 @@ func TestPlanLanes(t *testing.T) {
 			if c.Rationale == "" {
 				t.Errorf("%s: no rationale", c.Name)
 			}
+			// The lanes that train nothing past their first step say so.
+			capped := strings.HasPrefix(c.Name, lanePrior3D) || c.Name == laneTransfer
+			if want := map[bool]int64{true: 1}[capped]; c.MaxSteps != want {
+				t.Errorf("%s: at most %d steps, want %d", c.Name, c.MaxSteps, want)
+			}
 		}
 		if got := strings.Join(lanes, " "); got != tc.lanes {
 			t.Errorf("%s: lanes %q, want %q", tc.spec.ID, got, tc.lanes)

@@ -11,6 +11,9 @@
 //     at the peak). Peaks of the heatmap (3×3 maxima) become boxes, non-maximum
 //     suppression keeps at most max_detections, and scores are the heatmap probability
 //     calibrated on the validation boxes (Platt scaling), in [0, 1].
+//     Beside it, lane "box_transfer" (transfer.go) trains nothing: a new image's boxes are
+//     fused from the training images most like it, with locally linear weights, ready in
+//     seconds where the network needs thousands of steps.
 //   - points with classes (spec.Points; PUMA's nuclei), lane "points": tiles are zoomed by
 //     scale, a U-Net predicts a heatmap per class trained on Gaussian targets with the
 //     focal loss; sliding-window inference, peaks at least 1.5 σ apart, the class of
@@ -151,7 +154,13 @@ func (det) Plan(_ context.Context, req *protocol.PlanRequest) (*protocol.PlanRes
 		if _, err := parseConfig(b); err != nil {
 			return fmt.Errorf("detection plan: lane %s: %w", name, err)
 		}
-		out = append(out, protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes})
+		cand := protocol.Candidate{Name: name, Config: b, Rationale: why, Device: where, MemoryBytes: bytes}
+		if c.Lane == lanePrior3D || c.Lane == laneTransfer {
+			// Nothing to train past the first step (the prior's fit, the atlas's
+			// reading), on the CPU: the host gives its time to the other lanes.
+			cand.MaxSteps, cand.Device = 1, "cpu"
+		}
+		out = append(out, cand)
 		return nil
 	}
 	train := func(c config) config {
