@@ -101,8 +101,8 @@ type LaneState struct {
 	// Schedule is the lane as the schedule sees it: step time, minimum steps, the steps
 	// reached on fold 0, its validation curve, where it trains, and why it stopped.
 	Schedule schedule.Lane `json:"schedule"`
-	// PredictPerCase is the longest time the lane's validation took per case (as the
-	// run's PredictPerCase), which sizes the reserve once the lane has won.
+	// PredictPerCase is the time the lane's latest validation took per case (measured
+	// as the run's PredictPerCase), which sizes the reserve once the lane has won.
 	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
 }
 

@@ -93,7 +93,7 @@ func (r *Runner) finalLane() string {
 	return r.st.Winner
 }
 
-// perCaseOf is the time lane's predictions take per case: its own validations' longest
+// perCaseOf is the time lane's predictions take per case: its own latest validation's
 // once one was timed, else the slowest lane's. (make bench-quality's 5-minute
 // inia19-bands: a forest that predicts a case in about a second won, and the reserve
 // sized by a 2.5D U-Net's validation kept 77 s for final phases that took 25 s.)
@@ -525,16 +525,24 @@ func (r *Runner) validate(ctx context.Context, out string, l *LaneState, plugin 
 	}
 	s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 	if err == nil && len(val) > 0 {
-		// The slowest lane's time per case, its scoring included (the final phases score
-		// each post-processing option too), sets the final phases' reserve until a lane
-		// has won; then the winner's own does.
-		per := r.perCase(r.now().Sub(began), len(val))
-		r.mu.Lock()
-		r.st.PredictPerCase = max(r.st.PredictPerCase, per)
-		l.PredictPerCase = max(l.PredictPerCase, per)
-		r.mu.Unlock()
+		r.timed(l, r.now().Sub(began), len(val))
 	}
 	return s, err
+}
+
+// timed records that a validation of n cases by lane l took took, its scoring included
+// (the final phases score each post-processing option too). The slowest lane's time per
+// case sets the final phases' reserve until a lane has won; then the winner's own latest
+// does: a lane's first validations read its cases cold and share the machine with the
+// other lanes' training, while the final phases predict alone (make bench-quality's
+// 5-minute ct-dose-iqa kept 43 s for final phases that took 4 s, sized by the forest's
+// slowest validation).
+func (r *Runner) timed(l *LaneState, took time.Duration, n int) {
+	per := r.perCase(took, n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.PredictPerCase = max(r.st.PredictPerCase, per)
+	l.PredictPerCase = per
 }
 
 // perCase is the time a prediction of n cases that took took spent on each, less the
