@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	bin "encoding/binary"
 	"fmt"
@@ -206,7 +207,7 @@ func (a *atlas) transfer(img []float32, k, margin int) []scored {
 		}
 		nb[i] = near{i, d}
 	}
-	slices.SortStableFunc(nb, func(x, y near) int { return cmpFloat(x.d, y.d) })
+	slices.SortStableFunc(nb, func(x, y near) int { return cmp.Compare(x.d, y.d) })
 	nb = nb[:min(k, len(nb))]
 	// Groups of the neighbours' boxes, nearest neighbour first.
 	type group struct {
@@ -270,7 +271,7 @@ func (a *atlas) transfer(img []float32, k, margin int) []scored {
 		fused.Attrs = g.seed.Attrs
 		out = append(out, scored{fused, share})
 	}
-	slices.SortStableFunc(out, func(x, y scored) int { return cmpFloat(y.score, x.score) })
+	slices.SortStableFunc(out, func(x, y scored) int { return cmp.Compare(y.score, x.score) })
 	return out
 }
 
@@ -417,17 +418,6 @@ func attrKey(attrs []int) string {
 // tboxIoU is the IoU of two atlas boxes.
 func tboxIoU(a, b tbox) float64 {
 	return boxIoU(taskspec.Box{X: a.X, Y: a.Y, W: a.W, H: a.H}, taskspec.Box{X: b.X, Y: b.Y, W: b.W, H: b.H})
-}
-
-// cmpFloat orders two floats ascending.
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // finishTransfer builds the box_transfer lane's atlas, writes its checkpoint and scores
