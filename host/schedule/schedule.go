@@ -564,6 +564,14 @@ func (p *Plan) round(lanes []*Lane, n int) Round {
 			if l.MaxSteps > 0 {
 				until = l.MaxSteps
 			}
+			if per <= 0 {
+				// No time is left for it (exploration's share was spent before a first
+				// round: a run resumed past its budget, a slow start): a limit of 0 is no
+				// limit, and the round would train every step its configuration plans
+				// (an enhancement lane resumed after a kill trained 12 minutes of a 6 s
+				// budget). It trains its minimal first round, which its step ends.
+				until = min(until, l.Steps+max(l.MinSteps, 1))
+			}
 			rd.Jobs = append(rd.Jobs, Job{Lane: l.ID, From: l.Steps, Until: until, Expected: per, Limit: per})
 			continue
 		}

@@ -276,6 +276,24 @@ func TestNoTimeLeft(t *testing.T) {
 	}
 }
 
+// TestNoTimeLeftUnknownStepTime: when exploration's whole share is spent before a lane
+// whose step time is unknown has trained (a run resumed past its budget), its first round
+// is its minimum, which its step ends, not a round without a limit: before, the round's
+// limit was its share of no time, 0, and an enhancement lane resumed after a kill trained
+// the 10 000 steps of its configuration.
+func TestNoTimeLeftUnknownStepTime(t *testing.T) {
+	w := newWorld(2, laneSpec{"a", 0.8, 300, 0.1, 0, 3}, laneSpec{"b", 0.9, 300, 0.1, 0, 3})
+	w.sim.Advance(time.Minute)
+	p := &Plan{Config: Config{Places: []Place{{Name: "cpu"}}}, Lanes: w.lanes}
+	rd, err := (&Explorer{Plan: p, Spent: w.sim.Now, End: 30 * time.Second}).Run(context.Background(), w.sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Winner != "a" || len(w.sim.Runs) != 1 || w.sim.Runs[0].To != 3 {
+		t.Errorf("winner %q, rounds %+v; want a alone, to its minimum of 3 steps", rd.Winner, w.sim.Runs)
+	}
+}
+
 // TestRecordedCurves: the committed curves parse, give every planned segmentation lane a
 // minimum, and a simulated 10-minute run over them (lanes at the step times the recording
 // measured) ends within 95–100 % of its budget with every first round at its minimum.
