@@ -246,11 +246,19 @@ func scores(pred, ref *volume.Volume) (lncc, ssim, psnr float64, err error) {
 	if lncc, err = metrics.LNCC(a, b); err != nil {
 		return
 	}
-	if rng == 0 {
+	switch {
+	case a.W < metrics.SSIMWindow || a.H < metrics.SSIMWindow:
+		// SSIM is undefined on an image smaller than its window (skimage raises): NaN,
+		// which validate leaves out of its figures.
+		ssim = math.NaN()
+	case rng == 0:
 		// Both images are one and the same constant: the grader's SSIM divides 0 by 0;
 		// here they agree perfectly.
 		ssim = 1
-	} else if ssim, err = metrics.SSIM(a, b, rng); err != nil {
+	default:
+		ssim, err = metrics.SSIM(a, b, rng)
+	}
+	if err != nil {
 		return
 	}
 	psnr, err = metrics.PSNR(a, b, rng)
@@ -290,6 +298,7 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 	}
 	defer m.Close()
 	out := map[string]float64{}
+	undefined := map[string]bool{} // figures undefined on a case (SSIM of an image under its window)
 	for _, c := range cases {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -321,6 +330,12 @@ func scoreCases(ctx context.Context, be engine.Backend, path string, cases []pro
 			out["lncc"+suffix] += l / float64(len(cases))
 			out["ssim"+suffix] += s / float64(len(cases))
 			out["psnr"+suffix] += p / float64(len(cases))
+			undefined["ssim"+suffix] = undefined["ssim"+suffix] || math.IsNaN(s)
+		}
+	}
+	for k, u := range undefined {
+		if u {
+			delete(out, k) // a mean over the cases it is defined on would not be the figure
 		}
 	}
 	for k, v := range out {

@@ -258,13 +258,16 @@ func DataRange(a, b Image) float64 {
 	return hi - lo
 }
 
+// SSIMWindow is the side of SSIM's window: the smallest image SSIM is defined on.
+const SSIMWindow = 7
+
 // SSIM is skimage.metrics.structural_similarity with its defaults for a 2D grayscale image:
 // 7×7 uniform window (scipy uniform_filter, mode 'reflect'), K1 = 0.01, K2 = 0.03, sample
 // covariance (factor 49/48), and the mean of the SSIM map without its 3-pixel border.
 // dataRange is passed as the grader passes it. Images smaller than 7×7 are an error, as in
 // skimage. It computes in float64 (skimage computes float32 input in float32).
 func SSIM(a, b Image, dataRange float64) (float64, error) {
-	const win = 7
+	const win = SSIMWindow
 	if err := imageCheck(a, b, win); err != nil {
 		return math.NaN(), err
 	}
