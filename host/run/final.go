@@ -122,7 +122,14 @@ func (r *Runner) finalMade() bool {
 
 // final predicts the test set with the chosen lane and writes the submission.
 func (r *Runner) final(ctx context.Context) error {
-	r.logf("the final phases start with %v of the budget left; %v was kept for them", r.remaining().Round(10*time.Millisecond), r.reserve(r.models()).Round(10*time.Millisecond))
+	left, kept := r.remaining().Round(10*time.Millisecond), r.reserve(r.models()).Round(10*time.Millisecond)
+	if left < 0 {
+		// The phases before ran past the budget (a machine busy with other work slows
+		// every step past what the limits planned): said as such, not as a negative time.
+		r.logf("the final phases start %v past the budget; %v was kept for them", -left, kept)
+	} else {
+		r.logf("the final phases start with %v of the budget left; %v was kept for them", left, kept)
+	}
 	var best *LaneState
 	var fold int
 	if r.st.From != nil {
