@@ -140,17 +140,3 @@ func TestAllDataWhenTheEnsembleDoesNotFit(t *testing.T) {
 		}
 	}
 }
-
-// TestTimedKeepsTheLatest checks what a validation's time sets: the run's time per case
-// is the slowest seen (the reserve before a lane has won), a lane's its latest (the
-// reserve once it has: its first validations, cold and beside other lanes' training, are
-// the slowest).
-func TestTimedKeepsTheLatest(t *testing.T) {
-	forest := &LaneState{ID: "forest"}
-	r := &Runner{st: &State{PluginStart: 100 * time.Millisecond}}
-	r.timed(forest, 2100*time.Millisecond, 4) // 0.5 s a case once the start is taken off
-	r.timed(forest, 500*time.Millisecond, 4)  // 0.1 s a case
-	if forest.PredictPerCase != 100*time.Millisecond || r.st.PredictPerCase != 500*time.Millisecond {
-		t.Errorf("lane %v a case, run %v; want the latest 100ms and the slowest 500ms", forest.PredictPerCase, r.st.PredictPerCase)
-	}
-}

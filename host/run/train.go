@@ -394,12 +394,7 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 			}
 			t1, s1 = now, p.Step
 		}
-		// The plugin's ETA counts every configured step; the time limit ends it sooner.
-		if left := s.limit - now.Sub(began); left >= 0 && p.ETA > left {
-			q := *p
-			q.ETA = left
-			p = &q
-		}
+		p = capETA(p, s.limit, now.Sub(began))
 		r.emit(Event{Phase: r.st.Phase, Lane: s.lane.ID, Fold: s.fold, Progress: p, Message: p.Message})
 		if p.Checkpoint != "" {
 			// Recorded at once, so that a run killed now resumes from it.
@@ -528,6 +523,22 @@ func (r *Runner) validate(ctx context.Context, out string, l *LaneState, plugin 
 		r.timed(l, r.now().Sub(began), len(val))
 	}
 	return s, err
+}
+
+// capETA is progress p with its ETA capped by the job's time limit (0: none), elapsed of
+// it spent: the plugin's ETA counts every configured step, and the limit ends it sooner; a
+// job past its limit stops at its next step, so its ETA is 0, not the hours its plan has
+// left (a degenerate-sweep run showed an ETA of 129260 h once its limit had passed).
+func capETA(p *protocol.Progress, limit, elapsed time.Duration) *protocol.Progress {
+	if limit <= 0 {
+		return p
+	}
+	if left := max(limit-elapsed, 0); p.ETA > left {
+		q := *p
+		q.ETA = left
+		return &q
+	}
+	return p
 }
 
 // timed records that a validation of n cases by lane l took took, its scoring included
