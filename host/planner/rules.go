@@ -111,8 +111,6 @@ func rule(in Input, fp fpView, name string, i int) (int, string) {
 		return -10, "a prior lane costs no training and is the baseline learned lanes must beat"
 	case in.Kind == "segmentation" && n == laneForest:
 		return -8, "a voxel forest learns in seconds whatever the budget, and sees where a voxel lies: the fast lane the networks must beat"
-	case in.Kind == "detection" && n == laneTransfer:
-		return -8, "carrying over the boxes of the training images most like an image takes seconds whatever the budget: the fast lane the network must beat"
 	case in.Kind == "segmentation" && in.Dims == 3 && fp.Anisotropy > 3 && strings.HasPrefix(n, "2d"):
 		return i - 5, fmt.Sprintf("anisotropy %.1f > 3 favours in-plane 2D", fp.Anisotropy)
 	case in.Kind == "segmentation" && in.Dims == 3 && fp.Anisotropy <= 3 && strings.HasPrefix(n, "3d"):
@@ -156,10 +154,6 @@ const (
 	laneCascade = "3d_cascade_fullres"
 	laneForest  = "forest"
 )
-
-// laneTransfer is the detection plugin's lane that trains nothing and carries over the
-// boxes of the training images most like an image (amid/plugins/detection).
-const laneTransfer = "box_transfer"
 
 // CascadeMargin: a 3d_lowres lane is competitive when its validation score is within
 // this of the best lane's (in the metric's units: Dice here). The cascade refines the

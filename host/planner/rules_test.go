@@ -183,22 +183,6 @@ func TestRulesForestEarly(t *testing.T) {
 	}
 }
 
-// TestRulesTransferEarly: the detection plugin's box_transfer, listed after CenterNet,
-// ranks first: with a budget of one lane it is kept (a 6-second plain detection run
-// planned CenterNet alone), and as its one step cannot use a run's time, CenterNet is
-// added to learn.
-func TestRulesTransferEarly(t *testing.T) {
-	in := Input{Kind: "detection", Dims: 2, Remaining: 6 * time.Second, Plugins: []Plugin{{Name: "detection", Candidates: []protocol.Candidate{
-		{Name: "centernet", Config: []byte(`{}`)}, {Name: "box_transfer", Config: []byte(`{}`), MaxSteps: 1}}}}}
-	got, err := Rules{}.Plan(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := names(got); len(n) != 2 || n[0] != "detection/box_transfer" || n[1] != "detection/centernet" {
-		t.Errorf("order %v, want box_transfer, then centernet added to learn", n)
-	}
-}
-
 // TestRulesPriorNotAlone: when the budget allows one lane, the prior (ranked first, as it
 // costs nothing) does not take it alone, since its one step cannot use a run's time
 // (issue 23: a 3-minute classification run trained only the prior and ended after 42 s):
