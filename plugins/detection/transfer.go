@@ -429,8 +429,9 @@ func finishTransfer(ctx context.Context, req *protocol.TrainRequest, rec saved, 
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
 	rec.Atlas = a
+	extra := a.encode()
 	p := filepath.Join(req.WorkDir, training.Final)
-	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}, Extra: a.encode()}); err != nil {
+	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}, Extra: extra}); err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
 	if err := send(&protocol.Progress{Step: 1, TotalSteps: 1, Epoch: 1, Losses: map[string]float64{"transfer": 0}, Checkpoint: p,
@@ -442,7 +443,7 @@ func finishTransfer(ctx context.Context, req *protocol.TrainRequest, rec saved, 
 		return nil, fmt.Errorf("detection train: validation: %w", err)
 	}
 	// The calibration chosen on validation goes into the checkpoint.
-	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}, Extra: a.encode()}); err != nil {
+	if err := ckpt.Save(p, ckpt.Checkpoint{Train: rec, Epoch: 1, Step: 1, Model: emptyModel{}, Extra: extra}); err != nil {
 		return nil, fmt.Errorf("detection train: %w", err)
 	}
 	return sdk.Result(p, 1, val)
