@@ -57,9 +57,8 @@ const transferIoU = 0.1
 // grid; COCO AP on its test slices, README.md): neighbours 2, 4, 6, 8, 12 and margins 2,
 // 4, 8, 16 pixels scored 0.546–0.651, best 0.636–0.651 at 8 or 12 neighbours with margins
 // 8–16; 8 and 10 neighbours with margins of 24 or 32 scored 0.640–0.656, no clear gain
-// for a wider comparison. The score as the
-// members' weighted IoU with the fused box, rather than the weights' share, scored lower
-// at 6 neighbours and more.
+// for a wider comparison. The score as the members' weighted IoU with the fused box,
+// rather than the weights' share, scored lower at 6 neighbours and more.
 const (
 	defaultNeighbours = 8
 	defaultMargin     = 16   // working pixels around a group's boxes
