@@ -65,7 +65,8 @@ func TestCappedMembers(t *testing.T) {
 }
 
 // TestReserveOfTheWinner: until a lane has won, the reserve is sized by the slowest lane's
-// validation; then by the winner's own, unless two lanes' models predict (a union).
+// validation; then by the winner's own, its fold ensemble's too, unless two lanes' models
+// predict (a union).
 func TestReserveOfTheWinner(t *testing.T) {
 	// 20 training and 10 test cases as in TestCappedMembers: schedule.Reserve keeps
 	// 1.25 × (2k × 10 × p + 2k × 0.2) s for k models at p a case, and the export 0.2 s.
@@ -82,16 +83,21 @@ func TestReserveOfTheWinner(t *testing.T) {
 		name   string
 		winner string
 		union  bool
+		folds  bool // the union is the winner's fold ensemble
 		want   float64
 	}{
-		{"no winner", "", false, slowest},
-		{"the forest won", "forest", false, fast},
-		{"the U-Net won", "2d", false, slowest},
-		{"a union", "forest", true, slowest},
+		{"no winner", "", false, false, slowest},
+		{"the forest won", "forest", false, false, fast},
+		{"the U-Net won", "2d", false, false, slowest},
+		{"a union", "forest", true, false, slowest},
+		{"the forest's fold ensemble", "forest", true, true, fast},
 	} {
-		r.st.Winner, r.st.Union = c.winner, nil
+		r.st.Winner, r.st.Union, r.st.Vote, r.st.Final = c.winner, nil, false, nil
 		if c.union {
 			r.st.Union = make([]predict.Member, 2)
+		}
+		if c.folds {
+			r.st.Vote, r.st.Final = true, &FinalModel{Mode: schedule.FinalEnsemble, Lane: c.winner, Members: 1}
 		}
 		if got := secs(r.reserve(1)); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: reserve %.3f s, want %.3f", c.name, got, c.want)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"amid/host/audit"
+	"amid/host/folds"
 	"amid/host/predict"
 	"amid/host/schedule"
 )
@@ -291,51 +292,7 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 				return err
 			}
 		}
-		f := w.Folds[k]
-		if f.Status == FoldDone && (k > 0 || f.Steps >= fm.Until) {
-			continue
-		}
-		train, val, err := fl.Split(r.data.Train, k)
-		if err != nil {
-			return err
-		}
-		work := r.path("lanes", w.ID, fmt.Sprintf("f%d", k), "final")
-		resume := ""
-		if k == 0 && len(f.Rounds) > 0 {
-			resume = f.Rounds[len(f.Rounds)-1].Checkpoint
-		}
-		if within(work, f.LastCheckpoint) {
-			resume = f.LastCheckpoint
-		}
-		prev := f
-		f.Status, f.LastCheckpoint = FoldTraining, resume
-		w.Folds[k] = f
-		if err := r.save(); err != nil {
-			return err
-		}
-		from := 0
-		if resume != "" {
-			from = int(f.Steps)
-		}
-		limit := schedule.FoldLimit(&w.Schedule, k, n, int(fm.Until), from, r.usable())
-		out, err := r.trainOne(ctx, trainSpec{
-			lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfgs[k], train: train, val: val,
-			resume: resume, until: fm.Until, limit: limit, place: place, seed: r.st.Seed + int64(k),
-		})
-		if err != nil {
-			if k == 0 {
-				w.Folds[0] = prev
-			} else {
-				w.Folds[k] = FoldState{Status: FoldFailed, Error: err.Error()}
-			}
-			return err
-		}
-		f = w.Folds[k]
-		f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra, f.Undefined, f.PerCase = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra, out.score.Undefined, out.score.PerCase
-		f.Took, f.Compute, f.Lacks = f.Took+out.took, out.res.Compute, fl.Lacks(k)
-		w.Folds[k] = f
-		r.logf("lane %s fold %d: validation %s after %d steps, trained on %s%s", w.ID, k, out.score, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))
-		if err := r.save(); err != nil {
+		if err := r.trainFold(ctx, w, fl, k, n, fm.Until, cfgs[k], place, r.usable()); err != nil {
 			return err
 		}
 	}
@@ -369,6 +326,59 @@ func (r *Runner) trainFolds(ctx context.Context, w *LaneState) error {
 		return err
 	}
 	return r.record(audit.RoleHost, audit.ActionLaneTrained, nil, out, map[string]any{"lane": r.unionLane(), "members": len(members), "score": m, "status": FoldDone})
+}
+
+// trainFold trains fold k of the n folds of lane w's fold ensemble to step until with
+// configuration cfg on place, within its share of left, the time until the reserve
+// (schedule.FoldLimit): fold 0 continues from its last round, the others train from
+// scratch, and a fold made before (a resumed run, a capped leader's folds trained in
+// exploration) is kept. A fold that fails is recorded failed, fold 0 as it was.
+func (r *Runner) trainFold(ctx context.Context, w *LaneState, fl *folds.Folds, k, n int, until int64, cfg json.RawMessage, place Place, left time.Duration) error {
+	f := w.Folds[k]
+	if f.Status == FoldDone && (k > 0 || f.Steps >= until) {
+		return nil
+	}
+	train, val, err := fl.Split(r.data.Train, k)
+	if err != nil {
+		return err
+	}
+	work := r.path("lanes", w.ID, fmt.Sprintf("f%d", k), "final")
+	resume := ""
+	if k == 0 && len(f.Rounds) > 0 {
+		resume = f.Rounds[len(f.Rounds)-1].Checkpoint
+	}
+	if within(work, f.LastCheckpoint) {
+		resume = f.LastCheckpoint
+	}
+	prev := f
+	f.Status, f.LastCheckpoint = FoldTraining, resume
+	w.Folds[k] = f
+	if err := r.save(); err != nil {
+		return err
+	}
+	from := 0
+	if resume != "" {
+		from = int(f.Steps)
+	}
+	limit := schedule.FoldLimit(&w.Schedule, k, n, int(until), from, left)
+	out, err := r.trainOne(ctx, trainSpec{
+		lane: w, fold: k, audit: fmt.Sprintf("%s.f%d", w.ID, k), work: work, cfg: cfg, train: train, val: val,
+		resume: resume, until: until, limit: limit, place: place, seed: r.st.Seed + int64(k),
+	})
+	if err != nil {
+		if k == 0 {
+			w.Folds[0] = prev
+		} else {
+			w.Folds[k] = FoldState{Status: FoldFailed, Error: err.Error()}
+		}
+		return err
+	}
+	f = w.Folds[k]
+	f.Status, f.Checkpoint, f.SHA256, f.Steps, f.Score, f.Extra, f.Undefined, f.PerCase = FoldDone, out.res.Checkpoint, out.res.SHA256, out.res.Steps, out.score.Value, out.score.Extra, out.score.Undefined, out.score.PerCase
+	f.Took, f.Compute, f.Lacks = f.Took+out.took, out.res.Compute, fl.Lacks(k)
+	w.Folds[k] = f
+	r.logf("lane %s fold %d: validation %s after %d steps, trained on %s%s", w.ID, k, out.score, out.res.Steps, trainedOn(out.res.Compute), lacksText(f.Lacks))
+	return r.save()
 }
 
 // plannedSteps is the planned total of steps of configuration cfg, and whether it has one.

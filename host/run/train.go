@@ -84,10 +84,14 @@ func (r *Runner) reserveFor(lane string, models int) time.Duration {
 	return schedule.Reserve(per, r.st.PluginStart, len(r.data.Test), nval, r.postOptionCount(), models, fallback) + r.exportTime(models)
 }
 
-// finalLane is the lane whose models make the final predictions once one has won, ""
-// before, or when two lanes' models do (a union).
+// finalLane is the lane whose models make the final predictions once one has won (its
+// fold ensemble's members too), "" before, or when two lanes' models do (a union).
+// (make bench-quality's 5-minute inia19-bands: the forest's fold ensemble, kept as a
+// union of its folds, was sized by a U-Net's validation, 2.3 s a case where its own took
+// 1.3 s: 1m43s were kept for final phases that took 48 s, and no post-processing option
+// was tried.)
 func (r *Runner) finalLane() string {
-	if len(r.st.Union) > 0 {
+	if len(r.st.Union) > 0 && !(r.st.Vote && r.st.Final != nil && r.st.Final.Lane == r.st.Winner) {
 		return ""
 	}
 	return r.st.Winner
@@ -158,14 +162,10 @@ func (r *Runner) explore(ctx context.Context) error {
 			}
 			return 0
 		}
-		for k := r.ensembleFolds(); k >= 2; k-- {
-			if h := schedule.CappedEnsemble(l, k) + r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1); h <= left {
-				return h
-			}
-		}
-		return 0
+		_, h := r.cappedFit(l, left)
+		return h
 	}
-	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: left, Hold: hold, Decided: r.decided,
+	e := &schedule.Explorer{Plan: p, Spent: r.spent, End: r.st.ExploreEnd, Left: left, Hold: hold, Secure: r.secure, Decided: r.decided,
 		After: func(rd schedule.Round) error { return r.afterRound(ctx, p) }}
 	rd, err := e.Run(ctx, trainer{r})
 	if err != nil {
@@ -177,6 +177,72 @@ func (r *Runner) explore(ctx context.Context) error {
 	r.st.Winner, r.st.WinnerWhy = rd.Winner, rd.Why
 	r.logf("exploration chose %s: %s", rd.Winner, rd.Why)
 	return r.record(audit.RoleHost, "explore.done", nil, nil, map[string]any{"winner": rd.Winner, "why": rd.Why, "rounds": len(r.st.Rounds)})
+}
+
+// cappedFit is the most folds k ≥ 2 of capped lane l's fold ensemble that fit left, the
+// time until the reserve, with the time they need there: the folds not yet made, trained
+// to its cap, and the predictions of k models rather than one; 0 and 0 when none fits.
+func (r *Runner) cappedFit(l *schedule.Lane, left time.Duration) (int, time.Duration) {
+	for k := r.ensembleFolds(); k >= 2; k-- {
+		if h := schedule.CappedEnsemble(l, k) + r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1); h <= left {
+			return k, h
+		}
+	}
+	return 0, 0
+}
+
+// secure trains the folds of capped lane l's fold ensemble that fit left, the time until
+// the reserve, and are not yet made, while l leads and its challenger goes on alone
+// (schedule.Explorer's Secure): the challenger then has what is left, measured, where
+// the time held for them was an estimate from l's first round. It reports whether a fold
+// was made. A lane whose models are not combined across folds, or a cascade (its folds
+// take low-resolution networks of their own), keeps the hold.
+func (r *Runner) secure(ctx context.Context, l *schedule.Lane, left time.Duration) (bool, error) {
+	w := r.st.lane(l.ID)
+	if w == nil || r.ensembleFolds() <= 1 {
+		return false, nil
+	}
+	if low, _, err := r.st.lowresOf(w); err != nil || low != nil {
+		return false, nil
+	}
+	k, _ := r.cappedFit(l, left)
+	if k <= max(l.Made, 1) {
+		return false, nil
+	}
+	fl, err := r.folds()
+	if err != nil {
+		return false, err
+	}
+	cfg, err := withSteps(w.Config, int64(l.MaxSteps))
+	if err != nil {
+		return false, err
+	}
+	from := max(l.Made, 1)
+	which := fmt.Sprintf("its fold %d trains", from)
+	if k-1 > from {
+		which = fmt.Sprintf("its folds %d to %d train", from, k-1)
+	}
+	r.logf("lane %s leads at its cap of %d step(s) while its challenger goes on: %s now (about %v), so the time its fold ensemble takes is measured, and what is left before the reserve is the challenger's", l.ID, l.MaxSteps, which, schedule.CappedEnsemble(l, k).Round(time.Second))
+	for f := from; f < k; f++ {
+		if w.Folds[f].Status == FoldFailed {
+			break // tried before: the final model tries it again, if its time holds it
+		}
+		// Its limit, like the explorer's rounds', counts from the plugin's start, and
+		// leaves the predictions of k models rather than one.
+		left := r.usable() - r.st.PluginStart - (r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1))
+		if err := r.trainFold(ctx, w, fl, f, k, int64(l.MaxSteps), cfg, r.placeOf(w), left); err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			r.logf("lane %s fold %d could not be trained now (%v): its final model takes the folds made", l.ID, f, err)
+			break
+		}
+		l.Made = f + 1
+		if err := r.save(); err != nil {
+			return false, err
+		}
+	}
+	return l.Made > from, nil
 }
 
 // decided records a decision of exploration (which lanes train next, which stopped and

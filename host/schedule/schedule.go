@@ -154,6 +154,10 @@ type Lane struct {
 	// counts its training labels in one step, and no step after that changes it. No round
 	// and no final model is planned past it.
 	MaxSteps int `json:"max_steps,omitempty"`
+	// Made is how many folds of the lane's fold ensemble, fold 0 among them, were trained
+	// to its cap before exploration ended: a capped leader's folds train while its
+	// challenger explores ([Explorer.Secure]). 0 or 1: fold 0 alone.
+	Made int `json:"folds_made,omitempty"`
 }
 
 // Capped reports whether the lane has trained every step it can ([Lane.MaxSteps]).
@@ -268,6 +272,9 @@ type Round struct {
 	Done   bool
 	Winner string
 	Why    string
+	// Leader, when set, is the lane at its cap that leads while the jobs' lane, its
+	// challenger, goes on alone ([Explorer.Secure] may make its final model first).
+	Leader string
 }
 
 // Rounds is how many rounds successive halving takes for n lanes: one per rung until a
@@ -470,6 +477,7 @@ func (p *Plan) Next() Round {
 		if p.Explore >= 2*seconds(c.Besides()) {
 			r := p.round(act, 1)
 			r.Stopped = append(rd.Stopped, r.Stopped...)
+			r.Leader = best.ID
 			return r
 		}
 		until := "the reserve"
@@ -811,11 +819,15 @@ func ensembleSteps(w *Lane, left time.Duration, folds int) int {
 }
 
 // CappedEnsemble is the time the final model of lane w, at its cap, takes: for a fold
-// ensemble of folds, its other folds trained from scratch to the cap (fold 0 has been),
-// each costing an overhead; for one fold (models not combined across folds), the model
-// made again on all the data, one fold's time.
+// ensemble of folds, its folds not yet made ([Lane.Made]; fold 0 has been) trained from
+// scratch to the cap, each costing an overhead; for one fold (models not combined across
+// folds), the model made again on all the data, one fold's time.
 func CappedEnsemble(w *Lane, folds int) time.Duration {
-	return time.Duration(max(folds-1, 1)) * seconds(float64(w.MaxSteps)*max(w.StepSeconds, 1e-6)+w.Overhead)
+	n := 1
+	if folds > 1 {
+		n = max(folds-max(w.Made, 1), 0)
+	}
+	return time.Duration(n) * seconds(float64(w.MaxSteps)*max(w.StepSeconds, 1e-6)+w.Overhead)
 }
 
 // Final applies FinalRule to the winner w with left the time until the reserve and folds
@@ -828,8 +840,16 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 		// cap, when the time holds them.
 		if folds > 1 && CappedEnsemble(w, folds) <= left {
 			per := seconds(float64(w.MaxSteps)*c + o)
+			made := min(max(w.Made, 1), folds)
+			train := fmt.Sprintf("the other %d folds train to it in the %v left", folds-1, left.Round(time.Second))
+			switch {
+			case made == folds:
+				train = fmt.Sprintf("its other %d fold(s) were trained to it while its challenger explored", folds-1)
+			case made > 1:
+				train = fmt.Sprintf("%d of its other folds were trained to it while its challenger explored, the other %d train in the %v left", made-1, folds-made, left.Round(time.Second))
+			}
 			return Decision{Mode: FinalEnsemble, Until: w.MaxSteps, Limit: time.Duration(LimitSlack * float64(per)),
-				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: the other %d folds train to it in the %v left, and the %d fold models are ensembled", w.ID, w.MaxSteps, folds-1, left.Round(time.Second), folds)}
+				Why: fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change: %s, and the %d fold models are ensembled", w.ID, w.MaxSteps, train, folds)}
 		}
 		why := fmt.Sprintf("%s has trained its cap of %d step(s), which more steps would not change", w.ID, w.MaxSteps)
 		if per := CappedEnsemble(w, 1); folds <= 1 && per <= left {
@@ -840,7 +860,7 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 				Why: why + fmt.Sprintf(", and its fold models are not combined: it trains again to its cap on every training case (about %v of the %v left)", per.Round(time.Second), left.Round(time.Second))}
 		}
 		if folds > 1 {
-			why += fmt.Sprintf(", and the %v its other %d folds need does not fit the %v left before the reserve for the predictions of %d models", CappedEnsemble(w, folds).Round(time.Second), folds-1, max(left, 0).Round(time.Second), folds)
+			why += fmt.Sprintf(", and the %v its other %d folds need does not fit the %v left before the reserve for the predictions of %d models", CappedEnsemble(w, folds).Round(time.Second), folds-min(max(w.Made, 1), folds), max(left, 0).Round(time.Second), folds)
 		} else {
 			why += ", and no fold ensemble is made"
 		}

@@ -29,6 +29,8 @@ type world struct {
 	explored time.Duration
 	// hold, when set, is the explorer's Hold (budgetRun).
 	hold func(capped *Lane, left time.Duration) time.Duration
+	// secure, when set, is the explorer's Secure (budgetRun).
+	secure func(ctx context.Context, capped *Lane, left time.Duration) (bool, error)
 }
 
 func newWorld(overhead float64, spec ...struct {
