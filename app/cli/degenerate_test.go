@@ -37,6 +37,9 @@ type degenerate struct {
 	// checkpoint a lane writes, and `amid resume` then finishes the run (on Linux:
 	// runKilled).
 	kill bool
+	// limit is what the run's report says the data allows, in part ("" for a dataset
+	// that is refused); every report also says that the test set is 1 case.
+	limit string
 }
 
 var degenerates = []degenerate{
@@ -46,23 +49,23 @@ var degenerates = []degenerate{
 	// 2 training cases: 2 folds of one case each (a correlation of one case is undefined).
 	// The run is killed mid-way and resumed: a checkpoint of a fold of one case, a state
 	// with undefined scores, read back by `amid resume`.
-	{name: "two training cases", cases: 3, kill: true},
+	{name: "two training cases", cases: 3, kill: true, limit: "fold validates on one case"},
 	// Every training case holds the first's labels: one class, the same boxes, one score.
-	{name: "one label for all", cases: 4, spoil: sameLabels},
+	{name: "one label for all", cases: 4, spoil: sameLabels, limit: "training cases have the same label"},
 	// No training case holds a label: empty masks, no boxes, black targets (a class or
 	// a score cannot be empty: classification and IQA are left out).
-	{name: "empty labels", cases: 4, spoil: emptyLabels, kinds: []string{"segmentation", "detection", "enhancement"}},
+	{name: "empty labels", cases: 4, spoil: emptyLabels, kinds: []string{"segmentation", "detection", "enhancement"}, limit: "training cases have the same label"},
 	// Every training image is the first training case's (a test image the same as a
 	// training one is refused at prepare: the splits overlap).
-	{name: "one training image for all", cases: 4, spoil: sameImages},
+	{name: "one training image for all", cases: 4, spoil: sameImages, limit: "training cases have the same images"},
 	// Every image, training and test, is one pixel (a volume one voxel), and so is every
 	// label that is an image: nothing to convolve, pool or crop, a validation of one
 	// pixel a fold. Detection's boxes cannot lie in one pixel: see refused.
-	{name: "one-pixel images", cases: 4, spoil: onePixel},
+	{name: "one-pixel images", cases: 4, spoil: onePixel, limit: "training image is one pixel"},
 	// One class is present in exactly one training case (the haemorrhage of the head CTs,
 	// a class of the first attribute, a box class): a stratified split cannot put it in
 	// every fold, and the folds without it must not fail on a class they never see.
-	{name: "a class in one case", cases: 4, spoil: classInOneCase, kinds: []string{"segmentation", "classification", "detection"}},
+	{name: "a class in one case", cases: 4, spoil: classInOneCase, kinds: []string{"segmentation", "classification", "detection"}, limit: "is in only 1 of the"},
 }
 
 // Every dataset of the sweep has a single test case, issue 32's "a single test case": the
@@ -138,6 +141,13 @@ func degenerateSweep(t *testing.T) {
 				st, err := hostrun.LoadState(out)
 				if err != nil {
 					t.Fatal(err)
+				}
+				// The report states what the data allows.
+				rep := hostrun.Report(st)
+				for _, want := range []string{"## What the data allows", "1 test case: the test score is that case's alone", d.limit} {
+					if !strings.Contains(rep, want) {
+						t.Errorf("the report does not say %q:\n%s", want, rep)
+					}
 				}
 				var means []string
 				for _, l := range st.Lanes {

@@ -282,6 +282,9 @@ func (r *Runner) dataText() string {
 		}
 		parts = append(parts, s)
 	}
+	if len(r.st.Limits) > 0 {
+		parts = append(parts, "What the data allows: "+strings.Join(r.st.Limits, "; ")+".")
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -172,7 +172,11 @@ func (r *Runner) prepare(ctx context.Context) error {
 	if err := contract.Err(); err != nil {
 		return err
 	}
-	return r.lockFolds(d.Train, idsHash(trainIDs), fp.Patients)
+	asked := r.st.Folds
+	if err := r.lockFolds(d.Train, idsHash(trainIDs), fp.Patients); err != nil {
+		return err
+	}
+	return r.stateLimits(d, fp, asked)
 }
 
 // load rebuilds the in-memory data of a prepared run and checks that neither the data

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"amid/host/evaluate"
 )
@@ -15,8 +17,19 @@ import (
 func Report(st *State) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Run %s\n\n", st.ID)
-	fmt.Fprintf(&b, "- Task: %s\n- Data: %s\n- Phase: %s\n- Budget: %v, spent %v\n- Planner: %s\n- Folds: %d, seed %d\n\n",
-		st.Task, st.Data, st.Phase, st.Budget, st.Spent.Round(time.Second), st.Planner, st.Folds, st.Seed)
+	spent := ""
+	if st.Budget > 0 {
+		spent = fmt.Sprintf(" (%.1f %%)", 100*st.Spent.Seconds()/st.Budget.Seconds())
+	}
+	fmt.Fprintf(&b, "- Task: %s\n- Data: %s\n- Phase: %s\n- Budget: %v, spent %v%s\n- Planner: %s\n- Folds: %d, seed %d\n\n",
+		st.Task, st.Data, st.Phase, st.Budget, st.Spent.Round(time.Second), spent, st.Planner, st.Folds, st.Seed)
+	if len(st.Limits) > 0 {
+		b.WriteString("## What the data allows\n\n")
+		for _, l := range st.Limits {
+			fmt.Fprintf(&b, "- %s\n", upperFirst(l))
+		}
+		b.WriteString("\n")
+	}
 	if len(st.Lanes) > 0 {
 		b.WriteString("## Lanes\n\n| lane | plugin | folds done | mean validation | per fold |\n|---|---|---|---|---|\n")
 		for _, l := range st.Lanes {
@@ -169,4 +182,13 @@ func classAUROCs(l *LaneState) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", n, strings.Join(per, ", ")))
 	}
 	return fmt.Sprintf("AUROC of each class or finding of %s (none: the fold has no positive or no negative of it, and its mean leaves it out): %s.\n\n", l.ID, strings.Join(parts, "; "))
+}
+
+// upperFirst is s with its first letter upper-case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }

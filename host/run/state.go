@@ -216,6 +216,10 @@ type State struct {
 	TestScore   *Grade       `json:"test_score,omitempty"`
 	Package     string       `json:"package,omitempty"`
 	Notes       []string     `json:"notes,omitempty"`
+	// Limits say, a sentence each, what the data allows, as prepare found it (fewer folds
+	// than asked, a single test case, a class in one training case, labels or images all
+	// alike): the report and the package's report state them.
+	Limits []string `json:"limits,omitempty"`
 	// PredictPerCase is the longest time a lane's validation took per case (its
 	// prediction and scoring, less the plugin's start), which sizes the reserve for the
 	// final phases until a lane has won (then the winner's own, LaneState's).
