@@ -87,12 +87,16 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 			saneLog(t, o+e)
 			if kind == "segmentation" {
 				// The forest leads at its cap after the first round (validation 0.99 to the
-				// U-Net's 0.55 in the last run): its other fold trains while the U-Net goes
-				// on, and the final ensemble takes it, made (schedule.Explorer's Secure).
-				for _, want := range []string{"leads at its cap of 64 step(s) while its challenger goes on: its fold 1 trains now", "fold(s) were trained to it while its challenger explored"} {
-					if !strings.Contains(o+e, want) {
-						t.Errorf("the log does not say %q", want)
-					}
+				// U-Net's 0.55–0.69 in the last runs): its other fold trains while the U-Net
+				// goes on (schedule.Explorer's Secure), and the final ensemble takes it,
+				// made, unless the U-Net's last round ran past its limit into the time its
+				// predictions need (0.35 s in one of three runs: a 40 s budget moves in
+				// steps that size), which the log then says.
+				if want := "leads at its cap of 64 step(s) while its challenger goes on: its fold 1 trains now"; !strings.Contains(o+e, want) {
+					t.Errorf("the log does not say %q", want)
+				}
+				if !strings.Contains(o+e, "fold(s) were trained to it while its challenger explored") && !strings.Contains(o+e, "the predictions of its 2 fold models, made, do not fit") {
+					t.Error("the log says neither that the final ensemble took the fold made in exploration nor why it did not")
 				}
 			}
 			if _, e, code := run(t, "verify", filepath.Join(out, "package")); code != 0 {

@@ -9,6 +9,7 @@ import (
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
+	"amid/plugins/taskspec"
 )
 
 // twentyAndTen is a dataset of 20 training and 10 test cases.
@@ -143,6 +144,42 @@ func TestAllDataWhenTheEnsembleDoesNotFit(t *testing.T) {
 		}
 		if d.Mode == schedule.FinalAllData && (d.Until < 64+200 || d.Limit > c.remaining-13*time.Second) {
 			t.Errorf("with %v left: the all-data model trains to step %d within %v, want past step 264 within the %v before one model's reserve", c.remaining, d.Until, d.Limit, c.remaining-13200*time.Millisecond)
+		}
+	}
+}
+
+// TestCappedFit: the time a capped leader holds before the reserve while its challenger
+// explores is its folds not yet made and the predictions of its ensemble's models rather
+// than one, on top of the reserve exploration keeps for one model of the slowest lane.
+func TestCappedFit(t *testing.T) {
+	// TestReserveOfTheWinner's world: the forest's ensemble of k models needs
+	// 1.25 × (2k × 10 × 0.05 + 2k × 0.2) + 0.2 s, 1.75k + 0.2: 1.95 s for one, 3.7 for 2,
+	// 5.45 for 3, 8.95 for 5. A fold of the forest at its cap: 64 × 0.1 + 1 = 7.4 s.
+	forest := &LaneState{ID: "forest", PredictPerCase: 50 * time.Millisecond, Schedule: schedule.Lane{ID: "forest", MaxSteps: 64, Steps: 64, StepSeconds: 0.1, Overhead: 1}}
+	unet := &LaneState{ID: "2d", PredictPerCase: 500 * time.Millisecond}
+	r := &Runner{
+		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet}},
+		data:     twentyAndTen(),
+		task:     &task.Task{ID: "ldct", Kind: taskspec.IQA, Dims: 2, Metric: task.Metric{Name: "plcc_srocc_krocc"}}, // combinable across folds
+		postOpts: map[string]int{},
+	}
+	for _, c := range []struct {
+		name  string
+		made  int
+		left  time.Duration
+		k     int
+		holdS float64
+	}{
+		{"4 folds to make", 1, 40 * time.Second, 5, 4*7.4 + 8.95 - 1.95},
+		{"3 fit", 1, 25 * time.Second, 3, 2*7.4 + 5.45 - 1.95},
+		{"all made", 5, 10 * time.Second, 5, 8.95 - 1.95},
+		{"all made, 2 predict in time", 5, 2 * time.Second, 2, 3.7 - 1.95},
+		{"none fits", 5, time.Second, 0, 0},
+	} {
+		forest.Schedule.Made = c.made
+		k, h := r.cappedFit(&forest.Schedule, c.left)
+		if k != c.k || math.Abs(h.Seconds()-c.holdS) > 1e-6 {
+			t.Errorf("%s: %d folds holding %.3f s, want %d holding %.3f s", c.name, k, h.Seconds(), c.k, c.holdS)
 		}
 	}
 }

@@ -181,14 +181,26 @@ func (r *Runner) explore(ctx context.Context) error {
 
 // cappedFit is the most folds k ≥ 2 of capped lane l's fold ensemble that fit left, the
 // time until the reserve, with the time they need there: the folds not yet made, trained
-// to its cap, and the predictions of k models rather than one; 0 and 0 when none fits.
+// to its cap, and the predictions of its k models rather than one (ensembleBeyond); 0 and
+// 0 when none fits.
 func (r *Runner) cappedFit(l *schedule.Lane, left time.Duration) (int, time.Duration) {
 	for k := r.ensembleFolds(); k >= 2; k-- {
-		if h := schedule.CappedEnsemble(l, k) + r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1); h <= left {
+		if h := schedule.CappedEnsemble(l, k) + r.ensembleBeyond(l.ID, k); h <= left {
 			return k, h
 		}
 	}
 	return 0, 0
+}
+
+// ensembleBeyond is what the final phases of lane's ensemble of k models need more than
+// those of one of its models, kept on top of exploration's reserve (sized for one model of
+// the slowest lane: the challenger may win). Kept as what the ensemble needs beyond that
+// reserve alone, a challenger's round that ran 0.6 s past its limit left the forest's two
+// folds, both made, too little time to predict, and its fold model was submitted
+// (app/cli's TestPlainTaskOfEveryKind); this keeps up to a quarter more than the
+// 5-minute inia19-bands run's final phases needed.
+func (r *Runner) ensembleBeyond(lane string, k int) time.Duration {
+	return r.reserveFor(lane, k) - r.reserveFor(lane, 1)
 }
 
 // secure trains the folds of capped lane l's fold ensemble that fit left, the time until
@@ -229,7 +241,7 @@ func (r *Runner) secure(ctx context.Context, l *schedule.Lane, left time.Duratio
 		}
 		// Its limit, like the explorer's rounds', counts from the plugin's start, and
 		// leaves the predictions of k models rather than one.
-		left := r.usable() - r.st.PluginStart - (r.reserveFor(l.ID, k) - r.reserveFor(l.ID, 1))
+		left := r.usable() - r.st.PluginStart - r.ensembleBeyond(l.ID, k)
 		if err := r.trainFold(ctx, w, fl, f, k, int64(l.MaxSteps), cfg, r.placeOf(w), left); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()

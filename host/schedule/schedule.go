@@ -859,7 +859,9 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 			return Decision{Mode: FinalAllData, Until: w.MaxSteps, Limit: left,
 				Why: why + fmt.Sprintf(", and its fold models are not combined: it trains again to its cap on every training case (about %v of the %v left)", per.Round(time.Second), left.Round(time.Second))}
 		}
-		if folds > 1 {
+		if folds > 1 && CappedEnsemble(w, folds) == 0 {
+			why += fmt.Sprintf(", and the predictions of its %d fold models, made, do not fit the %v left before the reserve", folds, max(left, 0).Round(time.Second))
+		} else if folds > 1 {
 			why += fmt.Sprintf(", and the %v its other %d folds need does not fit the %v left before the reserve for the predictions of %d models", CappedEnsemble(w, folds).Round(time.Second), folds-min(max(w.Made, 1), folds), max(left, 0).Round(time.Second), folds)
 		} else {
 			why += ", and no fold ensemble is made"
