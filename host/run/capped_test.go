@@ -183,3 +183,37 @@ func TestCappedFit(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveOfTheContenders: while no lane has won, the reserve is sized by the slowest
+// lane that may still win (explored on, at its cap, or the best so far), not by a lane
+// stopped below the best.
+func TestReserveOfTheContenders(t *testing.T) {
+	// As in TestReserveOfTheWinner: one model at p a case keeps 1.25 × (20p + 0.4) + 0.2 s.
+	curve := func(score float64) []schedule.Point { return []schedule.Point{{Step: 1, Score: score}} }
+	forest := &LaneState{ID: "forest", PredictPerCase: 50 * time.Millisecond, Schedule: schedule.Lane{ID: "forest", MaxSteps: 64, Steps: 64, Stopped: "it has trained its cap", Curve: curve(0.8)}}
+	unet := &LaneState{ID: "2d", PredictPerCase: 500 * time.Millisecond, Schedule: schedule.Lane{ID: "2d", Curve: curve(0.3)}}
+	lowres := &LaneState{ID: "3d_lowres", PredictPerCase: 2 * time.Second, Schedule: schedule.Lane{ID: "3d_lowres", Stopped: "not promoted", Curve: curve(0.1)}}
+	r := &Runner{
+		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 2 * time.Second, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet, lowres}},
+		data:     twentyAndTen(),
+		postOpts: map[string]int{},
+	}
+	one := func(p float64) float64 { return 1.25*(20*p+0.4) + 0.2 }
+	for _, c := range []struct {
+		name string
+		set  func()
+		want float64
+	}{
+		{"3d_lowres stopped below the best", func() {}, one(0.5)},
+		{"3d_lowres the best", func() { lowres.Schedule.Curve = curve(0.9) }, one(2)},
+		{"2d stopped too", func() {
+			lowres.Schedule.Curve, unet.Schedule.Stopped = curve(0.1), "flattened"
+		}, one(0.05)},
+		{"a lane not yet timed", func() { unet.Schedule.Stopped, unet.PredictPerCase = "", 0 }, one(2)},
+	} {
+		c.set()
+		if got := r.reserve(1).Seconds(); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: reserve %.3f s, want %.3f", c.name, got, c.want)
+		}
+	}
+}

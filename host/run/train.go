@@ -105,7 +105,40 @@ func (r *Runner) perCaseOf(lane string) time.Duration {
 	if l := r.st.lane(lane); l != nil && l.PredictPerCase > 0 {
 		return l.PredictPerCase
 	}
+	if lane == "" && r.st.Winner == "" {
+		return r.contendersPerCase()
+	}
 	return r.st.PredictPerCase
+}
+
+// contendersPerCase is, while no lane has won, the slowest time per case of the lanes
+// that may still win: those still explored, those at their cap, and the best so far; a
+// lane stopped below the best cannot (exploration's winner is the best score of any
+// lane). Any of them not yet timed: the slowest of every lane. (make bench-quality's
+// 10-minute inia19-bands: a 3d_lowres lane stopped after its first round sized the
+// reserve while the forest and a 2D U-Net explored on, and the run spent 80 % of its
+// budget, the final phases starting with 2m57s left where 1m19s was kept.)
+func (r *Runner) contendersPerCase() time.Duration {
+	var best *LaneState
+	for _, l := range r.st.Lanes {
+		if s := l.Schedule.Best().Score; !math.IsNaN(s) && (best == nil || s > best.Schedule.Best().Score) {
+			best = l
+		}
+	}
+	var per time.Duration
+	for _, l := range r.st.Lanes {
+		if l != best && l.Schedule.Stopped != "" && !l.Schedule.Capped() {
+			continue
+		}
+		if l.PredictPerCase <= 0 {
+			return r.st.PredictPerCase
+		}
+		per = max(per, l.PredictPerCase)
+	}
+	if per == 0 {
+		return r.st.PredictPerCase
+	}
+	return per
 }
 
 // postOptionCount is the number of post-processing options the final phase tries: the
