@@ -101,9 +101,11 @@ type LaneState struct {
 	// Schedule is the lane as the schedule sees it: step time, minimum steps, the steps
 	// reached on fold 0, its validation curve, where it trains, and why it stopped.
 	Schedule schedule.Lane `json:"schedule"`
-	// PredictPerCase is the time the lane's latest validation took per case (measured
-	// as the run's PredictPerCase), which sizes the reserve once the lane has won.
-	PredictPerCase time.Duration `json:"predict_per_case,omitempty"`
+	// PredictPerCase is the longest time per case of the lane's validations but its first
+	// (its only one, when it has one), each measured as the run's PredictPerCase: it sizes
+	// the reserve once the lane has won. PredictTimes are those times, in order.
+	PredictPerCase time.Duration   `json:"predict_per_case,omitempty"`
+	PredictTimes   []time.Duration `json:"predict_times,omitempty"`
 }
 
 // Mean is the lane's mean validation score over its finished folds and their count (NaN

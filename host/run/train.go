@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -654,17 +655,23 @@ func capETA(p *protocol.Progress, limit, elapsed time.Duration) *protocol.Progre
 
 // timed records that a validation of n cases by lane l took took, its scoring included
 // (the final phases score each post-processing option too). The slowest lane's time per
-// case sets the final phases' reserve until a lane has won; then the winner's own latest
-// does: a lane's first validations read its cases cold and share the machine with the
-// other lanes' training, while the final phases predict alone (make bench-quality's
+// case sets the final phases' reserve until a lane has won; then the winner's own slowest
+// but its first does: a lane's first validation reads its cases cold (make bench-quality's
 // 5-minute ct-dose-iqa kept 43 s for final phases that took 4 s, sized by the forest's
-// slowest validation).
+// first validation), and a time per case carries the model's load over the cases of its
+// validation, so the latest alone, of a fold of two cases, halved it (the 10-minute
+// inia19-bands run kept 33 s for the forest's ensemble, whose final phases took 62 s,
+// 3 % past the budget).
 func (r *Runner) timed(l *LaneState, took time.Duration, n int) {
 	per := r.perCase(took, n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st.PredictPerCase = max(r.st.PredictPerCase, per)
+	l.PredictTimes = append(l.PredictTimes, per)
 	l.PredictPerCase = per
+	if len(l.PredictTimes) > 1 {
+		l.PredictPerCase = slices.Max(l.PredictTimes[1:])
+	}
 }
 
 // perCase is the time a prediction of n cases that took took spent on each, less the

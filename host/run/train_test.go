@@ -7,17 +7,28 @@ import (
 	"amid/plugins/protocol"
 )
 
-// TestTimedKeepsTheLatest checks what a validation's time sets: the run's time per case
-// is the slowest seen (the reserve before a lane has won), a lane's its latest (the
-// reserve once it has: its first validations, cold and beside other lanes' training, are
-// the slowest).
-func TestTimedKeepsTheLatest(t *testing.T) {
+// TestTimedLeavesOutTheFirst checks what a validation's time sets: the run's time per case
+// is the slowest seen (the reserve before a lane has won), a lane's the slowest of its
+// validations but its first (the reserve once it has: its first reads its cases cold), or
+// its first while it has one.
+func TestTimedLeavesOutTheFirst(t *testing.T) {
 	forest := &LaneState{ID: "forest"}
 	r := &Runner{st: &State{PluginStart: 100 * time.Millisecond}}
-	r.timed(forest, 2100*time.Millisecond, 4) // 0.5 s a case once the start is taken off
-	r.timed(forest, 500*time.Millisecond, 4)  // 0.1 s a case
-	if forest.PredictPerCase != 100*time.Millisecond || r.st.PredictPerCase != 500*time.Millisecond {
-		t.Errorf("lane %v a case, run %v; want the latest 100ms and the slowest 500ms", forest.PredictPerCase, r.st.PredictPerCase)
+	for _, c := range []struct {
+		took       time.Duration
+		n          int
+		lane, run time.Duration
+	}{
+		{2100 * time.Millisecond, 4, 500 * time.Millisecond, 500 * time.Millisecond}, // 0.5 s a case once the start is taken off: the first
+		{500 * time.Millisecond, 4, 100 * time.Millisecond, 500 * time.Millisecond},  // 0.1 s a case
+		// A fold of one case carries the model's load alone: 0.3 s.
+		{400 * time.Millisecond, 1, 300 * time.Millisecond, 500 * time.Millisecond},
+		{300 * time.Millisecond, 2, 300 * time.Millisecond, 500 * time.Millisecond}, // 0.1 s a case
+	} {
+		r.timed(forest, c.took, c.n)
+		if forest.PredictPerCase != c.lane || r.st.PredictPerCase != c.run {
+			t.Errorf("after %v for %d case(s): lane %v a case, run %v; want %v and %v", c.took, c.n, forest.PredictPerCase, r.st.PredictPerCase, c.lane, c.run)
+		}
 	}
 }
 
