@@ -15,8 +15,8 @@ func TestTimedLeavesOutTheFirst(t *testing.T) {
 	forest := &LaneState{ID: "forest"}
 	r := &Runner{st: &State{PluginStart: 100 * time.Millisecond}}
 	for _, c := range []struct {
-		took       time.Duration
-		n          int
+		took      time.Duration
+		n         int
 		lane, run time.Duration
 	}{
 		{2100 * time.Millisecond, 4, 500 * time.Millisecond, 500 * time.Millisecond}, // 0.5 s a case once the start is taken off: the first
