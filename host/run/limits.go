@@ -1,8 +1,6 @@
 package run
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"maps"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"amid/host/profile"
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
 )
 
 // stateLimits finds what the data allows (dataLimits), logs each limit, keeps them in the
@@ -132,24 +131,28 @@ func sameImages(cases []task.Case) bool {
 }
 
 // sameFiles reports whether the regular files at paths hold the same bytes; false for a
-// path that cannot be read as a file (a folder), or none.
+// path that cannot be read as a file (a folder), or none. Sizes are compared first, so a
+// dataset whose files differ is not read for it.
 func sameFiles(paths []string) bool {
-	var first []byte
+	if len(paths) == 0 {
+		return false
+	}
+	var size int64
 	for i, p := range paths {
 		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || !fi.Mode().IsRegular() || i > 0 && fi.Size() != size {
 			return false
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return false
-		}
-		sum := sha256.Sum256(b)
-		if i == 0 {
-			first = sum[:]
-		} else if !bytes.Equal(first, sum[:]) {
+		size = fi.Size()
+	}
+	first, err := fileio.SHA256(paths[0])
+	if err != nil {
+		return false
+	}
+	for _, p := range paths[1:] {
+		if sum, err := fileio.SHA256(p); err != nil || sum != first {
 			return false
 		}
 	}
-	return len(paths) > 0
+	return true
 }

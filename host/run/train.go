@@ -227,12 +227,11 @@ func (r *Runner) cappedFit(l *schedule.Lane, left time.Duration) (int, time.Dura
 }
 
 // ensembleBeyond is what the final phases of lane's ensemble of k models need more than
-// those of one of its models, kept on top of exploration's reserve (sized for one model of
-// the slowest lane: the challenger may win). Kept as what the ensemble needs beyond that
-// reserve alone, a challenger's round that ran 0.6 s past its limit left the forest's two
-// folds, both made, too little time to predict, and its fold model was submitted
-// (app/cli's TestPlainTaskOfEveryKind); this keeps up to a quarter more than the
-// 5-minute inia19-bands run's final phases needed.
+// those of one of its models, held on top of exploration's reserve (sized for one model
+// of the slowest lane that may still win). Holding only what the ensemble needs beyond
+// that reserve was tried: a challenger's round that then ran 0.6 s past its limit left
+// the forest's two made folds too little time to predict, and its fold model was
+// submitted (app/cli's TestPlainTaskOfEveryKind).
 func (r *Runner) ensembleBeyond(lane string, k int) time.Duration {
 	return r.reserveFor(lane, k) - r.reserveFor(lane, 1)
 }
