@@ -149,11 +149,19 @@ func degenerateSweep(t *testing.T) {
 						t.Errorf("the report does not say %q:\n%s", want, rep)
 					}
 				}
+				// A run that left more than 5 % of its budget says why.
+				if st.Spent < st.Budget*95/100 && !strings.Contains(rep, "## Why the budget was not all used") {
+					t.Errorf("%v of the %v budget spent, and the report does not say why the rest was not used:\n%s", st.Spent, st.Budget, rep)
+				} else if st.Spent < st.Budget*95/100 {
+					_, why, _ := strings.Cut(rep, "## Why the budget was not all used\n\n")
+					why, _, _ = strings.Cut(why, "\n")
+					t.Logf("%s", why)
+				}
 				var means []string
 				for _, l := range st.Lanes {
 					means = append(means, l.ID+" "+l.MeanText())
 				}
-				table = append(table, fmt.Sprintf("| %s | %s | %d | %spackage; chosen %s; validation %s | %v |", kind, d.name, len(ds.Train), killed, st.Chosen, strings.Join(means, ", "), took))
+				table = append(table, fmt.Sprintf("| %s | %s | %d | %spackage; chosen %s; validation %s | %v (%.0f %% of the budget) |", kind, d.name, len(ds.Train), killed, st.Chosen, strings.Join(means, ", "), took, 100*st.Spent.Seconds()/st.Budget.Seconds()))
 			})
 		}
 	}

@@ -295,6 +295,10 @@ func budgetUsed(t *testing.T, out string) {
 	if f < minUsed || f > 1 {
 		t.Errorf("the run spent %v of its %v budget (%.1f%%), want %.0f–100%%", st.Spent, st.Budget, 100*f, 100*minUsed)
 	}
+	// Under 95 %, the report says why the rest was not used (issue 32).
+	if rep := hostrun.Report(&st); f < 0.95 && !strings.Contains(rep, "## Why the budget was not all used") {
+		t.Errorf("the run spent %.1f%% of its budget, and its report does not say why the rest was not used:\n%s", 100*f, rep)
+	}
 	for _, l := range st.Lanes {
 		if c := l.Schedule.MaxSteps; c > 0 && l.Schedule.Steps > c {
 			t.Errorf("lane %s trained %d steps, past its cap of %d", l.ID, l.Schedule.Steps, c)

@@ -267,7 +267,8 @@ func (r *Runner) solutionReport() export.Report {
 }
 
 // dataText is the report's Data and privacy section: what the DICOM SEG predictions
-// reference, and what de-identification did.
+// reference, what de-identification did, what the data allows, and why the budget was
+// not all used where it was not (as the export began).
 func (r *Runner) dataText() string {
 	var parts []string
 	if r.st.Deidentify {
@@ -284,6 +285,9 @@ func (r *Runner) dataText() string {
 	}
 	if len(r.st.Limits) > 0 {
 		parts = append(parts, "What the data allows: "+strings.Join(r.st.Limits, "; ")+".")
+	}
+	if u := budgetUnused(r.st, r.spent()); u != "" {
+		parts = append(parts, upperFirst(u))
 	}
 	return strings.Join(parts, " ")
 }

@@ -122,7 +122,8 @@ func (r *Runner) finalMade() bool {
 
 // final predicts the test set with the chosen lane and writes the submission.
 func (r *Runner) final(ctx context.Context) error {
-	left, kept := r.remaining().Round(10*time.Millisecond), r.reserve(r.models()).Round(10*time.Millisecond)
+	r.st.Kept = r.reserve(r.models())
+	left, kept := r.remaining().Round(10*time.Millisecond), r.st.Kept.Round(10*time.Millisecond)
 	if left < 0 {
 		// The phases before ran past the budget (a machine busy with other work slows
 		// every step past what the limits planned): said as such, not as a negative time.

@@ -23,6 +23,9 @@ func Report(st *State) string {
 	}
 	fmt.Fprintf(&b, "- Task: %s\n- Data: %s\n- Phase: %s\n- Budget: %v, spent %v%s\n- Planner: %s\n- Folds: %d, seed %d\n\n",
 		st.Task, st.Data, st.Phase, st.Budget, st.Spent.Round(time.Second), spent, st.Planner, st.Folds, st.Seed)
+	if u := budgetUnused(st, st.Spent); u != "" && st.Phase == PhaseDone {
+		fmt.Fprintf(&b, "## Why the budget was not all used\n\n%s\n\n", upperFirst(u))
+	}
 	if len(st.Limits) > 0 {
 		b.WriteString("## What the data allows\n\n")
 		for _, l := range st.Limits {

@@ -404,9 +404,18 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", s.phase, err)
 		}
+		if r.st.Ended == nil {
+			r.st.Ended = map[string]time.Duration{}
+		}
+		r.st.Ended[s.phase] = r.spent()
 		r.st.Phase = phases[i+1]
 		if err := r.save(); err != nil {
 			return err
+		}
+		if r.st.Phase == PhaseDone {
+			if u := budgetUnused(r.st, r.st.Spent); u != "" {
+				r.logf("%s", upperFirst(u))
+			}
 		}
 	}
 	return nil

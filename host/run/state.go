@@ -236,6 +236,11 @@ type State struct {
 	Compute compute.Identity `json:"compute,omitzero"`
 	// Deidentify: the run is pseudonymous (Options.Deidentify).
 	Deidentify bool `json:"deidentify,omitempty"`
+	// Ended is, for each phase that ended, the budget spent when it did; Kept is the
+	// reserve kept for the final phases when they began. The reports say from them why a
+	// run left part of its budget unused (budgetUnused).
+	Ended map[string]time.Duration `json:"ended,omitempty"`
+	Kept  time.Duration            `json:"kept,omitempty"`
 	// ExploreEnd is the mark of Spent at which exploration's share of the budget is spent.
 	ExploreEnd time.Duration `json:"explore_end,omitempty"`
 	// Rounds are exploration's rounds in order: which lanes trained, which stopped and why.

@@ -841,7 +841,7 @@ func Final(w *Lane, left time.Duration, folds int) Decision {
 		if folds > 1 && CappedEnsemble(w, folds) <= left {
 			per := seconds(float64(w.MaxSteps)*c + o)
 			made := min(max(w.Made, 1), folds)
-			train := fmt.Sprintf("the other %d folds train to it in the %v left", folds-1, left.Round(time.Second))
+			train := fmt.Sprintf("the other %d fold(s) train to it in the %v left", folds-1, left.Round(time.Second))
 			switch {
 			case made == folds:
 				train = fmt.Sprintf("its other %d fold(s) were trained to it while its challenger explored", folds-1)
