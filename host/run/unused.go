@@ -77,7 +77,10 @@ func (s *State) finalStopped() string {
 	if l := s.lane(fm.Lane); l != nil && l.Schedule.MaxSteps > 0 && fm.Steps >= int64(l.Schedule.MaxSteps) {
 		return fmt.Sprintf("on all the data, %s reached its cap of %d step(s), which more steps would not change", fm.Lane, l.Schedule.MaxSteps)
 	}
-	return fmt.Sprintf("on all the data, %s reached step %d of its planned %d, and another start did not fit the time left", fm.Lane, fm.Steps, fm.Until)
+	if fm.Steps < fm.Until {
+		return fmt.Sprintf("on all the data, %s stopped at step %d of its planned %d, at its time limit (which keeps a margin for the plugin's start and a step)", fm.Lane, fm.Steps, fm.Until)
+	}
+	return fmt.Sprintf("on all the data, %s reached its planned step %d, and another start did not fit the time left", fm.Lane, fm.Steps)
 }
 
 // exploreStopped says, when exploration ended before its share of the budget was spent,

@@ -51,6 +51,16 @@ func TestBudgetUnused(t *testing.T) {
 		t.Errorf("the model on all the data at its cap:\n%s", got)
 	}
 
+	// The model on all the data stopped by its time limit, or at its planned step.
+	s.Final = &FinalModel{Mode: schedule.FinalAllData, Lane: "2d", Steps: 35, Until: 38}
+	if got = budgetUnused(s, s.Spent); !strings.Contains(got, "on all the data, 2d stopped at step 35 of its planned 38, at its time limit") {
+		t.Errorf("the model on all the data at its time limit:\n%s", got)
+	}
+	s.Final.Steps = 38
+	if got = budgetUnused(s, s.Spent); !strings.Contains(got, "on all the data, 2d reached its planned step 38, and another start did not fit") {
+		t.Errorf("the model on all the data at its planned step:\n%s", got)
+	}
+
 	// Only the reserve, too large by more than 5 % of the budget: the final phases alone.
 	s = st()
 	s.Ended[PhaseExploit], s.Kept, s.Spent = 40*time.Second, 20*time.Second, 50*time.Second
