@@ -65,7 +65,7 @@ func load(be engine.Backend, path string) (*predictor, error) {
 		return nil, fmt.Errorf("checkpoint %s: %d channels and %d outputs", path, p.rec.Channels, outputs)
 	}
 	arch := p.rec.Config.Arch(p.rec.Channels, outputs)
-	if p.model, err = cnn.Build(be, arch, 1, p.rec.Config.Grid, 1, nil); err != nil {
+	if p.model, err = cnn.Build(be, arch, 1, p.rec.Config.Grid, 1, nil, engine.ForInference); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, arch.UNet(), p.model, nil); err != nil {

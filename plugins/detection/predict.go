@@ -135,7 +135,7 @@ func load(be engine.Backend, path string) (*detector, error) {
 		d.seg.SetTraining(false)
 		m, out = d.seg.Net, d.seg.Loss
 	} else {
-		if d.head, err = engine.BuildUNetHead(be, arch, s.Config.head(s.Mode), 1, d.patch, 1, nil); err != nil {
+		if d.head, err = engine.BuildUNetHead(be, arch, s.Config.head(s.Mode), 1, d.patch, 1, nil, engine.ForInference); err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 		}
 		d.head.SetTraining(false)

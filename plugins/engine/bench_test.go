@@ -66,3 +66,28 @@ func BenchmarkUNetInfer(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUNetInferBuilt times the forward pass of the reference 3D U-Net on two 64³
+// patches (the segmentation plugin's batch on two workers) built for training and
+// ForInference, side by side, with each one's memory (Net.Bytes: what it allocates; the
+// training network's gradients are never touched at inference, so they stay out of the
+// resident memory, which make bench-predict measures).
+func BenchmarkUNetInferBuilt(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{{"training", nil}, {"inference", []Option{ForInference}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			be := NewCPU(0)
+			cfg := UNetConfig{In: 1, Classes: 4, Widths: []int{16, 32, 64, 128}, Convs: 2, MaxPool: true, Slope: 0.01}
+			u := smallUNet(b, be, cfg, 2, [3]int{64, 64, 64}, 1, tc.opts...)
+			u.SetTraining(false)
+			b.ResetTimer()
+			for range b.N {
+				u.Forward()
+			}
+			b.ReportMetric(2*float64(b.N)/b.Elapsed().Seconds(), "patches/s")
+			b.ReportMetric(float64(u.Bytes())/(1<<20), "MiB")
+		})
+	}
+}

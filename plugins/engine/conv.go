@@ -21,7 +21,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 	if !l.pointwise {
 		b.ws.size = max(b.ws.size, g.rows()*g.tileRows()*g.out[2])
 	}
-	if !l.pointwise && s == [3]int{1, 1, 1} {
+	if !l.pointwise && s == [3]int{1, 1, 1} && !b.forwardOnly() {
 		// With stride 1 the input gradient is a convolution of the output gradient with the
 		// flipped, transposed kernel and padding k−1−p: an SGEMM with cout·k³ as its inner
 		// dimension instead of a memory-bound one with cout, and im2col instead of col2im.
@@ -36,8 +36,11 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 	if !l.pointwise {
 		if l.fold = newFolded(planar(g), cout); l.fold != nil {
 			b.ws.size = max(b.ws.size, l.fold.size())
-			l.dwf0 = make([]float32, len(l.w.Data))
-			b.scratch = append(b.scratch, l.fold.w, l.dwf0)
+			b.scratch = append(b.scratch, l.fold.w)
+			if !b.forwardOnly() {
+				l.dwf0 = make([]float32, len(l.w.Data))
+				b.scratch = append(b.scratch, l.dwf0)
+			}
 		}
 		if l.gt != nil {
 			if l.foldT = newFolded(planar(*l.gt), g.c); l.foldT != nil {

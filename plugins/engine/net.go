@@ -43,6 +43,7 @@ type trainer interface{ setTraining(bool) }
 type use struct {
 	t   *Tensor
 	acc *bool
+	at  int // the index of the layer that reads t
 }
 
 // workspace is scratch memory shared by layers that run one after the other: one buffer
@@ -63,12 +64,37 @@ type Builder struct {
 	ws      *workspace
 	scratch [][]float32 // per-layer scratch, counted in Net.Bytes
 	err     error
+	// inference: built for forward passes only (ForInference).
+	inference bool
+}
+
+// Option is a way to build a network other than for training.
+type Option func(*Builder)
+
+// ForInference builds a network that only runs forward passes, with the memory one
+// needs: no gradients and no scratch of the backward pass, and on the CPU an activation's
+// buffer is taken again by a later one once every layer that reads it has run
+// (planBuffers), where a training network keeps every activation for its backward pass.
+// Its outputs are the tensors no layer reads and the inputs of its losses, which keep
+// their buffers to the end. Such a network cannot train: Backward panics and NewTrainer
+// refuses it. On a Vulkan device it is built as for training (its device memory is
+// planned by the device side).
+func ForInference(b *Builder) { b.inference = true }
+
+// forwardOnly reports whether the network being built runs forward passes alone on the
+// CPU, so that layers skip what only their backward pass needs.
+func (b *Builder) forwardOnly() bool {
+	_, onDevice := b.be.(*Vulkan)
+	return b.inference && !onDevice
 }
 
 // partScratch returns one buffer of n values per worker but the first (which writes the
 // result itself), for per-worker partial sums.
 func (b *Builder) partScratch(n int) [][]float32 {
 	s := make([][]float32, b.be.Workers())
+	if b.forwardOnly() {
+		return s // weight gradients only
+	}
 	for i := 1; i < len(s); i++ {
 		s[i] = make([]float32, n)
 		b.scratch = append(b.scratch, s[i])
@@ -76,9 +102,14 @@ func (b *Builder) partScratch(n int) [][]float32 {
 	return s
 }
 
-// NewBuilder starts a network whose parameters are initialised from seed.
-func NewBuilder(be Backend, seed uint64) *Builder {
-	return &Builder{be: be, rng: rand.New(rand.NewPCG(seed, 0x616d6964)), ws: &workspace{}}
+// NewBuilder starts a network whose parameters are initialised from seed, built for
+// training unless an option says otherwise.
+func NewBuilder(be Backend, seed uint64, opts ...Option) *Builder {
+	b := &Builder{be: be, rng: rand.New(rand.NewPCG(seed, 0x616d6964)), ws: &workspace{}}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
 }
 
 // Err is the first error met while describing the network.
@@ -95,7 +126,7 @@ func (b *Builder) tensor(s Shape, grad bool) *Tensor {
 		b.fail("tensor shape %v has a zero or negative size", s)
 		s = Shape{1, 1, 1, 1, 1}
 	}
-	t := &Tensor{Shape: s, stride: s.Sample(), needGrad: grad}
+	t := &Tensor{Shape: s, stride: s.Sample(), needGrad: grad, born: len(b.layers)}
 	b.tensors = append(b.tensors, t)
 	return t
 }
@@ -107,14 +138,18 @@ func (b *Builder) Input(s Shape) *Tensor {
 	return t
 }
 
-func (b *Builder) use(t *Tensor, acc *bool) { b.uses = append(b.uses, use{t, acc}) }
+// use registers the layer being built (the next one) as a reader of t.
+func (b *Builder) use(t *Tensor, acc *bool) { b.uses = append(b.uses, use{t, acc, len(b.layers)}) }
 
 func (b *Builder) param(name string, shape []int, decay bool) *Param {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
-	p := &Param{Name: name, Shape: shape, Data: make([]float32, n), Grad: make([]float32, n), Decay: decay}
+	p := &Param{Name: name, Shape: shape, Data: make([]float32, n), Decay: decay}
+	if !b.forwardOnly() {
+		p.Grad = make([]float32, n)
+	}
 	b.params = append(b.params, p)
 	return p
 }
@@ -142,6 +177,8 @@ type Net struct {
 	zeroT  []*Tensor // the roots of zero, for a device
 	ws     *workspace
 	bytes  int64
+	// inference: built for forward passes only (ForInference), with no gradients.
+	inference bool
 	// tensors are every tensor of the network; dev is its device side on a Vulkan
 	// backend (nil on the CPU).
 	tensors  []*Tensor
@@ -192,12 +229,15 @@ func (b *Builder) Build() (*Net, error) {
 	}
 	n := &Net{be: b.be, layers: b.layers, params: b.params, ws: b.ws, tensors: b.tensors, training: true}
 	v, onDevice := b.be.(*Vulkan)
+	if b.forwardOnly() {
+		n.bytes = b.planBuffers()
+		n.inference = true
+	}
 	for _, t := range b.tensors {
-		if t.root != nil {
+		if t.root != nil || onDevice || n.inference {
+			// A device network's memory is allocated below (host memory only for inputs
+			// and outputs read back); an inference network's was planned.
 			continue
-		}
-		if onDevice {
-			continue // device memory below; host memory only for inputs and outputs read back
 		}
 		t.Data = make([]float32, t.Shape.Len())
 		n.bytes += int64(4 * len(t.Data))
@@ -246,7 +286,10 @@ func (b *Builder) Build() (*Net, error) {
 		n.bytes += int64(4 * len(s))
 	}
 	for _, p := range b.params {
-		n.bytes += int64(8 * len(p.Data))
+		n.bytes += int64(4 * (len(p.Data) + len(p.Grad)))
+	}
+	if n.inference {
+		n.SetTraining(false)
 	}
 	return n, nil
 }
@@ -273,6 +316,9 @@ func (n *Net) Forward() {
 // are overwritten, not accumulated across calls. Like Forward it is for the CPU.
 func (n *Net) Backward() {
 	n.onHost("Backward")
+	if n.inference {
+		panic("engine: Backward on a network built for inference")
+	}
 	for _, z := range n.zero {
 		clear(z)
 	}

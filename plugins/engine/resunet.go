@@ -17,12 +17,12 @@ type ResUNet struct {
 // 2D). cfg.Classes is the number of output channels and must equal cfg.In (the residual
 // connection adds the input channel by channel). The head's weights and bias start at
 // zero, so the untrained network is the identity and training starts from the input
-// itself.
-func BuildResUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, loss ImageLossConfig) (*ResUNet, error) {
+// itself. ForInference among opts builds it to predict only.
+func BuildResUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, loss ImageLossConfig, opts ...Option) (*ResUNet, error) {
 	if cfg.In < 1 || cfg.Classes != cfg.In {
 		return nil, fmt.Errorf("%w: a residual U-Net has as many outputs as inputs, not %d and %d", ErrConfig, cfg.Classes, cfg.In)
 	}
-	b := NewBuilder(be, seed)
+	b := NewBuilder(be, seed, opts...)
 	u := &ResUNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
 	x, err := b.UNetBody(u.Input, cfg)
 	if err != nil {

@@ -36,6 +36,9 @@ type Tensor struct {
 	off, stride int
 	root        *Tensor // the tensor owning the buffers; nil when this one does
 	needGrad    bool
+	// born is the index of the layer that writes the tensor (the number of layers when
+	// it was made), from which an inference network plans its buffers.
+	born int
 	// input marks a tensor the caller fills (Builder.Input, a head's side input): on a
 	// device it is uploaded before each forward pass.
 	input bool

@@ -78,6 +78,9 @@ func NewTrainer(net *Net, opt Optimizer, o TrainOptions) (*Trainer, error) {
 	if opt == nil {
 		return nil, fmt.Errorf("%w: a trainer needs an optimizer", ErrConfig)
 	}
+	if net.inference {
+		return nil, fmt.Errorf("%w: the network was built for inference and has no gradients to train with", ErrConfig)
+	}
 	if !(o.Clip >= 0) || math.IsInf(o.Clip, 0) {
 		return nil, fmt.Errorf("%w: gradient clipping norm %g", ErrConfig, o.Clip)
 	}

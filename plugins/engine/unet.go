@@ -115,13 +115,14 @@ func (u *UNet) Value() float64 {
 }
 
 // BuildUNet builds cfg for a batch of n samples of the given patch (D, H, W; D = 1 for
-// 2D), ending in softmax cross-entropy + Dice with weights 1 and 1.
-func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) (*UNet, error) {
+// 2D), ending in softmax cross-entropy + Dice with weights 1 and 1. ForInference among
+// opts builds it to predict only.
+func BuildUNet(be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, opts ...Option) (*UNet, error) {
 	st := len(cfg.Widths)
 	if st < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 2 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and two classes or more", ErrConfig)
 	}
-	b := NewBuilder(be, seed)
+	b := NewBuilder(be, seed, opts...)
 	u := &UNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
 	one := [3]int{1, 1, 1}
 	ds := DeepSupervisionWeights(st)

@@ -9,9 +9,9 @@ import (
 )
 
 // smallUNet builds a 3-stage U-Net and fills its input and labels from seed.
-func smallUNet(t testing.TB, be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64) *UNet {
+func smallUNet(t testing.TB, be Backend, cfg UNetConfig, n int, patch [3]int, seed uint64, opts ...Option) *UNet {
 	t.Helper()
-	u, err := BuildUNet(be, cfg, n, patch, seed)
+	u, err := BuildUNet(be, cfg, n, patch, seed, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,12 +30,12 @@ type Head struct {
 // more) ending in an Objective computed by f instead of the softmax loss; f nil builds
 // the network without a loss, for inference. With a zero head the parameters have the
 // names and shapes of BuildUNet's for the same configuration, so ckpt checkpoints of
-// either load into the other.
-func BuildUNetHead(be Backend, cfg UNetConfig, head Head, n int, patch [3]int, seed uint64, f ObjectiveFunc) (*HeadUNet, error) {
+// either load into the other. ForInference among opts builds it to predict only.
+func BuildUNetHead(be Backend, cfg UNetConfig, head Head, n int, patch [3]int, seed uint64, f ObjectiveFunc, opts ...Option) (*HeadUNet, error) {
 	if len(cfg.Widths) < 1 || cfg.Convs < 1 || cfg.In < 1 || cfg.Classes < 1 || head.Hidden < 0 || head.Side < 0 {
 		return nil, fmt.Errorf("%w: U-Net needs stages, convolutions, input channels and an output channel", ErrConfig)
 	}
-	b := NewBuilder(be, seed)
+	b := NewBuilder(be, seed, opts...)
 	u := &HeadUNet{Input: b.Input(Shape{n, cfg.In, patch[0], patch[1], patch[2]})}
 	x, err := b.UNetBody(u.Input, cfg)
 	if err != nil {

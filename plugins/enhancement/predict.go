@@ -52,7 +52,7 @@ func load(be engine.Backend, path string) (*model, error) {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	m := &model{c: c, be: be}
-	if m.win, err = engine.BuildResUNet(m.be, c.net(), 1, c.patch3(), 1, c.loss()); err != nil {
+	if m.win, err = engine.BuildResUNet(m.be, c.net(), 1, c.patch3(), 1, c.loss(), engine.ForInference); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if _, err := ckpt.Load(path, c.net(), m.win, nil); err != nil {
@@ -101,7 +101,7 @@ func (m *model) wholeNet(h, w int) (*engine.ResUNet, error) {
 		return m.whole, nil
 	}
 	m.dropWhole() // let the last one go before building the next
-	u, err := engine.BuildResUNet(m.be, m.c.net(), 1, [3]int{1, ph, pw}, 1, m.c.loss())
+	u, err := engine.BuildResUNet(m.be, m.c.net(), 1, [3]int{1, ph, pw}, 1, m.c.loss(), engine.ForInference)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func load(be engine.Backend, path string) (*predictor, error) {
 		return nil, fmt.Errorf("checkpoint %s: %d trained models of %d", path, p.rec.Members, c.Folds)
 	}
 	arch := c.Arch(p.rec.Channels, 1)
-	if p.model, err = cnn.Build(be, arch, 1, c.Grid, 1, nil); err != nil {
+	if p.model, err = cnn.Build(be, arch, 1, c.Grid, 1, nil, engine.ForInference); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	ens := &cnn.Ensemble{}

@@ -79,7 +79,7 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 	if batch <= 0 {
 		batch = inferBatch(be, c.Batch)
 	}
-	u, err := engine.BuildUNet(be, c.net(s.Channels), batch, c.Patch, 1)
+	u, err := engine.BuildUNet(be, c.net(s.Channels), batch, c.Patch, 1, engine.ForInference)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
@@ -103,7 +103,7 @@ func loadBatch(be engine.Backend, path string, override []byte, batch int) (*mod
 		return nil, fmt.Errorf("checkpoint %s: low-resolution network: %w", path, err)
 	}
 	lb := inferBatch(be, lc.Batch)
-	lu, err := engine.BuildUNet(be, lc.net(s.Channels), lb, lc.Patch, 1)
+	lu, err := engine.BuildUNet(be, lc.net(s.Channels), lb, lc.Patch, 1, engine.ForInference)
 	if err != nil {
 		u.Free()
 		return nil, fmt.Errorf("checkpoint %s: low-resolution network: %w", path, err)

@@ -76,12 +76,13 @@ func (m *Model) Close() {
 }
 
 // Build builds a for a batch of n samples of the given shape (D, H, W; D = 1 for 2D)
-// with parameters drawn from seed; loss, when not nil, adds the loss layer on the outputs.
-func Build(be engine.Backend, a Arch, n int, shape [3]int, seed uint64, loss func(b *engine.Builder, out *engine.Tensor)) (*Model, error) {
+// with parameters drawn from seed; loss, when not nil, adds the loss layer on the outputs;
+// engine.ForInference among opts builds it to predict only.
+func Build(be engine.Backend, a Arch, n int, shape [3]int, seed uint64, loss func(b *engine.Builder, out *engine.Tensor), opts ...engine.Option) (*Model, error) {
 	if err := a.Check(); err != nil {
 		return nil, err
 	}
-	b := engine.NewBuilder(be, seed)
+	b := engine.NewBuilder(be, seed, opts...)
 	m := &Model{Input: b.Input(engine.Shape{N: n, C: a.In, D: shape[0], H: shape[1], W: shape[2]})}
 	kind := engine.Instance
 	if a.Norm == "batch" {

@@ -97,7 +97,7 @@ func main() {
 	only := flag.String("cases", "ct,mr", "cases to run, comma-separated (ct, mr)")
 	python := flag.String("torch", "/usr/bin/python3", "Python with PyTorch; empty to skip")
 	sums := flag.String("sums", "half", "PyTorch's sums: half (nnU-Net's) or float32")
-	net := flag.String("net", "unet", "unet, or none: a cheap function of the input (engine only, for the windows' memory)")
+	net := flag.String("net", "unet", "unet; unet-training: the same built for training (every activation kept, the plugin's way before engine.ForInference); or none: a cheap function of the input (engine only, for the windows' memory)")
 	threads := flag.Int("threads", 2, "PyTorch threads")
 	workers := flag.Int("workers", 0, "engine workers (0: GOMAXPROCS)")
 	batch := flag.Int("batch", 0, "the engine's patches per call (0: the segmentation plugin's, one per worker)")
@@ -154,7 +154,12 @@ func measureEngine(specJSON, in, weights, out string, workers int) error {
 		m.Predict = cheap(opt)
 		backend = "no network (a cheap function of the input)"
 	} else {
-		u, err := engine.BuildUNet(be, s.Model.Config(), opt.Batch, s.Model.Patch, 1)
+		opts := []engine.Option{engine.ForInference}
+		if s.Net == "unet-training" {
+			opts = nil // every activation and gradient allocated, as before ForInference
+			backend += ", built for training"
+		}
+		u, err := engine.BuildUNet(be, s.Model.Config(), opt.Batch, s.Model.Patch, 1, opts...)
 		if err != nil {
 			return err
 		}
@@ -297,8 +302,8 @@ func compare(o options) error {
 	if !(o.scale > 0 && o.scale <= 1) {
 		return fmt.Errorf("-scale %v: in (0, 1]", o.scale)
 	}
-	if o.net != "unet" && o.net != "none" {
-		return fmt.Errorf("-net %q: unet or none", o.net)
+	if o.net != "unet" && o.net != "unet-training" && o.net != "none" {
+		return fmt.Errorf("-net %q: unet, unet-training or none", o.net)
 	}
 	if o.net == "none" {
 		o.python = ""
@@ -313,6 +318,8 @@ func compare(o options) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	torch := ""
 	if o.python != "" {
