@@ -84,6 +84,12 @@ func printVerification(w io.Writer, v *export.Verification) {
 	}
 	fmt.Fprintf(w, "package %s verified: %d files match the manifest\n", v.Path, v.Files)
 	fmt.Fprintf(w, "audit log intact: %d entries, last hash %s\n", v.AuditEntries, v.AuditLastHash)
+	if v.SRs > 0 {
+		fmt.Fprintf(w, "%d DICOM structured reports read\n", v.SRs)
+	}
+	if v.Derived > 0 {
+		fmt.Fprintf(w, "%d derived DICOM series read back to their predictions\n", v.Derived)
+	}
 	if v.SEGs > 0 {
 		fmt.Fprintf(w, "%d DICOM SEG objects read back to their predictions\n", v.SEGs)
 	}

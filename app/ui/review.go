@@ -125,8 +125,9 @@ func loadReview(dir string) (*reviewData, error) {
 		if len(files) > 0 {
 			c.Pred, c.Labels = files[0], files[0]
 		}
-		if _, err := os.Stat(filepath.Join(dir, "final", "dicom", id+".dcm")); err == nil {
-			// What goes back to PACS is the DICOM SEG: review that.
+		if _, err := os.Stat(filepath.Join(dir, "final", "dicom", id+".dcm")); err == nil && t.Kind == taskspec.Segmentation {
+			// What goes back to PACS is the DICOM SEG: review that (a structured report
+			// is reviewed as the prediction it states).
 			c.Pred = filepath.Join(dir, "final", "dicom", id+".dcm")
 		}
 		if x, ok := byCase[id]; ok {

@@ -50,9 +50,11 @@ type Verification struct {
 	Reproduced bool
 	Exact      bool
 	Compared   int
-	// SEGs counts the DICOM SEG objects under dicom/ that read back to their predictions.
-	SEGs          int
-	ReproduceNote string
+	// SEGs counts the DICOM SEG objects under dicom/ that read back to their predictions,
+	// SRs the structured reports that read as such and name the task's kind of finding,
+	// Derived the derived series that read back to their predicted images.
+	SEGs, SRs, Derived int
+	ReproduceNote      string
 	// Compute is what computed the package's predictions (its manifest's record), Rerun
 	// what computed the re-run's.
 	Compute, Rerun compute.Identity

@@ -18,8 +18,6 @@ import (
 	"amid/plugins/compute"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/derived"
-	"amid/viewer/dicom/seg"
-	"amid/viewer/dicom/sr"
 	"amid/viewer/fileio"
 )
 
@@ -327,56 +325,29 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 // (it stops the Apply); a refusal of the PACS is cr.Error.
 func (a *applied) dicom(ctx context.Context, c task.Case, pred string, began time.Time, cr *CaseResult, outs map[string]string) (string, error) {
 	t, man := a.pk.Task, a.pk.Manifest
-	var (
-		files []*dataset.File
-		rel   string
-		key   string // the outputs' name in the audit entry
-		err   error
-	)
-	switch {
-	case SEGable(t, c):
-		var f *dataset.File
-		f, err = SEG(t, c.Images[0], pred, seg.Options{
-			SeriesDescription: "AMID " + t.ID + " prediction",
-			Algorithm:         "AMID " + man.Lane,
-			SoftwareVersion:   a.o.Version,
-			Created:           began,
-		})
-		files, rel, key = []*dataset.File{f}, filepath.Join("dicom", c.ID+".dcm"), "seg"
+	files, kind, err := Objects(t, c, pred, cr.Confidence, Naming{
+		Task: t.ID, Lane: man.Lane, Plugin: man.Plugin.Name, Version: a.o.Version,
+		DeviceUID: dataset.UIDFrom("amid model package", a.res.ManifestSHA256), Created: began,
+	})
+	if err != nil {
+		return "dicom", err
+	}
+	rel := filepath.Join("dicom", ObjectPath(kind, c.ID))
+	switch kind {
+	case ObjectSEG:
 		cr.SEG = rel
-	case SRable(t, c):
-		var f *dataset.File
-		f, err = SR(t, c.Images[0], pred, cr.Confidence, sr.Options{
-			SeriesDescription: "AMID " + t.ID + " prediction",
-			DeviceName:        "AMID " + man.Lane,
-			DeviceModel:       t.ID,
-			DeviceUID:         dataset.UIDFrom("amid model package", a.res.ManifestSHA256),
-			SoftwareVersion:   a.o.Version,
-			Created:           began,
-		})
-		files, rel, key = []*dataset.File{f}, filepath.Join("dicom", c.ID+".dcm"), "sr"
+	case ObjectSR:
 		cr.SR = rel
-	case Derivable(t, c):
-		files, err = Derived(c.Images[0], pred, derived.Options{
-			SeriesDescription: "AMID " + t.ID + " enhanced",
-			Description:       fmt.Sprintf("enhanced by the AMID model of task %s (lane %s, plugin %s)", t.ID, man.Lane, man.Plugin.Name),
-			SoftwareVersion:   a.o.Version,
-			Created:           began,
-		})
-		rel, key = filepath.Join("dicom", c.ID), "derived"
+	case ObjectDerived:
 		cr.Derived = rel
 	default:
 		return "", nil
 	}
-	if err != nil {
-		cr.SEG, cr.SR, cr.Derived = "", "", ""
-		return "dicom", err
-	}
 	var paths []string
 	for i, f := range files {
-		path, name := filepath.Join(a.out, rel), key
-		if cr.Derived != "" {
-			path, name = filepath.Join(path, derived.Name(i)), fmt.Sprintf("%s%d", key, i+1)
+		path, name := filepath.Join(a.out, rel), kind
+		if kind == ObjectDerived {
+			path, name = filepath.Join(path, derived.Name(i)), fmt.Sprintf("%s%d", kind, i+1)
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", err

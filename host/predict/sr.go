@@ -3,11 +3,13 @@ package predict
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"amid/host/task"
 	"amid/plugins/taskspec"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/derived"
+	"amid/viewer/dicom/seg"
 	"amid/viewer/dicom/source"
 	"amid/viewer/dicom/sr"
 	"amid/viewer/imageio"
@@ -248,4 +250,86 @@ func Derived(image, pred string, o derived.Options) ([]*dataset.File, error) {
 		return nil, fmt.Errorf("the derived DICOM series of its prediction: %w", err)
 	}
 	return files, nil
+}
+
+// Naming is what a prediction's DICOM objects say of the model that made it.
+type Naming struct {
+	Task, Lane, Plugin, Version string
+	// DeviceUID is the structured report's Device UID: one per model (a package's
+	// manifest, a run).
+	DeviceUID string
+	Created   time.Time
+}
+
+// The kinds of DICOM object a prediction is written as (Objects).
+const (
+	ObjectSEG     = "seg"
+	ObjectSR      = "sr"
+	ObjectDerived = "derived"
+)
+
+// ObjectKind is the kind of DICOM object case c's prediction is written as: a SEG
+// (SEGable), a structured report (SRable) or a derived series (Derivable); "" when its
+// prediction has no DICOM form (its image is not DICOM).
+func ObjectKind(t *task.Task, c task.Case) string {
+	switch {
+	case SEGable(t, c):
+		return ObjectSEG
+	case SRable(t, c):
+		return ObjectSR
+	case Derivable(t, c):
+		return ObjectDerived
+	}
+	return ""
+}
+
+// ObjectPath is where, relative to a results folder's dicom/, the objects of a kind of
+// case id go: ID.dcm, or for a derived series its folder ID/ (one file a slice,
+// derived.Name).
+func ObjectPath(kind, id string) string {
+	if kind == ObjectDerived {
+		return id
+	}
+	return id + ".dcm"
+}
+
+// Objects encodes case c's prediction pred as the DICOM objects of its ObjectKind, which
+// it returns too (none and "" for a case with no DICOM form); confidence is the case's
+// (nil when the plugin gives none), which a structured report states.
+func Objects(t *task.Task, c task.Case, pred string, confidence *float64, n Naming) ([]*dataset.File, string, error) {
+	kind := ObjectKind(t, c)
+	var f *dataset.File
+	var err error
+	switch kind {
+	case ObjectSEG:
+		f, err = SEG(t, c.Images[0], pred, seg.Options{
+			SeriesDescription: "AMID " + n.Task + " prediction",
+			Algorithm:         "AMID " + n.Lane,
+			SoftwareVersion:   n.Version,
+			Created:           n.Created,
+		})
+	case ObjectSR:
+		f, err = SR(t, c.Images[0], pred, confidence, sr.Options{
+			SeriesDescription: "AMID " + n.Task + " prediction",
+			DeviceName:        "AMID " + n.Lane,
+			DeviceModel:       n.Task,
+			DeviceUID:         n.DeviceUID,
+			SoftwareVersion:   n.Version,
+			Created:           n.Created,
+		})
+	case ObjectDerived:
+		files, err := Derived(c.Images[0], pred, derived.Options{
+			SeriesDescription: "AMID " + n.Task + " enhanced",
+			Description:       fmt.Sprintf("enhanced by the AMID model of task %s (lane %s, plugin %s)", n.Task, n.Lane, n.Plugin),
+			SoftwareVersion:   n.Version,
+			Created:           n.Created,
+		})
+		return files, kind, err
+	default:
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, kind, err
+	}
+	return []*dataset.File{f}, kind, nil
 }

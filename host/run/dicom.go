@@ -8,29 +8,36 @@ import (
 	"amid/host/audit"
 	"amid/host/predict"
 	"amid/viewer/dicom/dataset"
-	"amid/viewer/dicom/seg"
-	"amid/viewer/dicom/source"
+	"amid/viewer/dicom/derived"
 	"amid/viewer/fileio"
 )
 
-// dicomTest reports whether the test predictions are also written as DICOM SEG: a
-// segmentation of classes whose test cases' images are all DICOM.
-func (r *Runner) dicomTest() bool {
+// dicomTest is the kind of DICOM object (predict.ObjectKind) the test predictions are
+// also written as: a segmentation's SEG, a detection's, classification's or image-quality
+// score's structured report, an enhancement's derived series, when every test case's
+// images are DICOM; "" otherwise.
+func (r *Runner) dicomTest() string {
 	if len(r.data.Test) == 0 {
-		return false
+		return ""
 	}
-	for _, c := range r.data.Test {
-		if !predict.SEGable(r.task, c) {
-			return false
+	kind := predict.ObjectKind(r.task, r.data.Test[0])
+	for _, c := range r.data.Test[1:] {
+		if predict.ObjectKind(r.task, c) != kind {
+			return ""
 		}
 	}
-	return true
+	return kind
 }
 
-// writeSEGs writes each test case's prediction as a DICOM SEG, final/dicom/<id>.dcm, that
-// references the case's source series (see amid/viewer/dicom/seg); in a de-identified
+// objectNames are the kinds of DICOM object as the log and reports say them.
+var objectNames = map[string]string{predict.ObjectSEG: "DICOM SEG", predict.ObjectSR: "DICOM SR", predict.ObjectDerived: "derived DICOM series"}
+
+// writeDICOM writes each test case's prediction as the DICOM objects of kind (dicomTest)
+// into final/dicom/ (predict.ObjectPath: ID.dcm, a derived series' folder ID/), each
+// referencing the case's source series as `amid predict` writes them (predict.Objects);
+// conf are the cases' finite confidences, which a structured report states. In a de-identified
 // run the objects go through the Basic Profile first (amid/viewer/dicom/deid).
-func (r *Runner) writeSEGs(preds map[string][]string) error {
+func (r *Runner) writeDICOM(kind string, preds map[string][]string, conf map[string]float64) error {
 	dir := r.path("final", "dicom")
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -38,34 +45,49 @@ func (r *Runner) writeSEGs(preds map[string][]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	n := predict.Naming{Task: r.task.ID, Lane: r.st.Chosen, Version: Version, Created: r.st.Created,
+		DeviceUID: dataset.UIDFrom("amid run", r.st.ID+" "+r.st.Created.String())}
+	if l := r.st.lane(r.st.Chosen); l != nil {
+		n.Plugin = l.Plugin
+	}
+	objects := 0
 	for _, c := range r.data.Test {
 		files := preds[c.ID]
 		if len(files) == 0 {
 			return fmt.Errorf("no test prediction for case %s", c.ID)
 		}
-		f, err := predict.SEG(r.task, c.Images[0], files[0], seg.Options{
-			SeriesDescription: "AMID " + r.task.ID + " prediction",
-			Algorithm:         "AMID " + r.st.Chosen,
-			SoftwareVersion:   Version,
-			Created:           r.st.Created,
-		})
+		var sure *float64
+		if v, ok := conf[c.ID]; ok {
+			sure = &v
+		}
+		fs, _, err := predict.Objects(r.task, c, files[0], sure, n)
 		if err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		if r.st.Deidentify {
-			if err := r.deidentifyObject(f, c.ID); err != nil {
-				return fmt.Errorf("case %s: %w", c.ID, err)
+		for i, f := range fs {
+			if r.st.Deidentify {
+				if err := r.deidentifyObject(f, c.ID); err != nil {
+					return fmt.Errorf("case %s: %w", c.ID, err)
+				}
 			}
-		}
-		if err := dataset.WriteFile(filepath.Join(dir, c.ID+".dcm"), f); err != nil {
-			return err
+			path := filepath.Join(dir, predict.ObjectPath(kind, c.ID))
+			if kind == predict.ObjectDerived {
+				path = filepath.Join(path, derived.Name(i))
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					return err
+				}
+			}
+			if err := dataset.WriteFile(path, f); err != nil {
+				return err
+			}
+			objects++
 		}
 	}
 	sum, err := fileio.PathSHA256(dir)
 	if err != nil {
 		return err
 	}
-	r.logf("the test predictions were written as DICOM SEG too (%d objects)", len(r.data.Test))
+	r.logf("the test predictions were written as %s too (%d objects)", objectNames[kind], objects)
 	return r.record(audit.RoleHost, "dicom.written", nil, map[string]string{"dicom": sum},
-		map[string]any{"objects": len(r.data.Test), "sop_class": source.SegmentationStorage, "transfer_syntax": dataset.ExplicitVRLittleEndian, "deidentified": r.st.Deidentify})
+		map[string]any{"kind": kind, "objects": objects, "transfer_syntax": dataset.ExplicitVRLittleEndian, "deidentified": r.st.Deidentify})
 }

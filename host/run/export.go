@@ -266,6 +266,14 @@ func (r *Runner) solutionReport() export.Report {
 	return rep
 }
 
+// objectTexts say, by kind of DICOM object (predict.ObjectKind), what the package's
+// dicom/ holds, up to what it references.
+var objectTexts = map[string]string{
+	predict.ObjectSEG:     "The test predictions are also DICOM SEG objects (`dicom/<case>.dcm`): one binary segment per label, with the task's label names and codes, frames only where there is foreground, ",
+	predict.ObjectSR:      "The test predictions are also DICOM structured reports (`dicom/<case>.dcm`, Comprehensive 3D SR, TID 1500 measurement reports): a finding per box, point or class, with its score and the model's confidence, ",
+	predict.ObjectDerived: "The test predictions are also derived DICOM series (`dicom/<case>/`, one DERIVED\\SECONDARY image a slice, each naming its source image), ",
+}
+
 // dataText is the report's Data and privacy section: what the DICOM SEG predictions
 // reference, what de-identification did, what the data allows, and why the budget was
 // not all used where it was not (as the export began).
@@ -275,7 +283,7 @@ func (r *Runner) dataText() string {
 		parts = append(parts, "The run was de-identified from its start: every case id is a pseudonym (a keyed hash; the key stays in the run folder and is not in this package), in the store, the audit log, the review decisions, the file names and this report.")
 	}
 	if _, err := os.Stat(r.path("final", "dicom")); err == nil {
-		s := "The test predictions are also DICOM SEG objects (`dicom/<case>.dcm`): one binary segment per label, with the task's label names and codes, frames only where there is foreground, "
+		s := objectTexts[r.dicomTest()]
 		if r.st.Deidentify {
 			s += "put through PS3.15's Basic Application Level Confidentiality Profile with their UIDs replaced. Their references (patient, study, series and source images) therefore no longer match the studies in PACS; they fit only the source series de-identified with the same run's key."
 		} else {

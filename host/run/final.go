@@ -199,8 +199,8 @@ func (r *Runner) final(ctx context.Context) error {
 	if err := r.writeSubmission(ctx, preds.Files, r.path("submission")); err != nil {
 		return err
 	}
-	if r.dicomTest() {
-		if err := r.writeSEGs(preds.Files); err != nil {
+	if kind := r.dicomTest(); kind != "" {
+		if err := r.writeDICOM(kind, preds.Files, finiteConfidence(preds.Confidence)); err != nil {
 			return err
 		}
 	}

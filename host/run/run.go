@@ -15,7 +15,8 @@
 //	plan.json         the lanes planned
 //	lanes/<lane>/f<k>/   checkpoints of the lane on fold k; val/ its validation predictions
 //	final/            the chosen model's test predictions (and final/dicom/, their DICOM
-//	                  SEG objects when the test images are DICOM); submission/ the submission
+//	                  SEG, SR or derived series when the test images are DICOM);
+//	                  submission/ the submission
 //	package/          the exported model package, and package.zip
 //
 // The phases (prepare, plan, explore, exploit, final, verify, export) each end by saving
