@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -191,13 +190,9 @@ func TestUseModelMeasurements(t *testing.T) {
 	a.W.Resize(fyne.NewSize(1400, 900))
 	out := t.TempDir()
 	pkg := zipPackage(t, ctTask)
-	ct, labels, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], 6}, synth.DemoSpacing)
-	if err != nil {
-		t.Fatal(err)
-	}
 	study := filepath.Join(t.TempDir(), "study")
-	st := synth.Study{Patient: "SYNTHETIC^MEASURE", PatientID: "SYN-M", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	if err := synth.WriteSeries(study, ct, st, synth.SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
+	_, labels, err := synth.HeadSeries(study, 6)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(out, "predictions"), 0o755); err != nil {

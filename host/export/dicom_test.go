@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"amid/host/synth"
 	"amid/viewer/dicom/dataset"
@@ -20,13 +19,9 @@ import (
 // derived series whose prediction changed by one value in one voxel, and an object that
 // is neither a SEG nor a structured report (the source image itself).
 func TestCheckDICOMKinds(t *testing.T) {
-	ct, _, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], 1}, synth.DemoSpacing)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srcDir := filepath.Join(t.TempDir(), "study")
-	study := synth.Study{Patient: "SYNTHETIC^CHECK", PatientID: "SYN-CHECK", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	if err := synth.WriteSeries(srcDir, ct, study, synth.SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
+	ct, _, err := synth.HeadSeries(srcDir, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	grid, src, err := source.Image(srcDir)

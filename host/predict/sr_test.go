@@ -101,13 +101,9 @@ func TestSRReport(t *testing.T) {
 // nz slices) as a DICOM series and returns its folder and volume.
 func series(t *testing.T, nz int) (string, *volume.Volume) {
 	t.Helper()
-	ct, _, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], nz}, synth.DemoSpacing)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := filepath.Join(t.TempDir(), "study")
-	st := synth.Study{Patient: "SYNTHETIC^SR", PatientID: "SYN-SR", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	if err := synth.WriteSeries(dir, ct, st, synth.SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
+	ct, _, err := synth.HeadSeries(dir, nz)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, ct

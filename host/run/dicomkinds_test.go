@@ -24,24 +24,17 @@ import (
 // log. Before, a run wrote a segmentation's SEG alone, and only `amid predict` wrote the
 // others. (The SEG is TestDICOMEndToEnd's.)
 func TestDICOMOfEveryKind(t *testing.T) {
-	ct, _, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], 1}, synth.DemoSpacing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seriesOf := func(nz int) string {
+	series := func(nz int) (string, *volume.Volume) {
 		t.Helper()
-		v, _, err := synth.HeadCT(1, [3]int{synth.DemoDims[0], synth.DemoDims[1], nz}, synth.DemoSpacing)
+		dir := filepath.Join(t.TempDir(), "study")
+		ct, _, err := synth.HeadSeries(dir, nz)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(t.TempDir(), "study")
-		st := synth.Study{Patient: "SYNTHETIC^RUN", PatientID: "SYN-RUN", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-		if err := synth.WriteSeries(dir, v, st, synth.SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return dir, ct
 	}
-	slice, volumeDir := seriesOf(1), seriesOf(6) // 6 slices: a volume for the 3D classification
+	slice, ct := series(1)
+	volumeDir, _ := series(6) // 6 slices: a volume for the 3D classification
 	score := 3.2
 	enhanced := ct.Clone()
 	for i := range enhanced.Len() {

@@ -188,6 +188,21 @@ type SeriesOptions struct {
 	ImageType string
 }
 
+// HeadSeries writes the demo's head CT of nz slices (HeadCT with seed 1, DemoDims' rows
+// and columns, DemoSpacing) into dir as series 2 of a synthetic patient's study, for what
+// reads, references or derives from a DICOM series; it returns the CT and its labels.
+func HeadSeries(dir string, nz int) (ct, labels *volume.Volume, err error) {
+	ct, labels, err = HeadCT(1, [3]int{DemoDims[0], DemoDims[1], nz}, DemoSpacing)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := Study{Patient: "SYNTHETIC^HEAD", PatientID: "SYN-HEAD", Seed: 1, Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	if err := WriteSeries(dir, ct, st, SeriesOptions{Number: 2, Description: "HEAD"}); err != nil {
+		return nil, nil, err
+	}
+	return ct, labels, nil
+}
+
 // ctImageStorage is the CT Image Storage SOP Class.
 const ctImageStorage = "1.2.840.10008.5.1.4.1.1.2"
 
