@@ -111,17 +111,6 @@ func (e *Editor) check(idx [3]int, axis int, label int) error {
 	return nil
 }
 
-// plane is the two in-plane axes of the slice normal to axis.
-func plane(axis int) (u, v int) {
-	switch axis {
-	case 0:
-		return 1, 2
-	case 1:
-		return 0, 2
-	}
-	return 0, 1
-}
-
 // Begin starts a stroke: the dabs until End are one step of the history.
 func (e *Editor) Begin() {
 	e.End()
@@ -149,7 +138,7 @@ func (e *Editor) Dab(axis int, c [3]int, radius float64, label int) error {
 		s = &step{}
 		defer e.commit(s)
 	}
-	u, v := plane(axis)
+	u, v := volume.InPlane(axis)
 	sp := e.labels.Spacing
 	su, sv := math.Max(sp[u], 1e-6), math.Max(sp[v], 1e-6)
 	ru, rv := int(radius/su), int(radius/sv)
@@ -184,7 +173,7 @@ func (e *Editor) Fill(axis int, seed [3]int, label int) error {
 	if from == float64(label) {
 		return nil
 	}
-	u, v := plane(axis)
+	u, v := volume.InPlane(axis)
 	d := e.labels.Dims
 	stack := [][3]int{seed}
 	for len(stack) > 0 {
@@ -265,7 +254,7 @@ func (e *Editor) Interpolate(axis, a, b, label int) error {
 	e.End()
 	s := &step{}
 	defer e.commit(s)
-	u, v := plane(axis)
+	u, v := volume.InPlane(axis)
 	nu, nv := d[u], d[v]
 	at := func(w, i, j int) int {
 		var p [3]int

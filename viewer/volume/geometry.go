@@ -99,3 +99,15 @@ func (v *Volume) Orientation() string {
 	}
 	return string(out[:])
 }
+
+// InPlane is the two axes of a slice normal to axis (0, 1 or 2), the lower first: a
+// slice across z runs along x and y.
+func InPlane(axis int) (u, v int) {
+	switch axis {
+	case 0:
+		return 1, 2
+	case 1:
+		return 0, 2
+	}
+	return 0, 1
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"amid/host/synth"
 	"amid/viewer/volume"
 )
 
@@ -241,17 +242,8 @@ func (p *plane) blur(sigma float64) {
 	if sigma <= 0 {
 		return
 	}
-	r := int(math.Ceil(3 * sigma))
-	k := make([]float64, 2*r+1)
-	var s float64
-	for i := range k {
-		d := float64(i - r)
-		k[i] = math.Exp(-d * d / (2 * sigma * sigma))
-		s += k[i]
-	}
-	for i := range k {
-		k[i] /= s
-	}
+	k := synth.GaussianKernel(sigma)
+	r := len(k) / 2
 	tmp := make([]float64, len(p.pix))
 	for y := 0; y < p.h; y++ {
 		for x := 0; x < p.w; x++ {

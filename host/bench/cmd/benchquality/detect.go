@@ -173,18 +173,10 @@ type boxSlice struct {
 	Boxes []taskspec.Box
 }
 
-// sliceAxes are the scan's axes along a slice across axis: its columns run along col,
-// the lower of the other two, and its rows along row, the higher, flipped, so that for
-// a coronal slice the top of the image is the top of the head.
-func sliceAxes(axis int) (col, row int) {
-	switch axis {
-	case 0:
-		return 1, 2
-	case 1:
-		return 0, 2
-	}
-	return 0, 1
-}
+// sliceAxes are the scan's axes along a slice across axis (volume.InPlane): its columns
+// run along col, the lower of the other two, and its rows along row, the higher, flipped,
+// so that for a coronal slice the top of the image is the top of the head.
+func sliceAxes(axis int) (col, row int) { return volume.InPlane(axis) }
 
 // sliceSize is a slice's width and height in pixels across axis.
 func sliceSize(dims [4]int, axis int) (w, h int) {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"amid/host/synth"
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
@@ -632,7 +633,7 @@ func separable(im metrics.Image, k []float64) metrics.Image {
 
 // gaussian smooths im with a Gaussian of σ s pixels, truncated at 3σ.
 func gaussian(im metrics.Image, s float64) metrics.Image {
-	return separable(im, gaussianKernel(s))
+	return separable(im, synth.GaussianKernel(s))
 }
 
 // median3 is the 3 × 3 median of im, its borders mirrored.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,22 +154,6 @@ func freshTask(dir string, sub ...string) error {
 		}
 	}
 	return nil
-}
-
-// gaussianKernel is the normalised 1D Gaussian of σ s samples, truncated at 3σ.
-func gaussianKernel(s float64) []float64 {
-	r := int(math.Ceil(3 * s))
-	k := make([]float64, 2*r+1)
-	sum := 0.0
-	for i := range k {
-		d := float64(i - r)
-		k[i] = math.Exp(-d * d / (2 * s * s))
-		sum += k[i]
-	}
-	for i := range k {
-		k[i] /= sum
-	}
-	return k
 }
 
 // writeFamily writes family task f into dir and returns its shortcuts.

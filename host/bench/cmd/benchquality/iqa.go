@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 	"gonum.org/v1/gonum/mat"
 
+	"amid/host/synth"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/inv3"
@@ -696,7 +697,7 @@ func quadraticFit(a, b, y []float64) (func(a, b float64) float64, error) {
 // standing in for the reference it never sees.
 func selfSSIM(img []float64, n int) (float64, error) {
 	const sigma = 1.5
-	w := gaussianKernel(sigma)
+	w := synth.GaussianKernel(sigma)
 	rad := len(w) / 2
 	blur := func(src []float64, dx, dy int) []float64 {
 		out := make([]float64, len(src))
