@@ -73,6 +73,9 @@ func resultRows(st *run.State) [][]string {
 	var rows [][]string
 	for _, l := range lanes {
 		mean, per := l.MeanText(), l.FoldTexts(false)
+		if mean == "undefined" {
+			mean += ": " + l.Undefined() // a value with its reason, not a 0
+		}
 		chosen := ""
 		if l.ID == st.Chosen {
 			chosen = fmt.Sprintf("yes (fold %d)", st.ChosenFold)

@@ -28,11 +28,13 @@ package evaluate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
 
+	"amid/host/finite"
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
@@ -64,6 +66,15 @@ type Score struct {
 	// Notes name what the value leaves out: a multi-label attribute's findings without an
 	// AUROC on these cases (multilabel.go).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// MarshalJSON writes the value as null when it is undefined (the reason beside it).
+func (s Score) MarshalJSON() ([]byte, error) {
+	type plain Score
+	return json.Marshal(struct {
+		plain
+		Value *float64 `json:"value"`
+	}{plain(s), finite.Maybe(s.Value, s.Undefined != "")})
 }
 
 // String is the score as a log prints it: "dice 0.8123", or "plcc_srocc_krocc undefined

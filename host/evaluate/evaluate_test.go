@@ -255,3 +255,15 @@ func TestUndefinedCorrelation(t *testing.T) {
 		t.Errorf("two varying cases: %+v, %v; want 3", s, err)
 	}
 }
+
+// TestUndefinedScoreIsNull: an undefined score is written as null beside its reason, not
+// as the 0 that stands in for it in memory (issue 32).
+func TestUndefinedScoreIsNull(t *testing.T) {
+	b, err := json.Marshal(Score{Metric: "plcc", Cases: 1, Undefined: "a correlation needs two cases or more, and there is 1"})
+	if err != nil || !strings.Contains(string(b), `"value":null`) || !strings.Contains(string(b), `"undefined":"a correlation needs`) {
+		t.Errorf("%s (%v)", b, err)
+	}
+	if b, _ := json.Marshal(Score{Metric: "dice", Value: 0, Cases: 2}); !strings.Contains(string(b), `"value":0`) {
+		t.Errorf("a defined 0: %s", b)
+	}
+}

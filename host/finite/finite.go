@@ -89,3 +89,12 @@ func field(path []string, name string) string {
 	}
 	return "." + name
 }
+
+// Maybe is v, or nil when it has no value (none): a record writes an undefined score as
+// JSON's null beside its reason, never as the 0 that stands in for it in memory.
+func Maybe(v float64, none bool) *float64 {
+	if none {
+		return nil
+	}
+	return &v
+}

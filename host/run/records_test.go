@@ -24,9 +24,18 @@ func TestRecordsRefuseNonFinite(t *testing.T) {
 	if _, err := writeJSON(filepath.Join(dir, "x.json"), map[string]any{"out_of_fold": math.Inf(1)}); err == nil || !strings.Contains(err.Error(), "x.json: out_of_fold is +Inf") {
 		t.Errorf("writing +Inf: %v", err)
 	}
-	st.Lanes[0].Folds[0] = FoldState{Status: FoldDone, Undefined: "a correlation needs two cases or more, and there is 1"}
+	st.Lanes[0].Folds[0] = FoldState{Status: FoldDone, Undefined: "a correlation needs two cases or more, and there is 1",
+		Rounds: []Round{{Until: 10, Steps: 10, Undefined: "a correlation needs two cases or more, and there is 1"}}}
 	if err := st.save(dir); err != nil {
 		t.Fatal(err)
+	}
+	// Undefined is written as null beside its reason, not as the 0 that stands in for it.
+	raw, err := os.ReadFile(filepath.Join(dir, stateFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(raw), `"score": null`) != 2 || strings.Contains(string(raw), `"score": 0`) {
+		t.Errorf("run.json does not write the undefined score as null:\n%s", raw)
 	}
 	back, err := LoadState(dir)
 	if err != nil {

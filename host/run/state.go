@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"amid/host/finite"
 	"amid/host/planner"
 	"amid/host/predict"
 	"amid/host/schedule"
@@ -74,6 +75,24 @@ type FoldState struct {
 	// Rounds are the fold's rounds of successive halving, each continuing the last from its
 	// checkpoint; Checkpoint and Score above are the best round's.
 	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// MarshalJSON writes the fold's score as null when it is undefined (its reason beside it).
+func (f FoldState) MarshalJSON() ([]byte, error) {
+	type plain FoldState
+	return json.Marshal(struct {
+		plain
+		Score *float64 `json:"score"`
+	}{plain(f), finite.Maybe(f.Score, f.Undefined != "")})
+}
+
+// MarshalJSON writes the round's score as null when it is undefined (its reason beside it).
+func (r Round) MarshalJSON() ([]byte, error) {
+	type plain Round
+	return json.Marshal(struct {
+		plain
+		Score *float64 `json:"score"`
+	}{plain(r), finite.Maybe(r.Score, r.Undefined != "")})
 }
 
 // Round is one round of a lane-fold: trained to step Steps (it was asked for Until) in

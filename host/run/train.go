@@ -14,6 +14,7 @@ import (
 
 	"amid/host/audit"
 	"amid/host/evaluate"
+	"amid/host/finite"
 	"amid/host/planner"
 	"amid/host/predict"
 	"amid/host/schedule"
@@ -561,16 +562,19 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 		}
 		out.validated = r.now().Sub(began) - took
 	}
-	score := 0.0
+	// The validation score as the audit log records it: null when it is undefined, with
+	// the reason beside it.
+	var score *float64
+	undefined := ""
 	if out.score != nil {
-		score = out.score.Value
+		score, undefined = finite.Maybe(out.score.Value, out.score.Undefined != ""), out.score.Undefined
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.record(audit.PluginRole(s.lane.Plugin), audit.ActionLaneTrained,
 		map[string]string{"plugin": entry.SHA256, "train_ids": idsHash(ids(s.train)), "validation_ids": idsHash(ids(s.val))},
 		map[string]string{"checkpoint": res.SHA256},
-		map[string]any{"lane": id, "fold": s.fold, "steps": res.Steps, "until": s.until, "score": score, "status": FoldDone, "test_cases_used": 0, "compute": res.Compute, "place": s.place.Name, "resumed_from": s.resume}); err != nil {
+		map[string]any{"lane": id, "fold": s.fold, "steps": res.Steps, "until": s.until, "score": score, "undefined": undefined, "status": FoldDone, "test_cases_used": 0, "compute": res.Compute, "place": s.place.Name, "resumed_from": s.resume}); err != nil {
 		return nil, err
 	}
 	return out, nil

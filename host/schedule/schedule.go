@@ -42,11 +42,14 @@
 package schedule
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"amid/host/finite"
 )
 
 // Defaults of a [Config].
@@ -103,6 +106,15 @@ type Point struct {
 	// Score.Undefined: a correlation of one case, or of predictions that are one value).
 	// It is no evidence either way: Score is 0 and counts in no ranking, gain or choice.
 	Undefined bool `json:"undefined,omitempty"`
+}
+
+// MarshalJSON writes the point's score as null when it is undefined.
+func (p Point) MarshalJSON() ([]byte, error) {
+	type plain Point
+	return json.Marshal(struct {
+		plain
+		Score *float64 `json:"score"`
+	}{plain(p), finite.Maybe(p.Score, p.Undefined)})
 }
 
 // defined is the lane's curve without its undefined points.
