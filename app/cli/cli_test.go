@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	hostrun "amid/host/run"
 	"amid/host/synth"
 	"amid/internal/ci"
 	"amid/viewer/imageio"
@@ -126,5 +127,18 @@ func TestHeadlessImportsNoFyne(t *testing.T) {
 		if strings.HasPrefix(p, "fyne.io/") {
 			t.Fatalf("bin/amid depends on %s", p)
 		}
+	}
+}
+
+// TestOneVersion: the program's version is the one the packages record (host/run's
+// Version, set at link time); before, the CLI had a Version of its own that nothing
+// passed on, so a versioned build recorded "dev" in its packages.
+func TestOneVersion(t *testing.T) {
+	was := hostrun.Version
+	defer func() { hostrun.Version = was }()
+	hostrun.Version = "1.2.3-test"
+	out, e, code := run(t, "--version")
+	if code != 0 || !strings.Contains(out, "1.2.3-test") {
+		t.Errorf("amid --version: exit %d, %q %q; want the run's version 1.2.3-test", code, out, e)
 	}
 }

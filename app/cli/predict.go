@@ -17,6 +17,7 @@ import (
 	"amid/host/dicomweb"
 	"amid/host/export"
 	"amid/host/predict"
+	hostrun "amid/host/run"
 )
 
 func predictCmd() *cobra.Command {
@@ -62,7 +63,7 @@ command line, and are never written to a log or the audit log.`,
 				return fmt.Errorf("--out DIR is needed: the folder the predictions go to")
 			}
 			w := cmd.OutOrStdout()
-			o := predict.Options{Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()), Version: Version, Progress: progress(w)}
+			o := predict.Options{Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()), Version: hostrun.Version, Progress: progress(w)}
 			settings := config.FromEnv()
 			if pacsURL != "" {
 				settings.PACS.URL = pacsURL

@@ -12,11 +12,10 @@ import (
 	"io"
 	"os"
 
+	hostrun "amid/host/run"
+
 	"github.com/spf13/cobra"
 )
-
-// Version is the program's version, set at link time with -ldflags "-X amid/app/cli.Version=…".
-var Version = "dev"
 
 // commands lists every top-level command.
 func commands() []*cobra.Command {
@@ -51,7 +50,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "amid",
 		Short:         "AMID develops medical-imaging models autonomously and auditably",
-		Version:       Version,
+		Version:       hostrun.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

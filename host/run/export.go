@@ -21,8 +21,9 @@ import (
 	"amid/viewer/fileio"
 )
 
-// Version is AMID's version, recorded in packages; the CLI sets it from its link-time
-// version.
+// Version is AMID's version: the CLI's and the desktop's, recorded in packages, reports
+// and the DICOM objects AMID writes; set at link time with
+// -ldflags "-X amid/host/run.Version=…".
 var Version = "dev"
 
 // export writes the model package and its zip into the run folder.
