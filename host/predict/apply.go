@@ -17,7 +17,6 @@ import (
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/viewer/dicom/dataset"
-	"amid/viewer/dicom/derived"
 	"amid/viewer/fileio"
 )
 
@@ -343,24 +342,20 @@ func (a *applied) dicom(ctx context.Context, c task.Case, pred string, began tim
 	default:
 		return "", nil
 	}
-	var paths []string
-	for i, f := range files {
-		path, name := filepath.Join(a.out, rel), kind
+	paths, err := WriteObjects(filepath.Join(a.out, "dicom"), kind, c.ID, files)
+	if err != nil {
+		return "", err
+	}
+	for i, path := range paths {
+		name := kind
 		if kind == ObjectDerived {
-			path, name = filepath.Join(path, derived.Name(i)), fmt.Sprintf("%s%d", kind, i+1)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", err
-		}
-		if err := dataset.WriteFile(path, f); err != nil {
-			return "", err
+			name = fmt.Sprintf("%s%d", kind, i+1)
 		}
 		s, err := fileio.PathSHA256(path)
 		if err != nil {
 			return "", err
 		}
 		outs[name] = s
-		paths = append(paths, path)
 	}
 	if a.o.Send != nil {
 		// A refusal keeps the case's files and records them: the case fails at the send

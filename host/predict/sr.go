@@ -2,6 +2,8 @@ package predict
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -291,6 +293,26 @@ func ObjectPath(kind, id string) string {
 		return id
 	}
 	return id + ".dcm"
+}
+
+// WriteObjects writes the DICOM objects files of kind for case id under dir, at
+// ObjectPath (a derived series one file a slice, derived.Name), and returns their paths.
+func WriteObjects(dir, kind, id string, files []*dataset.File) ([]string, error) {
+	var paths []string
+	for i, f := range files {
+		path := filepath.Join(dir, ObjectPath(kind, id))
+		if kind == ObjectDerived {
+			path = filepath.Join(path, derived.Name(i))
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return paths, err
+		}
+		if err := dataset.WriteFile(path, f); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
 }
 
 // Objects encodes case c's prediction pred as the DICOM objects of its ObjectKind, which

@@ -3,12 +3,10 @@ package run
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"amid/host/audit"
 	"amid/host/predict"
 	"amid/viewer/dicom/dataset"
-	"amid/viewer/dicom/derived"
 	"amid/viewer/fileio"
 )
 
@@ -64,24 +62,18 @@ func (r *Runner) writeDICOM(kind string, preds map[string][]string, conf map[str
 		if err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		for i, f := range fs {
+		for _, f := range fs {
 			if r.st.Deidentify {
 				if err := r.deidentifyObject(f, c.ID); err != nil {
 					return fmt.Errorf("case %s: %w", c.ID, err)
 				}
 			}
-			path := filepath.Join(dir, predict.ObjectPath(kind, c.ID))
-			if kind == predict.ObjectDerived {
-				path = filepath.Join(path, derived.Name(i))
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					return err
-				}
-			}
-			if err := dataset.WriteFile(path, f); err != nil {
-				return err
-			}
-			objects++
 		}
+		paths, err := predict.WriteObjects(dir, kind, c.ID, fs)
+		if err != nil {
+			return err
+		}
+		objects += len(paths)
 	}
 	sum, err := fileio.PathSHA256(dir)
 	if err != nil {
