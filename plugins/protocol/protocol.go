@@ -191,6 +191,10 @@ type PredictRequest struct {
 	Checkpoint string
 	Cases      []Case
 	OutputDir  string
+	// Probabilities asks a segmentation plugin to write, beside each case's label map, its
+	// class probabilities (Prediction.Probabilities). A compatible addition: a plugin
+	// that cannot ignores it and still predicts, with none.
+	Probabilities bool
 }
 
 // Prediction names the files written for one case.
@@ -203,6 +207,13 @@ type Prediction struct {
 	// foreground; for a classification, the chosen class's probability. Nil when the
 	// plugin does not say (a compatible addition: a plugin without it still predicts).
 	Confidence *float64
+	// Probabilities, when the request asked for them and the plugin writes them, is the
+	// case's class probability map inside the output folder: a float32 NIfTI on the
+	// image's grid (for a 2D image, one slice) with one channel per class in the order of
+	// the task's labels (channel k the probability of the k-th label, background first),
+	// summing to 1 at each voxel; the label map is its argmax before post-processing.
+	// Empty when none was written.
+	Probabilities string
 }
 
 // PredictResponse lists the predictions written.

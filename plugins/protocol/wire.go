@@ -148,21 +148,21 @@ func resultFromPB(r *pb.TrainResult) *TrainResult {
 func predictRequestToPB(r *PredictRequest) *pb.PredictRequest {
 	return &pb.PredictRequest{
 		Task: taskToPB(r.Task), Config: r.Config, Checkpoint: r.Checkpoint,
-		Cases: casesToPB(r.Cases), OutputDir: r.OutputDir,
+		Cases: casesToPB(r.Cases), OutputDir: r.OutputDir, Probabilities: r.Probabilities,
 	}
 }
 
 func predictRequestFromPB(r *pb.PredictRequest) *PredictRequest {
 	return &PredictRequest{
 		Task: taskFromPB(r.GetTask()), Config: r.GetConfig(), Checkpoint: r.GetCheckpoint(),
-		Cases: casesFromPB(r.GetCases()), OutputDir: r.GetOutputDir(),
+		Cases: casesFromPB(r.GetCases()), OutputDir: r.GetOutputDir(), Probabilities: r.GetProbabilities(),
 	}
 }
 
 func predictToPB(r *PredictResponse) *pb.PredictResponse {
 	ps := make([]*pb.Prediction, len(r.Predictions))
 	for i, p := range r.Predictions {
-		ps[i] = &pb.Prediction{CaseId: p.CaseID, Files: p.Files, Confidence: p.Confidence}
+		ps[i] = &pb.Prediction{CaseId: p.CaseID, Files: p.Files, Confidence: p.Confidence, Probabilities: p.Probabilities}
 	}
 	return &pb.PredictResponse{Predictions: ps, Compute: computeToPB(r.Compute)}
 }
@@ -170,7 +170,7 @@ func predictToPB(r *PredictResponse) *pb.PredictResponse {
 func predictFromPB(r *pb.PredictResponse) *PredictResponse {
 	ps := make([]Prediction, len(r.GetPredictions()))
 	for i, p := range r.GetPredictions() {
-		ps[i] = Prediction{CaseID: p.GetCaseId(), Files: p.GetFiles()}
+		ps[i] = Prediction{CaseID: p.GetCaseId(), Files: p.GetFiles(), Probabilities: p.GetProbabilities()}
 		if p.Confidence != nil {
 			c := p.GetConfidence()
 			ps[i].Confidence = &c

@@ -51,12 +51,19 @@ func TestComputeWire(t *testing.T) {
 	if got := resultFromPB(resultToPB(r)); !reflect.DeepEqual(got, r) {
 		t.Errorf("result:\n got %+v\nwant %+v", got, r)
 	}
-	// A confidence travels, 0 included; none stays none (a plugin that does not say).
+	// A confidence travels, 0 included; none stays none (a plugin that does not say); so
+	// does a probability map.
 	zero, sure := 0.0, 0.93
-	p := &PredictResponse{Predictions: []Prediction{{CaseID: "a", Files: []string{"/a"}}, {CaseID: "b", Files: []string{"/b"}, Confidence: &sure},
+	p := &PredictResponse{Predictions: []Prediction{{CaseID: "a", Files: []string{"/a"}}, {CaseID: "b", Files: []string{"/b"}, Confidence: &sure, Probabilities: "/b_probabilities.nii.gz"},
 		{CaseID: "c", Files: []string{"/c"}, Confidence: &zero}}, Compute: id}
 	if got := predictFromPB(predictToPB(p)); !reflect.DeepEqual(got, p) {
 		t.Errorf("predict:\n got %+v\nwant %+v", got, p)
+	}
+	for _, asked := range []bool{false, true} {
+		q := &PredictRequest{Task: Task{Kind: "segmentation", Dims: 3}, Config: []byte("{}"), Checkpoint: "/k", Cases: []Case{{ID: "a", Images: []string{"/a"}}}, OutputDir: "/o", Probabilities: asked}
+		if got := predictRequestFromPB(predictRequestToPB(q)); !reflect.DeepEqual(got, q) {
+			t.Errorf("predict request:\n got %+v\nwant %+v", got, q)
+		}
 	}
 	if got := predictFromPB(predictToPB(&PredictResponse{Predictions: []Prediction{}})); !got.Compute.IsZero() {
 		t.Errorf("no identity reported, got %+v", got.Compute)

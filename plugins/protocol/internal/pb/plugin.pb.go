@@ -1021,12 +1021,16 @@ func (*TrainEvent_Progress) isTrainEvent_Event() {}
 func (*TrainEvent_Result) isTrainEvent_Event() {}
 
 type PredictRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
-	Checkpoint    string                 `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
-	Cases         []*Case                `protobuf:"bytes,4,rep,name=cases,proto3" json:"cases,omitempty"`
-	OutputDir     string                 `protobuf:"bytes,5,opt,name=output_dir,json=outputDir,proto3" json:"output_dir,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Task       *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Config     []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	Checkpoint string                 `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Cases      []*Case                `protobuf:"bytes,4,rep,name=cases,proto3" json:"cases,omitempty"`
+	OutputDir  string                 `protobuf:"bytes,5,opt,name=output_dir,json=outputDir,proto3" json:"output_dir,omitempty"`
+	// Ask a segmentation plugin for each case's class probabilities too (see
+	// protocol.PredictRequest). Added in protocol 1 without a version change: older plugins
+	// ignore it and write none.
+	Probabilities bool `protobuf:"varint,6,opt,name=probabilities,proto3" json:"probabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1096,6 +1100,13 @@ func (x *PredictRequest) GetOutputDir() string {
 	return ""
 }
 
+func (x *PredictRequest) GetProbabilities() bool {
+	if x != nil {
+		return x.Probabilities
+	}
+	return false
+}
+
 type Prediction struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	CaseId string                 `protobuf:"bytes,1,opt,name=case_id,json=caseId,proto3" json:"case_id,omitempty"`
@@ -1103,7 +1114,10 @@ type Prediction struct {
 	// How sure the model is of the case, from 0 to 1 (see protocol.Prediction); absent when
 	// the plugin does not say. Added in protocol 1 without a version change: older plugins
 	// leave it out, older hosts ignore it.
-	Confidence    *float64 `protobuf:"fixed64,3,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	Confidence *float64 `protobuf:"fixed64,3,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	// The case's class probability map, when asked for and the plugin writes one (see
+	// protocol.Prediction); empty otherwise. Added in protocol 1 without a version change.
+	Probabilities string `protobuf:"bytes,4,opt,name=probabilities,proto3" json:"probabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1157,6 +1171,13 @@ func (x *Prediction) GetConfidence() float64 {
 		return *x.Confidence
 	}
 	return 0
+}
+
+func (x *Prediction) GetProbabilities() string {
+	if x != nil {
+		return x.Probabilities
+	}
+	return ""
 }
 
 type PredictResponse struct {
@@ -1315,7 +1336,7 @@ const file_plugin_proto_rawDesc = "" +
 	"TrainEvent\x126\n" +
 	"\bprogress\x18\x01 \x01(\v2\x18.amid.plugin.v1.ProgressH\x00R\bprogress\x125\n" +
 	"\x06result\x18\x02 \x01(\v2\x1b.amid.plugin.v1.TrainResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\xbd\x01\n" +
+	"\x05event\"\xe3\x01\n" +
 	"\x0ePredictRequest\x12(\n" +
 	"\x04task\x18\x01 \x01(\v2\x14.amid.plugin.v1.TaskR\x04task\x12\x16\n" +
 	"\x06config\x18\x02 \x01(\fR\x06config\x12\x1e\n" +
@@ -1324,14 +1345,16 @@ const file_plugin_proto_rawDesc = "" +
 	"checkpoint\x12*\n" +
 	"\x05cases\x18\x04 \x03(\v2\x14.amid.plugin.v1.CaseR\x05cases\x12\x1d\n" +
 	"\n" +
-	"output_dir\x18\x05 \x01(\tR\toutputDir\"o\n" +
+	"output_dir\x18\x05 \x01(\tR\toutputDir\x12$\n" +
+	"\rprobabilities\x18\x06 \x01(\bR\rprobabilities\"\x95\x01\n" +
 	"\n" +
 	"Prediction\x12\x17\n" +
 	"\acase_id\x18\x01 \x01(\tR\x06caseId\x12\x14\n" +
 	"\x05files\x18\x02 \x03(\tR\x05files\x12#\n" +
 	"\n" +
 	"confidence\x18\x03 \x01(\x01H\x00R\n" +
-	"confidence\x88\x01\x01B\r\n" +
+	"confidence\x88\x01\x01\x12$\n" +
+	"\rprobabilities\x18\x04 \x01(\tR\rprobabilitiesB\r\n" +
 	"\v_confidence\"\x82\x01\n" +
 	"\x0fPredictResponse\x12<\n" +
 	"\vpredictions\x18\x01 \x03(\v2\x1a.amid.plugin.v1.PredictionR\vpredictions\x121\n" +
