@@ -228,10 +228,7 @@ func inferBatch(be engine.Backend, trainBatch int) int {
 // classes predicts the class of every voxel of a case's image files, on the image's grid,
 // and, when conf is set, how sure the network is of them (infer.Confidence; else 0).
 func (m *model) classes(paths []string, conf bool) (img *volume.Volume, cls []int32, sure float64, err error) {
-	if img, err = data.ReadChannels(paths); err != nil {
-		return nil, nil, 0, err
-	}
-	if img, err = conform(img, m.Channels, paths[0]); err != nil {
+	if img, err = m.read(paths); err != nil {
 		return nil, nil, 0, err
 	}
 	if cls, sure, err = m.segment(img, conf); err != nil {
@@ -240,25 +237,22 @@ func (m *model) classes(paths []string, conf bool) (img *volume.Volume, cls []in
 	return img, cls, sure, nil
 }
 
+// read reads a case's image files as one image of the model's channels.
+func (m *model) read(paths []string) (*volume.Volume, error) {
+	img, err := data.ReadChannels(paths)
+	if err != nil {
+		return nil, err
+	}
+	return conform(img, m.Channels, paths[0])
+}
+
 // segment predicts the class of every voxel of img, on its grid, and, when conf is set,
 // their confidence (infer.Classes: slice by slice as the windows finish, not holding the
-// class scores of the whole image); a cascade first segments img with its low-resolution
-// model.
+// class scores of the whole image).
 func (m *model) segment(img *volume.Volume, conf bool) ([]int32, float64, error) {
-	if m.low != nil {
-		low, _, err := m.low.segment(img, false)
-		if err != nil {
-			return nil, 0, fmt.Errorf("low-resolution network: %w", err)
-		}
-		v, err := classVolume(img, low, m.Classes)
-		if err != nil {
-			return nil, 0, err
-		}
-		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
-			return nil, 0, err
-		}
+	if err := m.begin(img); err != nil {
+		return nil, 0, err
 	}
-	m.err, m.grid = nil, img.Spacing
 	cls, sure, err := infer.Classes(img, m.Model, conf)
 	if err == nil {
 		err = m.err
@@ -267,6 +261,42 @@ func (m *model) segment(img *volume.Volume, conf bool) ([]int32, float64, error)
 		return nil, 0, err
 	}
 	return cls, sure, nil
+}
+
+// scores predicts the class probabilities of every voxel of img, on its grid
+// (infer.Scores: K planes, 4 bytes per voxel and class, whose argmax is segment's classes).
+func (m *model) scores(img *volume.Volume) ([]float32, error) {
+	if err := m.begin(img); err != nil {
+		return nil, err
+	}
+	prob, err := infer.Scores(img, m.Model)
+	if err == nil {
+		err = m.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return prob, nil
+}
+
+// begin readies the model for img: a cascade first segments img with its low-resolution
+// model, whose classes become the network's prior planes.
+func (m *model) begin(img *volume.Volume) error {
+	if m.low != nil {
+		low, _, err := m.low.segment(img, false)
+		if err != nil {
+			return fmt.Errorf("low-resolution network: %w", err)
+		}
+		v, err := classVolume(img, low, m.Classes)
+		if err != nil {
+			return err
+		}
+		if m.prior, _, err = priorPlanes(v, m.Spacing, m.Classes); err != nil {
+			return err
+		}
+	}
+	m.err, m.grid = nil, img.Spacing
+	return nil
 }
 
 // post returns a copy of the class map cls of grid dims post-processed by option name.
@@ -375,7 +405,15 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 			return none, err
 		}
 		// Predict alone says how sure it is: validation, on the budget's clock, does not.
-		img, cls, conf, err := m.classes(c.Images, true)
+		var img *volume.Volume
+		var cls []int32
+		var conf float64
+		pred := protocol.Prediction{Files: []string{p}, Confidence: &conf}
+		if req.Probabilities {
+			img, cls, conf, pred.Probabilities, err = m.probabilities(c, req.OutputDir)
+		} else {
+			img, cls, conf, err = m.classes(c.Images, true)
+		}
 		if err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
@@ -386,9 +424,38 @@ func (seg) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err := imageio.Write(p, lab); err != nil {
 			return none, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		return protocol.Prediction{Files: []string{p}, Confidence: &conf}, nil
+		return pred, nil
 	})
 }
+
+// probabilities predicts case c as classes does, from the whole image's class scores,
+// and writes them into dir as ID_probabilities.nii.gz (protocol.Prediction.Probabilities:
+// one float32 channel per class on the image's grid); its classes and confidence are bit
+// for bit those classes gives.
+func (m *model) probabilities(c protocol.Case, dir string) (img *volume.Volume, cls []int32, sure float64, path string, err error) {
+	if img, err = m.read(c.Images); err != nil {
+		return nil, nil, 0, "", err
+	}
+	prob, err := m.scores(img)
+	if err != nil {
+		return nil, nil, 0, "", fmt.Errorf("image %s: %w", c.Images[0], err)
+	}
+	K := m.Classes
+	cls = infer.Argmax(prob, K)
+	sure = infer.Confidence(prob, K, cls)
+	v, err := infer.ScoreVolume(img, prob, K)
+	if err != nil {
+		return nil, nil, 0, "", err
+	}
+	path = filepath.Join(dir, c.ID+probabilitySuffix)
+	if err := imageio.Write(path, v); err != nil {
+		return nil, nil, 0, "", err
+	}
+	return img, cls, sure, path, nil
+}
+
+// probabilitySuffix ends the name of a case's probability map.
+const probabilitySuffix = "_probabilities.nii.gz"
 
 // validate scores the checkpoint on cases. For classes, "dice" is the mean over cases of
 // the mean Dice over the classes of the network's label map under rule, the rule of the

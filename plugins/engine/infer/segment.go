@@ -31,11 +31,7 @@ type Model struct {
 // values, and the scores as K planes of img's voxels. [Classes] computes the same classes
 // without holding the scores of the whole image.
 func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
-	p, err := prepare(img, m)
-	if err != nil {
-		return nil, nil, err
-	}
-	prob, err := p.scores(m)
+	prob, err := Scores(img, m)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,6 +40,18 @@ func Segment(img *volume.Volume, m Model) (*volume.Volume, []float32, error) {
 		return nil, nil, err
 	}
 	return lab, prob, nil
+}
+
+// Scores predicts img as [Segment] does and returns its class scores alone: K planes of
+// img's voxels on img's grid, at each voxel the windows' Gaussian-weighted mean of the
+// network's softmax (so they sum to 1 there), resampled back trilinearly when the network
+// runs on another grid. They take 4 bytes per voxel and class; [Classes] does not hold them.
+func Scores(img *volume.Volume, m Model) ([]float32, error) {
+	p, err := prepare(img, m)
+	if err != nil {
+		return nil, err
+	}
+	return p.scores(m)
 }
 
 // Classes predicts img as [Segment] does and returns the class of every voxel on img's
@@ -162,6 +170,16 @@ func (p *prepared) scores(m Model) ([]float32, error) {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
 	return toPlanes(v.Data.([]float32), m.Classes), nil
+}
+
+// ScoreVolume is the class scores prob (K planes of img's voxels, as [Scores] returns
+// them) as one float32 volume on img's grid of K channels, channel k class k's: a 4D NIfTI
+// when written.
+func ScoreVolume(img *volume.Volume, prob []float32, K int) (*volume.Volume, error) {
+	if n := img.Dims[0] * img.Dims[1] * img.Dims[2]; K < 1 || len(prob) != K*n {
+		return nil, fmt.Errorf("infer: %d scores for %d classes of %d voxels", len(prob), K, n)
+	}
+	return fromPlanes(img, prob, K), nil
 }
 
 // fromPlanes is a float32 volume on ref's grid holding C planes channels-fastest.
