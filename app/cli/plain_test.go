@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	hostrun "amid/host/run"
 	"amid/host/task"
 	"amid/plugins/taskspec"
+	"amid/viewer/fileio"
+	"amid/viewer/imageio"
 )
 
 // TestPlainTaskOfEveryKind runs `amid run` on a plain task.yaml of every kind, as a user
@@ -162,7 +165,17 @@ func predictRenamed(t *testing.T, kind string, ds *task.Dataset, pkg string) {
 		}
 		names[name] = c.ID
 	}
-	o, e, code := run(t, "predict", pkg, in, "--out", out)
+	// A probability map is asked of a segmentation alone; another kind is refused before
+	// anything is predicted.
+	args := []string{"predict", pkg, in, "--out", out, "--probabilities"}
+	if kind != taskspec.Segmentation {
+		_, e, code := run(t, args...)
+		if code == 0 || !strings.Contains(e, "a probability map is a segmentation's") {
+			t.Errorf("amid predict --probabilities of a %s package: exit %d, %q", kind, code, e)
+		}
+		args = args[:len(args)-1]
+	}
+	o, e, code := run(t, args...)
 	if code != 0 {
 		t.Fatalf("amid predict: exit %d\n%s\n%s", code, o, e)
 	}
@@ -215,6 +228,63 @@ func predictRenamed(t *testing.T, kind string, ds *task.Dataset, pkg string) {
 	}
 	if len(res.ReviewOrder) != len(ds.Test) {
 		t.Errorf("review order %v", res.ReviewOrder)
+	}
+	if kind == taskspec.Segmentation {
+		checkProbabilityMaps(t, out, &res, pkg)
+	}
+}
+
+// checkProbabilityMaps checks the probability map of each case amid predict wrote into out
+// with --probabilities: named in results.json, on the prediction's grid with one float32
+// channel per label of the package's task, summing to 1 at each voxel, its sha256 among the
+// case's outputs in the predict run's audit log.
+func checkProbabilityMaps(t *testing.T, out string, res *predict.Result, pkg string) {
+	t.Helper()
+	pk, err := predict.Open(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	K := len(pk.Task.Spec().Labels)
+	b, err := os.ReadFile(filepath.Join(out, predict.FileAudit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cases {
+		if c.Probabilities == "" || len(c.Predictions) == 0 {
+			t.Errorf("case %s: no probability map (%+v)", c.ID, c)
+			continue
+		}
+		lab, err := imageio.Read(filepath.Join(out, c.Predictions[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := imageio.Read(filepath.Join(out, c.Probabilities))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lab.Dims
+		want[3] = K
+		if _, ok := m.Data.([]float32); !ok || m.Dims != want || m.Spacing != lab.Spacing {
+			t.Fatalf("case %s: map %v %v of %T, want %v %v of float32", c.ID, m.Dims, m.Spacing, m.Data, want, lab.Spacing)
+		}
+		for j := range lab.Len() {
+			var sum float64
+			for k := range K {
+				sum += m.AtIndex(j*K + k)
+			}
+			// float32 scores, a mean of the fold members' where the model is an ensemble:
+			// each rounded once, far inside 1e-5 of a sum of 1.
+			if math.Abs(sum-1) > 1e-5 {
+				t.Fatalf("case %s voxel %d: probabilities sum to %v", c.ID, j, sum)
+			}
+		}
+		sum, err := fileio.PathSHA256(filepath.Join(out, c.Probabilities))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"probabilities":"`+sum+`"`) {
+			t.Errorf("case %s: the audit log does not record its probability map's sha256 %s", c.ID, sum)
+		}
 	}
 }
 

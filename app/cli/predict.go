@@ -23,7 +23,7 @@ import (
 func predictCmd() *cobra.Command {
 	var out, pacsURL string
 	var studies, query []string
-	var watch bool
+	var watch, probs bool
 	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "predict PACKAGE [INPUT...] --out DIR [--pacs URL (--study UID | --query KEY=VALUE | --watch)]",
@@ -45,9 +45,11 @@ dicom/ID.dcm (a DICOM SEG of a segmentation; a DICOM structured report, TID 1500
 detection, classification or image-quality score) or dicom/ID/ (an enhancement's derived
 series, one file per slice), volumes.csv (each label's voxels and mL),
 results.json (with each case's confidence where the plugin gives one, and the cases in
-review order, least sure first), and audit.jsonl: this predict run's own audit log, which
-names the package's manifest and audit anchor and records each input and output by its
-sha256 alone (amid audit verify checks it). The exit status is 1 when any case failed.
+review order, least sure first), with --probabilities for a segmentation
+probabilities/ID_probabilities.nii.gz (each label's probability at each voxel, one float32
+channel per label, background first; a fold ensemble's is its members' mean), and
+audit.jsonl: this predict run's own audit log, which names the package's manifest and audit
+anchor and records each input and output by its sha256 alone (amid audit verify checks it). The exit status is 1 when any case failed.
 
 With --study or --query, the studies are retrieved from the PACS by DICOMweb (WADO-RS;
 --query finds them by QIDO-RS), predicted as inputs, and each DICOM object is stored back in
@@ -63,7 +65,7 @@ command line, and are never written to a log or the audit log.`,
 				return fmt.Errorf("--out DIR is needed: the folder the predictions go to")
 			}
 			w := cmd.OutOrStdout()
-			o := predict.Options{Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()), Version: hostrun.Version, Progress: progress(w)}
+			o := predict.Options{Supervisor: host.SupervisorOptions(cmd.ErrOrStderr()), Version: hostrun.Version, Progress: progress(w), Probabilities: probs}
 			settings := config.FromEnv()
 			if pacsURL != "" {
 				settings.PACS.URL = pacsURL
@@ -122,6 +124,7 @@ command line, and are never written to a log or the audit log.`,
 	f.StringArrayVar(&studies, "study", nil, "a Study Instance UID to retrieve from the PACS (repeatable)")
 	f.StringArrayVar(&query, "query", nil, "a QIDO-RS filter key=value for the studies to retrieve, such as PatientID=123 (repeatable)")
 	f.BoolVar(&watch, "watch", false, "keep asking the PACS for new studies and predict each once")
+	f.BoolVar(&probs, "probabilities", false, "a segmentation: write each case's probability map too (probabilities/, float32 NIfTI, one channel per label)")
 	f.DurationVar(&every, "every", 30*time.Second, "with --watch, how often the PACS is asked")
 	return cmd
 }
@@ -164,7 +167,11 @@ func progress(w io.Writer) func(k, n int, c predict.CaseResult) {
 			if c.Sent {
 				sent = "; its " + c.DICOM() + " stored in the PACS"
 			}
-			fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s%s\n", bar, k, n, c.ID, strings.Join(c.Predictions, ", "), c.Seconds, sure, sent)
+			files := strings.Join(c.Predictions, ", ")
+			if c.Probabilities != "" {
+				files += " and " + c.Probabilities
+			}
+			fmt.Fprintf(w, "[%s] %d/%d %s: %s in %.1f s%s%s\n", bar, k, n, c.ID, files, c.Seconds, sure, sent)
 			if c.Error != "" {
 				fmt.Fprintf(w, "      failed: %s\n", c.Error)
 			}

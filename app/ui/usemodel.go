@@ -127,6 +127,7 @@ type useScreen struct {
 	inputsText *widget.Label
 	studies    *widget.Entry
 	out        *widget.Entry
+	probs      *widget.Check // ask a segmentation for its probability maps
 	button     *widget.Button
 	bar        *widget.ProgressBar
 	status     *widget.Label
@@ -186,12 +187,14 @@ func newUseScreen(a *App) *useScreen {
 	clearInputs := widget.NewButton("Clear", func() { s.inputs = nil; s.showInputs() })
 	s.studies.SetPlaceHolder("Study Instance UIDs, comma-separated (the PACS of the Settings)")
 	s.out.SetPlaceHolder("the folder the results go to (new or empty)")
+	s.probs = widget.NewCheck("Probability maps too (segmentation)", nil)
 	s.button = widget.NewButton("Predict", s.predict)
 	s.button.Importance = widget.HighImportance
 	form := widget.NewForm(
 		widget.NewFormItem("Package", container.NewBorder(nil, nil, nil, container.NewHBox(choosePkg, improve), s.pkg)),
 		widget.NewFormItem("Inputs", container.NewBorder(nil, nil, nil, container.NewHBox(addFile, addFolder, clearInputs), s.inputsText)),
 		widget.NewFormItem("PACS studies", s.studies),
+		widget.NewFormItem("", s.probs),
 		widget.NewFormItem("Results to", container.NewBorder(nil, nil, nil, s.button, s.out)),
 	)
 	s.list = rowList(&s.cases, "case id long enough  confidence 0.000", s.open)
@@ -270,6 +273,7 @@ func (s *useScreen) showInputs() {
 func (s *useScreen) predict() {
 	pkg, out := s.pkg.Selected, strings.TrimSpace(s.out.Text)
 	inputs := append([]string(nil), s.inputs...)
+	probs := s.probs.Checked
 	var studies []string
 	for _, u := range strings.Split(s.studies.Text, ",") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -298,7 +302,7 @@ func (s *useScreen) predict() {
 	s.card.Hide()
 	s.status.SetText("Checking the package…")
 	go func() {
-		res, err := s.run(pkg, inputs, studies, out)
+		res, err := s.run(pkg, inputs, studies, out, probs)
 		s.a.do(func() {
 			s.button.Enable()
 			if err != nil {
@@ -315,13 +319,13 @@ func (s *useScreen) predict() {
 
 // run is predict's work: the PACS studies retrieved first, then predict.Apply, whose
 // progress and model card reach the screen.
-func (s *useScreen) run(pkg string, inputs, studies []string, out string) (*predict.Result, error) {
+func (s *useScreen) run(pkg string, inputs, studies []string, out string, probs bool) (*predict.Result, error) {
 	ctx := context.Background()
 	env, err := s.a.env()
 	if err != nil {
 		return nil, err
 	}
-	o := predict.Options{Supervisor: env.Supervisor, Version: run.Version,
+	o := predict.Options{Supervisor: env.Supervisor, Version: run.Version, Probabilities: probs,
 		Progress: func(k, n int, c predict.CaseResult) {
 			s.a.do(func() {
 				s.bar.SetValue(float64(k) / float64(n))
@@ -513,6 +517,9 @@ func caseText(c *useCase, pred string, vols []string) string {
 		lines = append(lines, pred)
 	}
 	lines = append(lines, vols...)
+	if c.Probabilities != "" {
+		lines = append(lines, "Probability map: "+c.Probabilities)
+	}
 	for _, w := range c.Warnings {
 		lines = append(lines, "Warning: "+w)
 	}

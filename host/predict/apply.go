@@ -16,6 +16,7 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/compute"
+	"amid/plugins/taskspec"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/fileio"
 )
@@ -47,6 +48,10 @@ type Options struct {
 	// is written (the PACS the study came from); a refusal fails the case and keeps its
 	// files.
 	Send Sender
+	// Probabilities asks a segmentation package for each case's probability map too
+	// (protocol.Prediction.Probabilities; a fold ensemble's is its members' mean), written
+	// to probabilities/. A package of another kind is refused.
+	Probabilities bool
 }
 
 // CaseResult is what Apply did with one case. Paths are relative to the output folder.
@@ -60,10 +65,15 @@ type CaseResult struct {
 	// enhancement of DICOM input (Derivable), one file per slice.
 	SR      string `json:"dicom_sr,omitempty"`
 	Derived string `json:"dicom_derived,omitempty"`
+	// Probabilities is the case's probability map, when asked for (Options.Probabilities)
+	// and its plugin writes one: a float32 NIfTI on the prediction's grid, one channel per
+	// label of the task, background first.
+	Probabilities string `json:"probabilities,omitempty"`
 	// Confidence is how sure the model is of the case, from 0 to 1 (nil when its plugin
 	// does not say; see protocol.Prediction.Confidence).
 	Confidence *float64 `json:"confidence,omitempty"`
-	// Warnings say what the model never saw in training (see profile.Admit).
+	// Warnings say what the model never saw in training (see profile.Admit), and that a
+	// probability map asked for was not written.
 	Warnings []string `json:"warnings,omitempty"`
 	// Sent: the SEG, SR or derived series was stored in the PACS the case came from
 	// (Options.Send).
@@ -112,7 +122,8 @@ type Result struct {
 // predictions/ (the task's own format, as the package's predictions/), for DICOM input
 // dicom/ID.dcm (a DICOM SEG of a segmentation, a structured report of a detection,
 // classification or image-quality score) or dicom/ID/ (an enhancement's derived series,
-// one file per slice), volumes.csv (segmentation),
+// one file per slice), volumes.csv (segmentation), probabilities/ID_probabilities.nii.gz
+// when asked for (Options.Probabilities),
 // results.json and the predict run's own audit log (audit.jsonl), whose first entry
 // names the package's manifest and audit anchor and whose entries record inputs and
 // outputs by sha256 alone, never by name (a failure by its stage: the reason, which may
@@ -153,10 +164,14 @@ func Apply(ctx context.Context, pkg string, inputs []string, out string, o Optio
 	if err != nil {
 		return nil, err
 	}
+	if o.Probabilities && pk.Task.Kind != taskspec.Segmentation {
+		return nil, fmt.Errorf("a probability map is a segmentation's, and the package %s is a %s model: its confidence per case is in %s", given, pk.Task.Kind, FileResults)
+	}
 	pr, err := pk.Predictor(o.Supervisor)
 	if err != nil {
 		return nil, err
 	}
+	pr.Probabilities = o.Probabilities
 	manSum, err := fileio.PathSHA256(filepath.Join(pkg, export.FileManifest))
 	if err != nil {
 		return nil, err
@@ -275,19 +290,23 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 	outs := map[string]string{}
 	for i, f := range p.Files[c.ID] {
 		rel := filepath.Join("predictions", filepath.Base(f))
-		dst := filepath.Join(a.out, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return cr, nil, err
-		}
-		if err := os.Rename(f, dst); err != nil {
-			return cr, nil, err
-		}
-		s, err := fileio.PathSHA256(dst)
+		s, err := a.keep(f, rel)
 		if err != nil {
 			return cr, nil, err
 		}
 		outs[fmt.Sprintf("prediction%d", i+1)] = s
 		cr.Predictions = append(cr.Predictions, rel)
+	}
+	if m, ok := p.Probabilities[c.ID]; ok {
+		rel := filepath.Join("probabilities", c.ID+probabilitySuffix)
+		s, err := a.keep(m, rel)
+		if err != nil {
+			return cr, nil, err
+		}
+		outs["probabilities"] = s
+		cr.Probabilities = rel
+	} else if a.o.Probabilities {
+		cr.Warnings = append(cr.Warnings, fmt.Sprintf("the package's plugin %s wrote no probability map", a.pk.Manifest.Plugin.Name))
 	}
 	var rows []VolumeRow
 	if len(cr.Predictions) > 0 {
@@ -316,6 +335,22 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 	}
 	return cr, rows, a.record("predict.case", in, outs, details)
 }
+
+// keep moves the file f written in the work folder to rel in the output folder and returns
+// its sha256.
+func (a *applied) keep(f, rel string) (string, error) {
+	dst := filepath.Join(a.out, rel)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(f, dst); err != nil {
+		return "", err
+	}
+	return fileio.PathSHA256(dst)
+}
+
+// probabilitySuffix ends the name of a case's probability map in probabilities/.
+const probabilitySuffix = "_probabilities.nii.gz"
 
 // dicom writes the DICOM objects of case c's prediction pred into dicom/ (a SEG, a
 // structured report or a derived series: SEGable, SRable, Derivable), records their

@@ -67,22 +67,28 @@ func combine(s *taskspec.Spec, files []string, outDir string, vote bool) (string
 	if vote && s.Kind == taskspec.Segmentation {
 		return out, voteLabels(files, out)
 	}
+	return out, reduce(files, out, s.Kind == taskspec.Segmentation)
+}
+
+// reduce writes to out the voxelwise maximum (union: of 0 / label masks) or mean of the
+// images files, on the first's grid and in its type.
+func reduce(files []string, out string, union bool) error {
 	var acc *volume.Volume
 	var vals []float64
 	for i, f := range files {
 		v, err := imageio.Read(f)
 		if err != nil {
-			return "", err
+			return err
 		}
 		if i == 0 {
 			acc, vals = v, make([]float64, v.Len())
 		} else if v.Dims != acc.Dims {
-			return "", fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], acc.Dims)
+			return fmt.Errorf("%s is %v but %s is %v", f, v.Dims, files[0], acc.Dims)
 		}
 		for j := range vals {
 			x := v.AtIndex(j)
-			if s.Kind == taskspec.Segmentation {
-				vals[j] = max(vals[j], x) // union of 0 / label masks
+			if union {
+				vals[j] = max(vals[j], x)
 			} else {
 				vals[j] += x / float64(len(files))
 			}
@@ -91,7 +97,7 @@ func combine(s *taskspec.Spec, files []string, outDir string, vote bool) (string
 	for j, x := range vals {
 		acc.SetIndex(j, x)
 	}
-	return out, imageio.Write(out, acc)
+	return imageio.Write(out, acc)
 }
 
 // voteLabels writes to out each voxel's most frequent label among the label maps files,

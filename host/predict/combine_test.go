@@ -3,6 +3,7 @@ package predict
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"amid/plugins/taskspec"
@@ -69,5 +70,40 @@ func TestCombine(t *testing.T) {
 	ann, err := taskspec.ReadAnnotation(out, iqa)
 	if err != nil || *ann.Score != 1.75 {
 		t.Errorf("mean score %v (%v), want 1.75", ann, err)
+	}
+}
+
+// TestMeanProbabilities checks the mean of two members' probability maps (what Union
+// writes for a fold ensemble): voxelwise and channelwise, float32, on the first's grid.
+func TestMeanProbabilities(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, vals ...float32) string {
+		v, _ := volume.New(volume.Float32, [4]int{len(vals) / 2, 1, 1, 2})
+		v.Spacing = [3]float64{0.5, 0.5, 2}
+		copy(v.Data.([]float32), vals)
+		p := filepath.Join(dir, name)
+		if err := imageio.Write(p, v); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Two voxels of two classes each (channels interleaved per voxel).
+	a := write("a.nii.gz", 0.9, 0.1, 0.25, 0.75)
+	b := write("b.nii.gz", 0.3, 0.7, 0.75, 0.25)
+	out := filepath.Join(dir, "mean.nii.gz")
+	if err := reduce([]string{a, b}, out, false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := imageio.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := m.Data.([]float32)
+	want := []float32{0.6, 0.4, 0.5, 0.5} // (0.9+0.3)/2, (0.1+0.7)/2, …, rounded to float32
+	if !ok || m.Dims != [4]int{2, 1, 1, 2} || m.Spacing != [3]float64{0.5, 0.5, 2} || !slices.Equal(got, want) {
+		t.Errorf("mean map %v %v %T %v, want [2 1 1 2] float32 %v", m.Dims, m.Spacing, m.Data, got, want)
+	}
+	if err := reduce([]string{a, write("c.nii.gz", 1, 0)}, filepath.Join(dir, "bad.nii.gz"), false); err == nil {
+		t.Error("maps of different grids were averaged")
 	}
 }

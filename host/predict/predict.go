@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"amid/host/catalog"
 	"amid/host/supervisor"
@@ -21,11 +22,14 @@ import (
 )
 
 // Predicted is what a prediction wrote: the files per case, how sure the model is of each
-// case (where its plugin says: protocol.Prediction.Confidence), and what computed them.
+// case (where its plugin says: protocol.Prediction.Confidence), each case's probability
+// map (when asked for and its plugin writes one: protocol.Prediction.Probabilities), and
+// what computed them.
 type Predicted struct {
-	Files      map[string][]string
-	Confidence map[string]float64
-	Compute    compute.Identity
+	Files         map[string][]string
+	Confidence    map[string]float64
+	Probabilities map[string]string
+	Compute       compute.Identity
 }
 
 // Member is one model of a union ensemble: a lane's checkpoint and configuration.
@@ -43,6 +47,9 @@ type Predictor struct {
 	Task  *task.Task
 	// Sent, when set, sees each request just before the plugin process receives it.
 	Sent func(*protocol.PredictRequest)
+	// Probabilities asks the plugin for each case's probability map too (a segmentation
+	// plugin's; others write none).
+	Probabilities bool
 }
 
 // Cases are the protocol's cases of cs, each with its label from labels (nil: none).
@@ -79,7 +86,7 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 	t := p.Task
 	req := &protocol.PredictRequest{
 		Task: protocol.Task{Kind: t.Kind, Dims: t.Dims, Metric: t.Metric.Name, Spec: spec}, Config: cfg, Checkpoint: ckpt,
-		Cases: Cases(cases, nil), OutputDir: out,
+		Cases: Cases(cases, nil), OutputDir: out, Probabilities: p.Probabilities,
 	}
 	if p.Sent != nil {
 		p.Sent(req)
@@ -88,9 +95,14 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 	if err != nil {
 		return nil, err
 	}
-	files, conf := map[string][]string{}, map[string]float64{}
+	files, conf, maps := map[string][]string{}, map[string]float64{}, map[string]string{}
 	for _, pr := range resp.Predictions {
-		for _, f := range pr.Files {
+		written := pr.Files
+		if pr.Probabilities != "" {
+			written = append(slices.Clip(written), pr.Probabilities)
+			maps[pr.CaseID] = pr.Probabilities
+		}
+		for _, f := range written {
 			rel, err := filepath.Rel(out, f)
 			if err != nil || rel == ".." || len(rel) > 2 && rel[:3] == "../" {
 				return nil, fmt.Errorf("plugin %s wrote %s outside its output folder %s", p.Entry.Name, f, out)
@@ -109,12 +121,15 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 			return nil, fmt.Errorf("plugin %s wrote no prediction for case %s", p.Entry.Name, c.ID)
 		}
 	}
-	return &Predicted{Files: files, Confidence: conf, Compute: resp.Compute}, nil
+	return &Predicted{Files: files, Confidence: conf, Probabilities: maps, Compute: resp.Compute}, nil
 }
 
 // Union predicts cases with every member and writes their union (or, with vote, their
 // vote) into out. The members run in processes of the same plugin on this machine, so the
-// union's compute identity is theirs (the first member's).
+// union's compute identity is theirs (the first member's). A case's confidence is the
+// members' mean, and its probability map (Predictor.Probabilities) their maps' voxelwise
+// mean, when every member gives one; the mean map's most probable label may differ from
+// the vote's where the members disagree.
 func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, cases []task.Case, out string) (*Predicted, error) {
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
@@ -130,9 +145,9 @@ func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, case
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	res, conf := map[string][]string{}, map[string]float64{}
+	res, conf, maps := map[string][]string{}, map[string]float64{}, map[string]string{}
 	for _, c := range cases {
-		var files []string
+		var files, probs []string
 		var sum float64
 		sure := 0
 		for _, pr := range all {
@@ -140,6 +155,9 @@ func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, case
 			if v, ok := pr.Confidence[c.ID]; ok {
 				sum += v
 				sure++
+			}
+			if m, ok := pr.Probabilities[c.ID]; ok {
+				probs = append(probs, m)
 			}
 		}
 		if sure == len(all) {
@@ -150,6 +168,13 @@ func (p *Predictor) Union(ctx context.Context, members []Member, vote bool, case
 			return nil, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		res[c.ID] = []string{f}
+		if len(probs) == len(all) {
+			m := filepath.Join(out, filepath.Base(probs[0]))
+			if err := reduce(probs, m, false); err != nil {
+				return nil, fmt.Errorf("case %s: probability maps: %w", c.ID, err)
+			}
+			maps[c.ID] = m
+		}
 	}
-	return &Predicted{Files: res, Confidence: conf, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
+	return &Predicted{Files: res, Confidence: conf, Probabilities: maps, Compute: all[0].Compute}, os.RemoveAll(out + ".members")
 }
