@@ -94,7 +94,9 @@ run: build
 realdata: deps
 	@.ci/realdata.sh
 
-test: deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
+# test runs each step in turn (.ci/steps.sh) and prints each one's wall time at the end.
+test:
+	@MAKE=$(MAKE) .ci/steps.sh deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
