@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
@@ -64,40 +63,10 @@ func TestResume(t *testing.T) {
 		return fmt.Appendf(nil, `{"lane":"cnn","grid":[8,8,8],"widths":[2,4],"batch":2,"steps":%d,"steps_per_epoch":2,"report_every":%d,"heads":%q}`, steps, report, heads)
 	}
 	req := &protocol.TrainRequest{Task: task(t), Config: small("variant", 4, 2), Train: cases, WorkDir: t.TempDir(), Seed: 5}
-	var cks []string
-	res, err := cls{}.Train(context.Background(), req, func(p *protocol.Progress) error {
-		if p.Checkpoint != "" {
-			cks = append(cks, p.Checkpoint)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// steps_per_epoch 2 over 4 steps: one epoch checkpoint (step 2), then the final one.
-	if len(cks) != 1 || filepath.Base(cks[0]) != "epoch-0001.ckpt" || res.Steps != 4 {
-		t.Fatalf("checkpoints %v, result %+v", cks, res)
-	}
-	req2 := *req
-	req2.Config, req2.ResumeFrom, req2.WorkDir = small("variant", 8, 1), res.Checkpoint, t.TempDir()
-	var first int64
-	res2, err := cls{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
-		if first == 0 {
-			first = p.Step
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != 5 || res2.Steps != 8 {
-		t.Errorf("resumed at step %d, ended at %d; want 5 and 8", first, res2.Steps)
-	}
-	if m, err := ckpt.ReadManifest(res2.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
-		t.Errorf("final checkpoint %+v (%v), want step 8 epoch 4", m, err)
-	}
+	res, res2 := plugintest.CheckExtend(t, cls{}.Train, req, small("variant", 8, 1))
 	// Resuming with heads from a different training set is refused.
-	req3 := req2
+	req3 := *req
+	req3.ResumeFrom = res.Checkpoint
 	req3.Config, req3.WorkDir = small("attributes", 8, 1), t.TempDir()
 	if _, err := (cls{}).Train(context.Background(), &req3, func(*protocol.Progress) error { return nil }); err == nil || !strings.Contains(err.Error(), "heads") {
 		t.Errorf("resume with other heads: %v", err)

@@ -134,45 +134,16 @@ func TestReceptiveField(t *testing.T) {
 func TestResume(t *testing.T) {
 	cases := usCases(t, 3, 4)
 	req := &protocol.TrainRequest{Task: task(), Config: tiny(4, 2, 2), Train: cases, WorkDir: t.TempDir(), Seed: 5}
-	var cks []string
-	res, err := enh{}.Train(context.Background(), req, func(p *protocol.Progress) error {
-		if p.Checkpoint != "" {
-			cks = append(cks, p.Checkpoint)
-		}
-		if p.Losses["loss"] <= 0 || p.SamplesPerSecond <= 0 {
-			t.Errorf("progress %+v", p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	// Every progress event names a positive loss and speed.
+	train := func(ctx context.Context, req *protocol.TrainRequest, report func(*protocol.Progress) error) (*protocol.TrainResult, error) {
+		return enh{}.Train(ctx, req, func(p *protocol.Progress) error {
+			if p.Losses["loss"] <= 0 || p.SamplesPerSecond <= 0 {
+				t.Errorf("progress %+v", p)
+			}
+			return report(p)
+		})
 	}
-	// steps_per_epoch 2 over 4 steps: one epoch checkpoint (step 2), then the final one.
-	if len(cks) != 1 || filepath.Base(cks[0]) != "epoch-0001.ckpt" || res.Steps != 4 {
-		t.Fatalf("checkpoints %v, result %+v", cks, res)
-	}
-	req2 := *req
-	req2.Config, req2.ResumeFrom, req2.WorkDir = tiny(8, 2, 1), res.Checkpoint, t.TempDir()
-	var first int64
-	res2, err := enh{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
-		if first == 0 {
-			first = p.Step
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != 5 || res2.Steps != 8 {
-		t.Errorf("resumed at step %d, ended at %d; want 5 and 8", first, res2.Steps)
-	}
-	m, err := ckpt.ReadManifest(res2.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Step != 8 || m.Epoch != 4 {
-		t.Errorf("final checkpoint at step %d epoch %d, want 8 and 4", m.Step, m.Epoch)
-	}
+	res, _ := plugintest.CheckExtend(t, train, req, tiny(8, 2, 1))
 	req3 := *req
 	req3.Config = []byte(strings.Replace(string(tiny(8, 2, 1)), "[8,16,32]", "[8,16]", 1))
 	req3.ResumeFrom, req3.WorkDir = res.Checkpoint, t.TempDir()

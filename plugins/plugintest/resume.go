@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"amid/plugins/engine/ckpt"
 	"amid/plugins/protocol"
 )
 
@@ -137,4 +139,47 @@ func checkTraining(t testing.TB, train Trainer, req *protocol.TrainRequest, unti
 		until = max(whole.last()/2, 1)
 	}
 	checkRounds(t, train, req, until, whole)
+}
+
+// CheckExtend trains req, whose configuration trains 4 steps with an epoch every 2, and
+// again from its final checkpoint into a new work folder with the configuration longer:
+// the same network trained 8 steps. It fails unless the first run writes one epoch
+// checkpoint (epoch-0001.ckpt) before its final one and ends at step 4, and the second
+// continues at step 5 and ends at step 8 with a final checkpoint (amid/plugins/engine/ckpt)
+// of step 8 and epoch 4. It returns both runs' results for the plugin's own checks
+// (predicting with the longer run's checkpoint, refusing another network's).
+func CheckExtend(t testing.TB, train Trainer, req *protocol.TrainRequest, longer []byte) (short, long *protocol.TrainResult) {
+	t.Helper()
+	var cks []string
+	short, err := train(context.Background(), req, func(p *protocol.Progress) error {
+		if p.Checkpoint != "" {
+			cks = append(cks, p.Checkpoint)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("extend: the 4-step run: Train: %v", err)
+	}
+	if len(cks) != 1 || filepath.Base(cks[0]) != "epoch-0001.ckpt" || short.Steps != 4 {
+		t.Fatalf("extend: the 4-step run wrote checkpoints %v and ended %+v; want epoch-0001.ckpt (step 2), then its final one at step 4", cks, short)
+	}
+	again := *req
+	again.Config, again.ResumeFrom, again.WorkDir = longer, short.Checkpoint, t.TempDir()
+	var first int64
+	long, err = train(context.Background(), &again, func(p *protocol.Progress) error {
+		if first == 0 {
+			first = p.Step
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("extend: the run resumed to step 8: Train: %v", err)
+	}
+	if first != 5 || long.Steps != 8 {
+		t.Errorf("extend: resumed at step %d, ended at %d; want 5 and 8", first, long.Steps)
+	}
+	if m, err := ckpt.ReadManifest(long.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("extend: final checkpoint %+v (%v), want step 8 epoch 4", m, err)
+	}
+	return short, long
 }

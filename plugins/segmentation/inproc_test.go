@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"amid/plugins/engine/ckpt"
+	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/plugins/segmentation/plan"
@@ -70,42 +70,7 @@ func TestResume(t *testing.T) {
 	cases := discCases(t, 3, 4)
 	work := t.TempDir()
 	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(4, 2, 2), Train: cases, WorkDir: work, Seed: 5}
-	var cks []string
-	res, err := seg{}.Train(context.Background(), req, func(p *protocol.Progress) error {
-		if p.Checkpoint != "" {
-			cks = append(cks, p.Checkpoint)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// steps_per_epoch 2 over 4 steps: one epoch checkpoint (step 2), then the final one.
-	if len(cks) != 1 || filepath.Base(cks[0]) != "epoch-0001.ckpt" || res.Steps != 4 {
-		t.Fatalf("checkpoints %v, result %+v", cks, res)
-	}
-	req2 := *req
-	req2.Config, req2.ResumeFrom, req2.WorkDir = tiny(8, 2, 1), res.Checkpoint, t.TempDir()
-	var first int64
-	res2, err := seg{}.Train(context.Background(), &req2, func(p *protocol.Progress) error {
-		if first == 0 {
-			first = p.Step
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != 5 || res2.Steps != 8 {
-		t.Errorf("resumed at step %d, ended at %d; want 5 and 8", first, res2.Steps)
-	}
-	m, err := ckpt.ReadManifest(res2.Checkpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Step != 8 || m.Epoch != 4 {
-		t.Errorf("final checkpoint at step %d epoch %d, want 8 and 4", m.Step, m.Epoch)
-	}
+	res, res2 := plugintest.CheckExtend(t, seg{}.Train, req, tiny(8, 2, 1))
 	out := t.TempDir()
 	pr, err := seg{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases[:1], OutputDir: out})
 	if err != nil {

@@ -258,43 +258,11 @@ func FuzzNRRD(f *testing.F) {
 			}
 		}
 	}
-	// Keep decoded images small so that the fuzzer explores parsing, not allocation.
-	old := volume.MaxBytes
-	volume.MaxBytes = 64 << 20
-	defer func() { volume.MaxBytes = old }()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := Decode(bytes.NewReader(b), "fuzz.nrrd")
-		if err != nil {
-			if v != nil {
-				t.Fatal("volume with error")
-			}
-			return
-		}
-		if err := v.Validate(); err != nil {
-			t.Fatalf("decoded an invalid volume: %v", err)
-		}
-	})
+	ref.FuzzDecode(f, func(b []byte) (*volume.Volume, error) { return Decode(bytes.NewReader(b), "fuzz.nrrd") })
 }
 
 func BenchmarkRead(b *testing.B) {
-	v, _ := volume.New(volume.Int16, [4]int{256, 256, 128, 1})
-	d := v.Data.([]int16)
-	for i := range d {
-		x, y, z := i%256, (i/256)%256, i/65536
-		d[i] = int16((x-128)*(x-128)+(y-128)*(y-128)+(z-64)*(z-64)) / 4 // smooth, compressible
-	}
-	p := filepath.Join(b.TempDir(), "bench.nrrd")
-	if err := Write(p, v); err != nil {
-		b.Fatal(err)
-	}
-	st, _ := os.Stat(p)
-	b.ReportMetric(float64(st.Size()), "file-bytes")
-	b.SetBytes(int64(v.Len() * 2))
-	for b.Loop() {
-		if _, err := Read(p); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ref.BenchRead(b, "bench.nrrd", Write, Read)
 }
 
 var le = binary.LittleEndian

@@ -204,32 +204,13 @@ func FuzzRaster(f *testing.F) {
 			}
 		}
 	}
-	old := volume.MaxBytes
-	volume.MaxBytes = 64 << 20
-	defer func() { volume.MaxBytes = old }()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := Decode(bytes.NewReader(b), "fuzz")
-		if err != nil {
-			if v != nil {
-				t.Fatal("volume with error")
-			}
-			return
-		}
-		if err := v.Validate(); err != nil {
-			t.Fatalf("decoded an invalid volume: %v", err)
-		}
-	})
+	ref.FuzzDecode(f, func(b []byte) (*volume.Volume, error) { return Decode(bytes.NewReader(b), "fuzz") })
 }
 
 // BenchmarkRead reads a 256×256×128 int16 volume stored as one deflate-compressed TIFF
 // image of 256×(256·128) pixels (raster images are single slices).
 func BenchmarkRead(b *testing.B) {
-	v, _ := volume.New(volume.Int16, [4]int{256, 256 * 128, 1, 1})
-	d := v.Data.([]int16)
-	for i := range d {
-		x, y, z := i%256, (i/256)%256, i/65536
-		d[i] = int16((x-128)*(x-128)+(y-128)*(y-128)+(z-64)*(z-64)) / 4
-	}
+	v := ref.BenchVolume([4]int{256, 256 * 128, 1, 1})
 	var buf bytes.Buffer
 	if err := encodeTIFFWith(&buf, v, 8); err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"amid/viewer/volume"
@@ -123,4 +124,59 @@ func SameValues(a, b *volume.Volume) bool {
 // Same is SameValues plus exactly equal spacing, origin and direction.
 func Same(a, b *volume.Volume) bool {
 	return SameValues(a, b) && a.Spacing == b.Spacing && a.Origin == b.Origin && a.Direction == b.Direction
+}
+
+// FuzzDecode runs f's fuzz target on decode: an input decode refuses gives no volume, and
+// one it accepts gives a volume that validates. Decoded images are kept to 64 MiB
+// (volume.MaxBytes) so that the fuzzer explores parsing, not allocation.
+func FuzzDecode(f *testing.F, decode func(b []byte) (*volume.Volume, error)) {
+	old := volume.MaxBytes
+	volume.MaxBytes = 64 << 20
+	f.Cleanup(func() { volume.MaxBytes = old })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := decode(b)
+		if err != nil {
+			if v != nil {
+				t.Fatal("volume with error")
+			}
+			return
+		}
+		if err := v.Validate(); err != nil {
+			t.Fatalf("decoded an invalid volume: %v", err)
+		}
+	})
+}
+
+// BenchVolume is the format packages' read benchmark image: 256 × 256 × 128 int16 voxels
+// of a paraboloid (smooth, so that compression pays), laid out in dims (256 × 256 × 128,
+// or 256 × 32768 for a single-slice format).
+func BenchVolume(dims [4]int) *volume.Volume {
+	v, _ := volume.New(volume.Int16, dims)
+	d := v.Data.([]int16)
+	for i := range d {
+		x, y, z := i%256, (i/256)%256, i/65536
+		d[i] = int16((x-128)*(x-128)+(y-128)*(y-128)+(z-64)*(z-64)) / 4
+	}
+	return v
+}
+
+// BenchRead writes BenchVolume to a file named name with write and benchmarks read on it,
+// reporting the file's size.
+func BenchRead(b *testing.B, name string, write func(string, *volume.Volume) error, read func(string) (*volume.Volume, error)) {
+	v := BenchVolume([4]int{256, 256, 128, 1})
+	p := filepath.Join(b.TempDir(), name)
+	if err := write(p, v); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(st.Size()), "file-bytes")
+	b.SetBytes(int64(v.Len() * 2))
+	for b.Loop() {
+		if _, err := read(p); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
