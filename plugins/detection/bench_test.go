@@ -13,31 +13,18 @@ import (
 )
 
 // benchSpec describes the benchmarked model for the PyTorch side of
-// `make bench-plugins-models` (.ci/bench_plugins_models.py builds the same from it).
+// `make bench-plugins-models` (.ci/bench_plugins_models.py builds the same from it): the
+// U-Net (In: the image and the coordinate channels; Out: heatmap, offset, size, then each
+// attribute's classes) and its head.
 type benchSpec struct {
-	Plugin  string   `json:"plugin"`
-	Model   string   `json:"model"`
-	Lane    string   `json:"lane"`
-	Batch   int      `json:"batch"`
-	Patch   [3]int   `json:"patch"` // D, H, W
-	In      int      `json:"in"`    // the image and the coordinate channels
-	Out     int      `json:"out"`   // heatmap, offset, size, then each attribute's classes
-	Widths  []int    `json:"widths"`
-	Kernels [][3]int `json:"kernels"`
-	Pools   [][3]int `json:"pools"`
-	MaxPool bool     `json:"maxpool"`
-	Norm    string   `json:"norm"`
-	Slope   float64  `json:"slope"`
+	plugintest.ModelSpec
 	// Side is the number of coordinate channels joined to the U-Net's output before the
 	// head; Hidden the channels of the head's 3×3 convolution.
 	Side   int `json:"side"`
 	Hidden int `json:"head_width"`
 	// Groups are the attributes' class counts; Objects the boxes of each sample.
-	Groups  []int   `json:"groups"`
-	Objects int     `json:"objects"`
-	LR      float64 `json:"lr"`
-	Decay   float64 `json:"weight_decay"`
-	Clip    float64 `json:"clip"`
+	Groups  []int `json:"groups"`
+	Objects int   `json:"objects"`
 }
 
 // benchObjects is the number of boxes in each benchmarked sample: DENTEX's 705 fully
@@ -80,16 +67,10 @@ func BenchmarkTrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	u.HeadBias()[chHeat] = logit(heatPrior)
-	spec := benchSpec{Plugin: "detection", Model: "centernet", Lane: c.Lane, Batch: c.Batch, Patch: c.Size,
+	spec := benchSpec{ModelSpec: plugintest.ModelSpec{Plugin: "detection", Model: "centernet", Lane: c.Lane, Batch: c.Batch, Patch: c.Size,
 		In: arch.In, Out: arch.Classes, Widths: c.Widths, MaxPool: arch.MaxPool, Norm: "instance", Slope: arch.Slope,
-		Side: coordChannels, Hidden: c.HeadWidth, Groups: groups, Objects: benchObjects, LR: c.LR, Decay: c.Decay, Clip: clipNorm}
-	// BuildUNetHead's defaults for a 2D patch: 1×3×3 kernels, 1×2×2 down-sampling.
-	for st := range c.Widths {
-		spec.Kernels = append(spec.Kernels, [3]int{1, 3, 3})
-		if st > 0 {
-			spec.Pools = append(spec.Pools, [3]int{1, 2, 2})
-		}
-	}
+		LR: c.LR, Decay: c.Decay, Clip: clipNorm}, Side: coordChannels, Hidden: c.HeadWidth, Groups: groups, Objects: benchObjects}
+	spec.Planar() // BuildUNetHead's defaults for a 2D patch
 	rng := rand.New(rand.NewPCG(2, 2))
 	in := arch.In * S
 	for n := range c.Batch {

@@ -11,25 +11,11 @@ import (
 )
 
 // benchSpec describes the benchmarked model for the PyTorch side of
-// `make bench-plugins-models` (.ci/bench_plugins_models.py builds the same from it).
+// `make bench-plugins-models` (.ci/bench_plugins_models.py builds the same from it): the
+// U-Net and the image loss.
 type benchSpec struct {
-	Plugin  string                 `json:"plugin"`
-	Model   string                 `json:"model"`
-	Lane    string                 `json:"lane"`
-	Batch   int                    `json:"batch"`
-	Patch   [3]int                 `json:"patch"` // D, H, W
-	In      int                    `json:"in"`
-	Out     int                    `json:"out"`
-	Widths  []int                  `json:"widths"`
-	Kernels [][3]int               `json:"kernels"`
-	Pools   [][3]int               `json:"pools"`
-	MaxPool bool                   `json:"maxpool"`
-	Norm    string                 `json:"norm"`
-	Slope   float64                `json:"slope"`
-	Loss    engine.ImageLossConfig `json:"loss"`
-	LR      float64                `json:"lr"`
-	Decay   float64                `json:"weight_decay"`
-	Clip    float64                `json:"clip"`
+	plugintest.ModelSpec
+	Loss engine.ImageLossConfig `json:"loss"`
 }
 
 // BenchmarkTrainStep times one training step (forward, backward, gradient clipping,
@@ -49,16 +35,10 @@ func BenchmarkTrainStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := len(c.Widths)
-	spec := benchSpec{Plugin: "enhancement", Model: "resunet", Lane: c.Lane, Batch: c.Batch, Patch: c.patch3(),
-		In: 1, Out: 1, Widths: c.Widths, MaxPool: true, Norm: "instance", Slope: 0.01, Loss: c.loss(),
-		LR: c.LR, Decay: c.Decay, Clip: clipNorm}
-	for s := range st {
-		spec.Kernels = append(spec.Kernels, [3]int{1, 3, 3})
-		if s > 0 {
-			spec.Pools = append(spec.Pools, [3]int{1, 2, 2})
-		}
-	}
+	spec := benchSpec{ModelSpec: plugintest.ModelSpec{Plugin: "enhancement", Model: "resunet", Lane: c.Lane, Batch: c.Batch, Patch: c.patch3(),
+		In: 1, Out: 1, Widths: c.Widths, MaxPool: true, Norm: "instance", Slope: 0.01,
+		LR: c.LR, Decay: c.Decay, Clip: clipNorm}, Loss: c.loss()}
+	spec.Planar() // BuildResUNet's defaults for a 2D patch
 	rng := rand.New(rand.NewPCG(2, 2))
 	tgt := make([]float32, len(u.Input.Data))
 	for i := range tgt {

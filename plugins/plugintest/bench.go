@@ -14,6 +14,40 @@ import (
 // asks a plugin's BenchmarkTrainStep for the description of its model (a file path).
 const BenchSpecEnv = "AMID_BENCH_SPEC"
 
+// ModelSpec is the part of a BenchTrainStep spec every U-Net shares: the fields
+// .ci/bench_plugins_models.py reads to rebuild the network in PyTorch. A plugin embeds it
+// in its own spec beside the fields of its model (a loss, a head).
+type ModelSpec struct {
+	Plugin  string   `json:"plugin"`
+	Model   string   `json:"model"` // the builder's name in the script
+	Lane    string   `json:"lane"`
+	Batch   int      `json:"batch"`
+	Patch   [3]int   `json:"patch"` // D, H, W
+	In      int      `json:"in"`
+	Out     int      `json:"out"`
+	Widths  []int    `json:"widths"`
+	Kernels [][3]int `json:"kernels"`
+	Pools   [][3]int `json:"pools"`
+	MaxPool bool     `json:"maxpool"`
+	Norm    string   `json:"norm"`
+	Slope   float64  `json:"slope"`
+	LR      float64  `json:"lr"`
+	Decay   float64  `json:"weight_decay"`
+	Clip    float64  `json:"clip"`
+}
+
+// Planar sets the kernels and pools of a 2D network of len(Widths) stages to the
+// engine's defaults for a 2D patch: 1×3×3 kernels, 1×2×2 down-sampling between stages.
+func (s *ModelSpec) Planar() {
+	s.Kernels, s.Pools = nil, nil
+	for st := range s.Widths {
+		s.Kernels = append(s.Kernels, [3]int{1, 3, 3})
+		if st > 0 {
+			s.Pools = append(s.Pools, [3]int{1, 2, 2})
+		}
+	}
+}
+
 // BenchTrainStep is the body of a plugin's BenchmarkTrainStep, the row the plugin adds to
 // `make bench-plugins-models`: it writes spec (the JSON description of the model that
 // .ci/bench_plugins_models.py rebuilds in PyTorch; it must have a "model" field naming

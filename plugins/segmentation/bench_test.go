@@ -10,27 +10,6 @@ import (
 	"amid/plugins/protocol"
 )
 
-// benchSpec describes the benchmarked model for the PyTorch side of
-// `make bench-plugins-models` (.ci/bench_plugins_models.py builds the same from it).
-type benchSpec struct {
-	Plugin  string   `json:"plugin"`
-	Model   string   `json:"model"`
-	Lane    string   `json:"lane"`
-	Batch   int      `json:"batch"`
-	Patch   [3]int   `json:"patch"` // D, H, W
-	In      int      `json:"in"`
-	Out     int      `json:"out"`
-	Widths  []int    `json:"widths"`
-	Kernels [][3]int `json:"kernels"`
-	Pools   [][3]int `json:"pools"`
-	MaxPool bool     `json:"maxpool"`
-	Norm    string   `json:"norm"`
-	Slope   float64  `json:"slope"`
-	LR      float64  `json:"lr"`
-	Decay   float64  `json:"weight_decay"`
-	Clip    float64  `json:"clip"`
-}
-
 // BenchmarkTrainStep times one training step (forward, backward, gradient clipping,
 // AdamW) of the plugin's default 2D model: the 2d lane Plan proposes for 40 single-channel
 // 256×256 images with two classes, reported by plugintest.BenchTrainStep.
@@ -57,7 +36,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec := benchSpec{Plugin: "segmentation", Model: "unet", Lane: c.Lane, Batch: c.Batch, Patch: c.Patch,
+	spec := plugintest.ModelSpec{Plugin: "segmentation", Model: "unet", Lane: c.Lane, Batch: c.Batch, Patch: c.Patch,
 		In: 1, Out: arch.Classes, Widths: c.Widths, Kernels: c.Kernels, Pools: c.Pools, MaxPool: arch.MaxPool,
 		Norm: "instance", Slope: arch.Slope, LR: c.LR, Decay: c.Decay, Clip: clipNorm}
 	if len(spec.Kernels) != len(c.Widths) || len(spec.Pools) != len(c.Widths)-1 {
