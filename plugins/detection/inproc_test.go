@@ -13,7 +13,6 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
-	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
 )
 
@@ -161,11 +160,6 @@ func TestCancel(t *testing.T) {
 // TestPlanLanes plans each mode: the lanes that fit, valid against the schema and
 // accepted by parseConfig, sized from the fingerprint.
 func TestPlanLanes(t *testing.T) {
-	d, _ := det{}.Describe(context.Background(), nil)
-	sc, err := schema.Describe(d)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A DENTEX-sized panoramic (1316×2744) and a TopCoW-sized volume (D, H, W).
 	pano := []byte(`{"cases":[{"dims":[1,1316,2744],"spacing":[1,0.1,0.1]},{"dims":[1,1504,2872]}]}`)
 	vol := []byte(`{"cases":[{"dims":[120,512,512]}]}`)
@@ -182,30 +176,19 @@ func TestPlanLanes(t *testing.T) {
 		{box3DSpec(), vol, "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[8,48,48]`},
 		{box3DSpec(), []byte(`{"cases":3}`), "box3d_seg box3d_prior_mean box3d_prior_intensity", `"size":[32,48,48]`},
 	} {
-		r, err := det{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: tc.fp, Task: task(t, tc.spec)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Validate(sc); err != nil {
-			t.Fatal(err)
-		}
-		var lanes []string
+		r, lanes := plugintest.CheckPlan(t, det{}, &protocol.PlanRequest{Fingerprint: tc.fp, Task: task(t, tc.spec)}, func(b []byte) error {
+			_, err := parseConfig(b)
+			return err
+		})
 		for _, c := range r.Candidates {
-			lanes = append(lanes, c.Name)
-			if _, err := parseConfig(c.Config); err != nil {
-				t.Errorf("%s: %v", c.Name, err)
-			}
-			if c.Rationale == "" {
-				t.Errorf("%s: no rationale", c.Name)
-			}
 			// The lanes that train nothing past their first step say so.
 			capped := strings.HasPrefix(c.Name, lanePrior3D) || c.Name == laneTransfer
 			if want := map[bool]int64{true: 1}[capped]; c.MaxSteps != want {
 				t.Errorf("%s: at most %d steps, want %d", c.Name, c.MaxSteps, want)
 			}
 		}
-		if got := strings.Join(lanes, " "); got != tc.lanes {
-			t.Errorf("%s: lanes %q, want %q", tc.spec.ID, got, tc.lanes)
+		if lanes != tc.lanes {
+			t.Errorf("%s: lanes %q, want %q", tc.spec.ID, lanes, tc.lanes)
 		}
 		if !strings.Contains(string(r.Candidates[0].Config), tc.size) {
 			t.Errorf("%s: first lane %s, want %s", tc.spec.ID, r.Candidates[0].Config, tc.size)

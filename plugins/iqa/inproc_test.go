@@ -12,7 +12,6 @@ import (
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
-	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -21,27 +20,12 @@ import (
 // TestPlanLanes: the forest, first and in one step, and three networks, valid against the
 // schema, accepted by parseConfig.
 func TestPlanLanes(t *testing.T) {
-	d, _ := iqa{}.Describe(context.Background(), nil)
-	s, err := schema.Describe(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := iqa{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: []byte(`{"cases":[{"dims":[1,512,512]}]}`), Task: task(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Validate(s); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, c := range r.Candidates {
-		names = append(names, c.Name)
-		if _, err := parseConfig(c.Config, 2); err != nil {
-			t.Errorf("%s: %v", c.Name, err)
-		}
-	}
-	if got := strings.Join(names, " "); got != "forest cnn cnn-rank cnn-rank-5fold" {
-		t.Errorf("lanes %q", got)
+	r, lanes := plugintest.CheckPlan(t, iqa{}, &protocol.PlanRequest{Fingerprint: []byte(`{"cases":[{"dims":[1,512,512]}]}`), Task: task(t)}, func(b []byte) error {
+		_, err := parseConfig(b, 2)
+		return err
+	})
+	if lanes != "forest cnn cnn-rank cnn-rank-5fold" {
+		t.Errorf("lanes %q", lanes)
 	}
 	for _, c := range r.Candidates {
 		if want := map[bool]int64{true: 1}[c.Name == laneForest]; c.MaxSteps != want {

@@ -12,7 +12,6 @@ import (
 
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
-	"amid/plugins/protocol/schema"
 	"amid/plugins/segmentation/plan"
 	"amid/viewer/imageio"
 )
@@ -22,37 +21,22 @@ import (
 // candidate, each valid against the schema and accepted by parseConfig; a 2-D task gets
 // the 2d and the forest lanes only.
 func TestPlanLanes(t *testing.T) {
-	d, _ := seg{}.Describe(context.Background(), nil)
-	s, err := schema.Describe(d)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, name := range []string{"isles_like.json", "ct_like.json"} {
 		fp, err := os.ReadFile(filepath.Join("plan", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, dims := range []int{3, 2} {
-			r, err := seg{}.Plan(context.Background(), &protocol.PlanRequest{Fingerprint: fp, Task: protocol.Task{Kind: "segmentation", Dims: dims}})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if err := r.Validate(s); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			var lanes []string
-			for _, c := range r.Candidates {
-				lanes = append(lanes, c.Name)
-				if _, err := parseConfig(c.Config); err != nil {
-					t.Errorf("%s %s: %v", name, c.Name, err)
-				}
-			}
+			_, lanes := plugintest.CheckPlan(t, seg{}, &protocol.PlanRequest{Fingerprint: fp, Task: protocol.Task{Kind: "segmentation", Dims: dims}}, func(b []byte) error {
+				_, err := parseConfig(b)
+				return err
+			})
 			want := "2d 2.5d 3d_fullres 3d_lowres forest"
 			if dims == 2 {
 				want = "2d forest"
 			}
-			if got := strings.Join(lanes, " "); got != want {
-				t.Errorf("%s, %d-D task: lanes %q, want %q", name, dims, got, want)
+			if lanes != want {
+				t.Errorf("%s, %d-D task: lanes %q, want %q", name, dims, lanes, want)
 			}
 		}
 	}
