@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -49,6 +50,9 @@ func TestResume(t *testing.T) {
 	}
 	req := &protocol.TrainRequest{Task: task(t), Config: small("variant", 4, 2), Train: cases, WorkDir: t.TempDir(), Seed: 5}
 	res, res2 := plugintest.CheckExtend(t, cls{}.Train, req, small("variant", 8, 1))
+	if m, err := ckpt.ReadManifest(res2.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("final checkpoint %+v (%v), want step 8 epoch 4", m, err)
+	}
 	// Resuming with heads from a different training set is refused.
 	req3 := *req
 	req3.ResumeFrom = res.Checkpoint

@@ -94,6 +94,9 @@ func TestResume(t *testing.T) {
 	tk := task(t, pointSpec())
 	req := &protocol.TrainRequest{Task: tk, Config: []byte(pointsConfig(4, 2, 2)), Train: cases, WorkDir: t.TempDir(), Seed: 5}
 	res, res2 := plugintest.CheckExtend(t, det{}.Train, req, []byte(pointsConfig(8, 2, 1)))
+	if m, err := ckpt.ReadManifest(res2.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("final checkpoint %+v (%v), want step 8 epoch 4", m, err)
+	}
 	out := t.TempDir()
 	pr, err := det{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases[:1], OutputDir: out})
 	if err != nil {

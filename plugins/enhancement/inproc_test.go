@@ -125,7 +125,10 @@ func TestResume(t *testing.T) {
 			return report(p)
 		})
 	}
-	res, _ := plugintest.CheckExtend(t, train, req, tiny(8, 2, 1))
+	res, res2 := plugintest.CheckExtend(t, train, req, tiny(8, 2, 1))
+	if m, err := ckpt.ReadManifest(res2.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("final checkpoint %+v (%v), want step 8 epoch 4", m, err)
+	}
 	req3 := *req
 	req3.Config = []byte(strings.Replace(string(tiny(8, 2, 1)), "[8,16,32]", "[8,16]", 1))
 	req3.ResumeFrom, req3.WorkDir = res.Checkpoint, t.TempDir()

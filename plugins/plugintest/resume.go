@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"amid/plugins/engine/ckpt"
 	"amid/plugins/protocol"
 )
 
@@ -145,9 +144,9 @@ func checkTraining(t testing.TB, train Trainer, req *protocol.TrainRequest, unti
 // again from its final checkpoint into a new work folder with the configuration longer:
 // the same network trained 8 steps. It fails unless the first run writes one epoch
 // checkpoint (epoch-0001.ckpt) before its final one and ends at step 4, and the second
-// continues at step 5 and ends at step 8 with a final checkpoint (amid/plugins/engine/ckpt)
-// of step 8 and epoch 4. It returns both runs' results for the plugin's own checks
-// (predicting with the longer run's checkpoint, refusing another network's).
+// continues at step 5 and ends at step 8. It returns both runs' results for the plugin's
+// own checks (the final checkpoint's step and epoch in its format, predicting with it,
+// refusing another network's).
 func CheckExtend(t testing.TB, train Trainer, req *protocol.TrainRequest, longer []byte) (short, long *protocol.TrainResult) {
 	t.Helper()
 	var cks []string
@@ -177,9 +176,6 @@ func CheckExtend(t testing.TB, train Trainer, req *protocol.TrainRequest, longer
 	}
 	if first != 5 || long.Steps != 8 {
 		t.Errorf("extend: resumed at step %d, ended at %d; want 5 and 8", first, long.Steps)
-	}
-	if m, err := ckpt.ReadManifest(long.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
-		t.Errorf("extend: final checkpoint %+v (%v), want step 8 epoch 4", m, err)
 	}
 	return short, long
 }

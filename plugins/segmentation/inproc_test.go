@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 	"amid/plugins/segmentation/plan"
@@ -55,6 +56,9 @@ func TestResume(t *testing.T) {
 	work := t.TempDir()
 	req := &protocol.TrainRequest{Task: protocol.Task{Kind: "segmentation", Dims: 2}, Config: tiny(4, 2, 2), Train: cases, WorkDir: work, Seed: 5}
 	res, res2 := plugintest.CheckExtend(t, seg{}.Train, req, tiny(8, 2, 1))
+	if m, err := ckpt.ReadManifest(res2.Checkpoint); err != nil || m.Step != 8 || m.Epoch != 4 {
+		t.Errorf("final checkpoint %+v (%v), want step 8 epoch 4", m, err)
+	}
 	out := t.TempDir()
 	pr, err := seg{}.Predict(context.Background(), &protocol.PredictRequest{Checkpoint: res2.Checkpoint, Cases: cases[:1], OutputDir: out})
 	if err != nil {
