@@ -44,13 +44,6 @@ func BenchmarkForestTask(b *testing.B) {
 		}
 		trees = n
 	}
-	if s := os.Getenv("AMID_FOREST_SMOOTH"); s != "" {
-		mm, err := strconv.ParseFloat(s, 64)
-		if err != nil || mm < 0 {
-			b.Fatalf("AMID_FOREST_SMOOTH=%q is not a σ in mm", s)
-		}
-		forestSmoothMM = mm
-	}
 	modality := "global"
 	if m := os.Getenv("AMID_FOREST_MODALITY"); m != "" {
 		if m != "mr" && m != "global" {
@@ -128,7 +121,7 @@ func forestTask(b *testing.B, dir string, trees int, modality string) {
 	for i, d := range per {
 		rounded[i] = math.Round(d*1e4) / 1e4
 	}
-	fmt.Printf("%s: forest of %d trees, probabilities smoothed %g mm, test Dice %.4f (per case %v), trained in %v\n", name, trees, forestSmoothMM, dice, rounded, took.Round(time.Millisecond))
+	fmt.Printf("%s: forest of %d trees, test Dice %.4f (per case %v), trained in %v\n", name, trees, dice, rounded, took.Round(time.Millisecond))
 	b.ReportMetric(dice, "dice")
 }
 

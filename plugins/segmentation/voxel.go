@@ -401,31 +401,7 @@ func (m *forestModel) run(planes []float32, dims [3]int, spacing [3]float64, ch 
 		}()
 	}
 	wg.Wait()
-	if forestSmoothMM > 0 {
-		smoothPlanes(prob, K, dims, spacing, forestSmoothMM)
-	}
 	return prob
-}
-
-// forestSmoothMM is the Gaussian (σ, mm) the forest's class probabilities are smoothed
-// with before the argmax: each voxel is classified alone, and its neighbours' votes
-// quiet the speckle of doubtful voxels.
-var forestSmoothMM = 0.0
-
-// smoothPlanes smooths each of the K planes of prob (dims voxels of spacing mm) by a
-// Gaussian of sigma mm (gaussian), in place. The same linear filter on every plane keeps
-// each voxel's sum over the planes.
-func smoothPlanes(prob []float32, K int, dims [3]int, spacing [3]float64, sigma float64) {
-	S := dims[0] * dims[1] * dims[2]
-	var wg sync.WaitGroup
-	for k := range K {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			copy(prob[k*S:(k+1)*S], gaussian(prob[k*S:(k+1)*S], dims, spacing, sigma))
-		}()
-	}
-	wg.Wait()
 }
 
 // readForest reads a forest lane's checkpoint: its record, and the forest its extra bytes
