@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
@@ -133,31 +132,7 @@ func TestResumeSameBatches(t *testing.T) {
 // TestCancel cancels a long run at its second step: Train returns within the protocol's
 // 2 s and the checkpoints written stay.
 func TestCancel(t *testing.T) {
-	cases := gen(t, 2, 11, tileCase)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last string
-	var at time.Time
-	_, err := det{}.Train(ctx, &protocol.TrainRequest{Task: task(t, pointSpec()), Config: []byte(pointsConfig(100000, 1, 1)), Train: cases, WorkDir: t.TempDir(), Seed: 1},
-		func(p *protocol.Progress) error {
-			if p.Checkpoint != "" {
-				last = p.Checkpoint
-			}
-			if p.Step == 2 {
-				at = time.Now()
-				cancel()
-			}
-			return nil
-		})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Train after cancel: %v", err)
-	}
-	if waited := time.Since(at); waited > 2*time.Second {
-		t.Errorf("Train took %v to stop", waited)
-	}
-	if _, err := os.Stat(last); err != nil {
-		t.Errorf("last checkpoint: %v", err)
-	}
+	plugintest.CheckCancel(t, det{}.Train, &protocol.TrainRequest{Task: task(t, pointSpec()), Config: []byte(pointsConfig(100000, 1, 1)), Train: gen(t, 2, 11, tileCase), WorkDir: t.TempDir(), Seed: 1})
 }
 
 // TestPlanLanes plans each mode: the lanes that fit, valid against the schema and

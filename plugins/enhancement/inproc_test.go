@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
@@ -147,31 +146,7 @@ func TestResumeSameBatches(t *testing.T) {
 // TestCancel cancels a long run after its second step: Train returns within the
 // protocol's 2 s and the last checkpoint stays.
 func TestCancel(t *testing.T) {
-	cases := usCases(t, 2, 6)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last string
-	var at time.Time
-	_, err := enh{}.Train(ctx, &protocol.TrainRequest{Task: task(), Config: tiny(100000, 1, 1), Train: cases, WorkDir: t.TempDir(), Seed: 1},
-		func(p *protocol.Progress) error {
-			if p.Checkpoint != "" {
-				last = p.Checkpoint
-			}
-			if p.Step == 2 {
-				at = time.Now()
-				cancel()
-			}
-			return nil
-		})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Train after cancel: %v", err)
-	}
-	if waited := time.Since(at); waited > 2*time.Second {
-		t.Errorf("Train took %v to stop", waited)
-	}
-	if _, err := os.Stat(last); err != nil {
-		t.Errorf("last checkpoint: %v", err)
-	}
+	plugintest.CheckCancel(t, enh{}.Train, &protocol.TrainRequest{Task: task(), Config: tiny(100000, 1, 1), Train: usCases(t, 2, 6), WorkDir: t.TempDir(), Seed: 1})
 }
 
 // TestFormats trains two steps on 16-bit PNG pairs and predicts them, and an 8-bit RGB

@@ -2,11 +2,14 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"amid/plugins/protocol"
 )
@@ -178,4 +181,35 @@ func CheckExtend(t testing.TB, train Trainer, req *protocol.TrainRequest, longer
 		t.Errorf("extend: resumed at step %d, ended at %d; want 5 and 8", first, long.Steps)
 	}
 	return short, long
+}
+
+// CheckCancel trains req in process, whose configuration runs far longer than the test
+// and writes a checkpoint every step, and cancels it at its second step: Train must return
+// context.Canceled within CancelGrace, and the last checkpoint it reported must still be
+// on disk. (The conformance suite's check, over gRPC, allows a run that finishes first.)
+func CheckCancel(t testing.TB, train Trainer, req *protocol.TrainRequest) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last string
+	var at time.Time
+	_, err := train(ctx, req, func(p *protocol.Progress) error {
+		if p.Checkpoint != "" {
+			last = p.Checkpoint
+		}
+		if p.Step == 2 {
+			at = time.Now()
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancel: Train after a cancel at step 2: %v, want context.Canceled", err)
+	}
+	if waited := time.Since(at); waited > CancelGrace {
+		t.Errorf("cancel: Train took %v to stop, the protocol allows %v", waited, CancelGrace)
+	}
+	if _, err := os.Stat(last); err != nil {
+		t.Errorf("cancel: the last checkpoint: %v", err)
+	}
 }

@@ -111,31 +111,7 @@ func TestTimeLimitReport(t *testing.T) {
 // TestCancel cancels a long run after its second checkpoint: Train returns within the
 // protocol's 2 s and the checkpoint stays.
 func TestCancel(t *testing.T) {
-	cases := discCases(t, 2, 6)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last string
-	var at time.Time
-	_, err := seg{}.Train(ctx, &protocol.TrainRequest{Config: tiny(100000, 1, 1), Train: cases, WorkDir: t.TempDir(), Seed: 1},
-		func(p *protocol.Progress) error {
-			if p.Checkpoint != "" {
-				last = p.Checkpoint
-			}
-			if p.Step == 2 {
-				at = time.Now()
-				cancel()
-			}
-			return nil
-		})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Train after cancel: %v", err)
-	}
-	if waited := time.Since(at); waited > 2*time.Second {
-		t.Errorf("Train took %v to stop", waited)
-	}
-	if _, err := os.Stat(last); err != nil {
-		t.Errorf("last checkpoint: %v", err)
-	}
+	plugintest.CheckCancel(t, seg{}.Train, &protocol.TrainRequest{Config: tiny(100000, 1, 1), Train: discCases(t, 2, 6), WorkDir: t.TempDir(), Seed: 1})
 }
 
 func TestConfigErrors(t *testing.T) {
