@@ -49,7 +49,8 @@ review order, least sure first), with --probabilities for a segmentation
 probabilities/ID_probabilities.nii.gz (each label's probability at each voxel, one float32
 channel per label, background first; a fold ensemble's is its members' mean), and
 audit.jsonl: this predict run's own audit log, which names the package's manifest and audit
-anchor and records each input and output by its sha256 alone (amid audit verify checks it). The exit status is 1 when any case failed.
+anchor and records each input and output by its sha256 alone (amid audit verify checks it).
+The exit status is 1 when any case failed.
 
 With --study or --query, the studies are retrieved from the PACS by DICOMweb (WADO-RS;
 --query finds them by QIDO-RS), predicted as inputs, and each DICOM object is stored back in

@@ -122,8 +122,9 @@ type Result struct {
 // predictions/ (the task's own format, as the package's predictions/), for DICOM input
 // dicom/ID.dcm (a DICOM SEG of a segmentation, a structured report of a detection,
 // classification or image-quality score) or dicom/ID/ (an enhancement's derived series,
-// one file per slice), volumes.csv (segmentation), probabilities/ID_probabilities.nii.gz
-// when asked for (Options.Probabilities),
+// one file per slice), volumes.csv (segmentation), each case's probability map in
+// probabilities/ when asked for (Options.Probabilities; named as the plugin names it, the
+// built-in one ID_probabilities.nii.gz),
 // results.json and the predict run's own audit log (audit.jsonl), whose first entry
 // names the package's manifest and audit anchor and whose entries record inputs and
 // outputs by sha256 alone, never by name (a failure by its stage: the reason, which may
@@ -298,7 +299,7 @@ func (a *applied) one(ctx context.Context, k int, c task.Case) (CaseResult, []Vo
 		cr.Predictions = append(cr.Predictions, rel)
 	}
 	if m, ok := p.Probabilities[c.ID]; ok {
-		rel := filepath.Join("probabilities", c.ID+probabilitySuffix)
+		rel := filepath.Join("probabilities", filepath.Base(m))
 		s, err := a.keep(m, rel)
 		if err != nil {
 			return cr, nil, err
@@ -348,9 +349,6 @@ func (a *applied) keep(f, rel string) (string, error) {
 	}
 	return fileio.PathSHA256(dst)
 }
-
-// probabilitySuffix ends the name of a case's probability map in probabilities/.
-const probabilitySuffix = "_probabilities.nii.gz"
 
 // dicom writes the DICOM objects of case c's prediction pred into dicom/ (a SEG, a
 // structured report or a derived series: SEGable, SRable, Derivable), records their
