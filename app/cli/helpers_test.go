@@ -11,6 +11,7 @@ import (
 
 	"amid/assets/realdata"
 	"amid/host/task"
+	"amid/internal/ci"
 )
 
 // endToEnd skips a test that trains (why says what it does) under -short and under
@@ -21,9 +22,7 @@ func endToEnd(t *testing.T, why, src string) {
 	if testing.Short() {
 		t.Skip(why)
 	}
-	if raceEnabled {
-		t.Skip("runs without -race: make e2e")
-	}
+	ci.NotUnderRace(t, "e2e")
 	realdata.Path(t, src)
 }
 

@@ -17,6 +17,7 @@ import (
 	"amid/host/predict"
 	hostrun "amid/host/run"
 	"amid/host/task"
+	"amid/internal/ci"
 	"amid/plugins/taskspec"
 	"amid/viewer/fileio"
 	"amid/viewer/imageio"
@@ -39,11 +40,9 @@ func TestPlainTaskOfEveryKind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a task of every kind")
 	}
-	if raceEnabled {
-		// The race detector slows training tenfold and finds nothing here that host/run's
-		// tests under -race do not: make e2e runs this test without it.
-		t.Skip("runs without -race: make e2e")
-	}
+	// The race detector slows training tenfold and finds nothing here that host/run's
+	// tests under -race do not.
+	ci.NotUnderRace(t, "e2e")
 	home, plugins := t.TempDir(), t.TempDir()
 	t.Setenv("AMID_HOME", home)
 	t.Setenv("AMID_PLUGIN_DIR", plugins)

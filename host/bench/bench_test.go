@@ -15,6 +15,7 @@ import (
 	"amid/host/grade"
 	"amid/host/run"
 	"amid/host/store"
+	"amid/internal/ci"
 )
 
 // plugins builds every built-in plugin (with cgo, as make does) into a temporary folder
@@ -58,12 +59,9 @@ func TestEveryChallenge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 20 challenges")
 	}
-	if raceEnabled {
-		// The race detector slows the host's graders and profiler several times over
-		// and finds nothing here that host/run's own tests under -race do not: make
-		// test runs this test in its own step, without -race (make e2e).
-		t.Skip("runs without -race: make e2e")
-	}
+	// The race detector slows the host's graders and profiler several times over and
+	// finds nothing here that host/run's own tests under -race do not.
+	ci.NotUnderRace(t, "e2e")
 	env, done := plugins(t)
 	defer done()
 	ids := grade.ChallengeIDs

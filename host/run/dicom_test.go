@@ -37,9 +37,7 @@ func skipLong(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model for about 30 s")
 	}
-	if raceEnabled {
-		t.Skip("runs without -race: make floats-alt")
-	}
+	ci.NotUnderRace(t, "floats-alt")
 }
 
 // dicomRun runs a task in data with the built segmentation plugin and returns its state.

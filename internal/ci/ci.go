@@ -40,3 +40,14 @@ func Missing(tb testing.TB, why string) {
 	}
 	tb.Skip(why)
 }
+
+// NotUnderRace skips tb under the race detector, naming the make target that runs it
+// without (e2e or floats-alt). It is for tests that train a model or decode at length:
+// -race slows them several times over and they check what a result is, not concurrency,
+// which the rest of the race pass covers. Each such test runs once in `make test`.
+func NotUnderRace(tb testing.TB, target string) {
+	tb.Helper()
+	if Race {
+		tb.Skip("runs without -race: make " + target)
+	}
+}

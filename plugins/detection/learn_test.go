@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/internal/ci"
 	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"
@@ -90,9 +91,10 @@ func boxesConfig(steps, epoch, report int) string {
 // TestLearnsBoxes trains the centernet lane on 16 panoramic-like images and scores 4
 // held-out ones with the DENTEX metric.
 func TestLearnsBoxes(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("trains for about a minute (skipped with -short and -race)")
+	if testing.Short() {
+		t.Skip("trains for about a minute")
 	}
+	ci.NotUnderRace(t, "floats-alt")
 	s := boxSpec()
 	cases := gen(t, 20, 1, panCase)
 	preds, refs, val, took := trainPredict(t, s, boxesConfig(300, 100, 50), cases[:16], cases[16:])
@@ -131,9 +133,10 @@ func pumaF1(s *taskspec.Spec, preds, refs []*taskspec.Annotation) (float64, map[
 // TestLearnsPoints trains the points lane on 8 H&E-like tiles and scores 3 held-out ones
 // with the PUMA F1.
 func TestLearnsPoints(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("trains for several seconds (minutes under -race; skipped with -short and -race)")
+	if testing.Short() {
+		t.Skip("trains for several seconds")
 	}
+	ci.NotUnderRace(t, "floats-alt")
 	s := pointSpec()
 	cases := gen(t, 11, 2, tileCase)
 	preds, refs, val, took := trainPredict(t, s, pointsConfig(200, 100, 50), cases[:8], cases[8:])
@@ -170,9 +173,10 @@ func topcowIoU(t *testing.T, preds, refs []*taskspec.Annotation) float64 {
 // TestLearnsBox3D trains box3d_seg on 10 generated volumes and scores 4 held-out ones with
 // the 3D IoU, beside both prior lanes.
 func TestLearnsBox3D(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("trains for about ten seconds (minutes under -race; skipped with -short and -race)")
+	if testing.Short() {
+		t.Skip("trains for about ten seconds")
 	}
+	ci.NotUnderRace(t, "floats-alt")
 	s := box3DSpec()
 	cases := gen(t, 14, 3, volCase)
 	train, test := cases[:10], cases[10:]

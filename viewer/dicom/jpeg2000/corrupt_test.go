@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amid/assets/realdata"
+	"amid/internal/ci"
 )
 
 // mrCodestream is pydicom's MR_small_jp2klossless.dcm codestream: 64×64, 16 bits signed,
@@ -117,7 +118,8 @@ func TestCorruptData(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	counts := map[string]int{}
 	rounds := 1500
-	if raceEnabled {
+	if ci.Race {
+		// the race detector slows decoding about tenfold
 		rounds = 200
 	}
 	for i := range rounds {

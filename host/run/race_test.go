@@ -1,6 +1,0 @@
-//go:build race
-
-package run
-
-// raceEnabled: this test binary runs under the race detector.
-const raceEnabled = true

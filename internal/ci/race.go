@@ -1,0 +1,6 @@
+//go:build race
+
+package ci
+
+// Race: this binary runs under the race detector.
+const Race = true
