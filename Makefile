@@ -32,7 +32,7 @@ APT_PKGS := gcc libc6-dev pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
             slurm-wlm munge orthanc orthanc-dicomweb curl
 FUZZTIME ?= 3000x
 
-.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race learn slurm floats-alt e2e fuzz-short \
+.PHONY: all deps build amid desktop plugins run test check fmt vet staticcheck race slurm floats-alt e2e fuzz-short \
         fuzz realdata bench-io bench-jpeg2000 bench-metrics bench-plugins bench-engine bench-predict bench-gorgonia bench-gpu gpu-bundle \
         bench-plugins-models bench-viewer bench-quality screenshots generate clean
 
@@ -96,7 +96,7 @@ realdata: deps
 
 # test runs each step in turn (.ci/steps.sh) and prints each one's wall time at the end.
 test:
-	@MAKE=$(MAKE) .ci/steps.sh deps realdata check race learn floats-alt e2e fuzz-short screenshots-check
+	@MAKE=$(MAKE) .ci/steps.sh deps realdata check race floats-alt e2e fuzz-short screenshots-check
 
 check: fmt vet staticcheck
 
@@ -122,24 +122,28 @@ e2e:
 # floats-alt runs the float-sensitive packages again, without the race detector, with
 # another OpenBLAS core type forced than the CPU's own (Haswell on an AVX-512 CPU,
 # Sandybridge on an AVX2 one), so that no test depends on the kernels of the CPU that
-# made its goldens. Plugin processes honour the forced core too.
+# made its goldens. Plugin processes honour the forced core too. It is also the pass
+# without -race for the tests the race pass skips because -race slows them several times
+# over and they check a result, not concurrency (ci.NotUnderRace): the plugins' learning
+# tests (the detection plugin's TestLearns*), the benchmark's real-image task builders
+# (host/bench/cmd/benchquality) and host/run's DICOM end-to-end runs (skipLong). host/run's
+# other tests run once, under -race: they have no goldens (every comparison is between two
+# runs on the same machine), and running them twice cost CI about 5 minutes. The Vulkan
+# tests run once too, in the race pass (vktest.SkipEnv says why).
 FLOAT_PKGS := ./plugins/engine/... ./plugins/segmentation/... ./plugins/detection/... ./plugins/classification/... \
-              ./plugins/iqa/... ./plugins/enhancement/... ./host/run/...
+              ./plugins/iqa/... ./plugins/enhancement/... ./host/bench/cmd/benchquality
+NORACE_RUN := '^(TestDICOMEndToEnd|TestDeidentifiedEndToEnd)$$'
 floats-alt:
 	@core=$$(if grep -qw avx512f /proc/cpuinfo; then echo Haswell; elif grep -qw avx2 /proc/cpuinfo; then echo Sandybridge; fi); \
 	if [ -z "$$core" ]; then echo "floats-alt: this CPU has neither AVX-512 nor AVX2: no second core type to force"; exit 1; fi; \
 	echo "OPENBLAS_CORETYPE=$$core $(GO) test -count=1 $(FLOAT_PKGS)"; \
-	OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -timeout 10m $(FLOAT_PKGS)
+	AMID_TEST_VK_SKIP="the race pass ran the Vulkan tests (vktest.SkipEnv)" OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -timeout 10m $(FLOAT_PKGS) && \
+	echo "OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -run $(NORACE_RUN) ./host/run" && \
+	OPENBLAS_CORETYPE=$$core $(GO) test -count=1 -timeout 10m -run $(NORACE_RUN) ./host/run
 
 race:
 	$(GO) test -race -timeout 30m ./...
 	cd plugins/examples/echo && $(GO) test -race ./...
-
-# learn runs the learning tests that the race pass skips, without the race detector (it
-# slows training about tenfold; these tests check what a model learns, not concurrency):
-# the detection plugin's TestLearnsBoxes, TestLearnsPoints and TestLearnsBox3D.
-learn:
-	$(GO) test -count=1 -timeout 20m -run '^TestLearns' ./plugins/detection
 
 # slurm runs the Slurm executor's tests (amid/host/slurm) without the race detector against
 # a one-node cluster on loopback that .ci/slurm.sh starts before and stops after, whatever

@@ -13,6 +13,7 @@ import (
 
 	"amid/assets/realdata"
 	"amid/host/task"
+	"amid/internal/ci"
 	"amid/plugins/taskspec"
 )
 
@@ -23,6 +24,7 @@ import (
 func TestModalityTask(t *testing.T) {
 	ankle := "root/usr/share/octave/packages/dicom-0.5.1/imdata/CT-MONO2-16-ankle.dcm"
 	realdata.Path(t, ankle) // skips the test without the cache
+	ci.NotUnderRace(t, "floats-alt")
 	rd, err := realdata.Dir()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"amid/assets/realdata"
 	"amid/host/task"
+	"amid/internal/ci"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -57,6 +58,7 @@ func TestRicianNoiseModel(t *testing.T) {
 // input.
 func TestDenoiseTaskFromRealData(t *testing.T) {
 	realdata.Path(t, ch2Image)
+	ci.NotUnderRace(t, "floats-alt") // TestParallel runs its worker pool under -race
 	root, err := realdata.Dir()
 	if err != nil {
 		t.Fatal(err)
@@ -132,5 +134,20 @@ func TestDenoiseTaskFromRealData(t *testing.T) {
 	}
 	if sc[0].Score >= sc[1].Score {
 		t.Errorf("the noisy input scores PSNR %.2f, the Gaussian %.2f; want the Gaussian above", sc[0].Score, sc[1].Score)
+	}
+}
+
+// TestParallel runs parallel's worker pool, under -race in make test's race pass (the
+// tests of the tasks that use it run without -race): every index once, and none when there
+// is nothing to do.
+func TestParallel(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 100} {
+		counts := make([]int, n)
+		parallel(n, func(i int) { counts[i]++ })
+		for i, c := range counts {
+			if c != 1 {
+				t.Errorf("n=%d: f(%d) ran %d times", n, i, c)
+			}
+		}
 	}
 }

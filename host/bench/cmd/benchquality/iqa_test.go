@@ -12,6 +12,7 @@ import (
 
 	"amid/assets/realdata"
 	"amid/host/task"
+	"amid/internal/ci"
 	"amid/plugins/metrics"
 )
 
@@ -161,6 +162,7 @@ func TestIsotonicDecreasing(t *testing.T) {
 // falls as the dose falls; and the shortcuts are scored, the mean's undefined.
 func TestDoseTaskFromRealScan(t *testing.T) {
 	rd := filepath.Dir(realdata.Path(t, cranium))
+	ci.NotUnderRace(t, "floats-alt")
 	dir := t.TempDir()
 	d := doseDesign{PerBlock: 1, Variants: 3, Angles: 120, Seed: 1}
 	sc, err := writeDoseIQA(context.Background(), rd, dir, d)
