@@ -45,7 +45,7 @@ func TestCappedMembers(t *testing.T) {
 			env:      Env{Now: func() time.Time { return at }},
 			began:    at,
 			spent0:   100*time.Second - c.remaining,
-			postOpts: map[string]int{},
+			postOpts: map[string]postChoices{},
 		}
 		k, d := r.cappedMembers(c.lane, 5)
 		if k != c.want {
@@ -76,7 +76,7 @@ func TestReserveOfTheWinner(t *testing.T) {
 	r := &Runner{
 		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet}},
 		data:     twentyAndTen(),
-		postOpts: map[string]int{},
+		postOpts: map[string]postChoices{},
 	}
 	secs := func(d time.Duration) float64 { return d.Seconds() }
 	slowest, fast := 1.25*(2*10*0.5+2*0.2)+0.2, 1.25*(2*10*0.05+2*0.2)+0.2 // 13.2 and 2.45 s
@@ -135,7 +135,7 @@ func TestAllDataWhenTheEnsembleDoesNotFit(t *testing.T) {
 			env:      Env{Now: func() time.Time { return at }},
 			began:    at,
 			spent0:   100*time.Second - c.remaining,
-			postOpts: map[string]int{},
+			postOpts: map[string]postChoices{},
 		}
 		d, members := r.finalDecision(learning)
 		if d.Mode != c.want || members != 0 {
@@ -161,7 +161,7 @@ func TestCappedFit(t *testing.T) {
 		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet}},
 		data:     twentyAndTen(),
 		task:     &task.Task{ID: "ldct", Kind: taskspec.IQA, Dims: 2, Metric: task.Metric{Name: "plcc_srocc_krocc"}}, // combinable across folds
-		postOpts: map[string]int{},
+		postOpts: map[string]postChoices{},
 	}
 	for _, c := range []struct {
 		name  string
@@ -196,7 +196,7 @@ func TestReserveOfTheContenders(t *testing.T) {
 	r := &Runner{
 		st:       &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 2 * time.Second, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest, unet, lowres}},
 		data:     twentyAndTen(),
-		postOpts: map[string]int{},
+		postOpts: map[string]postChoices{},
 	}
 	one := func(p float64) float64 { return 1.25*(20*p+0.4) + 0.2 }
 	for _, c := range []struct {

@@ -12,6 +12,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/planner"
 	"amid/host/schedule"
+	"amid/plugins/protocol/schema"
 	"amid/viewer/fileio"
 )
 
@@ -27,6 +28,57 @@ func postOptions(schema json.RawMessage) []string {
 		return nil
 	}
 	return s.Properties["postprocess"].Enum
+}
+
+// postChoices are a plugin's post-processing options (postOptions) and its compiled
+// configuration schema, which says which of them a lane's configuration allows (the
+// segmentation plugin's "smooth" is its forest lane's only).
+type postChoices struct {
+	opts   []string
+	schema *schema.Schema
+}
+
+// postPlugins are the post-processing choices of the plan's plugins that offer two or
+// more, by plugin, read from planner-input.json once it exists (nil before).
+func (r *Runner) postPlugins() map[string]postChoices {
+	if r.postOpts == nil {
+		var in planner.Input
+		if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
+			return nil // no plan yet: no lane either
+		}
+		r.postOpts = map[string]postChoices{}
+		for _, p := range in.Plugins {
+			opts := postOptions(p.Schema)
+			if len(opts) < 2 {
+				continue
+			}
+			// The plan checked every lane against this schema: one that does not
+			// compile now offers no choice rather than failing the final phases.
+			if s, err := schema.Compile(p.Schema); err == nil {
+				r.postOpts[p.Name] = postChoices{opts: opts, schema: s}
+			}
+		}
+	}
+	return r.postOpts
+}
+
+// laneOptions are the post-processing options lane l's plugin allows for its
+// configuration, in the schema's order; nil when fewer than two (nothing to choose).
+func (r *Runner) laneOptions(l *LaneState) []string {
+	pc, ok := r.postPlugins()[l.Plugin]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, o := range pc.opts {
+		if cfg, err := withOption(l.Config, "postprocess", o); err == nil && pc.schema.Check(cfg) == nil {
+			out = append(out, o)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // withOption is the JSON object cfg with key set to value.
@@ -74,17 +126,8 @@ func (r *Runner) whileFits(opts []string, val int, try func(o string) error) err
 // in the lane's configuration (the first option on a tie, which for the built-in
 // plugins is none). The test set plays no part.
 func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) error {
-	var in planner.Input
-	if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
-		return err
-	}
-	var opts []string
-	for _, p := range in.Plugins {
-		if p.Name == l.Plugin {
-			opts = postOptions(p.Schema)
-		}
-	}
-	if len(opts) < 2 {
+	opts := r.laneOptions(l)
+	if opts == nil {
 		return nil
 	}
 	fl, err := r.folds()

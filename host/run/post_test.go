@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/host/planner"
 	"amid/host/task"
 )
 
@@ -22,6 +23,43 @@ func TestPostOptions(t *testing.T) {
 	cfg, err := withOption(json.RawMessage(`{"lane":"2d","postprocess":"none"}`), "postprocess", "lcc")
 	if err != nil || string(cfg) != `{"lane":"2d","postprocess":"lcc"}` {
 		t.Errorf("config %s %v", cfg, err)
+	}
+}
+
+// TestLaneOptions: the options a lane is offered are those its plugin's schema allows for
+// its configuration, as the segmentation plugin allows "smooth" for its forest lane only;
+// the reserve counts the most any lane allows, and a plugin whose schema leaves one option
+// offers no choice.
+func TestLaneOptions(t *testing.T) {
+	dir := t.TempDir()
+	in := planner.Input{Plugins: []planner.Plugin{
+		{Name: "seg", Schema: json.RawMessage(`{"type":"object","properties":{"lane":{"enum":["2d","forest"]},"postprocess":{"enum":["none","lcc","smooth"]}},
+			"if":{"properties":{"lane":{"const":"forest"}}},"else":{"properties":{"postprocess":{"not":{"const":"smooth"}}}}}`)},
+		{Name: "one", Schema: json.RawMessage(`{"properties":{"postprocess":{"enum":["none"]}}}`)},
+	}}
+	r := &Runner{dir: dir, st: &State{}}
+	if _, err := writeJSON(r.path("planner-input.json"), in); err != nil {
+		t.Fatal(err)
+	}
+	lane := func(id, plugin, cfg string) *LaneState {
+		return &LaneState{ID: id, Lane: planner.Lane{Plugin: plugin, Config: json.RawMessage(cfg)}}
+	}
+	forest, unet, other := lane("forest", "seg", `{"lane":"forest","postprocess":"none"}`), lane("2d", "seg", `{"lane":"2d"}`), lane("x", "one", `{}`)
+	r.st.Lanes = []*LaneState{unet, other}
+	for _, c := range []struct {
+		l    *LaneState
+		want []string
+	}{{forest, []string{"none", "lcc", "smooth"}}, {unet, []string{"none", "lcc"}}, {other, nil}} {
+		if got := r.laneOptions(c.l); !slices.Equal(got, c.want) {
+			t.Errorf("lane %s: options %v, want %v", c.l.ID, got, c.want)
+		}
+	}
+	if n := r.postOptionCount(); n != 2 {
+		t.Errorf("%d options reserved for a U-Net and a lane without a choice, want 2", n)
+	}
+	r.st.Lanes = append(r.st.Lanes, forest)
+	if n := r.postOptionCount(); n != 3 {
+		t.Errorf("%d options reserved with the forest among the lanes, want 3", n)
 	}
 }
 

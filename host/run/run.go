@@ -150,9 +150,9 @@ type Runner struct {
 	// resumeNote, when set, is the sentence that says why a resumed run's planner is not
 	// the one recorded; Run logs and audits it.
 	resumeNote string
-	// postOpts are the post-processing options each plugin offers, by plugin (read from
-	// planner-input.json when the reserve first needs them).
-	postOpts map[string]int
+	// postOpts are the post-processing choices each plugin offers, by plugin (read from
+	// planner-input.json when the reserve first needs them: postPlugins).
+	postOpts map[string]postChoices
 }
 
 // New creates a run folder and returns its runner; Run executes it.

@@ -15,13 +15,11 @@ import (
 	"amid/host/audit"
 	"amid/host/evaluate"
 	"amid/host/finite"
-	"amid/host/planner"
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // finalReserve is the part of the budget kept for the final prediction, verification and
@@ -144,24 +142,12 @@ func (r *Runner) contendersPerCase() time.Duration {
 }
 
 // postOptionCount is the number of post-processing options the final phase tries: the
-// most that the plugin of any of the run's lanes offers, 0 when none offers a choice
+// most that any of the run's lanes allows (laneOptions), 0 when none offers a choice
 // (choosePostprocess tries two or more; only segmentation's plugin offers any).
 func (r *Runner) postOptionCount() int {
-	if r.postOpts == nil {
-		var in planner.Input
-		if err := fileio.ReadJSON(r.path("planner-input.json"), &in); err != nil {
-			return 0 // no plan yet: no lane either
-		}
-		r.postOpts = map[string]int{}
-		for _, p := range in.Plugins {
-			if n := len(postOptions(p.Schema)); n >= 2 {
-				r.postOpts[p.Name] = n
-			}
-		}
-	}
 	n := 0
 	for _, l := range r.st.Lanes {
-		n = max(n, r.postOpts[l.Plugin])
+		n = max(n, len(r.laneOptions(l)))
 	}
 	return n
 }

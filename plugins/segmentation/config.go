@@ -42,8 +42,9 @@ type config struct {
 	Coords bool `json:"coords,omitempty"`
 	// DeepSupervision adds nnU-Net's auxiliary losses at lower resolutions.
 	DeepSupervision bool `json:"deep_supervision,omitempty"`
-	// Post is the post-processing Predict applies: one of postprocessing's names; Train
-	// reports the validation Dice of each so that the host can choose.
+	// Post is the post-processing Predict applies: one of postprocessing's names (Train
+	// reports the validation Dice of each), or, for the forest lane, postSmooth; the host
+	// chooses one on validation cases.
 	Post string `json:"postprocess,omitempty"`
 	// MinComponent is the size in voxels under which "small" removes a component and an
 	// instance seed is dropped; 0: defaultMinComponent for the lane.
@@ -66,7 +67,20 @@ const (
 	postLCC   = "lcc"   // the largest 26-connected component of each class
 	postSmall = "small" // components under min_component voxels removed
 	postFill  = "fill"  // holes in each class filled
+	// postSmooth is the forest lane's: its class probabilities smoothed by a Gaussian of
+	// smoothMM before the argmax. The forest classifies each voxel alone, and its
+	// neighbours' votes quiet the speckle of doubtful voxels; a network's overlapping
+	// windows already average its scores, and its lanes refuse the option.
+	postSmooth = "smooth"
 )
+
+// smoothMM is postSmooth's σ in mm, fitted on the tuning tasks of `make bench-quality`
+// (BenchmarkForestTask, forest of 32 trees, 2026-12-07; test Dice of t1-tissue, t1-brain,
+// ch2-lobes, mean): none 0.8080, 0.9484, 0.6499, 0.8021; σ 1 mm 0.8036, 0.9503, 0.6591,
+// 0.8043; σ 2 mm 0.6866, 0.9552, 0.6647, 0.7688. Regions gain and thin tissue classes on
+// 2 × 2 × 3 mm voxels lose, so the option is the host's choice on validation, not a
+// constant of the model, and 1 mm is the σ that did best over the three.
+const smoothMM = 1.0
 
 // postprocessing lists the options with the validation key of each.
 var postprocessing = []struct{ name, key string }{
@@ -106,7 +120,7 @@ const configSchema = `{
     "slices": {"type": "integer", "minimum": 3, "maximum": 15, "description": "2.5d: neighbouring slices stacked as channels, odd"},
     "coords": {"type": "boolean", "description": "position as input: each voxel's patient-frame position as three more channels"},
     "deep_supervision": {"type": "boolean"},
-    "postprocess": {"enum": ["none", "lcc", "small", "fill"]},
+    "postprocess": {"enum": ["none", "lcc", "small", "fill", "smooth"], "description": "smooth: the forest lane's class probabilities smoothed before the argmax"},
     "min_component": {"type": "integer", "minimum": 0},
     "instances": {"type": "boolean", "description": "labels are instance ids; the network learns background, interior and boundary"},
     "max_depth": {"type": "integer", "minimum": 1, "maximum": 30, "description": "forest: the deepest a tree's leaf lies"},
@@ -114,6 +128,8 @@ const configSchema = `{
     "cascade": {"type": "object", "description": "3d_cascade_fullres: the trained 3d_lowres checkpoint whose segmentation is more input", "properties": {"checkpoint": {"type": "string", "minLength": 1}, "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "required": ["checkpoint", "sha256"], "additionalProperties": false}
   },
   "required": ["lane", "modality", "labels", "steps"],
+  "if": {"properties": {"lane": {"const": "forest"}}},
+  "else": {"properties": {"postprocess": {"not": {"const": "smooth"}}}},
   "additionalProperties": false
 }`
 
@@ -196,6 +212,9 @@ func parseConfig(b []byte) (config, error) {
 	case c.Lane != plan.Lane25D && c.Slices != 0:
 		return c, fmt.Errorf("segmentation configuration: slices is for the 2.5d lane, not %s", c.Lane)
 	case !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }):
+		if c.Post == postSmooth {
+			return c, fmt.Errorf("segmentation configuration: postprocess smooth is the forest lane's, not %s's: a network's overlapping windows already average its scores", c.Lane)
+		}
 		return c, fmt.Errorf("segmentation configuration: postprocess %q is not none, lcc, small or fill", c.Post)
 	case c.MinComponent < 0:
 		return c, fmt.Errorf("segmentation configuration: min_component %d is negative", c.MinComponent)
@@ -242,8 +261,8 @@ func forestConfig(c config) (config, error) {
 		return c, fmt.Errorf("segmentation configuration: %d labels; the forest takes background and 1 to 255 classes", len(c.Labels))
 	case modalityErr(c) != nil:
 		return c, modalityErr(c)
-	case !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }) || c.MinComponent < 0:
-		return c, fmt.Errorf("segmentation configuration: postprocess %q or min_component %d is not valid", c.Post, c.MinComponent)
+	case c.Post != postSmooth && !slices.ContainsFunc(postprocessing, func(p struct{ name, key string }) bool { return p.name == c.Post }) || c.MinComponent < 0:
+		return c, fmt.Errorf("segmentation configuration: postprocess %q or min_component %d is not valid (none, lcc, small, fill or smooth)", c.Post, c.MinComponent)
 	}
 	for _, s := range c.Spacing {
 		if s < 0 {

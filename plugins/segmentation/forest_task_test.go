@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -26,7 +28,8 @@ import (
 // foreground classes of each case (a class absent from both prediction and answer is
 // skipped), then the mean over cases. AMID_FOREST_TREES is the number of trees (32 by
 // default); AMID_FOREST_MODALITY=mr normalises each image on its own instead of on the
-// training set's global scale. Run it with
+// training set's global scale; AMID_FOREST_POST predicts with that post-processing
+// (smooth, lcc, ...; none by default). Run it with
 //
 //	AMID_FOREST_TASKS=.cache/bench-quality/tasks/ch2-lobes,... go test ./plugins/segmentation -run '^$' -bench BenchmarkForestTask -benchtime 1x
 //
@@ -51,6 +54,7 @@ func BenchmarkForestTask(b *testing.B) {
 		}
 		modality = m
 	}
+	post := cmp.Or(os.Getenv("AMID_FOREST_POST"), postNone)
 	for _, dir := range strings.Split(env, ",") {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
@@ -59,13 +63,13 @@ func BenchmarkForestTask(b *testing.B) {
 			dir = filepath.Join("..", "..", dir) // the test runs in plugins/segmentation
 		}
 		for range b.N {
-			forestTask(b, dir, trees, modality)
+			forestTask(b, dir, trees, modality, post)
 		}
 	}
 }
 
-// forestTask trains, predicts and scores one task folder.
-func forestTask(b *testing.B, dir string, trees int, modality string) {
+// forestTask trains, predicts with post-processing post and scores one task folder.
+func forestTask(b *testing.B, dir string, trees int, modality, post string) {
 	b.Helper()
 	name := filepath.Base(dir)
 	labels, channels := taskSpec(b, dir)
@@ -94,7 +98,8 @@ func forestTask(b *testing.B, dir string, trees int, modality string) {
 		b.Fatalf("%s: train: %v", name, err)
 	}
 	took := time.Since(start)
-	pr, err := seg{}.Predict(ctx, &protocol.PredictRequest{Task: task, Config: cfg, Checkpoint: res.Checkpoint, Cases: test, OutputDir: b.TempDir()})
+	predCfg := bytes.Replace(cfg, []byte(`"lane":"forest"`), fmt.Appendf(nil, `"lane":"forest","postprocess":%q`, post), 1)
+	pr, err := seg{}.Predict(ctx, &protocol.PredictRequest{Task: task, Config: predCfg, Checkpoint: res.Checkpoint, Cases: test, OutputDir: b.TempDir()})
 	if err != nil {
 		b.Fatalf("%s: predict: %v", name, err)
 	}
@@ -121,7 +126,7 @@ func forestTask(b *testing.B, dir string, trees int, modality string) {
 	for i, d := range per {
 		rounded[i] = math.Round(d*1e4) / 1e4
 	}
-	fmt.Printf("%s: forest of %d trees, test Dice %.4f (per case %v), trained in %v\n", name, trees, dice, rounded, took.Round(time.Millisecond))
+	fmt.Printf("%s: forest of %d trees, post-processing %s, test Dice %.4f (per case %v), trained in %v\n", name, trees, post, dice, rounded, took.Round(time.Millisecond))
 	b.ReportMetric(dice, "dice")
 }
 

@@ -299,7 +299,8 @@ func (m *model) begin(img *volume.Volume) error {
 	return nil
 }
 
-// post returns a copy of the class map cls of grid dims post-processed by option name.
+// post returns a copy of the class map cls of grid dims post-processed by option name
+// (postSmooth acts on the forest's probabilities, before cls: a copy as it is).
 func post(name string, cls []int32, dims [3]int, minVoxels int) []int32 {
 	out := slices.Clone(cls)
 	switch name {

@@ -120,7 +120,7 @@ func checkProbabilities(t *testing.T, predict predictFunc, req protocol.PredictR
 // TestProbabilities asks for the probability map of a 2D network through the built plugin
 // (the request's field and the map's path cross gRPC), of a 3D network trained at 2 mm on
 // 1 mm volumes of three classes (the scores resampled back onto the image's grid), and of
-// the forest (computed on the CPU).
+// the forest (computed on the CPU), its probabilities smoothed or not.
 func TestProbabilities(t *testing.T) {
 	ctx := context.Background()
 	t.Run("2d-plugin", func(t *testing.T) {
@@ -141,6 +141,8 @@ func TestProbabilities(t *testing.T) {
 	}{
 		{"3d-resampled", cascadeConfig("3d_lowres", `,"mirror":true`, [3]int{4, 12, 12}, 2, 8)},
 		{"forest", forestCfg(4, 4, "[0,1,2]")},
+		// smooth acts on the probabilities before the argmax: the map is the smoothed one
+		{"forest-smooth", bytes.Replace(forestCfg(4, 4, "[0,1,2]"), []byte(`"lane":"forest"`), []byte(`"lane":"forest","postprocess":"smooth"`), 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := seg{}.Train(ctx, &protocol.TrainRequest{Task: task, Config: c.cfg, Train: slabs[:3], WorkDir: t.TempDir(), Seed: 6},

@@ -612,7 +612,27 @@ func wireForest(path string, s saved, c config) (*model, error) {
 		if sp == ([3]float64{}) {
 			sp = m.grid
 		}
-		return f.run(planes, dims, sp, s.Channels, c.Coords), nil
+		prob := f.run(planes, dims, sp, s.Channels, c.Coords)
+		if c.Post == postSmooth {
+			smoothPlanes(prob, f.Forest.Classes, dims, sp, smoothMM)
+		}
+		return prob, nil
 	}
 	return m, nil
+}
+
+// smoothPlanes smooths each of the K planes of prob (dims voxels of spacing mm) by a
+// Gaussian of sigma mm (gaussian), in place: the same linear filter, whose weights sum
+// to 1 at every voxel, on every plane keeps each voxel's sum over the planes.
+func smoothPlanes(prob []float32, K int, dims [3]int, spacing [3]float64, sigma float64) {
+	S := dims[0] * dims[1] * dims[2]
+	var wg sync.WaitGroup
+	for k := range K {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			copy(prob[k*S:(k+1)*S], gaussian(prob[k*S:(k+1)*S], dims, spacing, sigma))
+		}()
+	}
+	wg.Wait()
 }

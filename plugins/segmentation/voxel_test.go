@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"amid/plugins/engine/ckpt"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
+	"amid/plugins/protocol/schema"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )
@@ -215,9 +217,60 @@ func TestForestConfig(t *testing.T) {
 		`{"lane":"forest","modality":"mr","labels":[0,1],"steps":4,"instances":true}`,
 		`{"lane":"forest","modality":"mr","labels":[0,1],"steps":4,"max_depth":31}`,
 		`{"lane":"2d","patch":[1,8,8],"batch":2,"widths":[8],"modality":"mr","labels":[0,1],"steps":4,"max_depth":8}`,
+		`{"lane":"2d","patch":[1,8,8],"batch":2,"widths":[8],"modality":"mr","labels":[0,1],"steps":4,"postprocess":"smooth"}`,
 	} {
 		if _, err := parseConfig([]byte(bad)); err == nil {
 			t.Errorf("%s was accepted", bad)
 		}
+	}
+}
+
+// TestSmoothOption: "smooth" is the forest lane's post-processing, in the plugin and in
+// its schema (from which the host reads the options a lane may try), and a network lane
+// refuses it with a reason.
+func TestSmoothOption(t *testing.T) {
+	s, err := schema.Compile([]byte(configSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forestSmooth := `{"lane":"forest","modality":"mr","labels":[0,1],"steps":4,"postprocess":"smooth"}`
+	netSmooth := `{"lane":"2d","patch":[1,8,8],"batch":2,"widths":[8],"modality":"mr","labels":[0,1],"steps":4,"postprocess":"smooth"}`
+	if c, err := parseConfig([]byte(forestSmooth)); err != nil || c.Post != postSmooth {
+		t.Errorf("the forest with smooth: %+v, %v", c, err)
+	}
+	if err := s.Check([]byte(forestSmooth)); err != nil {
+		t.Errorf("the schema refuses the forest with smooth: %v", err)
+	}
+	if _, err := parseConfig([]byte(netSmooth)); err == nil || !strings.Contains(err.Error(), "forest lane's") {
+		t.Errorf("a 2d lane with smooth: %v, want a refusal that names the forest", err)
+	}
+	if err := s.Check([]byte(netSmooth)); err == nil {
+		t.Errorf("the schema allows smooth for a 2d lane: the host would try it")
+	}
+	if err := s.Check([]byte(strings.Replace(netSmooth, "smooth", "lcc", 1))); err != nil {
+		t.Errorf("the schema refuses lcc for a 2d lane: %v", err)
+	}
+}
+
+// TestSmoothPlanes: each plane is smoothed by the same filter, so every voxel's
+// probabilities still sum to 1 (to float32 rounding), and a lone voxel whose forest vote
+// was doubtful (0.6 against its neighbours' 0.1) takes its neighbours' class.
+func TestSmoothPlanes(t *testing.T) {
+	dims := [3]int{9, 9, 3}
+	S := dims[0] * dims[1] * dims[2]
+	prob := make([]float32, 2*S)
+	for i := range S {
+		prob[i], prob[S+i] = 0.9, 0.1
+	}
+	lone := 4 + 4*dims[0] + 1*dims[0]*dims[1]
+	prob[lone], prob[S+lone] = 0.4, 0.6
+	smoothPlanes(prob, 2, dims, [3]float64{1, 1, 1}, smoothMM)
+	for i := range S {
+		if d := math.Abs(float64(prob[i]+prob[S+i]) - 1); d > 1e-6 {
+			t.Fatalf("voxel %d: probabilities sum to 1%+g", i, d)
+		}
+	}
+	if prob[S+lone] >= prob[lone] {
+		t.Errorf("the lone voxel kept its class: %v against %v", prob[S+lone], prob[lone])
 	}
 }
