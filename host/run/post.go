@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"amid/host/evaluate"
 	"amid/host/planner"
 	"amid/host/schedule"
+	"amid/host/task"
 	"amid/plugins/protocol/schema"
 	"amid/viewer/fileio"
 )
@@ -122,38 +124,41 @@ func (r *Runner) whileFits(opts []string, val int, try func(o string) error) err
 }
 
 // choosePostprocess tries each post-processing option the lane's plugin offers on the
-// chosen fold's validation cases, scores each with the host's metric, and keeps the best
-// in the lane's configuration (the first option on a tie, which for the built-in
-// plugins is none). The test set plays no part.
+// validation cases of the folds postFolds gives (each with its own fold's model), scores
+// each with the host's metric over all those cases, and keeps the best in the lane's
+// configuration (the first option on a tie, which for the built-in plugins is none). The
+// test set plays no part.
 func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) error {
 	opts := r.laneOptions(l)
 	if opts == nil {
 		return nil
 	}
-	fl, err := r.folds()
+	folds, val, err := r.postFolds(l, k, len(opts))
 	if err != nil {
 		return err
 	}
-	_, val, err := fl.Split(r.data.Train, k)
-	if err != nil {
-		return err
+	n := 0
+	for _, v := range val {
+		n += len(v)
 	}
 	scores := map[string]float64{}
 	best, bestScore := "", 0.0
-	err = r.whileFits(opts, len(val), func(o string) error {
+	err = r.whileFits(opts, n, func(o string) error {
 		cfg, err := withOption(l.Config, "postprocess", o)
 		if err != nil {
 			return err
 		}
-		out := r.path("lanes", l.ID, fmt.Sprintf("f%d", k), "post-"+o)
-		preds, err := r.predict(ctx, l.Plugin, cfg, l.Folds[k].Checkpoint, val, out)
-		if err != nil {
-			r.logf("post-processing %s could not be tried: %v", o, err)
-			return nil
-		}
-		pairs := make([]evaluate.Pair, 0, len(val))
-		for _, c := range val {
-			pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds.Files[c.ID][0], Label: r.labels[c.ID]})
+		pairs := make([]evaluate.Pair, 0, n)
+		for i, kk := range folds {
+			out := r.path("lanes", l.ID, fmt.Sprintf("f%d", kk), "post-"+o)
+			preds, err := r.predict(ctx, l.Plugin, cfg, l.Folds[kk].Checkpoint, val[i], out)
+			if err != nil {
+				r.logf("post-processing %s could not be tried: %v", o, err)
+				return nil
+			}
+			for _, c := range val[i] {
+				pairs = append(pairs, evaluate.Pair{ID: c.ID, Pred: preds.Files[c.ID][0], Label: r.labels[c.ID]})
+			}
 		}
 		s, err := evaluate.Evaluate(ctx, r.task.Spec(), pairs)
 		if err != nil {
@@ -185,8 +190,58 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 	for _, o := range names {
 		parts = append(parts, fmt.Sprintf("%s %.4f", o, scores[o]))
 	}
-	why := fmt.Sprintf("post-processing %s chosen on fold %d's validation cases (%s)", best, k, strings.Join(parts, ", "))
+	on := fmt.Sprintf("fold %d's validation cases", k)
+	if len(folds) > 1 {
+		on = fmt.Sprintf("the validation cases of folds %s, each predicted by its own fold's model (%d cases)", joinInts(folds), n)
+	}
+	why := fmt.Sprintf("post-processing %s chosen on %s (%s)", best, on, strings.Join(parts, ", "))
 	r.st.Why = append(r.st.Why, why)
 	r.logf("%s", why)
-	return r.record(audit.RoleHost, "postprocess.chosen", nil, nil, map[string]any{"lane": l.ID, "fold": k, "chosen": best, "scores": scores})
+	return r.record(audit.RoleHost, "postprocess.chosen", nil, nil, map[string]any{"lane": l.ID, "fold": k, "folds": folds, "chosen": best, "scores": scores})
+}
+
+// postFolds are the folds whose validation cases choosePostprocess tries the options on,
+// with those cases: every fold of l with a model when each of the options on all their
+// cases (a plugin start a fold) and the test predictions after them fit what is left of
+// the budget, else fold k alone. One fold's cases are few, and the fold of the best
+// validation score is the one where the options differ least (make bench-quality's
+// 10-minute inia19-bands: every option scored 1.0000 on fold 4's one case, and none was
+// kept; the forest's five folds had been made).
+func (r *Runner) postFolds(l *LaneState, k, options int) ([]int, [][]task.Case, error) {
+	fl, err := r.folds()
+	if err != nil {
+		return nil, nil, err
+	}
+	var folds []int
+	var val [][]task.Case
+	n := 0
+	for kk := range fl.K {
+		if f, ok := l.Folds[kk]; ok && f.Status == FoldDone && f.Checkpoint != "" {
+			_, v, err := fl.Split(r.data.Train, kk)
+			if err != nil {
+				return nil, nil, err
+			}
+			folds, val, n = append(folds, kk), append(val, v), n+len(v)
+		}
+	}
+	if per := r.perCaseOf(r.finalLane()); len(folds) > 1 && per > 0 {
+		extra := time.Duration(1.25 * float64(time.Duration(options*(len(folds)-1))*r.st.PluginStart))
+		if r.remaining() >= schedule.Reserve(per, r.st.PluginStart, len(r.data.Test), n, options, r.models(), 0)+extra+r.exportTime(r.models()) {
+			return folds, val, nil
+		}
+	}
+	_, v, err := fl.Split(r.data.Train, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []int{k}, [][]task.Case{v}, nil
+}
+
+// joinInts is ks as "0, 1, 2".
+func joinInts(ks []int) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = strconv.Itoa(k)
+	}
+	return strings.Join(s, ", ")
 }

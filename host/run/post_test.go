@@ -3,11 +3,14 @@ package run
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"amid/host/folds"
 	"amid/host/planner"
 	"amid/host/task"
 )
@@ -124,5 +127,53 @@ func TestPostWhileFits(t *testing.T) {
 	r := &Runner{st: &State{Budget: time.Minute}, data: &task.Dataset{}}
 	if err := r.whileFits(opts, 4, func(string) error { return errors.New("disk full") }); err == nil || err.Error() != "disk full" {
 		t.Errorf("an option's error: %v", err)
+	}
+}
+
+// TestPostFolds: the options are tried on the validation cases of every fold with a model
+// when all of them fit what is left, else on the chosen fold's alone. 20 training and 10
+// test cases in 5 folds, 0.5 s a predicted case and 0.2 s a plugin start, 5 options, one
+// model: schedule.Reserve keeps 1.25 × ((2 × 10 + 5 × 16) × 0.5 + (2 + 5) × 0.2) = 64.25 s
+// for the four folds with a model (16 cases), their other plugin starts 1.25 × 5 × 3 × 0.2
+// = 3.75 s more, and the export 0.2 s: 68.2 s in all.
+func TestPostFolds(t *testing.T) {
+	dir := t.TempDir()
+	data := twentyAndTen()
+	for i := range data.Train {
+		data.Train[i] = task.Case{ID: fmt.Sprintf("c%02d", i), Patient: fmt.Sprintf("p%02d", i)}
+	}
+	fl, err := folds.Lock(data.Train, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.Save(filepath.Join(dir, "folds.json")); err != nil {
+		t.Fatal(err)
+	}
+	forest := &LaneState{ID: "forest", PredictPerCase: 500 * time.Millisecond, Folds: map[int]FoldState{}}
+	for k := range 5 {
+		if k != 2 { // fold 2 has no model
+			forest.Folds[k] = FoldState{Status: FoldDone, Checkpoint: fmt.Sprintf("f%d.ckpt", k)}
+		}
+	}
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		remaining time.Duration
+		want      []int
+	}{{69 * time.Second, []int{0, 1, 3, 4}}, {68 * time.Second, []int{3}}} {
+		r := &Runner{dir: dir, data: data, env: Env{Now: func() time.Time { return at }}, began: at, spent0: 100*time.Second - c.remaining,
+			st: &State{Budget: 100 * time.Second, Folds: 5, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest}, Winner: "forest"}}
+		got, val, err := r.postFolds(forest, 3, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) || len(val) != len(got) {
+			t.Errorf("%v left: folds %v (%d case lists), want %v", c.remaining, got, len(val), c.want)
+			continue
+		}
+		for i, k := range got {
+			if _, v, _ := fl.Split(data.Train, k); !slices.Equal(caseIDs(val[i]), caseIDs(v)) {
+				t.Errorf("%v left: fold %d's cases %v, want its validation cases %v", c.remaining, k, val[i], v)
+			}
+		}
 	}
 }
