@@ -203,10 +203,11 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 // postFolds are the folds whose validation cases choosePostprocess tries the options on,
 // with those cases: every fold of l with a model when each of the options on all their
 // cases (a plugin start a fold) and the test predictions after them fit what is left of
-// the budget, else fold k alone. One fold's cases are few, and the fold of the best
-// validation score is the one where the options differ least (make bench-quality's
-// 10-minute inia19-bands: every option scored 1.0000 on fold 4's one case, and none was
-// kept; the forest's five folds had been made).
+// the budget, else the one among them with the most validation cases (k, the fold of the
+// best score, on a tie). One fold's cases are few, and the fold of the best validation
+// score can be the one where the options differ least (make bench-quality's 10-minute
+// inia19-bands: every option scored 1.0000 on fold 4's one case, and none was kept, where
+// fold 0 held two; the forest's five folds had been made).
 func (r *Runner) postFolds(l *LaneState, k, options int) ([]int, [][]task.Case, error) {
 	fl, err := r.folds()
 	if err != nil {
@@ -229,6 +230,15 @@ func (r *Runner) postFolds(l *LaneState, k, options int) ([]int, [][]task.Case, 
 		if r.remaining() >= schedule.Reserve(per, r.st.PluginStart, len(r.data.Test), n, options, r.models(), 0)+extra+r.exportTime(r.models()) {
 			return folds, val, nil
 		}
+	}
+	most := -1
+	for i, kk := range folds {
+		if most < 0 || len(val[i]) > len(val[most]) || len(val[i]) == len(val[most]) && kk == k {
+			most = i
+		}
+	}
+	if most >= 0 {
+		return folds[most : most+1], val[most : most+1], nil
 	}
 	_, v, err := fl.Split(r.data.Train, k)
 	if err != nil {

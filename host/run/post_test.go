@@ -131,48 +131,77 @@ func TestPostWhileFits(t *testing.T) {
 }
 
 // TestPostFolds: the options are tried on the validation cases of every fold with a model
-// when all of them fit what is left, else on the chosen fold's alone. 20 training and 10
-// test cases in 5 folds, 0.5 s a predicted case and 0.2 s a plugin start, 5 options, one
-// model: schedule.Reserve keeps 1.25 × ((2 × 10 + 5 × 16) × 0.5 + (2 + 5) × 0.2) = 64.25 s
-// for the four folds with a model (16 cases), their other plugin starts 1.25 × 5 × 3 × 0.2
-// = 3.75 s more, and the export 0.2 s: 68.2 s in all.
+// when all of them fit what is left, else on the one fold's with the most cases, the
+// chosen fold k on a tie. 20 training and 10 test cases in 5 folds of 4, 0.5 s a predicted
+// case and 0.2 s a plugin start, 5 options, one model: schedule.Reserve keeps 1.25 × ((2 ×
+// 10 + 5 × 16) × 0.5 + (2 + 5) × 0.2) = 64.25 s for the four folds with a model (16
+// cases), their other plugin starts 1.25 × 5 × 3 × 0.2 = 3.75 s more, and the export
+// 0.2 s: 68.2 s in all. With 22 training cases two folds hold 5, and with 10 s left the
+// first of them with a model is taken over a k of 4.
 func TestPostFolds(t *testing.T) {
-	dir := t.TempDir()
-	data := twentyAndTen()
-	for i := range data.Train {
-		data.Train[i] = task.Case{ID: fmt.Sprintf("c%02d", i), Patient: fmt.Sprintf("p%02d", i)}
-	}
-	fl, err := folds.Lock(data.Train, 5, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fl.Save(filepath.Join(dir, "folds.json")); err != nil {
-		t.Fatal(err)
-	}
-	forest := &LaneState{ID: "forest", PredictPerCase: 500 * time.Millisecond, Folds: map[int]FoldState{}}
-	for k := range 5 {
-		if k != 2 { // fold 2 has no model
-			forest.Folds[k] = FoldState{Status: FoldDone, Checkpoint: fmt.Sprintf("f%d.ckpt", k)}
-		}
-	}
 	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
+		train     int
 		remaining time.Duration
-		want      []int
-	}{{69 * time.Second, []int{0, 1, 3, 4}}, {68 * time.Second, []int{3}}} {
-		r := &Runner{dir: dir, data: data, env: Env{Now: func() time.Time { return at }}, began: at, spent0: 100*time.Second - c.remaining,
-			st: &State{Budget: 100 * time.Second, Folds: 5, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest}, Winner: "forest"}}
-		got, val, err := r.postFolds(forest, 3, 5)
+		k         int
+		want      func(sizes map[int]int) []int
+	}{
+		{20, 69 * time.Second, 3, func(map[int]int) []int { return []int{0, 1, 3, 4} }},
+		{20, 68 * time.Second, 3, func(map[int]int) []int { return []int{3} }},
+		{22, 10 * time.Second, -1, func(sizes map[int]int) []int {
+			for k := range 5 {
+				if k != 2 && sizes[k] == 5 {
+					return []int{k}
+				}
+			}
+			return nil
+		}},
+	} {
+		dir := t.TempDir()
+		data := &task.Dataset{Train: make([]task.Case, c.train), Test: make([]task.Case, 10)}
+		for i := range data.Train {
+			data.Train[i] = task.Case{ID: fmt.Sprintf("c%02d", i), Patient: fmt.Sprintf("p%02d", i)}
+		}
+		fl, err := folds.Lock(data.Train, 5, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got, c.want) || len(val) != len(got) {
-			t.Errorf("%v left: folds %v (%d case lists), want %v", c.remaining, got, len(val), c.want)
+		if err := fl.Save(filepath.Join(dir, "folds.json")); err != nil {
+			t.Fatal(err)
+		}
+		forest := &LaneState{ID: "forest", PredictPerCase: 500 * time.Millisecond, Folds: map[int]FoldState{}}
+		sizes := map[int]int{}
+		for k := range 5 {
+			_, v, err := fl.Split(data.Train, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes[k] = len(v)
+			if k != 2 { // fold 2 has no model
+				forest.Folds[k] = FoldState{Status: FoldDone, Checkpoint: fmt.Sprintf("f%d.ckpt", k)}
+			}
+		}
+		k := c.k
+		if k < 0 { // a fold of 4 cases with a model
+			for kk := range 5 {
+				if kk != 2 && sizes[kk] == 4 {
+					k = kk
+				}
+			}
+		}
+		r := &Runner{dir: dir, data: data, env: Env{Now: func() time.Time { return at }}, began: at, spent0: 100*time.Second - c.remaining,
+			st: &State{Budget: 100 * time.Second, Folds: 5, PluginStart: 200 * time.Millisecond, Lanes: []*LaneState{forest}, Winner: "forest"}}
+		got, val, err := r.postFolds(forest, k, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := c.want(sizes); !slices.Equal(got, want) || len(val) != len(got) {
+			t.Errorf("%d cases, %v left, k %d (fold sizes %v): folds %v (%d case lists), want %v", c.train, c.remaining, k, sizes, got, len(val), want)
 			continue
 		}
-		for i, k := range got {
-			if _, v, _ := fl.Split(data.Train, k); !slices.Equal(caseIDs(val[i]), caseIDs(v)) {
-				t.Errorf("%v left: fold %d's cases %v, want its validation cases %v", c.remaining, k, val[i], v)
+		for i, kk := range got {
+			if _, v, _ := fl.Split(data.Train, kk); !slices.Equal(caseIDs(val[i]), caseIDs(v)) {
+				t.Errorf("fold %d's cases %v, want its validation cases %v", kk, caseIDs(val[i]), caseIDs(v))
 			}
 		}
 	}
