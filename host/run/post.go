@@ -190,14 +190,14 @@ func (r *Runner) choosePostprocess(ctx context.Context, l *LaneState, k int) err
 	for _, o := range names {
 		parts = append(parts, fmt.Sprintf("%s %.4f", o, scores[o]))
 	}
-	on := fmt.Sprintf("fold %d's validation cases", k)
+	on := fmt.Sprintf("fold %d's validation cases", folds[0])
 	if len(folds) > 1 {
 		on = fmt.Sprintf("the validation cases of folds %s, each predicted by its own fold's model (%d cases)", joinInts(folds), n)
 	}
 	why := fmt.Sprintf("post-processing %s chosen on %s (%s)", best, on, strings.Join(parts, ", "))
 	r.st.Why = append(r.st.Why, why)
 	r.logf("%s", why)
-	return r.record(audit.RoleHost, "postprocess.chosen", nil, nil, map[string]any{"lane": l.ID, "fold": k, "folds": folds, "chosen": best, "scores": scores})
+	return r.record(audit.RoleHost, "postprocess.chosen", nil, nil, map[string]any{"lane": l.ID, "fold": folds[0], "folds": folds, "chosen": best, "scores": scores})
 }
 
 // postFolds are the folds whose validation cases choosePostprocess tries the options on,
