@@ -623,14 +623,17 @@ func wireForest(path string, s saved, c config) (*model, error) {
 
 // smoothPlanes smooths each of the K planes of prob (dims voxels of spacing mm) by a
 // Gaussian of sigma mm (gaussian), in place: the same linear filter, whose weights sum
-// to 1 at every voxel, on every plane keeps each voxel's sum over the planes.
+// to 1 at every voxel, on every plane keeps each voxel's sum over the planes. At most
+// GOMAXPROCS planes are smoothed at once, as each holds two copies of a plane.
 func smoothPlanes(prob []float32, K int, dims [3]int, spacing [3]float64, sigma float64) {
 	S := dims[0] * dims[1] * dims[2]
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for k := range K {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
-			defer wg.Done()
+			defer func() { <-slots; wg.Done() }()
 			copy(prob[k*S:(k+1)*S], gaussian(prob[k*S:(k+1)*S], dims, spacing, sigma))
 		}()
 	}
