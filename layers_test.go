@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 )
 
-// TestLayers checks the import graph's layers (README, ARCHITECTURE.md): viewer/ is the
-// bottom (formats, the volume model, widgets) and imports no plugin, host or app package;
+// TestLayers checks the import graph's layers (README, ARCHITECTURE.md): assets/ is the
+// bottom (bundled files, the real-image cache, the file writer and hash, the CI test) and
+// imports no other layer; viewer/ (formats, the volume model, widgets) imports no plugin,
+// host or app package;
 // plugins/ imports neither host/ nor app/ (plugins are built without the host); host/
 // imports no app/ package; and only this package, the desktop program's main, imports
 // Fyne's driver (fyne.io/fyne/v2/app), so every screen stays testable headless. Test
@@ -23,6 +25,7 @@ func TestLayers(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	forbidden := map[string][]string{
+		"amid/assets/":  {"amid/viewer/", "amid/plugins/", "amid/host/", "amid/app/"},
 		"amid/viewer/":  {"amid/plugins/", "amid/host/", "amid/app/"},
 		"amid/plugins/": {"amid/host/", "amid/app/"},
 		"amid/host/":    {"amid/app/"},

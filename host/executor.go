@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"amid/assets/fileio"
 	"amid/host/config"
 	"amid/host/lanejob"
 	"amid/host/run"
 	"amid/host/slurm"
-	"amid/viewer/fileio"
 )
 
 // ExecutorFile, in a run folder, records where the run trains its lane-folds

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
 	hostrun "amid/host/run"
 	"amid/host/synth"
-	"amid/internal/ci"
 	"amid/viewer/imageio"
 )
 

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/bench"
 	hostrun "amid/host/run"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
 	"amid/host/task"
-	"amid/internal/ci"
 )
 
 // endToEnd skips a test that trains (why says what it does) under -short and under

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
+	"amid/assets/fileio"
 	"amid/host/bench"
 	"amid/host/predict"
 	hostrun "amid/host/run"
 	"amid/host/task"
-	"amid/internal/ci"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 )
 

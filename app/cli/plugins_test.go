@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/host/store"
-	"amid/internal/ci"
 	"amid/plugins/plugintest"
 )
 

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // testPackage is a model package written by export.Write from small files, and the bbolt

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/audit/audittest"
 	"amid/host/export"
@@ -19,7 +20,6 @@ import (
 	"amid/host/run"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit/marks"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"

@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/audit/audittest"
 	"amid/host/export"
@@ -27,7 +28,6 @@ import (
 	"amid/host/synth"
 	"amid/plugins/plugintest"
 	"amid/viewer/edit"
-	"amid/viewer/fileio"
 	"amid/viewer/measure"
 )
 

@@ -11,10 +11,10 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/assets/fileio"
 	"amid/host/export"
 	"amid/host/predict"
 	"amid/host/run"
-	"amid/viewer/fileio"
 )
 
 // improveForm is "Improve the model": a run that continues a model package on its task's

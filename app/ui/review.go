@@ -15,12 +15,12 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/assets/fileio"
 	"amid/host/export"
 	"amid/host/run"
 	"amid/host/task"
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 	vwidget "amid/viewer/widget"

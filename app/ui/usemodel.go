@@ -15,12 +15,12 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"amid/assets/fileio"
 	"amid/host/dicomweb"
 	"amid/host/export"
 	"amid/host/predict"
 	"amid/host/run"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	vwidget "amid/viewer/widget"
 )
 

@@ -3,7 +3,7 @@
 // and licence). Tests use it to read real files; nothing here is committed.
 //
 // The cache is $AMID_REALDATA when set, else .cache/realdata at the module root. A test that
-// needs it is skipped when the cache is missing, except in CI (amid/internal/ci), where a
+// needs it is skipped when the cache is missing, except in CI (amid/assets/ci), where a
 // missing cache is a failure: `make test` fetches it first.
 package realdata
 
@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 )
 
 // stamp is the file .ci/realdata.sh writes last, so a half-fetched cache is not used.

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
 	"amid/host/catalog"
 	"amid/host/grade"
 	"amid/host/run"
 	"amid/host/store"
-	"amid/internal/ci"
 )
 
 // plugins builds every built-in plugin (with cgo, as make does) into a temporary folder

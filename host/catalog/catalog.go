@@ -26,9 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/store"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Prefix starts every plugin executable's name.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/host/store"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 func setup(t *testing.T) (*Catalog, string, string) {

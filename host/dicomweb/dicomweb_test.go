@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
 	"amid/host/dicomweb/dicomwebtest"
 	"amid/host/synth"
-	"amid/internal/ci"
 )
 
 // pacs is the test PACS of this package, started by the first test that needs it (so that

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/plugins/metrics"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit"
 	"amid/viewer/edit/marks"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit/marks"
-	"amid/viewer/fileio"
 )
 
 // boxSpec is a detection task of one box attribute (3 diagnoses) and two point classes,

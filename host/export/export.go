@@ -60,10 +60,10 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/finite"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // Format is the package format version this program writes; it reads every version up to

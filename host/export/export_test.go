@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
+	"amid/assets/fileio"
 	"amid/host/audit"
-	"amid/internal/ci"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // fixture is a package's sources: a plugin binary, a checkpoint, predictions and a

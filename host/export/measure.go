@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 	"amid/viewer/measure"
 )
 

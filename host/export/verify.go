@@ -15,10 +15,10 @@ import (
 	"sort"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/plugins/compute"
 	"amid/plugins/compute/predictions"
-	"amid/viewer/fileio"
 )
 
 // ErrFailed is wrapped by Verify's error when the package fails any check.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 )
 
 // zipTime is every zip entry's modification time: the earliest an MS-DOS date can hold, so
@@ -19,7 +19,7 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // Zip writes the package folder dir to zipPath as a deterministic zip: every plain file,
 // sorted by path, under one top folder named like dir, with a fixed modification time and
 // mode 0755 for executables, 0644 otherwise. The same folder always gives the same bytes.
-// The zip is written atomically and durably (amid/viewer/fileio).
+// The zip is written atomically and durably (amid/assets/fileio).
 func Zip(dir, zipPath string) error {
 	files, err := listFiles(dir)
 	if err != nil {

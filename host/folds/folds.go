@@ -33,8 +33,8 @@ import (
 	"sort"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/task"
-	"amid/viewer/fileio"
 )
 
 // ErrFolds marks a split that cannot be made or a folds file that does not hold.

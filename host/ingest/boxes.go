@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 )
 
 // yoloSlack is how far past the image's edge a YOLO box may reach and still be inside it:

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 )
 
 // classTable is a classification's CSV label table: per case id, the class of each

@@ -44,9 +44,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/metaimage"
 	"amid/viewer/nifti"

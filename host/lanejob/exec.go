@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/host/run"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // ErrChanged means the plugin binary is not the one the run trusted.

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/predict"
 	"amid/host/run"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Phase is where a job stands, as its launcher sees it.

@@ -46,9 +46,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/run"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Folder and file names in a lane-fold's work folder.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/profile"
@@ -18,7 +19,6 @@ import (
 	"amid/plugins/compute"
 	"amid/plugins/taskspec"
 	"amid/viewer/dicom/dataset"
-	"amid/viewer/fileio"
 )
 
 // Files Apply writes in its output folder, besides predictions/ and dicom/.

@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"amid/assets/fileio"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

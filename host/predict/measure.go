@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/task"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/source"
 	"amid/viewer/dicom/sr"
-	"amid/viewer/fileio"
 )
 
 // SaveMeasurements keeps a reader's measurements on one predicted case of the predict

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/host/audit/audittest"
 	"amid/host/export"
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/source"
 	"amid/viewer/dicom/sr"
-	"amid/viewer/fileio"
 	"amid/viewer/measure"
 )
 

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/host/export"
 	"amid/host/store"
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // ModelConfig is model/config.json of a package: what predicting needs besides the plugin

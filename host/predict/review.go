@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/task"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/seg"
-	"amid/viewer/fileio"
 )
 
 // FileReview holds the decisions a reader made on a predict run's cases (every decision

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/audit/audittest"
 	"amid/host/export"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit/marks"
-	"amid/viewer/fileio"
 )
 
 // pointTask is a detection task of two point classes, points within 3 pixels being the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/export"
 	"amid/host/synth"
 	"amid/host/task"
@@ -18,7 +19,6 @@ import (
 	"amid/viewer/dicom/dicomtest"
 	"amid/viewer/dicom/source"
 	"amid/viewer/dicom/sr"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

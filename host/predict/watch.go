@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/dicomweb"
-	"amid/viewer/fileio"
 )
 
 // FileWatch is the watch folder's record of the studies it has predicted.

@@ -22,9 +22,9 @@ import (
 	"slices"
 	"sort"
 
+	"amid/assets/fileio"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

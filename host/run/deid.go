@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strings"
 
+	"amid/assets/fileio"
 	"amid/host/task"
 	"amid/plugins/taskspec"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/deid"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 )
 

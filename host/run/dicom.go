@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/predict"
 	"amid/viewer/dicom/dataset"
-	"amid/viewer/fileio"
 )
 
 // dicomTest is the kind of DICOM object (predict.ObjectKind) the test predictions are

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
 	"amid/host/export"
 	"amid/host/synth"
-	"amid/internal/ci"
 	"amid/plugins/protocol"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/dicomtest"

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/export"
 	"amid/host/predict"
 	"amid/host/profile"
@@ -18,7 +19,6 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // Version is AMID's version: the CLI's and the desktop's, recorded in packages, reports

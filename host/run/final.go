@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/catalog"
 	"amid/host/evaluate"
@@ -23,7 +24,6 @@ import (
 	"amid/host/schedule"
 	"amid/host/submit"
 	"amid/host/task"
-	"amid/viewer/fileio"
 )
 
 // sent, when set (by this package's tests), sees every training and prediction request

@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/catalog"
 	"amid/host/evaluate"
@@ -51,7 +52,6 @@ import (
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
-	"amid/viewer/fileio"
 )
 
 // From is what a run that improves a model package started from (State.From).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/folds"
@@ -19,7 +20,6 @@ import (
 	"amid/host/schedule"
 	"amid/host/synth"
 	"amid/host/task"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 )
 

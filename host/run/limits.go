@@ -6,12 +6,12 @@ import (
 	"os"
 	"slices"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/folds"
 	"amid/host/profile"
 	"amid/host/task"
 	"amid/plugins/taskspec"
-	"amid/viewer/fileio"
 )
 
 // stateLimits finds what the data allows (dataLimits), logs each limit, keeps them in the

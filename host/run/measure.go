@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
-	"amid/viewer/fileio"
 )
 
 // SaveMeasurements keeps a reader's measurements on one test case of a finished run with

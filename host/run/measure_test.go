@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/host/audit/audittest"
 	"amid/host/export"
-	"amid/viewer/fileio"
 	"amid/viewer/measure"
 	"amid/viewer/volume"
 )

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/catalog"
 	"amid/host/evaluate"
@@ -19,7 +20,6 @@ import (
 	"amid/host/supervisor"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // protoTask is the protocol's view of the task.

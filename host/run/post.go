@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/evaluate"
 	"amid/host/planner"
 	"amid/host/schedule"
 	"amid/host/task"
 	"amid/plugins/protocol/schema"
-	"amid/viewer/fileio"
 )
 
 // postOptions are the values of the "postprocess" property of a plugin's configuration

@@ -13,16 +13,16 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/audit/audittest"
 	"amid/host/dicomweb"
 	"amid/host/dicomweb/dicomwebtest"
 	"amid/host/export"
 	"amid/host/predict"
-	"amid/internal/ci"
 	"amid/viewer/dicom/seg"
 	"amid/viewer/edit"
-	"amid/viewer/fileio"
 	"amid/viewer/imageio"
 )
 

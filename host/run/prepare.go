@@ -14,12 +14,12 @@ import (
 	"amid/host/finite"
 	"amid/host/predict"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/folds"
 	"amid/host/ingest"
 	"amid/host/profile"
 	"amid/viewer/dicom/deid"
-	"amid/viewer/fileio"
 )
 
 func (r *Runner) path(name ...string) string {

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/export"
 	"amid/host/store"
 	"amid/host/task"
-	"amid/viewer/fileio"
 )
 
 // Review decisions.

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/audit/audittest"
 	"amid/host/export"
 	"amid/plugins/taskspec"
 	"amid/viewer/edit/marks"
-	"amid/viewer/fileio"
 )
 
 // boxTask is a detection task of one box attribute, three diagnoses, and two point

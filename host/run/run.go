@@ -50,6 +50,7 @@ import (
 	"sync"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/catalog"
 	"amid/host/planner"
@@ -58,7 +59,6 @@ import (
 	"amid/host/supervisor"
 	"amid/host/task"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Options configure a new run.

@@ -9,12 +9,12 @@ import (
 	"sort"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/finite"
 	"amid/host/planner"
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/plugins/compute"
-	"amid/viewer/fileio"
 )
 
 // Phases of a run, in order. A resumed run starts at the first phase not done.

@@ -19,12 +19,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"amid/assets/ci"
 	"amid/host/catalog"
 	"amid/host/lanejob"
 	"amid/host/run"
 	"amid/host/store"
 	"amid/host/supervisor"
-	"amid/internal/ci"
 	"amid/plugins/plugintest"
 	"amid/plugins/protocol"
 )

@@ -19,10 +19,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/host/store"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // benchEntry installs the example plugin as a trusted catalog entry (no store needed).

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/host/store"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Lane is one lane to train: which plugin, which configuration, on what data.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/host/store"
-	"amid/viewer/fileio"
 )
 
 const childEnv = "AMID_SUPERVISOR_CHILD"

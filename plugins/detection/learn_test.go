@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 	"amid/plugins/metrics"
 	"amid/plugins/protocol"
 	"amid/plugins/taskspec"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 )
 
 // refGemm is C = alpha·op(A)·op(B) + beta·C in float64.

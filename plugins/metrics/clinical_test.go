@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 )
 
 // clinicalTol is how far a clinical metric may lie from scikit-learn's value. The Go code

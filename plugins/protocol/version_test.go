@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 	"amid/plugins/protocol/internal/pb"
 )
 

@@ -22,9 +22,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"amid/assets/fileio"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
-	"amid/viewer/fileio"
 )
 
 // Serve serves impl as an AMID task plugin and returns when the host tells the process to
@@ -65,10 +65,10 @@ func Logger() hclog.Logger {
 }
 
 // FileSHA256 returns the lower-case hex sha256 of the file at path, as the protocol
-// carries it (amid/viewer/fileio's SHA256).
+// carries it (amid/assets/fileio's SHA256).
 func FileSHA256(path string) (string, error) { return fileio.SHA256(path) }
 
-// WriteFile writes data to path atomically and durably (amid/viewer/fileio's Write: a
+// WriteFile writes data to path atomically and durably (amid/assets/fileio's Write: a
 // temporary file in the same folder, synced, renamed, the folder synced), so a crash never
 // leaves a half-written checkpoint under its final name. It returns the data's hex sha256.
 func WriteFile(path string, data []byte) (string, error) {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 	"amid/viewer/nifti"
 	"amid/viewer/volume"
 )

@@ -47,7 +47,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )

@@ -10,7 +10,7 @@ import (
 
 	kgzip "github.com/klauspost/compress/gzip"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 	"amid/viewer/volume"
 )
 
@@ -28,7 +28,7 @@ var dtypeCode = map[volume.DType]int16{
 
 // Write stores v as a NIfTI-1 file at path, gzip-compressed when the name ends in
 // ".nii.gz" and plain when it ends in ".nii". It is written atomically and durably
-// (amid/viewer/fileio), so a failed write leaves no partial file.
+// (amid/assets/fileio), so a failed write leaves no partial file.
 func Write(path string, v *volume.Volume) error {
 	lower := strings.ToLower(path)
 	gz := strings.HasSuffix(lower, ".nii.gz")

@@ -52,7 +52,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 	"amid/viewer/internal/rawio"
 	"amid/viewer/volume"
 )

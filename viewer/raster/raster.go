@@ -48,7 +48,7 @@ import (
 
 	"golang.org/x/image/bmp"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 	"amid/viewer/volume"
 )
 

@@ -8,7 +8,7 @@
 // manifest lists, in order, as little-endian float32, and after them the extra bytes the
 // manifest counts (a model that is not tensors: the segmentation plugin's forest keeps its
 // trees there, under the same SHA-256; none for a network). Files are written atomically and
-// durably (amid/viewer/fileio), so a crash leaves the old checkpoint or the new one, never
+// durably (amid/assets/fileio), so a crash leaves the old checkpoint or the new one, never
 // half of one.
 package ckpt
 
@@ -25,8 +25,8 @@ import (
 	"os"
 	"slices"
 
+	"amid/assets/fileio"
 	"amid/plugins/engine"
-	"amid/viewer/fileio"
 )
 
 // Format is the version of the file layout this package writes and reads.
@@ -118,7 +118,7 @@ func slots(s engine.OptimState) []string {
 	return names
 }
 
-// Save writes c to path atomically and durably (amid/viewer/fileio).
+// Save writes c to path atomically and durably (amid/assets/fileio).
 func Save(path string, c Checkpoint) error {
 	m := Manifest{Format: Format, EngineVersion: engine.Version, Arch: c.Arch, Epoch: c.Epoch, Step: c.Step, DataState: c.DataState}
 	if c.Train != nil {

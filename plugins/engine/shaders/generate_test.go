@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 )
 
 // TestGeneratedCurrent compiles every shader into a temporary folder and compares the

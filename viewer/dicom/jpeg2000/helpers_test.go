@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 
 	"github.com/suyashkumar/dicom"
 	"github.com/suyashkumar/dicom/pkg/tag"

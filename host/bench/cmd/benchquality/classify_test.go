@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
 	"amid/host/task"
-	"amid/internal/ci"
 	"amid/plugins/taskspec"
 )
 

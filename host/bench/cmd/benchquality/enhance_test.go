@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
 	"amid/host/task"
-	"amid/internal/ci"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
 )

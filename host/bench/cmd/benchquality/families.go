@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"amid/assets/fileio"
 	"amid/host/evaluate"
 	"amid/host/task"
-	"amid/viewer/fileio"
 )
 
 // family is a task of a kind other than segmentation, on real images: the loop's

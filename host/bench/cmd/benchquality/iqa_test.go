@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
 	"amid/host/task"
-	"amid/internal/ci"
 	"amid/plugins/metrics"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"amid/internal/ci"
+	"amid/assets/ci"
 	"amid/plugins/engine/vk"
 )
 

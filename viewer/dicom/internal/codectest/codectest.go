@@ -16,8 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"amid/assets/ci"
 	"amid/assets/realdata"
-	"amid/internal/ci"
 )
 
 // Real uncompressed images the tests transcode, relative to the real-image cache: a

@@ -57,7 +57,7 @@ func TestMissing(t *testing.T) {
 // every test agrees on what CI is (On). Before, the Vulkan and shader tests wanted exactly
 // "true" and the DICOM ones any non-empty value, so CI=1 skipped a missing Vulkan device.
 func TestOnlyReader(t *testing.T) {
-	root, err := filepath.Abs("../..") // internal/ci is two levels below the module root
+	root, err := filepath.Abs("../..") // assets/ci is two levels below the module root
 	if err != nil {
 		t.Fatal(err)
 	}
