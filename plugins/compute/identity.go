@@ -46,17 +46,6 @@ import (
 	"strings"
 )
 
-// EnvPreferCore names the BLAS core type a plugin should use when its user set none and
-// its CPU can run it. [Env] sets it when a host re-runs a model package, so that a CPU
-// able to run the package's kernels reproduces its predictions byte for byte.
-const EnvPreferCore = "AMID_OPENBLAS_PREFER"
-
-// EnvDevice is the device setting a plugin process computes with: "auto" (a discrete
-// GPU, then an integrated one, else the CPU; never a software Vulkan device), "cpu",
-// "vulkan" (any Vulkan device, a software one included) or "vulkan:N" (Vulkan device N).
-// The host sets it from its settings (amid/host/config); unset means auto.
-const EnvDevice = "AMID_DEVICE"
-
 // Env is the environment that asks a plugin process for id's device, kernels and worker
 // split: EnvDevice ("cpu" for a CPU identity, "vulkan" for a Vulkan one, which takes the
 // machine's own device, a software one when it has no GPU), GOMAXPROCS for a CPU (plugins

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"amid/assets/ci"
+	"amid/plugins/compute"
 )
 
 // refGemm is C = alpha·op(A)·op(B) + beta·C in float64.
@@ -154,8 +155,8 @@ func fakeCore(t *testing.T, detected string, f cpuFlags) (restarted *[]string) {
 
 func unsetCoreType(t *testing.T) {
 	t.Helper()
-	t.Setenv(EnvCoreType, "") // restored after the test
-	os.Unsetenv(EnvCoreType)
+	t.Setenv(compute.EnvCoreType, "") // restored after the test
+	os.Unsetenv(compute.EnvCoreType)
 }
 
 // TestEnsureCoreTypeHonoursExplicit: a core type the user set is kept, even when OpenBLAS
@@ -179,7 +180,7 @@ func TestEnsureCoreTypeHonoursExplicit(t *testing.T) {
 		{"Haswell", "Haswell", cpuFlags{avx: true}, "OPENBLAS_CORETYPE=Haswell needs AVX2 and FMA, which this CPU lacks"},
 	} {
 		env := fakeCore(t, tc.detected, tc.f)
-		t.Setenv(EnvCoreType, tc.forced)
+		t.Setenv(compute.EnvCoreType, tc.forced)
 		err := EnsureCoreType()
 		switch {
 		case tc.wantErr == "" && err != nil:
@@ -204,8 +205,8 @@ func TestEnsureCoreTypeCorrects(t *testing.T) {
 	if err := EnsureCoreType(); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(*env, EnvCoreType+"=SkylakeX") || !slices.Contains(*env, reexecGuard+"=1") {
-		t.Fatalf("restart environment %v; want %s=SkylakeX and the restart guard", *env, EnvCoreType)
+	if !slices.Contains(*env, compute.EnvCoreType+"=SkylakeX") || !slices.Contains(*env, compute.EnvRestarted+"=1") {
+		t.Fatalf("restart environment %v; want %s=SkylakeX and the restart guard", *env, compute.EnvCoreType)
 	}
 	env = fakeCore(t, "Zen", cpuFlags{avx2: true, avx: true})
 	if err := EnsureCoreType(); err != nil || *env != nil {
@@ -221,21 +222,21 @@ func TestEnsureCoreTypePrefers(t *testing.T) {
 	}
 	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
 	unsetCoreType(t)
-	t.Setenv(EnvPreferCore, "Haswell")
+	t.Setenv(compute.EnvPreferCore, "Haswell")
 	env := fakeCore(t, "SkylakeX", avx512)
-	if err := EnsureCoreType(); err != nil || !slices.Contains(*env, EnvCoreType+"=Haswell") {
+	if err := EnsureCoreType(); err != nil || !slices.Contains(*env, compute.EnvCoreType+"=Haswell") {
 		t.Fatalf("prefer Haswell on AVX-512: err %v, restart %v", err, *env)
 	}
 	env = fakeCore(t, "Haswell", avx512)
 	if err := EnsureCoreType(); err != nil || *env != nil {
 		t.Fatalf("already Haswell: err %v, restart %v", err, *env)
 	}
-	t.Setenv(EnvPreferCore, "SkylakeX")
+	t.Setenv(compute.EnvPreferCore, "SkylakeX")
 	env = fakeCore(t, "Haswell", cpuFlags{avx2: true, avx: true})
 	if err := EnsureCoreType(); err != nil || *env != nil {
 		t.Fatalf("SkylakeX preferred on an AVX2 CPU: err %v, restart %v; want the detected core kept", err, *env)
 	}
-	t.Setenv(EnvCoreType, "Sandybridge")
+	t.Setenv(compute.EnvCoreType, "Sandybridge")
 	env = fakeCore(t, "Sandybridge", avx512)
 	if err := EnsureCoreType(); err != nil || *env != nil {
 		t.Fatalf("explicit Sandybridge with a preference: err %v, restart %v", err, *env)
@@ -247,7 +248,7 @@ func TestEnsureCoreTypePrefers(t *testing.T) {
 // checks that the real restart gives OpenBLAS the CPU's best core.
 func TestEnsureCoreTypeRestarts(t *testing.T) {
 	if os.Getenv("AMID_ENGINE_HELPER") == "coretype" {
-		if os.Getenv(reexecGuard) == "" {
+		if os.Getenv(compute.EnvRestarted) == "" {
 			detectedCore = func() string { return "Prescott" }
 		}
 		if err := EnsureCoreType(); err != nil {
@@ -266,7 +267,7 @@ func TestEnsureCoreTypeRestarts(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEnsureCoreTypeRestarts$")
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvCoreType+"=") {
+		if !strings.HasPrefix(kv, compute.EnvCoreType+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

@@ -72,18 +72,6 @@ func coreFix(current string, f cpuFlags) (string, bool) {
 	return "", false
 }
 
-// reexecGuard marks a process that EnsureCoreType has already re-executed.
-const reexecGuard = "AMID_OPENBLAS_REEXEC"
-
-// EnvCoreType is the OpenBLAS variable that forces its kernels. A user (or a test run)
-// that sets it chooses the kernels: EnsureCoreType then checks the choice against the CPU
-// and leaves it alone.
-const EnvCoreType = "OPENBLAS_CORETYPE"
-
-// EnvPreferCore names a core type to use when the user set none and this CPU can run it
-// (see compute.Env).
-const EnvPreferCore = compute.EnvPreferCore
-
 // Seams for tests: the core OpenBLAS chose, the CPU's flags, and the restart.
 var (
 	detectedCore = CoreName
@@ -102,7 +90,7 @@ var ErrCoreType = errors.New("OpenBLAS core type")
 // uses, and returns an error wrapping ErrCoreType when it does not (OpenBLAS would die on
 // an illegal instruction at the first SGEMM).
 //
-// When AMID_OPENBLAS_PREFER names a core this CPU can run ([EnvPreferCore]), that core is
+// When AMID_OPENBLAS_PREFER names a core this CPU can run ([compute.EnvPreferCore]), that core is
 // used.
 //
 // Otherwise, when nothing is set, OpenBLAS detected the core itself, and OpenBLAS 0.3.21 misdetects
@@ -117,19 +105,19 @@ func EnsureCoreType() error {
 	if !HaveOpenBLAS {
 		return nil
 	}
-	flags := detectedCPU()
-	if forced := os.Getenv(EnvCoreType); forced != "" {
+	flags, set := detectedCPU(), compute.ReadSettings()
+	if forced := set.CoreType; forced != "" {
 		if coreLevel(forced) > cpuLevel(flags) {
-			return fmt.Errorf("%w: %s=%s needs %s, which this CPU lacks", ErrCoreType, EnvCoreType, forced, levelName(coreLevel(forced)))
+			return fmt.Errorf("%w: %s=%s needs %s, which this CPU lacks", ErrCoreType, compute.EnvCoreType, forced, levelName(coreLevel(forced)))
 		}
-		if cur := detectedCore(); os.Getenv(reexecGuard) != "" && coreLevel(cur) != coreLevel(forced) {
-			return fmt.Errorf("%w: OpenBLAS uses core %q after restart with %s=%s", ErrCoreType, cur, EnvCoreType, forced)
+		if cur := detectedCore(); set.Restarted && coreLevel(cur) != coreLevel(forced) {
+			return fmt.Errorf("%w: OpenBLAS uses core %q after restart with %s=%s", ErrCoreType, cur, compute.EnvCoreType, forced)
 		}
 		return nil
 	}
 	cur := detectedCore()
 	want, fix := coreFix(cur, flags)
-	if pref := os.Getenv(EnvPreferCore); pref != "" && coreLevel(pref) <= cpuLevel(flags) {
+	if pref := set.PreferCore; pref != "" && coreLevel(pref) <= cpuLevel(flags) {
 		want, fix = pref, !strings.EqualFold(pref, cur)
 	}
 	if !fix {
@@ -137,9 +125,9 @@ func EnsureCoreType() error {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("engine: restart with %s=%s: %w", EnvCoreType, want, err)
+		return fmt.Errorf("engine: restart with %s=%s: %w", compute.EnvCoreType, want, err)
 	}
-	env := append(os.Environ(), EnvCoreType+"="+want, reexecGuard+"=1")
+	env := append(os.Environ(), compute.EnvCoreType+"="+want, compute.EnvRestarted+"=1")
 	return restart(exe, os.Args, env)
 }
 

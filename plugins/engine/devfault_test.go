@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/plugins/compute"
 	"amid/plugins/engine/vk"
 	"amid/plugins/engine/vk/vktest"
 )
@@ -88,7 +89,7 @@ func TestDeviceLostWhileTraining(t *testing.T) {
 // AMID_VK_FAULT reaches devices opened by NewVulkan.
 func TestFaultEnvironment(t *testing.T) {
 	vktest.Device(t)
-	t.Setenv(vk.FaultEnv, "mem-cap=1024")
+	t.Setenv(compute.EnvVulkanFaults, "mem-cap=1024")
 	in, _ := vk.Open()
 	v, err := NewVulkan(vktest.Index(in), 1)
 	if err != nil {
@@ -98,7 +99,7 @@ func TestFaultEnvironment(t *testing.T) {
 	if _, err := BuildUNet(v, UNetConfig{In: 1, Classes: 2, Widths: []int{4}, Convs: 1, Slope: 0.01}, 1, [3]int{1, 8, 8}, 1); !errors.Is(err, ErrOutOfDeviceMemory) {
 		t.Fatalf("under a 1 KiB cap: %v", err)
 	}
-	t.Setenv(vk.FaultEnv, "bogus")
+	t.Setenv(compute.EnvVulkanFaults, "bogus")
 	if _, err := NewVulkan(vktest.Index(in), 1); err == nil {
 		t.Fatal("a malformed AMID_VK_FAULT was accepted")
 	}

@@ -13,7 +13,6 @@ import (
 	"amid/plugins/compute/predictions"
 	"amid/plugins/engine"
 	"amid/plugins/engine/ckpt"
-	"amid/plugins/engine/vk"
 	"amid/plugins/internal/device"
 	"amid/plugins/internal/device/devicetest"
 	"amid/plugins/plugintest"
@@ -189,7 +188,7 @@ func TestDeviceLost(t *testing.T) {
 // "vulkan": it describes the CPU, trains there and says why in its progress.
 func TestNoLoader(t *testing.T) {
 	t.Setenv(compute.EnvDevice, "vulkan")
-	t.Setenv(vk.LoaderEnv, filepath.Join(t.TempDir(), "libvulkan.so.1"))
+	t.Setenv(compute.EnvVulkanLoader, filepath.Join(t.TempDir(), "libvulkan.so.1"))
 	p := plugintest.Start(t, binaryVulkan)
 	d, err := p.Describe(context.Background(), &protocol.DescribeRequest{})
 	if err != nil {

@@ -3,10 +3,11 @@ package vk
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"amid/plugins/compute"
 )
 
 // Instance is the process's Vulkan instance and its devices.
@@ -29,15 +30,8 @@ func Open() (*Instance, error) {
 	return shared, openErr
 }
 
-// LoaderEnv names the Vulkan loader library to open instead of libvulkan.so.1 (a path,
-// or a name the dynamic linker searches for).
-const LoaderEnv = "AMID_VK_LOADER"
-
 func open() (*Instance, error) {
-	lib := os.Getenv(LoaderEnv)
-	if lib == "" {
-		lib = "libvulkan.so.1"
-	}
+	lib := compute.ReadSettings().VulkanLoader // $AMID_VK_LOADER, else libvulkan.so.1
 	if !withCgo {
 		return nil, fmt.Errorf("vk: built without cgo, so without Vulkan: %w", ErrNoLoader)
 	}

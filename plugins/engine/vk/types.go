@@ -3,9 +3,10 @@ package vk
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"amid/plugins/compute"
 )
 
 // The failures a caller may react to (fall back to the CPU, re-plan smaller, resume from
@@ -152,12 +153,9 @@ type Options struct {
 	LoseAfter int
 }
 
-// FaultEnv is the environment variable [FaultsFromEnv] reads: comma-separated
-// "mem-cap=BYTES" and "lost-after=N".
-const FaultEnv = "AMID_VK_FAULT"
-
-// FaultsFromEnv returns the Options that AMID_VK_FAULT asks for (zero when unset).
-func FaultsFromEnv() (Options, error) { return ParseFaults(os.Getenv(FaultEnv)) }
+// FaultsFromEnv returns the Options that AMID_VK_FAULT (compute.EnvVulkanFaults) asks
+// for: zero when unset.
+func FaultsFromEnv() (Options, error) { return ParseFaults(compute.ReadSettings().VulkanFaults) }
 
 // ParseFaults reads faults written as AMID_VK_FAULT takes them ("" for none).
 func ParseFaults(s string) (Options, error) {
@@ -169,7 +167,7 @@ func ParseFaults(s string) (Options, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
 		n, err := strconv.ParseInt(v, 10, 64)
 		if !ok || err != nil || n < 0 {
-			return o, fmt.Errorf("vk: %s=%q: %q is not NAME=NUMBER", FaultEnv, s, f)
+			return o, fmt.Errorf("vk: %s=%q: %q is not NAME=NUMBER", compute.EnvVulkanFaults, s, f)
 		}
 		switch k {
 		case "mem-cap":
@@ -177,7 +175,7 @@ func ParseFaults(s string) (Options, error) {
 		case "lost-after":
 			o.LoseAfter = int(n)
 		default:
-			return o, fmt.Errorf("vk: %s=%q: unknown fault %q (mem-cap, lost-after)", FaultEnv, s, k)
+			return o, fmt.Errorf("vk: %s=%q: unknown fault %q (mem-cap, lost-after)", compute.EnvVulkanFaults, s, k)
 		}
 	}
 	return o, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"amid/plugins/compute"
 	"amid/plugins/engine/shaders"
 	"amid/plugins/engine/vk"
 	"amid/plugins/engine/vk/vktest"
@@ -224,13 +225,13 @@ func TestDeviceLost(t *testing.T) {
 }
 
 func TestFaultsFromEnv(t *testing.T) {
-	t.Setenv(vk.FaultEnv, "mem-cap=4096, lost-after=3")
+	t.Setenv(compute.EnvVulkanFaults, "mem-cap=4096, lost-after=3")
 	o, err := vk.FaultsFromEnv()
 	if err != nil || o.MemoryCap != 4096 || o.LoseAfter != 3 {
 		t.Fatalf("%+v, %v", o, err)
 	}
 	for _, bad := range []string{"mem-cap", "lost-after=x", "speed=3", "mem-cap=-1"} {
-		t.Setenv(vk.FaultEnv, bad)
+		t.Setenv(compute.EnvVulkanFaults, bad)
 		if _, err := vk.FaultsFromEnv(); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -274,7 +275,7 @@ func TestNoLoader(t *testing.T) {
 		os.Exit(0)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestNoLoader$")
-	cmd.Env = append(os.Environ(), "AMID_VK_NOLOADER_CHILD=1", vk.LoaderEnv+"=/nonexistent/libvulkan.so.1")
+	cmd.Env = append(os.Environ(), "AMID_VK_NOLOADER_CHILD=1", compute.EnvVulkanLoader+"=/nonexistent/libvulkan.so.1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)

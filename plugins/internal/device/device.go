@@ -21,9 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
-	"strings"
 	"sync"
 
 	"amid/plugins/compute"
@@ -32,13 +30,9 @@ import (
 	"amid/plugins/sdk"
 )
 
-// Setting is this process's device setting: $AMID_DEVICE, "auto" when unset.
-func Setting() string {
-	if s := strings.TrimSpace(os.Getenv(compute.EnvDevice)); s != "" {
-		return s
-	}
-	return "auto"
-}
+// Setting is this process's device setting: $AMID_DEVICE, "auto" when unset
+// (compute.ReadSettings).
+func Setting() string { return compute.ReadSettings().Device }
 
 // Log takes one sentence about the device a plugin computes with (a fallback to the CPU, a
 // re-plan, a lost device): the plugin's log and, while training, a progress message.

@@ -10,7 +10,6 @@ import (
 
 	"amid/plugins/compute"
 	"amid/plugins/engine"
-	"amid/plugins/engine/vk"
 	"amid/plugins/engine/vk/vktest"
 	"amid/plugins/internal/device"
 	"amid/plugins/internal/device/devicetest"
@@ -112,7 +111,7 @@ func TestFit(t *testing.T) {
 		t.Fatalf("batch %d on %q, %d bytes", n, where, full)
 	}
 	cap := full * 3 / 4 // a budget of 60 % of batch 8's memory
-	t.Setenv(vk.FaultEnv, fmt.Sprintf("mem-cap=%d", cap))
+	t.Setenv(compute.EnvVulkanFaults, fmt.Sprintf("mem-cap=%d", cap))
 	n, _, bytes, why := device.Fit(8, 12, build)
 	if budget := int64(device.BudgetFraction * float64(cap)); n >= 8 || bytes > budget || !strings.HasPrefix(why, fmt.Sprintf("batch %d to fit", n)) {
 		t.Errorf("batch %d, %d bytes for a budget of %d: %q", n, bytes, budget, why)

@@ -35,7 +35,7 @@ func Setting(t testing.TB) string {
 func Use(t testing.TB, faults string) {
 	t.Helper()
 	t.Setenv(compute.EnvDevice, Setting(t))
-	t.Setenv(vk.FaultEnv, faults)
+	t.Setenv(compute.EnvVulkanFaults, faults)
 	device.CloseAll()
 	t.Cleanup(device.CloseAll)
 }
