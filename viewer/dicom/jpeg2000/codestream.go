@@ -11,8 +11,14 @@ import (
 // samples its header declares, so this bounds its memory.
 const MaxSamples = 1 << 28
 
-// maxSamples is MaxSamples, lowered by the fuzz and corruption tests.
-var maxSamples = MaxSamples
+// limits bound what one decode accepts. Decode and DecodeConfig take [defaults]; the fuzz
+// and corruption tests pass lower ones, as an argument, so no test changes the package's.
+type limits struct {
+	samples int // the samples of all components together, MaxSamples by default
+}
+
+// defaults are the limits of Decode and DecodeConfig.
+var defaults = limits{samples: MaxSamples}
 
 // Limits on the resolution levels a codestream may declare, counted over components and
 // tiles: the decoder keeps a few hundred bytes for each, so a small image declaring
@@ -48,9 +54,9 @@ type tile struct {
 	offset         int    // codestream offset of the first tile-part's body, for errors
 }
 
-// parseMain reads SOC, SIZ and the main header up to the first SOT; it returns the
-// offset of that SOT.
-func parseMain(b []byte) (*codestream, int, error) {
+// parseMain reads SOC, SIZ and the main header up to the first SOT, refusing an image of
+// more samples than lim allows; it returns the offset of that SOT.
+func parseMain(b []byte, lim limits) (*codestream, int, error) {
 	if len(b) < 2 || binary.BigEndian.Uint16(b) != mSOC {
 		return nil, 0, formatErr("no SOC marker at the start of the codestream")
 	}
@@ -68,15 +74,15 @@ func parseMain(b []byte) (*codestream, int, error) {
 	total := 0
 	for _, c := range siz.comps {
 		w, h := ceilDiv(siz.x1, c.dx)-ceilDiv(siz.x0, c.dx), ceilDiv(siz.y1, c.dy)-ceilDiv(siz.y0, c.dy)
-		if h > maxSamples/max(w, 1) { // w·h would overflow
-			total = maxSamples + 1
+		if h > lim.samples/max(w, 1) { // w·h would overflow
+			total = lim.samples + 1
 			break
 		}
 		total += w * h
 	}
-	if total > maxSamples {
+	if total > lim.samples {
 		return nil, 0, fmt.Errorf("%w: SIZ declares %d×%d with %d components, %d samples (at most %d)", ErrTooLarge,
-			siz.x1-siz.x0, siz.y1-siz.y0, len(siz.comps), total, maxSamples)
+			siz.x1-siz.x0, siz.y1-siz.y0, len(siz.comps), total, lim.samples)
 	}
 	cs := &codestream{siz: siz, main: &params{comps: make([]compParams, len(siz.comps))}}
 	for i := range cs.main.comps {

@@ -104,8 +104,7 @@ func TestCorruptHeaders(t *testing.T) {
 func TestCorruptData(t *testing.T) {
 	// The seeds hold at most 30000 samples; a mutated SIZ may declare many more, which
 	// would only make the test slow.
-	defer func(n int) { maxSamples = n }(maxSamples)
-	maxSamples = 1 << 17
+	lim := limits{samples: 1 << 17}
 	seeds := [][]byte{mrCodestream(t)}
 	ct := srcCTSmall.load(t)
 	seeds = append(seeds,
@@ -138,7 +137,7 @@ func TestCorruptData(t *testing.T) {
 			b[rng.IntN(len(b))] = []byte{0, 0xFF}[rng.IntN(2)]
 		}
 		start := time.Now()
-		_, err := Decode(b)
+		_, err := lim.decode(b)
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("mutation %d took %v", i, d)
 		}

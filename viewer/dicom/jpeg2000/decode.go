@@ -29,9 +29,11 @@ type Component struct {
 
 // DecodeConfig reads the main header of a codestream or JP2 file: the image's size and
 // its components' sizes, precision and signedness, without their samples.
-func DecodeConfig(b []byte) (img *Image, err error) {
+func DecodeConfig(b []byte) (img *Image, err error) { return defaults.decodeConfig(b) }
+
+func (lim limits) decodeConfig(b []byte) (img *Image, err error) {
 	defer recoverInternal(&img, &err)
-	cs, info, _, err := parseHeader(b)
+	cs, info, _, err := parseHeader(b, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +45,11 @@ func DecodeConfig(b []byte) (img *Image, err error) {
 // When the codestream ends before all its packets, Decode returns the image decoded
 // from the packets that are there together with an error wrapping ErrTruncated; other
 // errors return no image.
-func Decode(b []byte) (img *Image, err error) {
+func Decode(b []byte) (img *Image, err error) { return defaults.decode(b) }
+
+func (lim limits) decode(b []byte) (img *Image, err error) {
 	defer recoverInternal(&img, &err)
-	cs, info, body, err := parseHeader(b)
+	cs, info, body, err := parseHeader(b, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +96,12 @@ type bodyRef struct {
 	pos int
 }
 
-func parseHeader(b []byte) (*codestream, *jp2Info, bodyRef, error) {
+func parseHeader(b []byte, lim limits) (*codestream, *jp2Info, bodyRef, error) {
 	c, info, err := codestreamOf(b)
 	if err != nil {
 		return nil, nil, bodyRef{}, err
 	}
-	cs, pos, err := parseMain(c)
+	cs, pos, err := parseMain(c, lim)
 	if err != nil {
 		return nil, nil, bodyRef{}, err
 	}

@@ -44,9 +44,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	// Images the fuzzer declares larger than this are refused (ErrTooLarge) to keep each
 	// execution short.
-	old := maxSamples
-	f.Cleanup(func() { maxSamples = old })
-	maxSamples = 1 << 20
+	lim := limits{samples: 1 << 20}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// A decode that has not returned after 30 s (0.1 s is typical) hangs: crash the
 		// worker with every goroutine's stack, so that the fuzzer keeps the input.
@@ -57,13 +55,13 @@ func FuzzDecode(f *testing.F) {
 		defer watchdog.Stop()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		img, err := Decode(b)
+		img, err := lim.decode(b)
 		runtime.ReadMemStats(&after)
 		if errors.Is(err, errInternal) {
 			t.Fatal(err)
 		}
 		var samples int
-		if cfg, err := DecodeConfig(b); err == nil {
+		if cfg, err := lim.decodeConfig(b); err == nil {
 			for _, c := range cfg.Components {
 				samples += c.Width * c.Height
 			}

@@ -12,7 +12,7 @@ import (
 // and returns where each packet lies in its tile's data.
 func tileSpans(tb testing.TB, cs []byte) (*codestream, [][]packetSpan) {
 	tb.Helper()
-	c, _, body, err := parseHeader(cs)
+	c, _, body, err := parseHeader(cs, defaults)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func markers(marker int, data []byte) []byte {
 func packHeaders(tb testing.TB, cs []byte, ppm bool) []byte {
 	tb.Helper()
 	c, spans := tileSpans(tb, cs)
-	_, first, err := parseMain(cs)
+	_, first, err := parseMain(cs, defaults)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestMarkerPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, first, err := parseMain(cs)
+	c, first, err := parseMain(cs, defaults)
 	if err != nil || c.siz == nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestMarkerPrecedence(t *testing.T) {
 // codestream.
 func TestDerivedQuantization(t *testing.T) {
 	cs := compress(t, srcCT.load(t), "-I -r 10 -n 4")
-	_, first, err := parseMain(cs)
+	_, first, err := parseMain(cs, defaults)
 	if err != nil {
 		t.Fatal(err)
 	}
