@@ -25,7 +25,7 @@ type codec struct {
 	// bound).
 	minBits func(h *header) int64
 	// sparse marks codings whose frames can be far smaller than their image (JPEG-LS
-	// runs, JPEG 2000): their decoded size is bounded by maxSparseSamples.
+	// runs, JPEG 2000): their decoded size is bounded by limits.sparse.
 	sparse bool
 	// start is how a frame's first fragment begins, to split fragments into frames when
 	// the offset table does not (nil: not used).
@@ -49,10 +49,6 @@ func (c *codec) converts(pi string) bool {
 	}
 	return false
 }
-
-// maxSparseSamples bounds the samples of a file's frames in a sparse coding; it is the
-// volume limit except in the fuzz test, which keeps allocations near the input's size.
-var maxSparseSamples = volume.MaxVoxels
 
 // jpegStart is the start-of-image marker every JPEG and JPEG-LS frame begins with.
 var jpegStart = []byte{0xFF, 0xD8}

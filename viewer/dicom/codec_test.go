@@ -340,7 +340,7 @@ func TestBadCodestreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := decode(orig, f.path); err != nil {
+		if _, _, err := decode(orig, f.path, defaultLimits); err != nil {
 			t.Fatal(err)
 		}
 		start, end := fragmentSpan(t, orig, f.frame)
@@ -384,7 +384,7 @@ func TestBadCodestreams(t *testing.T) {
 				for k := 0; k < 1+rng.IntN(8); k++ {
 					b[start+rng.IntN(end-start)] = byte(rng.Uint32())
 				}
-				_, _, _ = decode(b, name)
+				_, _, _ = decode(b, name, defaultLimits)
 			}
 		})
 	}

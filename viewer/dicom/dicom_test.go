@@ -226,7 +226,7 @@ func TestBadInput(t *testing.T) {
 	}
 	// Every truncation of a valid file is an error, never a panic.
 	for n := 0; n < len(good); n++ {
-		if _, _, err := decode(good[:n], "cut.dcm"); err == nil {
+		if _, _, err := decode(good[:n], "cut.dcm", defaultLimits); err == nil {
 			t.Errorf("file cut to %d of %d bytes read without error", n, len(good))
 		}
 	}
@@ -345,6 +345,11 @@ func TestUnpackBits(t *testing.T) {
 	}
 }
 
+// fuzzLimits keep what a fuzz input decodes to near its size: a deflate stream inflates
+// at most 1032-fold, so 16 MiB inflated; a JPEG-LS frame can code a line in one bit, so
+// 2²² samples in a sparse coding.
+var fuzzLimits = fileLimits{inflated: 16 << 20, sparse: 1 << 22}
+
 func FuzzReadFile(f *testing.F) {
 	seedFiles, _ := filepath.Glob("testdata/fuzz-seeds/*.dcm")
 	if d, err := realdata.Dir(); err == nil {
@@ -364,19 +369,14 @@ func FuzzReadFile(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	// A deflate stream inflates at most 1032-fold, and a JPEG-LS frame can code a line in
-	// one bit; keep what fuzz inputs decode to small.
-	defer func(a, b int64) { maxInflated, maxSparseSamples = a, b }(maxInflated, maxSparseSamples)
-	maxInflated = 16 << 20
-	maxSparseSamples = 1 << 22
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		v, m, err := decode(b, "fuzz.dcm")
+		v, m, err := decode(b, "fuzz.dcm", fuzzLimits)
 		runtime.ReadMemStats(&after)
 		// Allocation must stay proportional to the input: at most 4 KiB per input byte
 		// (a JPEG byte may decode to 512 pixels held as int32 and then as output) plus
-		// 128 MiB (a deflated data set may inflate to maxInflated).
+		// 128 MiB (a deflated data set may inflate to fuzzLimits.inflated).
 		if n := after.TotalAlloc - before.TotalAlloc; n > 128<<20+4096*uint64(len(b)) {
 			t.Fatalf("%d input bytes made the reader allocate %d MiB", len(b), n>>20)
 		}

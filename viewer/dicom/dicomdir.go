@@ -34,7 +34,7 @@ func readDICOMDIR(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dicom: %w", err)
 	}
-	ids, err := parseDICOMDIR(b)
+	ids, err := parseDICOMDIR(b, defaultLimits)
 	if err != nil {
 		return nil, fmt.Errorf("dicom: %s: %w", path, err)
 	}
@@ -51,15 +51,16 @@ func readDICOMDIR(path string) ([]string, error) {
 }
 
 // parseDICOMDIR returns the Referenced File IDs of a DICOMDIR's directory records (each as
-// its path components), in record order, checking that none leaves the folder.
-func parseDICOMDIR(b []byte) (ids [][]string, err error) {
+// its path components), in record order, checking that none leaves the folder; lim bounds
+// what its bytes may inflate to.
+func parseDICOMDIR(b []byte, lim fileLimits) (ids [][]string, err error) {
 	defer func() {
 		// The library panics on some malformed values; that is bad input.
 		if r := recover(); r != nil {
 			ids, err = nil, fmt.Errorf("%w: parsing the DICOMDIR: %v", volume.ErrFormat, r)
 		}
 	}()
-	l, err := scan(b, scanMode{keep: dicomdirKeep})
+	l, err := scan(b, scanMode{keep: dicomdirKeep, lim: lim})
 	if err != nil {
 		return nil, err
 	}

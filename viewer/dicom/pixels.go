@@ -139,8 +139,8 @@ func decodePixels(h *header, l *layout, c *codec) (*pixels, error) {
 					volume.ErrFormat, c.name, i+1, len(f), h.cols, h.rows, h.spp)
 			}
 		}
-		if c.sparse && int64(n)*int64(h.frames) > maxSparseSamples {
-			return nil, fmt.Errorf("%w: %d frames of %d×%d×%d samples exceed the limit of %d", volume.ErrTooLarge, h.frames, h.cols, h.rows, h.spp, maxSparseSamples)
+		if c.sparse && int64(n)*int64(h.frames) > l.mode.lim.sparse {
+			return nil, fmt.Errorf("%w: %d frames of %d×%d×%d samples exceed the limit of %d", volume.ErrTooLarge, h.frames, h.cols, h.rows, h.spp, l.mode.lim.sparse)
 		}
 	}
 	p := &pixels{h: h, bo: l.bo, frameLen: n, min: make([]int32, h.frames), max: make([]int32, h.frames)}

@@ -110,7 +110,7 @@ func readFile(path string) (*file, error) {
 		if b, err = extend(fh, b, n); err != nil {
 			return nil, fmt.Errorf("dicom: %s: %w", path, err)
 		}
-		f, err := parseFile(b)
+		f, err := parseFile(b, defaultLimits)
 		if err == nil {
 			f.path = path
 			return f, nil
@@ -127,9 +127,9 @@ func readFile(path string) (*file, error) {
 	}
 }
 
-// parseFile parses the bytes of one file.
-func parseFile(b []byte) (*file, error) {
-	l, err := scan(b, scanMode{})
+// parseFile parses the bytes of one file within lim.
+func parseFile(b []byte, lim fileLimits) (*file, error) {
+	l, err := scan(b, scanMode{lim: lim})
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +165,9 @@ func ReadFile(path string) (*volume.Volume, *Meta, error) {
 	return v, m, nil
 }
 
-// decode reads the bytes of one file (the fuzz target's entry).
-func decode(b []byte, path string) (*volume.Volume, *Meta, error) {
-	f, err := parseFile(b)
+// decode reads the bytes of one file within lim (the fuzz target's entry).
+func decode(b []byte, path string, lim fileLimits) (*volume.Volume, *Meta, error) {
+	f, err := parseFile(b, lim)
 	if err != nil {
 		return nil, nil, err
 	}

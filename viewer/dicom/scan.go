@@ -27,9 +27,20 @@ const maxDepth = 16
 // at the start), as opposed to a DICOM file that is damaged.
 var errNotDICOM = fmt.Errorf("%w: not a DICOM file", volume.ErrFormat)
 
-// maxInflated bounds the size of a deflated data set once inflated (a guard against
-// decompression bombs); 1 GiB is far above any deflated DICOM image in practice.
-var maxInflated int64 = 1 << 30
+// fileLimits bound what reading one file may allocate. The readers take [defaultLimits]; the
+// fuzz tests pass lower ones, as an argument, so that what an input decodes to stays near
+// its size and no test changes the package's limits.
+type fileLimits struct {
+	// inflated bounds a deflated data set once inflated (a guard against decompression
+	// bombs).
+	inflated int64
+	// sparse bounds the samples of a file's frames in a sparse coding (codec.sparse).
+	sparse int64
+}
+
+// defaultLimits are the readers' limits: 1 GiB inflated, far above any deflated DICOM
+// image in practice, and the volume's own limit of samples.
+var defaultLimits = fileLimits{inflated: 1 << 30, sparse: volume.MaxVoxels}
 
 // layout is where the parts of a DICOM file lie, found by scanning its data elements
 // without decoding their values.
@@ -64,6 +75,8 @@ type scanMode struct {
 	headerOnly bool
 	// keep are the top-level elements copied into the header; used when nil.
 	keep map[tag.Tag]bool
+	// lim bounds what the file may decode to; defaultLimits when zero.
+	lim fileLimits
 }
 
 // scanner walks data elements, checking every length against the bytes that remain, so
@@ -79,6 +92,9 @@ func scan(b []byte, mode scanMode) (*layout, error) {
 	l := &layout{bo: binary.LittleEndian, mode: mode, pixelOffset: -1}
 	if l.mode.keep == nil {
 		l.mode.keep = used
+	}
+	if l.mode.lim == (fileLimits{}) {
+		l.mode.lim = defaultLimits
 	}
 	off, hasMeta := encoding.Start(b)
 	if !hasMeta {
@@ -132,12 +148,12 @@ func scan(b []byte, mode scanMode) (*layout, error) {
 	if s.deflate {
 		base = -1
 		r := flate.NewReader(bytes.NewReader(body))
-		inflated, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+		inflated, err := io.ReadAll(io.LimitReader(r, l.mode.lim.inflated+1))
 		if err != nil {
 			return nil, fmt.Errorf("%w: inflating the deflated data set: %v", volume.ErrFormat, err)
 		}
-		if int64(len(inflated)) > maxInflated {
-			return nil, fmt.Errorf("%w: deflated data set inflates to more than %d bytes", volume.ErrTooLarge, maxInflated)
+		if int64(len(inflated)) > l.mode.lim.inflated {
+			return nil, fmt.Errorf("%w: deflated data set inflates to more than %d bytes", volume.ErrTooLarge, l.mode.lim.inflated)
 		}
 		body = inflated
 	}

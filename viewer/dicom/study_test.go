@@ -319,7 +319,7 @@ func TestDICOMDIR(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids, err := parseDICOMDIR(b)
+		ids, err := parseDICOMDIR(b, defaultLimits)
 		if err != nil || len(ids) != 31 || strings.Join(ids[0], "/") != "77654033/CR1/6154" {
 			t.Errorf("%s: %d files, %v", name, len(ids), err)
 		}
@@ -329,7 +329,7 @@ func TestDICOMDIR(t *testing.T) {
 	// than they claim): damaged, refused.
 	if b, err := os.ReadFile(filepath.Join(dir, "DICOMDIR-nooffset")); err != nil {
 		t.Fatal(err)
-	} else if _, err := parseDICOMDIR(b); !errors.Is(err, volume.ErrTruncated) {
+	} else if _, err := parseDICOMDIR(b, defaultLimits); !errors.Is(err, volume.ErrTruncated) {
 		t.Errorf("DICOMDIR-nooffset: %v", err)
 	}
 	// TINY_ALPHA's DICOMDIR lists 50 files without pixel data.
@@ -354,7 +354,7 @@ func TestDICOMDIRBad(t *testing.T) {
 	}
 	// The listed files, under lower-case names.
 	real := filepath.Dir(src)
-	ids, err := parseDICOMDIR(b)
+	ids, err := parseDICOMDIR(b, defaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +374,10 @@ func TestDICOMDIRBad(t *testing.T) {
 	}
 	// A record naming ../ is refused.
 	bad := []byte(strings.Replace(string(b), `77654033\CR1`, `..\54033\CR1`, 1))
-	if _, err := parseDICOMDIR(bad); err == nil || !strings.Contains(err.Error(), "not a path inside the folder") {
+	if _, err := parseDICOMDIR(bad, defaultLimits); err == nil || !strings.Contains(err.Error(), "not a path inside the folder") {
 		t.Errorf("path leaving the folder: %v", err)
 	}
-	if _, err := parseDICOMDIR(b[:len(b)/2]); !errors.Is(err, volume.ErrTruncated) {
+	if _, err := parseDICOMDIR(b[:len(b)/2], defaultLimits); !errors.Is(err, volume.ErrTruncated) {
 		t.Errorf("cut DICOMDIR: %v", err)
 	}
 }
@@ -393,11 +393,8 @@ func FuzzDICOMDIR(f *testing.F) {
 		}
 	}
 	f.Add(gen(spec{noPixels: true}))
-	// A deflate stream inflates at most 1032-fold: keep what fuzz inputs inflate to small.
-	defer func(n int64) { maxInflated = n }(maxInflated)
-	maxInflated = 16 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ids, err := parseDICOMDIR(b)
+		ids, err := parseDICOMDIR(b, fuzzLimits)
 		if err != nil {
 			return
 		}
@@ -510,10 +507,8 @@ func FuzzReadHead(f *testing.F) {
 		{pixels: px, ipp: `0\0\0`, slope: "1", intercept: "0"}, {pixels: px, ipp: `0\0\2`, slope: "2", intercept: "0"},
 		{pixels: px, ipp: `0\0\5`, slope: "1", intercept: "-3"}}, []int{1, 2, 3}))
 	f.Add(gen(spec{modality: "SR", noPixels: true, sopClass: "1.2.840.10008.5.1.4.1.1.88.22"}))
-	defer func(n int64) { maxInflated = n }(maxInflated)
-	maxInflated = 16 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := scan(b, scanMode{headerOnly: true})
+		l, err := scan(b, scanMode{headerOnly: true, lim: fuzzLimits})
 		if err != nil {
 			return
 		}
