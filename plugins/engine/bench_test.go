@@ -51,11 +51,9 @@ func BenchmarkUNetInfer(b *testing.B) {
 				name = tc.name + "/fold"
 			}
 			b.Run(name, func(b *testing.B) {
-				foldDepth = fold
-				defer func() { foldDepth = true }()
 				be := NewCPU(0)
 				cfg := UNetConfig{In: 1, Classes: 2, Widths: tc.widths, Convs: 2, MaxPool: true, Slope: 0.01}
-				u := smallUNet(b, be, cfg, 1, tc.patch, 1)
+				u := smallUNet(b, be, cfg, 1, tc.patch, 1, withTiling(tiling{columns: !fold}))
 				u.SetTraining(false)
 				b.ResetTimer()
 				for range b.N {

@@ -9,6 +9,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 		b.fail("conv %v kernel %v stride %v padding %v to %d channels does not fit", x.Shape, k, s, p, cout)
 		return b.tensor(Shape{}, true)
 	}
+	g.colBudget = b.tiling.colBudget
 	l := &conv{be: b.be, x: x, g: g, ws: b.ws}
 	l.y = b.tensor(Shape{x.Shape.N, cout, g.out[0], g.out[1], g.out[2]}, true)
 	name := b.name("conv")
@@ -26,6 +27,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 		// flipped, transposed kernel and padding k−1−p: an SGEMM with cout·k³ as its inner
 		// dimension instead of a memory-bound one with cout, and im2col instead of col2im.
 		gt, ok := newGeom(cout, g.out, k, s, [3]int{k[0] - 1 - p[0], k[1] - 1 - p[1], k[2] - 1 - p[2]})
+		gt.colBudget = g.colBudget
 		if ok && gt.out == g.in {
 			l.gt, l.flipped = &gt, make([]float32, len(l.w.Data))
 			b.scratch = append(b.scratch, l.flipped)
@@ -33,7 +35,7 @@ func (b *Builder) Conv(x *Tensor, cout int, k, s, p [3]int, bias bool) *Tensor {
 		}
 	}
 	l.dw = b.partScratch(len(l.w.Data))
-	if !l.pointwise {
+	if !l.pointwise && !b.tiling.columns {
 		if l.fold = newFolded(planar(g), cout); l.fold != nil {
 			b.ws.size = max(b.ws.size, l.fold.size())
 			b.scratch = append(b.scratch, l.fold.w)
@@ -312,6 +314,7 @@ func (b *Builder) ConvTranspose(x *Tensor, cout int, k, s, p [3]int, bias bool) 
 		b.fail("transposed conv %v kernel %v stride %v padding %v to %d channels does not fit", x.Shape, k, s, p, cout)
 		return b.tensor(Shape{}, true)
 	}
+	g.colBudget = b.tiling.colBudget
 	l := &convT{be: b.be, x: x, g: g, ws: b.ws}
 	l.y = b.tensor(Shape{x.Shape.N, cout, out[0], out[1], out[2]}, true)
 	name := b.name("convtranspose")

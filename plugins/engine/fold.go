@@ -16,8 +16,6 @@ package engine
 // One sample split over several workers (inference) splits the output channels
 // ([folded.channels]), so that workers write disjoint parts of the output.
 
-// foldDepth enables the folded path; tests turn it off to compare with the column path.
-var foldDepth = true
 
 // folded is the depth-folded form of a convolution of c channels into cout.
 type folded struct {
@@ -40,23 +38,25 @@ func planar(g geom) geom {
 	if !ok {
 		return g
 	}
+	v.colBudget = g.colBudget
 	return v
 }
 
 // newFolded returns the folded form of the stride-1 convolution of geometry g with cout
 // output channels, or nil when folding does not apply (a 2D kernel or a stride).
 func newFolded(g geom, cout int) *folded {
-	if !foldDepth || g.k[0] < 2 || g.s != [3]int{1, 1, 1} {
+	if g.k[0] < 2 || g.s != [3]int{1, 1, 1} {
 		return nil
 	}
 	g2, ok := newGeom(g.c, g.in, [3]int{1, g.k[1], g.k[2]}, g.s, [3]int{0, g.p[1], g.p[2]})
 	if !ok {
 		return nil
 	}
+	g2.colBudget = g.colBudget
 	f := &folded{g: g2, k0: g.k[0], p0: g.p[0], out0: g.out[0], cout: cout,
 		w: make([]float32, g.k[0]*cout*g2.rows())}
 	perRow := (g2.rows() + f.k0*cout) * g2.out[2]
-	f.rowsPerTile = min(g2.outRows(), max(1, colBudget/perRow))
+	f.rowsPerTile = min(g2.outRows(), max(1, g2.budget()/perRow))
 	return f
 }
 

@@ -28,13 +28,9 @@ func TestFoldedMatchesColumns(t *testing.T) {
 	for _, tc := range cases {
 		for _, budget := range []int{colBudget, 1} {
 			t.Run(fmt.Sprintf("%v k%v p%v budget %d", tc.in, tc.k, tc.p, budget), func(t *testing.T) {
-				old := colBudget
-				colBudget = budget
-				defer func() { colBudget = old }()
+				t.Parallel()
 				run := func(fold bool) [][]float32 {
-					foldDepth = fold
-					defer func() { foldDepth = true }()
-					b := NewBuilder(NewCPU(2), 7)
+					b := NewBuilder(NewCPU(2), 7, withTiling(tiling{colBudget: budget, columns: !fold}))
 					x := b.tensor(tc.in, true)
 					y1 := b.Conv(x, tc.cout, tc.k, [3]int{1, 1, 1}, tc.p, true)
 					y2 := b.Conv(x, tc.cout2, tc.k, [3]int{1, 1, 1}, tc.p, false)

@@ -12,6 +12,8 @@ type geom struct {
 	// wlo and whi bound, for each kernel offset along W, the output columns whose input
 	// column lies inside the image.
 	wlo, whi []int
+	// colBudget, when positive, replaces the package's colBudget (budget).
+	colBudget int
 }
 
 func newGeom(c int, in, k, s, p [3]int) (geom, bool) {
@@ -45,13 +47,22 @@ func (g *geom) rows() int { return g.c * g.kk() }
 func (g *geom) outRows() int { return g.out[0] * g.out[1] }
 
 // colBudget bounds a column tile (values per worker): 8 MiB keeps a tile in the last-level
-// cache between im2col and its SGEMM and the workspace small for 3D patches. Tests lower
-// it to exercise tiling.
-var colBudget = 1 << 21
+// cache between im2col and its SGEMM and the workspace small for 3D patches. A test lowers
+// it for one network (withTiling) to exercise tiling.
+const colBudget = 1 << 21
+
+// budget is the geometry's column tile budget: colBudget unless the network was built
+// with another (withTiling).
+func (g *geom) budget() int {
+	if g.colBudget > 0 {
+		return g.colBudget
+	}
+	return colBudget
+}
 
 // tileRows is the number of output rows per column tile.
 func (g *geom) tileRows() int {
-	return min(g.outRows(), max(1, colBudget/(g.rows()*g.out[2])))
+	return min(g.outRows(), max(1, g.budget()/(g.rows()*g.out[2])))
 }
 
 // source maps kernel offsets (kd, kh) and output row q to the input row, or −1 outside.

@@ -59,10 +59,10 @@ const (
 	stdTol  = 1e-2
 )
 
-func runGradCase(t *testing.T, tc gradCase) {
+func runGradCase(t *testing.T, tc gradCase, opts ...Option) {
 	t.Helper()
 	be := NewCPU(2)
-	b := NewBuilder(be, 7)
+	b := NewBuilder(be, 7, opts...)
 	x := b.tensor(tc.in, true)
 	var pr *probe
 	var loss *Loss
@@ -236,16 +236,13 @@ func TestGradients(t *testing.T) {
 	}
 	for _, budget := range []int{colBudget, 1} {
 		// A budget of 1 makes every column tile one output row.
-		old := colBudget
-		colBudget = budget
 		for _, tc := range cases {
 			t.Run(fmt.Sprintf("%s/budget %d", tc.name, budget), func(t *testing.T) {
 				if tc.h == 0 {
 					tc.h, tc.tol = stdStep, stdTol
 				}
-				runGradCase(t, tc)
+				runGradCase(t, tc, withTiling(tiling{colBudget: budget}))
 			})
 		}
-		colBudget = old
 	}
 }

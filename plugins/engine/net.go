@@ -66,7 +66,25 @@ type Builder struct {
 	err     error
 	// inference: built for forward passes only (ForInference).
 	inference bool
+	// tiling: how convolutions tile their columns (withTiling; the zero value is the
+	// default).
+	tiling tiling
 }
+
+// tiling says how a network's convolutions lay out their column matrices. The zero value
+// is what every network uses; the engine's tests build networks with others (withTiling)
+// to check each path against the others.
+type tiling struct {
+	// colBudget, when positive, replaces the column tile budget (colBudget): 1 makes
+	// every tile one output row.
+	colBudget int
+	// columns turns off the folded path of stride-1 convolutions (newFolded), leaving the
+	// column path.
+	columns bool
+}
+
+// withTiling builds a network whose convolutions tile their columns as t says.
+func withTiling(t tiling) Option { return func(b *Builder) { b.tiling = t } }
 
 // Option is a way to build a network other than for training.
 type Option func(*Builder)
