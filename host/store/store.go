@@ -74,6 +74,12 @@ type Store struct {
 // If another process holds it, Open gives up after timeout (DefaultTimeout when zero) with
 // an error wrapping ErrLocked.
 func Open(path string, timeout time.Duration) (*Store, error) {
+	return openSchema(path, timeout, migrations)
+}
+
+// openSchema is Open with the schema's migrations as an argument, so that a test can pass a
+// schema with more of them.
+func openSchema(path string, timeout time.Duration, ms []migration) (*Store, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -88,14 +94,16 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path}
-	if err := s.migrate(); err != nil {
+	if err := s.migrate(ms); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) migrate() error {
+// migrate brings the file to schema len(ms), running the migrations it lacks in one
+// transaction.
+func (s *Store) migrate(ms []migration) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -108,11 +116,11 @@ func (s *Store) migrate() error {
 			}
 			v = int(binary.BigEndian.Uint64(b))
 		}
-		if v > len(migrations) {
-			return fmt.Errorf("%w: %s has schema %d, this program knows %d", ErrNewerSchema, s.path, v, len(migrations))
+		if v > len(ms) {
+			return fmt.Errorf("%w: %s has schema %d, this program knows %d", ErrNewerSchema, s.path, v, len(ms))
 		}
-		for ; v < len(migrations); v++ {
-			if err := migrations[v](tx); err != nil {
+		for ; v < len(ms); v++ {
+			if err := ms[v](tx); err != nil {
 				return fmt.Errorf("store %s: migrate schema %d to %d: %w", s.path, v, v+1, err)
 			}
 		}

@@ -112,18 +112,16 @@ func TestMigrationsRunInOrderAndRollBack(t *testing.T) {
 	s := open(t)
 	s.Close()
 	saved := migrations
-	t.Cleanup(func() { migrations = saved })
 
 	var ran []int
-	migrations = append(append([]migration{}, saved...),
+	failing := append(append([]migration{}, saved...),
 		func(tx *bolt.Tx) error { ran = append(ran, 1); _, err := tx.CreateBucket([]byte("x")); return err },
 		func(tx *bolt.Tx) error { ran = append(ran, 2); return errors.New("disk says no") },
 	)
-	if _, err := Open(s.Path(), 0); err == nil || !strings.Contains(err.Error(), "disk says no") {
+	if _, err := openSchema(s.Path(), 0, failing); err == nil || !strings.Contains(err.Error(), "disk says no") {
 		t.Fatalf("failing migration: err = %v", err)
 	}
 	// The failed transaction left the file at the old version without bucket x.
-	migrations = saved
 	s2, err := Open(s.Path(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +138,9 @@ func TestMigrationsRunInOrderAndRollBack(t *testing.T) {
 	}
 
 	ran = nil
-	migrations = append(append([]migration{}, saved...),
+	one := append(append([]migration{}, saved...),
 		func(tx *bolt.Tx) error { ran = append(ran, 1); return nil })
-	s3, err := Open(s.Path(), 0)
+	s3, err := openSchema(s.Path(), 0, one)
 	if err != nil {
 		t.Fatal(err)
 	}
