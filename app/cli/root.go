@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// commands lists every top-level command.
-func commands() []*cobra.Command {
+// commands lists every top-level command; amid verify re-runs packages with reproduce.
+func commands(reproduce reproducer) []*cobra.Command {
 	return []*cobra.Command{
 		inspectCmd(),
 		convertCmd(),
@@ -26,7 +26,7 @@ func commands() []*cobra.Command {
 		pluginsCmd(),
 		synthCmd(),
 		auditCmd(),
-		verifyCmd(),
+		verifyCmd(reproduce),
 		demoCmd(),
 		runCmd(),
 		resumeCmd(),
@@ -47,6 +47,11 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // Main runs the program with args (without the program name) and returns the exit code.
 // Errors are printed to stderr in one line, prefixed "amid: ".
 func Main(args []string, stdout, stderr io.Writer) int {
+	return mainWith(args, stdout, stderr, reproduceHook)
+}
+
+// mainWith is Main with amid verify's way to re-run a package as an argument.
+func mainWith(args []string, stdout, stderr io.Writer, reproduce reproducer) int {
 	root := &cobra.Command{
 		Use:           "amid",
 		Short:         "AMID develops medical-imaging models autonomously and auditably",
@@ -57,7 +62,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(commands()...)
+	root.AddCommand(commands(reproduce)...)
 	if err := root.Execute(); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

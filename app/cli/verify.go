@@ -12,13 +12,13 @@ import (
 	"amid/plugins/compute"
 )
 
-// reproduce re-runs the prediction of the model package in pkg into the empty folder out,
-// in the layout of the package's predictions/ folder (see export.VerifyOptions). The run
-// orchestration sets it; while it is nil, amid verify checks everything but
-// reproducibility and says so.
-var reproduce func(ctx context.Context, pkg, out string) (compute.Identity, error)
+// reproducer re-runs the prediction of the model package in pkg into the empty folder out,
+// in the layout of the package's predictions/ folder (see export.VerifyOptions). The
+// program's is reproduceHook; a test passes its own, or nil, with which amid verify checks
+// everything but reproducibility and says so.
+type reproducer func(ctx context.Context, pkg, out string) (compute.Identity, error)
 
-func verifyCmd() *cobra.Command {
+func verifyCmd(reproduce reproducer) *cobra.Command {
 	var noReproduce, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify PACKAGE",
@@ -44,7 +44,7 @@ status is then 1.`,
 			case noReproduce:
 				v.ReproduceNote = "reproducibility not checked (--no-reproduce)"
 			case reproduce == nil:
-				v.ReproduceNote = "reproducibility not checked: this amid cannot re-run a package yet"
+				v.ReproduceNote = "reproducibility not checked: no way to re-run a package was given"
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

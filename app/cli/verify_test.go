@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -74,16 +75,16 @@ func newTestPackage(t *testing.T) *testPackage {
 	return p
 }
 
-// withReproduce sets the package's reproduce hook for one test.
-func withReproduce(t *testing.T, fn func(ctx context.Context, pkg, out string) (compute.Identity, error)) {
+// verifyWith runs amid verify with args, re-running packages with reproduce.
+func verifyWith(t *testing.T, reproduce reproducer, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	old := reproduce
-	reproduce = fn
-	t.Cleanup(func() { reproduce = old })
+	var o, e bytes.Buffer
+	code = mainWith(append([]string{"verify"}, args...), &o, &e, reproduce)
+	return o.String(), e.String(), code
 }
 
 // rerun copies the package's predictions into out/predictions, then applies change.
-func rerun(change map[string]string) func(ctx context.Context, pkg, out string) (compute.Identity, error) {
+func rerun(change map[string]string) reproducer {
 	return func(_ context.Context, pkg, out string) (compute.Identity, error) {
 		for _, n := range []string{"case_001.nii.gz", "case_002.nii.gz"} {
 			b, err := os.ReadFile(filepath.Join(pkg, "predictions", n))
@@ -107,27 +108,25 @@ var cliIdentity = compute.Identity{Engine: "0.2.0", Device: "cpu", BLAS: "openbl
 
 func TestVerifyPassesAndSaysWhatItSkipped(t *testing.T) {
 	p := newTestPackage(t)
-	withReproduce(t, nil)
-	out, errOut, code := run(t, "verify", p.pkg)
+	out, errOut, code := verifyWith(t, nil, p.pkg)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	// 14 files besides manifest.json: the 9 every package holds (export's required list),
 	// the plugin, one weight file, 2 predictions and the submission.
 	for _, s := range []string{"verified: 14 files match the manifest", "audit log intact: 5 entries, last hash " + p.lastHash,
-		"reproducibility not checked: this amid cannot re-run a package yet"} {
+		"reproducibility not checked: no way to re-run a package was given"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
 
-	withReproduce(t, rerun(nil))
 	zip := filepath.Join(p.dir, "pkg.zip")
 	if err := export.Zip(p.pkg, zip); err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []string{p.pkg, zip} {
-		out, errOut, code = run(t, "verify", target)
+		out, errOut, code = verifyWith(t, rerun(nil), target)
 		want := "predictions reproduced byte for byte under the same compute identity (2 files)\n" +
 			"  package computed with: engine 0.2.0, cpu, openblas 0.3.21 Haswell, 2 workers\n" +
 			"  re-run computed with:  engine 0.2.0, cpu, openblas 0.3.21 Haswell, 2 workers\n"
@@ -135,7 +134,7 @@ func TestVerifyPassesAndSaysWhatItSkipped(t *testing.T) {
 			t.Fatalf("%s: exit %d: %s%s", target, code, out, errOut)
 		}
 	}
-	out, _, code = run(t, "verify", p.pkg, "--no-reproduce")
+	out, _, code = verifyWith(t, rerun(nil), p.pkg, "--no-reproduce")
 	if code != 0 || !strings.Contains(out, "reproducibility not checked (--no-reproduce)") {
 		t.Fatalf("--no-reproduce: exit %d: %s", code, out)
 	}
@@ -143,8 +142,7 @@ func TestVerifyPassesAndSaysWhatItSkipped(t *testing.T) {
 
 func TestVerifyReportsDifferentReproduction(t *testing.T) {
 	p := newTestPackage(t)
-	withReproduce(t, rerun(map[string]string{"case_002.nii.gz": "another prediction"}))
-	out, errOut, code := run(t, "verify", p.pkg)
+	out, errOut, code := verifyWith(t, rerun(map[string]string{"case_002.nii.gz": "another prediction"}), p.pkg)
 	if code == 0 {
 		t.Fatalf("exit 0:\n%s", out)
 	}
@@ -158,7 +156,6 @@ func TestVerifyReportsDifferentReproduction(t *testing.T) {
 
 // A tampered weight file or audit log fails amid verify with a line naming it.
 func TestVerifyCatchesTampering(t *testing.T) {
-	withReproduce(t, nil)
 	edit := func(t *testing.T, pkg string, fn func([]string) []string) {
 		path := filepath.Join(pkg, "audit.jsonl")
 		b, _ := os.ReadFile(path)
@@ -187,7 +184,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newTestPackage(t)
 			c.tamper(t, p.pkg)
-			out, errOut, code := run(t, "verify", p.pkg)
+			out, errOut, code := verifyWith(t, nil, p.pkg)
 			if code == 0 {
 				t.Fatalf("exit 0:\n%s", out)
 			}
