@@ -140,31 +140,18 @@ func TestSetenvTooLate(t *testing.T) {
 	}
 }
 
-// fakeCore replaces EnsureCoreType's seams for one test: the core OpenBLAS "detected",
-// the CPU's flags, and a restart that records its environment instead of executing.
-func fakeCore(t *testing.T, detected string, f cpuFlags) (restarted *[]string) {
-	t.Helper()
-	oldCore, oldCPU, oldRestart := detectedCore, detectedCPU, restart
-	t.Cleanup(func() { detectedCore, detectedCPU, restart = oldCore, oldCPU, oldRestart })
-	var env []string
-	detectedCore = func() string { return detected }
-	detectedCPU = func() cpuFlags { return f }
-	restart = func(_ string, _, e []string) error { env = e; return nil }
-	return &env
-}
-
-func unsetCoreType(t *testing.T) {
-	t.Helper()
-	t.Setenv(compute.EnvCoreType, "") // restored after the test
-	os.Unsetenv(compute.EnvCoreType)
+// fakeCore is EnsureCoreType's decision on a CPU with flags f whose OpenBLAS "detected"
+// core detected, under settings set, with a restart that records its environment instead
+// of executing.
+func fakeCore(detected string, f cpuFlags, set compute.Settings) (restarted []string, err error) {
+	err = coreCheck{core: detected, cpu: f, set: set, restart: func(_ string, _, e []string) error { restarted = e; return nil }}.ensure()
+	return restarted, err
 }
 
 // TestEnsureCoreTypeHonoursExplicit: a core type the user set is kept, even when OpenBLAS
 // could run a stronger one, and one the CPU cannot run is refused in a sentence.
 func TestEnsureCoreTypeHonoursExplicit(t *testing.T) {
-	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
-	}
+	t.Parallel()
 	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
 	avx2 := cpuFlags{avx2: true, avx: true}
 	for _, tc := range []struct {
@@ -179,67 +166,56 @@ func TestEnsureCoreTypeHonoursExplicit(t *testing.T) {
 		{"SkylakeX", "SkylakeX", avx2, "OPENBLAS_CORETYPE=SkylakeX needs AVX-512, which this CPU lacks"},
 		{"Haswell", "Haswell", cpuFlags{avx: true}, "OPENBLAS_CORETYPE=Haswell needs AVX2 and FMA, which this CPU lacks"},
 	} {
-		env := fakeCore(t, tc.detected, tc.f)
-		t.Setenv(compute.EnvCoreType, tc.forced)
-		err := EnsureCoreType()
+		env, err := fakeCore(tc.detected, tc.f, compute.Settings{CoreType: tc.forced})
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s on %+v: %v", tc.forced, tc.f, err)
 		case tc.wantErr != "" && (!errors.Is(err, ErrCoreType) || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("%s on %+v: error %v, want ErrCoreType saying %q", tc.forced, tc.f, err, tc.wantErr)
 		}
-		if *env != nil {
-			t.Errorf("%s on %+v: restarted with %v; an explicit core type must be kept", tc.forced, tc.f, *env)
+		if env != nil {
+			t.Errorf("%s on %+v: restarted with %v; an explicit core type must be kept", tc.forced, tc.f, env)
 		}
+	}
+	// After a restart, OpenBLAS must report the core it was given.
+	if _, err := fakeCore("Prescott", avx512, compute.Settings{CoreType: "SkylakeX", Restarted: true}); !errors.Is(err, ErrCoreType) {
+		t.Errorf("restarted with SkylakeX, OpenBLAS on Prescott: %v, want ErrCoreType", err)
 	}
 }
 
 // TestEnsureCoreTypeCorrects: with nothing set, a misdetected core restarts the process
 // with the CPU's best core, and a correct detection does not.
 func TestEnsureCoreTypeCorrects(t *testing.T) {
-	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
-	}
-	unsetCoreType(t)
-	env := fakeCore(t, "Prescott", cpuFlags{avx512: true, avx2: true, avx: true})
-	if err := EnsureCoreType(); err != nil {
+	t.Parallel()
+	env, err := fakeCore("Prescott", cpuFlags{avx512: true, avx2: true, avx: true}, compute.Settings{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(*env, compute.EnvCoreType+"=SkylakeX") || !slices.Contains(*env, compute.EnvRestarted+"=1") {
-		t.Fatalf("restart environment %v; want %s=SkylakeX and the restart guard", *env, compute.EnvCoreType)
+	if !slices.Contains(env, compute.EnvCoreType+"=SkylakeX") || !slices.Contains(env, compute.EnvRestarted+"=1") {
+		t.Fatalf("restart environment %v; want %s=SkylakeX and the restart guard", env, compute.EnvCoreType)
 	}
-	env = fakeCore(t, "Zen", cpuFlags{avx2: true, avx: true})
-	if err := EnsureCoreType(); err != nil || *env != nil {
-		t.Fatalf("correct detection: err %v, restart %v; want neither", err, *env)
+	if env, err = fakeCore("Zen", cpuFlags{avx2: true, avx: true}, compute.Settings{}); err != nil || env != nil {
+		t.Fatalf("correct detection: err %v, restart %v; want neither", err, env)
 	}
 }
 
 // TestEnsureCoreTypePrefers: the core a package was made with is taken when this CPU can
 // run it, and ignored when it cannot; an explicit choice still wins.
 func TestEnsureCoreTypePrefers(t *testing.T) {
-	if !HaveOpenBLAS {
-		t.Skip("built without OpenBLAS: EnsureCoreType does nothing")
-	}
+	t.Parallel()
 	avx512 := cpuFlags{avx512: true, avx2: true, avx: true}
-	unsetCoreType(t)
-	t.Setenv(compute.EnvPreferCore, "Haswell")
-	env := fakeCore(t, "SkylakeX", avx512)
-	if err := EnsureCoreType(); err != nil || !slices.Contains(*env, compute.EnvCoreType+"=Haswell") {
-		t.Fatalf("prefer Haswell on AVX-512: err %v, restart %v", err, *env)
+	haswell := compute.Settings{PreferCore: "Haswell"}
+	if env, err := fakeCore("SkylakeX", avx512, haswell); err != nil || !slices.Contains(env, compute.EnvCoreType+"=Haswell") {
+		t.Fatalf("prefer Haswell on AVX-512: err %v, restart %v", err, env)
 	}
-	env = fakeCore(t, "Haswell", avx512)
-	if err := EnsureCoreType(); err != nil || *env != nil {
-		t.Fatalf("already Haswell: err %v, restart %v", err, *env)
+	if env, err := fakeCore("Haswell", avx512, haswell); err != nil || env != nil {
+		t.Fatalf("already Haswell: err %v, restart %v", err, env)
 	}
-	t.Setenv(compute.EnvPreferCore, "SkylakeX")
-	env = fakeCore(t, "Haswell", cpuFlags{avx2: true, avx: true})
-	if err := EnsureCoreType(); err != nil || *env != nil {
-		t.Fatalf("SkylakeX preferred on an AVX2 CPU: err %v, restart %v; want the detected core kept", err, *env)
+	if env, err := fakeCore("Haswell", cpuFlags{avx2: true, avx: true}, compute.Settings{PreferCore: "SkylakeX"}); err != nil || env != nil {
+		t.Fatalf("SkylakeX preferred on an AVX2 CPU: err %v, restart %v; want the detected core kept", err, env)
 	}
-	t.Setenv(compute.EnvCoreType, "Sandybridge")
-	env = fakeCore(t, "Sandybridge", avx512)
-	if err := EnsureCoreType(); err != nil || *env != nil {
-		t.Fatalf("explicit Sandybridge with a preference: err %v, restart %v", err, *env)
+	if env, err := fakeCore("Sandybridge", avx512, compute.Settings{PreferCore: "SkylakeX", CoreType: "Sandybridge"}); err != nil || env != nil {
+		t.Fatalf("explicit Sandybridge with a preference: err %v, restart %v", err, env)
 	}
 }
 
@@ -248,10 +224,11 @@ func TestEnsureCoreTypePrefers(t *testing.T) {
 // checks that the real restart gives OpenBLAS the CPU's best core.
 func TestEnsureCoreTypeRestarts(t *testing.T) {
 	if os.Getenv("AMID_ENGINE_HELPER") == "coretype" {
-		if os.Getenv(compute.EnvRestarted) == "" {
-			detectedCore = func() string { return "Prescott" }
+		c := coreCheck{core: CoreName(), cpu: hostFlags(), set: compute.ReadSettings(), restart: execSelf}
+		if !c.set.Restarted {
+			c.core = "Prescott"
 		}
-		if err := EnsureCoreType(); err != nil {
+		if err := c.ensure(); err != nil {
 			fmt.Println("ERROR", err)
 			os.Exit(1)
 		}

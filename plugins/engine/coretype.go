@@ -72,13 +72,6 @@ func coreFix(current string, f cpuFlags) (string, bool) {
 	return "", false
 }
 
-// Seams for tests: the core OpenBLAS chose, the CPU's flags, and the restart.
-var (
-	detectedCore = CoreName
-	detectedCPU  = hostFlags
-	restart      = execSelf
-)
-
 // ErrCoreType marks an OPENBLAS_CORETYPE this CPU cannot run, and a restart that did not
 // give OpenBLAS the core it was asked for.
 var ErrCoreType = errors.New("OpenBLAS core type")
@@ -105,20 +98,32 @@ func EnsureCoreType() error {
 	if !HaveOpenBLAS {
 		return nil
 	}
-	flags, set := detectedCPU(), compute.ReadSettings()
-	if forced := set.CoreType; forced != "" {
-		if coreLevel(forced) > cpuLevel(flags) {
+	return coreCheck{core: CoreName(), cpu: hostFlags(), set: compute.ReadSettings(), restart: execSelf}.ensure()
+}
+
+// coreCheck is what EnsureCoreType decides from: the core OpenBLAS chose, the CPU's flags,
+// the process's settings, and how to restart it (exe, args, env). Its tests pass their own.
+type coreCheck struct {
+	core    string
+	cpu     cpuFlags
+	set     compute.Settings
+	restart func(exe string, args, env []string) error
+}
+
+// ensure is EnsureCoreType's decision; it restarts through c.restart.
+func (c coreCheck) ensure() error {
+	if forced := c.set.CoreType; forced != "" {
+		if coreLevel(forced) > cpuLevel(c.cpu) {
 			return fmt.Errorf("%w: %s=%s needs %s, which this CPU lacks", ErrCoreType, compute.EnvCoreType, forced, levelName(coreLevel(forced)))
 		}
-		if cur := detectedCore(); set.Restarted && coreLevel(cur) != coreLevel(forced) {
-			return fmt.Errorf("%w: OpenBLAS uses core %q after restart with %s=%s", ErrCoreType, cur, compute.EnvCoreType, forced)
+		if c.set.Restarted && coreLevel(c.core) != coreLevel(forced) {
+			return fmt.Errorf("%w: OpenBLAS uses core %q after restart with %s=%s", ErrCoreType, c.core, compute.EnvCoreType, forced)
 		}
 		return nil
 	}
-	cur := detectedCore()
-	want, fix := coreFix(cur, flags)
-	if pref := set.PreferCore; pref != "" && coreLevel(pref) <= cpuLevel(flags) {
-		want, fix = pref, !strings.EqualFold(pref, cur)
+	want, fix := coreFix(c.core, c.cpu)
+	if pref := c.set.PreferCore; pref != "" && coreLevel(pref) <= cpuLevel(c.cpu) {
+		want, fix = pref, !strings.EqualFold(pref, c.core)
 	}
 	if !fix {
 		return nil
@@ -128,7 +133,7 @@ func EnsureCoreType() error {
 		return fmt.Errorf("engine: restart with %s=%s: %w", compute.EnvCoreType, want, err)
 	}
 	env := append(os.Environ(), compute.EnvCoreType+"="+want, compute.EnvRestarted+"=1")
-	return restart(exe, os.Args, env)
+	return c.restart(exe, os.Args, env)
 }
 
 // cpuLevel is the widest kernel level the CPU's flags allow.
