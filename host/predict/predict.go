@@ -45,8 +45,6 @@ type Predictor struct {
 	Entry *catalog.Entry
 	Opts  supervisor.Options
 	Task  *task.Task
-	// Sent, when set, sees each request just before the plugin process receives it.
-	Sent func(*protocol.PredictRequest)
 	// Probabilities asks the plugin for each case's probability map too (a segmentation
 	// plugin's; others write none).
 	Probabilities bool
@@ -88,8 +86,8 @@ func (p *Predictor) One(ctx context.Context, cfg []byte, ckpt string, cases []ta
 		Task: protocol.Task{Kind: t.Kind, Dims: t.Dims, Metric: t.Metric.Name, Spec: spec}, Config: cfg, Checkpoint: ckpt,
 		Cases: Cases(cases, nil), OutputDir: out, Probabilities: p.Probabilities,
 	}
-	if p.Sent != nil {
-		p.Sent(req)
+	if p.Opts.Sent != nil {
+		p.Opts.Sent(req)
 	}
 	resp, err := proc.Predict(ctx, req)
 	if err != nil {

@@ -41,10 +41,11 @@ func skipLong(t *testing.T) {
 }
 
 // dicomRun runs a task in data with the built segmentation plugin and returns its state.
-func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deidentify bool) (*State, string) {
+func dicomRun(t *testing.T, taskFile, data string, budget time.Duration, deidentify bool, sent func(req any)) (*State, string) {
 	t.Helper()
 	e, done := env(t, t.TempDir())
 	t.Cleanup(done)
+	e.Supervisor.Sent = sent
 	var log bytes.Buffer
 	e.Events = func(ev Event) {
 		if ev.Progress == nil {
@@ -86,7 +87,7 @@ func TestDICOMEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	transcode(t, data, map[string][]string{"head001": {"--jpegls"}, "head004": {"--j2k"}, "head007": {"--jpeg"}})
-	st, dir := dicomRun(t, filepath.Join(data, "task.yaml"), data, 40*time.Second, false)
+	st, dir := dicomRun(t, filepath.Join(data, "task.yaml"), data, 40*time.Second, false, nil)
 	if b, err := os.ReadFile(filepath.Join(dir, "contract.json")); err != nil || !bytes.Contains(b, []byte(`skipped: a localizer`)) {
 		t.Errorf("the contract does not note the localizers passed over: %v", err)
 	}
@@ -275,7 +276,7 @@ submission: {columns: [case_id, mask], id_column: case_id, file_column: mask, pa
 		t.Fatal("the test data hold no identifying value to look for")
 	}
 	reqs := recordRequests(t, secrets)
-	st, dir := dicomRun(t, taskFile, data, 30*time.Second, true)
+	st, dir := dicomRun(t, taskFile, data, 30*time.Second, true, reqs.sent)
 	checks := time.Now()
 	d, err := Cases(dir)
 	if err != nil {
@@ -400,10 +401,11 @@ func zipLeaks(t *testing.T, path string, secrets []string) map[string][]string {
 	return out
 }
 
-// requests is what the package's plugin processes were handed while recordRequests was
-// in force: the secrets found in each request's cases and configuration when it was sent,
-// by path, and the work and output folders, to search once the plugins are done.
+// requests is what the package's plugin processes were handed, seen through sent (the
+// supervisor's Sent): the secrets found in each request's cases and configuration when it
+// was sent, by path, and the work and output folders, to search once the plugins are done.
 type requests struct {
+	sent             func(req any)
 	mu               sync.Mutex
 	trains, predicts int
 	folders          []string
@@ -424,12 +426,11 @@ func (r *requests) add(path string, l map[string][]string) {
 	}
 }
 
-// recordRequests searches every request handed to a plugin, until the test ends, for the
-// secrets.
+// recordRequests searches every request its sent sees for the secrets.
 func recordRequests(t *testing.T, secrets []string) *requests {
 	t.Helper()
 	r := &requests{leaks: map[string]map[string][]string{}}
-	sent = func(req any) {
+	r.sent = func(req any) {
 		var paths, folders []string
 		var config []byte
 		switch q := req.(type) {
@@ -461,7 +462,6 @@ func recordRequests(t *testing.T, secrets []string) *requests {
 		}
 		r.folders = append(r.folders, folders...)
 	}
-	t.Cleanup(func() { sent = nil })
 	return r
 }
 

@@ -169,9 +169,6 @@ func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress 
 	if progress != nil {
 		sup.OnProgress = func(_ string, p *protocol.Progress) { progress(p) }
 	}
-	if sent != nil {
-		sent(&job.Request)
-	}
 	rec, err := sup.RunLane(ctx, &supervisor.Lane{RunID: job.RunID, ID: job.ID, Entry: job.Entry, Request: job.Request})
 	if err != nil {
 		return nil, err
@@ -184,13 +181,7 @@ func (l *Local) Train(ctx context.Context, job *TrainJob, place Place, progress 
 
 // Predict implements Executor.
 func (l *Local) Predict(ctx context.Context, job *PredictJob) (*predict.Predicted, error) {
-	p := &predict.Predictor{Entry: job.Entry, Opts: l.Opts, Task: job.Task, Sent: sentPredict}
+	p := &predict.Predictor{Entry: job.Entry, Opts: l.Opts, Task: job.Task}
 	return p.One(ctx, job.Config, job.Checkpoint, job.Cases, job.Out)
 }
 
-// sentPredict hands a prediction request to sent, when a test set it.
-func sentPredict(req *protocol.PredictRequest) {
-	if sent != nil {
-		sent(req)
-	}
-}

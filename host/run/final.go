@@ -26,13 +26,9 @@ import (
 	"amid/host/task"
 )
 
-// sent, when set (by this package's tests), sees every training and prediction request
-// just before this machine's plugin process receives it (Local.Train, Runner.predictor).
-var sent func(req any)
-
 // predictor predicts with entry's plugin on this machine.
 func (r *Runner) predictor(entry *catalog.Entry) *predict.Predictor {
-	return &predict.Predictor{Entry: entry, Opts: r.env.Supervisor, Task: r.task, Sent: sentPredict}
+	return &predict.Predictor{Entry: entry, Opts: r.env.Supervisor, Task: r.task}
 }
 
 // choose picks exploration's winner (the lane with the best mean validation score when

@@ -63,6 +63,9 @@ func (s *Supervisor) RunLane(ctx context.Context, l *Lane) (*store.Lane, error) 
 	}
 	req := l.Request
 	req.LaneID = l.ID
+	if opts.Sent != nil {
+		opts.Sent(&req)
+	}
 	backoff := opts.Backoff
 	for {
 		rec.Attempts++

@@ -52,6 +52,10 @@ type Options struct {
 	// Env is added to the plugin's environment after the host's own, e.g. GOMAXPROCS to
 	// fix a re-run's worker split.
 	Env []string
+	// Sent, when set, sees every training request (*protocol.TrainRequest, in RunLane)
+	// and prediction request (*protocol.PredictRequest, in amid/host/predict) just before
+	// a plugin process receives it: a test's window on what plugins are handed.
+	Sent func(req any)
 }
 
 func (o Options) withDefaults() Options {
