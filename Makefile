@@ -167,10 +167,10 @@ fuzz:
 bench-io: realdata
 	@.ci/bench-io.sh
 
-# bench-jpeg2000: a real 512×512 16-bit lossless CT slice decoded by viewer/dicom/jpeg2000,
+# bench-jpeg2000: a real 512×512 16-bit lossless CT slice decoded by viewer/dicom/codec/jpeg2000,
 # GDCM and OpenJPEG, side by side (CPU and wall time, ratios to GDCM).
 bench-jpeg2000: realdata
-	$(GO) test -run '^$$' -bench DecodeCT -benchtime 20x ./viewer/dicom/jpeg2000/
+	$(GO) test -run '^$$' -bench DecodeCT -benchtime 20x ./viewer/dicom/codec/jpeg2000/
 
 bench-metrics: deps
 	@.ci/bench-metrics.sh

@@ -184,4 +184,3 @@ func (l *Local) Predict(ctx context.Context, job *PredictJob) (*predict.Predicte
 	p := &predict.Predictor{Entry: job.Entry, Opts: l.Opts, Task: job.Task}
 	return p.One(ctx, job.Config, job.Checkpoint, job.Cases, job.Out)
 }
-

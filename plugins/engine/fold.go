@@ -16,7 +16,6 @@ package engine
 // One sample split over several workers (inference) splits the output channels
 // ([folded.channels]), so that workers write disjoint parts of the output.
 
-
 // folded is the depth-folded form of a convolution of c channels into cout.
 type folded struct {
 	g            geom // in-plane geometry over every input plane: kernel (1, kh, kw), no depth padding

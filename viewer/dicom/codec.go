@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"amid/viewer/dicom/codec/jpeg2000"
+	"amid/viewer/dicom/codec/jpegextended"
+	"amid/viewer/dicom/codec/jpeglossless"
+	"amid/viewer/dicom/codec/jpegls"
 	"amid/viewer/dicom/internal/jpegstream"
-	"amid/viewer/dicom/jpeg2000"
-	"amid/viewer/dicom/jpegextended"
-	"amid/viewer/dicom/jpeglossless"
-	"amid/viewer/dicom/jpegls"
 	"amid/viewer/volume"
 )
 

@@ -39,6 +39,6 @@ func TestUnsupportedSyntaxNamesSupported(t *testing.T) {
 		j2k = j2k || ts == JPEG2000 || ts == JPEG2000Lossless
 	}
 	if !j2k {
-		t.Errorf("JPEG 2000, decoded by viewer/dicom/jpeg2000, is not in SupportedTransferSyntaxes")
+		t.Errorf("JPEG 2000, decoded by viewer/dicom/codec/jpeg2000, is not in SupportedTransferSyntaxes")
 	}
 }

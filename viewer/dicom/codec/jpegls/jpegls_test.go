@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/viewer/dicom/codec/jpegls"
 	"amid/viewer/dicom/internal/codectest"
 	"amid/viewer/dicom/internal/jpegstream"
-	"amid/viewer/dicom/jpegls"
 )
 
 // realFiles are the JPEG-LS files of the real-image cache: pydicom's lossless MR and

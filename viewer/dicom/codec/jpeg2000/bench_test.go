@@ -29,7 +29,7 @@ func benchCT(b *testing.B) (dcm string, cs []byte) {
 // be shared, so wall time is unreliable), this package's wall time with all CPUs, and
 // the ratios to GDCM.
 //
-//	go test -run '^$' -bench DecodeCT -benchtime 20x ./viewer/dicom/jpeg2000/
+//	go test -run '^$' -bench DecodeCT -benchtime 20x ./viewer/dicom/codec/jpeg2000/
 func BenchmarkDecodeCT(b *testing.B) {
 	dcm, cs := benchCT(b)
 	b.SetBytes(512 * 512 * 2)

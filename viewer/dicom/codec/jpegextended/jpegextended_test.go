@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"amid/assets/realdata"
+	"amid/viewer/dicom/codec/jpegextended"
 	"amid/viewer/dicom/internal/codectest"
-	"amid/viewer/dicom/jpegextended"
 )
 
 // realFiles are the JPEG Extended files of the real-image cache: pydicom's 12-bit NM
