@@ -2,7 +2,6 @@ package dicom
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	"amid/assets/realdata"
 	"amid/viewer/volume"
+
+	ref "amid/viewer/internal/golden"
 )
 
 // golden is testdata/golden.json, written by testdata/golden.py with pydicom (the command
@@ -43,14 +44,8 @@ type record struct {
 
 func loadGolden(t *testing.T) golden {
 	t.Helper()
-	b, err := os.ReadFile("testdata/golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g golden
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
+	ref.Load(t, "testdata/golden.json", &g)
 	if !strings.Contains(g.Command, "golden.py") || len(g.Files) == 0 || len(g.Series) == 0 {
 		t.Fatalf("golden.json is incomplete: %d files, %d series, command %q", len(g.Files), len(g.Series), g.Command)
 	}

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	"amid/assets/realdata"
 	"amid/viewer/volume"
+
+	ref "amid/viewer/internal/golden"
 )
 
 type golden struct {
@@ -30,14 +31,9 @@ type golden struct {
 }
 
 func loadGolden(t *testing.T) golden {
-	b, err := os.ReadFile("testdata/golden.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Helper()
 	var g golden
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
+	ref.Load(t, "testdata/golden.json", &g)
 	return g
 }
 

@@ -1,15 +1,15 @@
 package nifti
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"amid/assets/realdata"
 	"amid/viewer/volume"
+
+	ref "amid/viewer/internal/golden"
 )
 
 // golden is one file of testdata/golden.json, written by testdata/golden.py from
@@ -44,16 +44,10 @@ type golden struct {
 
 func loadGolden(t testing.TB) []golden {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "golden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var g struct {
 		Files []golden `json:"files"`
 	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
+	ref.Load(t, filepath.Join("testdata", "golden.json"), &g)
 	if len(g.Files) == 0 {
 		t.Fatal("golden.json lists no files")
 	}
