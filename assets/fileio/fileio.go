@@ -181,3 +181,14 @@ func ReadJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// Within reports whether path lies inside dir (or is dir), comparing the paths as written:
+// links are not followed. An empty path lies nowhere. The host and the plugin tests check
+// with it that what a plugin returns stays in the folder it was given.
+func Within(dir, path string) bool {
+	if path == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

@@ -74,3 +74,25 @@ func TestSHA256(t *testing.T) {
 		t.Errorf("SHA256 of a missing file: %v", err)
 	}
 }
+
+// TestWithin: a path inside its folder, or the folder itself, is within; one that leaves it
+// by "..", another folder, and the empty path are not; a name that merely starts with ".."
+// is.
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		dir, path string
+		want      bool
+	}{
+		{"/w", "/w/a", true},
+		{"/w", "/w/a/b", true},
+		{"/w", "/w", true},
+		{"/w", "/x/a", false},
+		{"/w", "/w/../x", false},
+		{"/w", "/w/..a", true},
+		{"/w", "", false},
+	} {
+		if got := Within(c.dir, c.path); got != c.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", c.dir, c.path, got, c.want)
+		}
+	}
+}

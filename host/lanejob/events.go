@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/plugins/compute"
 	"amid/plugins/protocol"
 )
@@ -197,7 +198,7 @@ func newestCheckpoint(evs []Event, work string) (string, int64) {
 		case e.Kind == KindEnd && e.End != nil:
 			ck, step = e.End.LastCheckpoint, e.End.Step
 		}
-		if ck == "" || !within(work, ck) {
+		if ck == "" || !fileio.Within(work, ck) {
 			continue
 		}
 		if fi, err := os.Stat(ck); err == nil && fi.Mode().IsRegular() {

@@ -153,9 +153,3 @@ func execSpec(ctx context.Context, spec *Spec, dir, host string, w *writer, o Ex
 	}
 	return end
 }
-
-// within reports whether path lies inside dir.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}

@@ -424,7 +424,7 @@ func verified(job *run.TrainJob, r *Result) (*run.Trained, error) {
 	if r == nil || r.Checkpoint == "" {
 		return nil, fmt.Errorf("lane %s finished without a checkpoint", job.ID)
 	}
-	if !within(job.Request.WorkDir, r.Checkpoint) {
+	if !fileio.Within(job.Request.WorkDir, r.Checkpoint) {
 		return nil, fmt.Errorf("lane %s's checkpoint %s lies outside its work folder %s", job.ID, r.Checkpoint, job.Request.WorkDir)
 	}
 	sum, err := fileio.SHA256(r.Checkpoint)

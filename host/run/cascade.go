@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/folds"
 	"amid/host/schedule"
 )
@@ -86,7 +87,7 @@ func (r *Runner) foldLowres(ctx context.Context, w, low *LaneState, rd Round, fl
 		}
 		work := r.path("lanes", low.ID, fmt.Sprintf("f%d", k), "final")
 		resume := ""
-		if within(work, f.LastCheckpoint) {
+		if fileio.Within(work, f.LastCheckpoint) {
 			resume = f.LastCheckpoint
 		}
 		low.Folds[k] = FoldState{Status: FoldTraining, LastCheckpoint: resume, Steps: f.Steps}

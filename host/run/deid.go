@@ -207,7 +207,7 @@ func makeHanded(ctx context.Context, spec *taskspec.Spec, d *task.Dataset, label
 			if !ok {
 				continue
 			}
-			if within(hostLabels, l) {
+			if fileio.Within(hostLabels, l) {
 				h.labels[c.ID] = l
 				continue
 			}

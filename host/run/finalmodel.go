@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/folds"
 	"amid/host/predict"
@@ -224,7 +225,7 @@ func (r *Runner) trainAllData(ctx context.Context, w *LaneState) error {
 	fm.Config = cfg
 	work := r.path("lanes", w.ID, "all")
 	resume := fm.From
-	if within(work, fm.Last) {
+	if fileio.Within(work, fm.Last) {
 		if _, err := os.Stat(fm.Last); err == nil {
 			resume = fm.Last // it was under way when the run stopped
 		}
@@ -347,7 +348,7 @@ func (r *Runner) trainFold(ctx context.Context, w *LaneState, fl *folds.Folds, k
 	if k == 0 && len(f.Rounds) > 0 {
 		resume = f.Rounds[len(f.Rounds)-1].Checkpoint
 	}
-	if within(work, f.LastCheckpoint) {
+	if fileio.Within(work, f.LastCheckpoint) {
 		resume = f.LastCheckpoint
 	}
 	prev := f

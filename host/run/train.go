@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/evaluate"
 	"amid/host/finite"
@@ -350,7 +351,7 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	if n := len(f.Rounds); n > 0 {
 		resume = f.Rounds[n-1].Checkpoint
 	}
-	if f.Status == FoldTraining && within(work, f.LastCheckpoint) {
+	if f.Status == FoldTraining && fileio.Within(work, f.LastCheckpoint) {
 		resume = f.LastCheckpoint // this round was under way when the run stopped
 	}
 	f.Status, f.LastCheckpoint = FoldTraining, resume
@@ -408,15 +409,6 @@ func (r *Runner) trainRound(ctx context.Context, l *LaneState, j schedule.Job) (
 	// The round's time counts its validation, which the run's clock counts too: a round
 	// planned without it ran past exploration's share and the reserve.
 	return schedule.Outcome{Steps: int(out.res.Steps), Score: out.score.Value, Took: out.took + out.validated, StepTime: out.stepTime, Waited: min(out.res.Queued, out.took), Validated: out.validated, Undefined: out.score.Undefined != ""}, r.save()
-}
-
-// within reports whether path lies inside dir.
-func within(dir, path string) bool {
-	if path == "" {
-		return false
-	}
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // trainSpec is one training request of a lane.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -185,7 +184,7 @@ func (s *Supervisor) attempt(ctx context.Context, opts Options, l *Lane, req *pr
 		rec.Step = pr.Step
 		changed := false
 		if pr.Checkpoint != "" && pr.Checkpoint != rec.LastCheckpoint {
-			if !within(req.WorkDir, pr.Checkpoint) {
+			if !fileio.Within(req.WorkDir, pr.Checkpoint) {
 				return fmt.Errorf("%w: checkpoint %s is outside the work folder %s", protocol.ErrMalformed, pr.Checkpoint, req.WorkDir)
 			}
 			rec.LastCheckpoint, changed = pr.Checkpoint, true
@@ -221,7 +220,7 @@ func verify(name, work string, res *protocol.TrainResult) error {
 	if err := res.Validate(); err != nil {
 		return fmt.Errorf("plugin %s sent a malformed final result: %w", name, err)
 	}
-	if !within(work, res.Checkpoint) {
+	if !fileio.Within(work, res.Checkpoint) {
 		return fmt.Errorf("plugin %s named a final checkpoint %s outside its work folder %s", name, res.Checkpoint, work)
 	}
 	sum, err := fileio.SHA256(res.Checkpoint)
@@ -237,11 +236,6 @@ func verify(name, work string, res *protocol.TrainResult) error {
 // sentence is the error's text without the internal crash marker.
 func sentence(err error) string {
 	return strings.TrimPrefix(err.Error(), errCrash.Error()+": ")
-}
-
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && !filepath.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func statFile(path string) error {

@@ -35,6 +35,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"amid/assets/fileio"
 	"amid/host/catalog"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
@@ -361,7 +362,7 @@ func (p *Process) Predict(ctx context.Context, req *protocol.PredictRequest) (*p
 	}
 	for _, pr := range r.Predictions {
 		for _, f := range pr.Files {
-			if !within(req.OutputDir, f) {
+			if !fileio.Within(req.OutputDir, f) {
 				return nil, p.explain("Predict", fmt.Errorf("%w: case %s: file %s is outside the output folder", protocol.ErrMalformed, pr.CaseID, f))
 			}
 			if err := statFile(f); err != nil {

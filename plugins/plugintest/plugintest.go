@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"amid/assets/fileio"
 	"amid/plugins/protocol"
 	"amid/plugins/protocol/schema"
 	"amid/plugins/sdk"
@@ -167,7 +168,7 @@ func Run(t *testing.T, binary string, opts *Options) {
 			t.Errorf("Predict: case %s has no files", pr.CaseID)
 		}
 		for _, f := range pr.Files {
-			if !inside(out, f) {
+			if !fileio.Within(out, f) {
 				t.Errorf("Predict: file %s is outside the output folder %s", f, out)
 			}
 			if _, err := os.Stat(f); err != nil {
@@ -244,7 +245,7 @@ func train(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) *protoco
 			return err
 		}
 		prev = pr.Step
-		if pr.Checkpoint != "" && !inside(req.WorkDir, pr.Checkpoint) {
+		if pr.Checkpoint != "" && !fileio.Within(req.WorkDir, pr.Checkpoint) {
 			return fmt.Errorf("checkpoint %s is outside the work folder %s", pr.Checkpoint, req.WorkDir)
 		}
 		return nil
@@ -258,7 +259,7 @@ func train(t *testing.T, p protocol.Plugin, req *protocol.TrainRequest) *protoco
 	if err := res.Validate(); err != nil {
 		t.Fatalf("Train: %v", err)
 	}
-	if !inside(req.WorkDir, res.Checkpoint) {
+	if !fileio.Within(req.WorkDir, res.Checkpoint) {
 		t.Errorf("Train: final checkpoint %s is outside the work folder %s", res.Checkpoint, req.WorkDir)
 	}
 	sum, err := sdk.FileSHA256(res.Checkpoint)
@@ -344,11 +345,6 @@ func synthCases(t *testing.T) []protocol.Case {
 		cs = append(cs, protocol.Case{ID: id, Images: []string{ip}, Label: lp})
 	}
 	return cs
-}
-
-func inside(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func firstOr(s []string, d string) string {
