@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"amid/assets/ci"
+	"amid/host/deidentify"
 	"amid/host/export"
 	"amid/host/synth"
 	"amid/plugins/protocol"
@@ -340,7 +341,7 @@ submission: {columns: [case_id, mask], id_column: case_id, file_column: mask, pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := loadKeys(dir)
+	k, err := deidentify.LoadKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (r *Runner) tryUnion(ctx context.Context, best *LaneState) error {
 		{Lane: best.ID, PluginConfig: best.Config, Checkpoint: best.Folds[0].Checkpoint, SHA256: best.Folds[0].SHA256},
 		{Lane: other.ID, PluginConfig: other.Config, Checkpoint: other.Folds[0].Checkpoint, SHA256: other.Folds[0].SHA256},
 	}
-	hval, err := r.handed.casesOf(val)
+	hval, err := r.handed.Cases(val)
 	if err != nil {
 		return err
 	}

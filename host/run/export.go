@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"amid/assets/fileio"
+	"amid/host/deidentify"
 	"amid/host/export"
 	"amid/host/predict"
 	"amid/host/profile"
@@ -362,11 +363,11 @@ func Reproduce(ctx context.Context, pkg, out, data string, opts supervisor.Optio
 	}
 	if mc.Deidentified {
 		// The package's plugin reads copies of the test cases, as the run's did.
-		h, err := makeHanded(ctx, t.Spec(), &task.Dataset{Test: cases}, nil, filepath.Join(out, handedDir), "")
+		h, err := deidentify.MakeHanded(ctx, t.Spec(), &task.Dataset{Test: cases}, nil, filepath.Join(out, deidentify.HandedDir), "")
 		if err != nil {
 			return none, err
 		}
-		if cases, err = h.casesOf(cases); err != nil {
+		if cases, err = h.Cases(cases); err != nil {
 			return none, err
 		}
 	}
@@ -390,7 +391,7 @@ func resolveDeidentified(t *task.Task, pkg, out, data string) (*task.Dataset, er
 	if err != nil {
 		return nil, fmt.Errorf("the package's cases are pseudonymous, and its run folder, which holds the key that names them, is not %s: %w", runDir, err)
 	}
-	k, err := loadKeys(runDir)
+	k, err := deidentify.LoadKeys(runDir)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +402,7 @@ func resolveDeidentified(t *task.Task, pkg, out, data string) (*task.Dataset, er
 	if err != nil {
 		return nil, err
 	}
-	if err := pseudonymize(t, d, k, filepath.Join(out, "cases")); err != nil {
+	if err := deidentify.Pseudonymize(t, d, k, filepath.Join(out, "cases")); err != nil {
 		return nil, err
 	}
 	return d, nil

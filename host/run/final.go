@@ -462,7 +462,7 @@ func (r *Runner) predictChosen(ctx context.Context, cases []task.Case, out strin
 	if err != nil {
 		return nil, err
 	}
-	if cases, err = r.handed.casesOf(cases); err != nil {
+	if cases, err = r.handed.Cases(cases); err != nil {
 		return nil, err
 	}
 	return r.predictor(entry).Union(ctx, r.st.Union, r.st.Vote, cases, out)

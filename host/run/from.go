@@ -601,7 +601,7 @@ func (r *Runner) scoreOld(ctx context.Context, details map[string]any) error {
 	if err != nil {
 		return err
 	}
-	cases, err := r.handed.casesOf(r.data.Test)
+	cases, err := r.handed.Cases(r.data.Test)
 	if err != nil {
 		return err
 	}

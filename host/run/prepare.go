@@ -16,6 +16,7 @@ import (
 
 	"amid/assets/fileio"
 	"amid/host/audit"
+	"amid/host/deidentify"
 	"amid/host/folds"
 	"amid/host/ingest"
 	"amid/host/profile"
@@ -91,12 +92,12 @@ func (r *Runner) prepare(ctx context.Context) error {
 	}
 	r.data = d
 	if r.st.Deidentify {
-		key, err := os.ReadFile(r.path(keyFile))
+		key, err := os.ReadFile(r.path(deidentify.KeyFile))
 		if err != nil {
 			return err
 		}
 		if err := r.record(audit.RoleHost, "data.deidentified", nil, nil,
-			map[string]any{"case_ids": "pseudonyms", "key_id": keyID(key), "dicom_profile": deid.Method, "plugins_read": "copies rewritten from voxels and geometry alone"}); err != nil {
+			map[string]any{"case_ids": "pseudonyms", "key_id": deidentify.KeyID(key), "dicom_profile": deid.Method, "plugins_read": "copies rewritten from voxels and geometry alone"}); err != nil {
 			return err
 		}
 	}

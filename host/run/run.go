@@ -53,6 +53,7 @@ import (
 	"amid/assets/fileio"
 	"amid/host/audit"
 	"amid/host/catalog"
+	"amid/host/deidentify"
 	"amid/host/planner"
 	"amid/host/schedule"
 	"amid/host/store"
@@ -84,7 +85,7 @@ type Options struct {
 	// Answers is an optional folder of private answers (the ReX-MLE prepared/private
 	// layout); when set the challenge's grader scores the submission.
 	Answers string
-	// Deidentify makes the run pseudonymous from the start (see deid.go): case ids become
+	// Deidentify makes the run pseudonymous from the start (amid/host/deidentify): case ids become
 	// keyed pseudonyms everywhere, and every DICOM object of the package goes through
 	// PS3.15's Basic Application Level Confidentiality Profile.
 	Deidentify bool
@@ -140,9 +141,9 @@ type Runner struct {
 	audit   *audit.Log
 	store   *store.Store
 	exec    Executor
-	// handed is what the plugins read of the cases in a de-identified run (deid.go); nil
+	// handed is what the plugins read of the cases in a de-identified run; nil
 	// otherwise, when they read the cases themselves.
-	handed *handed
+	handed *deidentify.Handed
 	// mu guards the state while lanes train side by side.
 	mu     sync.Mutex
 	began  time.Time
@@ -247,7 +248,7 @@ func New(opts Options, env Env) (*Runner, error) {
 	r := &Runner{dir: dir, st: st, env: env, planner: opts.Planner, task: t}
 	st.Created = r.now().UTC()
 	if st.Deidentify {
-		if err := newKey(dir); err != nil {
+		if err := deidentify.NewKey(dir); err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}

@@ -449,15 +449,15 @@ func (r *Runner) trainOne(ctx context.Context, s trainSpec) (*trained, error) {
 	if err != nil {
 		return nil, err
 	}
-	train, err := r.handed.casesOf(s.train)
+	train, err := r.handed.Cases(s.train)
 	if err != nil {
 		return nil, err
 	}
-	val, err := r.handed.casesOf(s.val)
+	val, err := r.handed.Cases(s.val)
 	if err != nil {
 		return nil, err
 	}
-	labels := r.handed.labelsOf(r.labels)
+	labels := r.handed.Labels(r.labels)
 	id := s.audit
 	bound := ""
 	if s.limit > 0 {
@@ -670,7 +670,7 @@ func (r *Runner) predict(ctx context.Context, plugin string, cfg []byte, ckpt st
 	if err != nil {
 		return nil, err
 	}
-	if cases, err = r.handed.casesOf(cases); err != nil {
+	if cases, err = r.handed.Cases(cases); err != nil {
 		return nil, err
 	}
 	return r.exec.Predict(ctx, &PredictJob{Entry: entry, Task: r.task, Config: cfg, Checkpoint: ckpt, Cases: cases, Out: out})

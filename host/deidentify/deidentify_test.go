@@ -1,4 +1,4 @@
-package run
+package deidentify
 
 import (
 	"bytes"
@@ -76,16 +76,16 @@ func TestHandedCopies(t *testing.T) {
 	}
 	c.Images, c.Label = []string{imgLink}, labLink
 	d := &task.Dataset{Train: []task.Case{c}}
-	root := filepath.Join(run, handedDir)
-	h, err := makeHanded(context.Background(), nil, d, map[string]string{id: labLink}, root, filepath.Join(run, "labels"))
+	root := filepath.Join(run, HandedDir)
+	h, err := MakeHanded(context.Background(), nil, d, map[string]string{id: labLink}, root, filepath.Join(run, "labels"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.casesOf(d.Train)
+	got, err := h.Cases(d.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := append(slices.Clone(got[0].Images), h.labelsOf(nil)[id])
+	files := append(slices.Clone(got[0].Images), h.Labels(nil)[id])
 	for i, p := range files {
 		if !strings.HasPrefix(p, root+string(filepath.Separator)+id+string(filepath.Separator)) {
 			t.Errorf("%s lies outside %s/%s", p, root, id)
@@ -113,12 +113,12 @@ func TestHandedCopies(t *testing.T) {
 	if raw := readMaybeGzip(t, imgLink); !bytes.Contains(raw, []byte(patient)) {
 		t.Fatal("the test image does not name the patient")
 	}
-	if _, err := h.casesOf([]task.Case{{ID: "anon-other"}}); !errors.Is(err, ErrDeidentify) {
-		t.Errorf("a case without copies: %v, want ErrDeidentify", err)
+	if _, err := h.Cases([]task.Case{{ID: "anon-other"}}); !errors.Is(err, ErrCannot) {
+		t.Errorf("a case without copies: %v, want ErrCannot", err)
 	}
 	// A run that is not de-identified hands its plugins the cases themselves.
-	var none *handed
-	if cs, err := none.casesOf(d.Train); err != nil || cs[0].Images[0] != imgLink {
+	var none *Handed
+	if cs, err := none.Cases(d.Train); err != nil || cs[0].Images[0] != imgLink {
 		t.Errorf("not de-identified: %v, %v", cs, err)
 	}
 }
