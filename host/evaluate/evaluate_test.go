@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,11 +28,7 @@ func writeLabels(t *testing.T, path string, vals []uint8) {
 
 func writeAnn(t *testing.T, path string, a *taskspec.Annotation) {
 	t.Helper()
-	b, err := a.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := a.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 }

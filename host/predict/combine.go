@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"amid/assets/fileio"
 	"amid/plugins/taskspec"
 	"amid/viewer/imageio"
 	"amid/viewer/volume"
@@ -57,12 +56,7 @@ func combine(s *taskspec.Spec, files []string, outDir string, vote bool) (string
 			sum += *a.Score
 		}
 		mean := sum / float64(len(files))
-		b, err := (&taskspec.Annotation{Score: &mean}).Marshal()
-		if err != nil {
-			return "", err
-		}
-		err = fileio.Write(out, b)
-		return out, err
+		return out, (&taskspec.Annotation{Score: &mean}).WriteFile(out)
 	}
 	if vote && s.Kind == taskspec.Segmentation {
 		return out, voteLabels(files, out)

@@ -13,7 +13,6 @@ import (
 	"amid/plugins/internal/forest"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
 
@@ -206,11 +205,7 @@ func (cls) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if len(ann.Classes) == 0 {
 			ann.Classes = nil
 		}
-		b, err := ann.Marshal()
-		if err != nil {
-			return none, err
-		}
-		if _, err := sdk.WriteFile(path, b); err != nil {
+		if err := ann.WriteFile(path); err != nil {
 			return none, fmt.Errorf("case %s: %w", k.ID, err)
 		}
 		return protocol.Prediction{Files: []string{path}, Confidence: conf}, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -59,11 +58,8 @@ func task(t testing.TB, s *taskspec.Spec) protocol.Task {
 }
 
 func writeAnn(t testing.TB, path string, a *taskspec.Annotation) {
-	b, err := a.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	t.Helper()
+	if err := a.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"amid/plugins/engine/infer"
 	"amid/plugins/internal/device"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 	"amid/viewer/volume"
 )
@@ -267,11 +266,7 @@ func (det) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 		if err != nil {
 			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
-		b, err := a.Marshal()
-		if err != nil {
-			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
-		}
-		if _, err := sdk.WriteFile(p, b); err != nil {
+		if err := a.WriteFile(p); err != nil {
 			return protocol.Prediction{}, fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		return protocol.Prediction{Files: []string{p}, Confidence: confidence(a)}, nil

@@ -12,7 +12,6 @@ import (
 	"amid/plugins/internal/device"
 	"amid/plugins/internal/imageplugin"
 	"amid/plugins/protocol"
-	"amid/plugins/sdk"
 	"amid/plugins/taskspec"
 )
 
@@ -159,11 +158,7 @@ func (iqa) Predict(ctx context.Context, req *protocol.PredictRequest) (*protocol
 	out := &protocol.PredictResponse{Compute: be.Identity()}
 	for i, k := range req.Cases {
 		v := rec.output(scores[i])
-		b, err := (&taskspec.Annotation{Score: &v}).Marshal()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := sdk.WriteFile(paths[i], b); err != nil {
+		if err := (&taskspec.Annotation{Score: &v}).WriteFile(paths[i]); err != nil {
 			return nil, fmt.Errorf("iqa predict: case %s: %w", k.ID, err)
 		}
 		out.Predictions = append(out.Predictions, protocol.Prediction{CaseID: k.ID, Files: []string{paths[i]}})

@@ -30,6 +30,7 @@ import (
 	"math"
 	"os"
 
+	"amid/assets/fileio"
 	"amid/plugins/metrics"
 )
 
@@ -399,4 +400,14 @@ func (a *Annotation) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// WriteFile writes a, as Marshal encodes it, to path atomically and durably
+// (amid/assets/fileio's Write), so a reader never sees half of an annotation.
+func (a *Annotation) WriteFile(path string) error {
+	b, err := a.Marshal()
+	if err != nil {
+		return err
+	}
+	return fileio.Write(path, b)
 }

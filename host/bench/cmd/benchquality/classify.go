@@ -486,11 +486,7 @@ submission:
 
 // writeClass writes the annotation of class c of the task's one attribute to path.
 func writeClass(path string, c int) error {
-	b, err := (&taskspec.Annotation{Classes: map[string]int{modalityAttr: c}}).Marshal()
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
+	return (&taskspec.Annotation{Classes: map[string]int{modalityAttr: c}}).WriteFile(path)
 }
 
 // writeSources writes every DICOM file's fate as CSV: its path in the cache, modality and

@@ -527,11 +527,7 @@ func writeDoseIQA(ctx context.Context, realdata, dir string, d doseDesign) ([]sh
 			split, path = "test", filepath.Join(dir, "test", "images", c.ID+".tiff")
 			testCSV += row
 			test = append(test, c)
-			b, err := (&taskspec.Annotation{Score: &c.Score}).Marshal()
-			if err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(dir, "shortcuts", "answers", c.ID+".json"), b, 0o644); err != nil {
+			if err := (&taskspec.Annotation{Score: &c.Score}).WriteFile(filepath.Join(dir, "shortcuts", "answers", c.ID+".json")); err != nil {
 				return nil, err
 			}
 		} else {
@@ -785,12 +781,8 @@ func iqaShortcuts(ctx context.Context, dir string, train, test []doseCase) ([]sh
 		preds := map[string]string{}
 		for i, c := range test {
 			v := min(max(sc.predict(i), 0), iqaScoreMax)
-			b, err := (&taskspec.Annotation{Score: &v}).Marshal()
-			if err != nil {
-				return nil, err
-			}
 			p := filepath.Join(pdir, c.ID+".json")
-			if err := os.WriteFile(p, b, 0o644); err != nil {
+			if err := (&taskspec.Annotation{Score: &v}).WriteFile(p); err != nil {
 				return nil, err
 			}
 			preds[c.ID] = p

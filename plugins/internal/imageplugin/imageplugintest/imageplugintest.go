@@ -6,7 +6,6 @@ package imageplugintest
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 
@@ -16,11 +15,7 @@ import (
 // WriteLabel writes the annotation a as the label file at path.
 func WriteLabel(t testing.TB, path string, a *taskspec.Annotation) {
 	t.Helper()
-	b, err := a.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := a.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
 }
