@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"amid/plugins/internal/measure"
+	"amid/assets/measure"
 )
 
 // BenchSpecEnv names the environment variable through which `make bench-plugins-models`
@@ -71,10 +71,10 @@ func BenchTrainStep(b *testing.B, batch int, spec any, step func()) {
 	walls, cpus := make([]float64, 0, b.N), make([]float64, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		t, c := time.Now(), measure.CPUSeconds()
+		t, c := time.Now(), measure.CPU().Seconds()
 		step()
 		walls = append(walls, time.Since(t).Seconds())
-		cpus = append(cpus, measure.CPUSeconds()-c)
+		cpus = append(cpus, measure.CPU().Seconds()-c)
 	}
 	b.StopTimer()
 	w := measure.Median(walls)

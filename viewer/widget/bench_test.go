@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	usage "amid/assets/measure"
 	"amid/viewer/edit"
 	"amid/viewer/imageio"
 	"amid/viewer/measure"
@@ -52,11 +53,11 @@ func BenchmarkZoomedSlice(b *testing.B) {
 		c.Compose(img, &l, 150, g, 512, 512, ms, 0, 1)
 	}
 	frame()
-	cpu := cpuTime()
+	cpu := usage.CPU()
 	for b.Loop() {
 		frame()
 	}
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(usage.CPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkStudyMemory loads the benchmark study from NIfTI files (image and labels) into a
@@ -159,11 +160,11 @@ func BenchmarkEditSlice(b *testing.B) {
 		k++
 	}
 	frame()
-	cpu := cpuTime()
+	cpu := usage.CPU()
 	for b.Loop() {
 		frame()
 	}
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(usage.CPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkMeasuredSlice is one frame of the benchmark study's middle axial slice with ten
@@ -220,9 +221,9 @@ func BenchmarkMeasuredSlice(b *testing.B) {
 		}
 	}
 	frame()
-	cpu := cpuTime()
+	cpu := usage.CPU()
 	for b.Loop() {
 		frame()
 	}
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(usage.CPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	usage "amid/assets/measure"
 	"amid/viewer/volume"
 )
 
@@ -367,14 +368,14 @@ func BenchmarkRenderSlice(b *testing.B) {
 	if _, err := r.Render(v, p); err != nil {
 		b.Fatal(err)
 	}
-	cpu := cpuTime()
+	cpu := usage.CPU()
 	for b.Loop() {
 		if _, err := r.Render(v, p); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// CPU time per render, steadier than wall time on a loaded machine.
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(usage.CPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkScroll renders every axial slice of the same 512×512×300 CT with its 16-class

@@ -19,9 +19,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"amid/assets/measure"
 	"amid/viewer/imageio"
 	"amid/viewer/nifti"
 	"amid/viewer/volume"
@@ -83,23 +83,23 @@ func gen(dir string) error {
 
 func load(n int, path string) error {
 	debug.SetGCPercent(50)
-	base := procKB("VmRSS")
+	base := measure.RSSMiB()
 	var times, cpus []float64
 	var decoded int64
 	for i := 0; i < n; i++ {
-		t0, c0 := time.Now(), cpuMS()
+		t0, c0 := time.Now(), measure.CPU()
 		v, err := imageio.Read(path)
 		if err != nil {
 			return err
 		}
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)
-		cpus = append(cpus, cpuMS()-c0)
+		cpus = append(cpus, float64(measure.CPU()-c0)/float64(time.Millisecond))
 		decoded = int64(v.Len() * v.DType().Size())
 		runtime.KeepAlive(v)
 		if i == 0 {
 			// Peak memory is measured on the first load, before garbage of later loads.
-			peak := procKB("VmHWM")
-			defer func() { fmt.Printf(`,"peak_mb":%.1f}`+"\n", float64(peak-base)/1024) }()
+			peak := measure.PeakMiB()
+			defer func() { fmt.Printf(`,"peak_mb":%.1f}`+"\n", peak-base) }()
 		}
 		v = nil
 		runtime.GC()
@@ -110,28 +110,4 @@ func load(n int, path string) error {
 		"cpu_ms": cpus[len(cpus)/2], "threads": runtime.GOMAXPROCS(0), "decoded_mb": float64(decoded) / (1 << 20)})
 	fmt.Print(strings.TrimSuffix(string(b), "}"))
 	return nil
-}
-
-// cpuMS returns the CPU time the process has used, user and system, in milliseconds.
-func cpuMS() float64 {
-	var r syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
-		return 0
-	}
-	return float64(r.Utime.Nano()+r.Stime.Nano()) / 1e6
-}
-
-func procKB(key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, key+":") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb
-		}
-	}
-	return 0
 }

@@ -19,9 +19,9 @@ import (
 	"strconv"
 	"time"
 
+	"amid/assets/measure"
 	"amid/plugins/engine"
 	"amid/plugins/engine/internal/refnets"
-	"amid/plugins/internal/measure"
 )
 
 // result is what one measuring process prints as its last line.
@@ -117,14 +117,14 @@ func measureModel(name string, steps, threads, workers int, layers bool) error {
 	debug.SetGCPercent(-1) // a step allocates nothing; keep the collector out of the timings
 	var times, cpus []float64
 	for i := range steps + 1 {
-		t, c := time.Now(), measure.CPUSeconds()
+		t, c := time.Now(), measure.CPU().Seconds()
 		u.Forward()
 		u.Backward()
 		engine.ClipGradNorm(u.Params(), 12)
 		opt.Step()
 		if i > 0 {
 			times = append(times, time.Since(t).Seconds())
-			cpus = append(cpus, measure.CPUSeconds()-c)
+			cpus = append(cpus, measure.CPU().Seconds()-c)
 		}
 	}
 	if layers {

@@ -30,9 +30,9 @@ import (
 	"strconv"
 	"time"
 
+	"amid/assets/measure"
 	"amid/plugins/engine"
 	"amid/plugins/engine/internal/refnets"
-	"amid/plugins/internal/measure"
 )
 
 // model is the benchmarked network's size.
@@ -131,7 +131,7 @@ func measureImpl(impl string, m model, steps int, profile string) error {
 	var alloc uint64
 	for i := range steps + 1 {
 		runtime.ReadMemStats(&ms)
-		a, t, c := ms.TotalAlloc, time.Now(), measure.CPUSeconds()
+		a, t, c := ms.TotalAlloc, time.Now(), measure.CPU().Seconds()
 		loss, err := s.step()
 		if err != nil {
 			return err
@@ -141,7 +141,7 @@ func measureImpl(impl string, m model, steps int, profile string) error {
 			continue
 		}
 		times = append(times, time.Since(t).Seconds())
-		cpus = append(cpus, measure.CPUSeconds()-c)
+		cpus = append(cpus, measure.CPU().Seconds()-c)
 		runtime.ReadMemStats(&ms)
 		alloc += ms.TotalAlloc - a
 		res.LastLoss = loss

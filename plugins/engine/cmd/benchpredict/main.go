@@ -36,11 +36,11 @@ import (
 	"strings"
 	"time"
 
+	"amid/assets/measure"
 	"amid/plugins/engine"
 	"amid/plugins/engine/data"
 	"amid/plugins/engine/infer"
 	"amid/plugins/engine/internal/refnets"
-	"amid/plugins/internal/measure"
 	"amid/viewer/volume"
 )
 
@@ -180,7 +180,7 @@ func measureEngine(specJSON, in, weights, out string, workers int) error {
 	if err != nil {
 		return err
 	}
-	t, c := time.Now(), measure.CPUSeconds()
+	t, c := time.Now(), measure.CPU().Seconds()
 	cls, _, err := infer.Classes(img, m, true)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func measureEngine(specJSON, in, weights, out string, workers int) error {
 	if err != nil {
 		return err
 	}
-	secs, cpu := time.Since(t).Seconds(), measure.CPUSeconds()-c
+	secs, cpu := time.Since(t).Seconds(), measure.CPU().Seconds()-c
 	if err := os.WriteFile(out, lab.Data.([]uint8), 0o644); err != nil {
 		return err
 	}

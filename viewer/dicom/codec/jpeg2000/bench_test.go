@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"amid/assets/measure"
 	"amid/assets/realdata"
 )
 
@@ -34,26 +35,26 @@ func BenchmarkDecodeCT(b *testing.B) {
 	dcm, cs := benchCT(b)
 	b.SetBytes(512 * 512 * 2)
 	b.ReportAllocs()
-	c0, w0 := cpuTime(), time.Now()
+	c0, w0 := measure.CPU(), time.Now()
 	for b.Loop() {
 		if _, err := Decode(cs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu := float64(cpuTime()-c0) / 1e6 / float64(b.N)
+	cpu := float64(measure.CPU()-c0) / 1e6 / float64(b.N)
 	wall := float64(time.Since(w0)) / 1e6 / float64(b.N)
 	b.StopTimer()
 
 	// One CPU: the decode without its parallelism.
 	procs := runtime.GOMAXPROCS(1)
 	const n1 = 10
-	c1 := cpuTime()
+	c1 := measure.CPU()
 	for range n1 {
 		if _, err := Decode(cs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu1 := float64(cpuTime()-c1) / 1e6 / n1
+	cpu1 := float64(measure.CPU()-c1) / 1e6 / n1
 	runtime.GOMAXPROCS(procs)
 
 	var g struct{ CPUMs, WallMs float64 }
@@ -104,11 +105,11 @@ func BenchmarkDecode(b *testing.B) {
 	_, cs := benchCT(b)
 	b.SetBytes(512 * 512 * 2)
 	b.ReportAllocs()
-	c0 := cpuTime()
+	c0 := measure.CPU()
 	for b.Loop() {
 		if _, err := Decode(cs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-c0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(measure.CPU()-c0)/1e6/float64(b.N), "cpu-ms/op")
 }

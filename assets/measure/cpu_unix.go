@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// CPUSeconds is the CPU time this process has used, all threads, in seconds.
-func CPUSeconds() float64 {
+// CPU is the CPU time this process has used, user and system, all threads.
+func CPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,5 +1,6 @@
-// Package measure is what the engine's and the plugins' benchmarks measure with: the
-// process's CPU time and memory, and the median of repeated timings.
+// Package measure is what the benchmarks of every layer measure with: the process's CPU
+// time and memory, and the median of repeated timings. Benchmarks report CPU time beside
+// wall time because wall time on a shared machine varies with the load.
 package measure
 
 import (

@@ -1,6 +1,0 @@
-//go:build !unix
-
-package measure
-
-// CPUSeconds is not measured on this system.
-func CPUSeconds() float64 { return 0 }
