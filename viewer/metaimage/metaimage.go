@@ -117,13 +117,13 @@ func Read(path string) (*volume.Volume, error) {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return decode(f, filepath.Base(path), size, filepath.Dir(path))
+	return decode(f, filepath.Base(path), size, filepath.Dir(path), volume.DefaultLimits())
 }
 
 // Decode reads a MetaImage whose data are in the same stream (ElementDataFile = LOCAL);
 // name is used in error messages only. A header that names a separate data file is refused.
 func Decode(r io.Reader, name string) (*volume.Volume, error) {
-	return decode(r, name, -1, "")
+	return decode(r, name, -1, "", volume.DefaultLimits())
 }
 
 // ReadHeader parses the header of a .mha or .mhd file without reading the data.
@@ -137,7 +137,9 @@ func ReadHeader(path string) (*Header, error) {
 	return h, err
 }
 
-func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, error) {
+// decode reads a MetaImage of at most lim from r (size bytes when known, else -1), its
+// data file, if any, in dir.
+func decode(r io.Reader, name string, size int64, dir string, lim volume.Limits) (*volume.Volume, error) {
 	br := bufio.NewReaderSize(r, maxLine)
 	h, consumed, err := parseHeader(br, name)
 	if err != nil {
@@ -175,7 +177,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		}
 	}
 	dims, t := h.volumeDims()
-	if err := volume.CheckSize(dims, t); err != nil {
+	if err := lim.Check(dims, t); err != nil {
 		return nil, fmt.Errorf("metaimage: %s: %w", name, err)
 	}
 	nbytes := int64(dims[0]) * int64(dims[1]) * int64(dims[2]) * int64(dims[3]) * int64(t.Size())
@@ -186,7 +188,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*volume.Volume, e
 		if h.Compressed {
 			return nil, errf(name, volume.ErrFormat, "HeaderSize = -1 with compressed data is not supported")
 		}
-		tail, err := rawio.Last(src, remain, nbytes)
+		tail, err := rawio.Last(src, remain, nbytes, lim.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("metaimage: %s: %w", dataName, err)
 		}

@@ -227,7 +227,9 @@ func FuzzMetaImage(f *testing.F) {
 			}
 		}
 	}
-	ref.FuzzDecode(f, func(b []byte) (*volume.Volume, error) { return Decode(bytes.NewReader(b), "fuzz.mha") })
+	ref.FuzzDecode(f, func(b []byte, lim volume.Limits) (*volume.Volume, error) {
+		return decode(bytes.NewReader(b), "fuzz.mha", -1, "", lim)
+	})
 }
 
 func BenchmarkRead(b *testing.B) {

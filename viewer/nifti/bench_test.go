@@ -144,6 +144,6 @@ func readWith(path string, inflate func(io.Reader) (io.ReadCloser, error)) error
 		return err
 	}
 	defer f.Close()
-	_, _, err = decode(f, path, -1, true, inflate)
+	_, _, err = decode(f, path, -1, true, how{inflate: inflate, lim: volume.DefaultLimits()})
 	return err
 }

@@ -39,12 +39,10 @@ func FuzzDecode(f *testing.F) {
 	}
 	// Keep what a header may ask for small, so a fuzzed header cannot make the fuzzer
 	// allocate gigabytes before the data turn out to be missing.
-	maxVox, maxBytes := volume.MaxVoxels, volume.MaxBytes
-	volume.MaxVoxels, volume.MaxBytes = 1<<22, 1<<24
-	f.Cleanup(func() { volume.MaxVoxels, volume.MaxBytes = maxVox, maxBytes })
+	small := how{inflate: gunzip, lim: volume.Limits{Voxels: 1 << 22, Bytes: 1 << 24}}
 	shared := []error{volume.ErrTooLarge, volume.ErrTruncated, volume.ErrFormat, volume.ErrGeometry, volume.ErrDType}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := Decode(bytes.NewReader(b), "fuzz.nii")
+		_, v, err := decode(bytes.NewReader(b), "fuzz.nii", int64(len(b)), true, small)
 		if err != nil {
 			for _, s := range shared {
 				if errors.Is(err, s) {

@@ -22,6 +22,16 @@ import (
 // documentation for the choice. The benchmark passes decode others to compare.
 func gunzip(r io.Reader) (io.ReadCloser, error) { return kgzip.NewReader(r) }
 
+// how says how decode reads: the inflater of a gzip stream, and the limits of what it may
+// allocate. The readers take readers(); the benchmark and the fuzz test pass their own.
+type how struct {
+	inflate func(io.Reader) (io.ReadCloser, error)
+	lim     volume.Limits
+}
+
+// readers is how Read, Decode and their header forms read.
+func readers() how { return how{inflate: gunzip, lim: volume.DefaultLimits()} }
+
 // hostLE reports whether this machine stores integers little-endian.
 var hostLE = func() bool {
 	x := uint16(1)
@@ -40,7 +50,7 @@ func Read(path string) (*volume.Volume, error) {
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
 	}
-	_, v, err := decode(f, path, size, true, gunzip)
+	_, v, err := decode(f, path, size, true, readers())
 	return v, err
 }
 
@@ -54,7 +64,7 @@ func ReadHeader(path string) (*Header, error) {
 		return nil, fmt.Errorf("nifti: %w", err)
 	}
 	defer f.Close()
-	h, _, err := decode(f, path, -1, false, gunzip)
+	h, _, err := decode(f, path, -1, false, readers())
 	return h, err
 }
 
@@ -67,13 +77,13 @@ func Decode(r io.Reader, name string) (*volume.Volume, error) {
 	if l, ok := r.(interface{ Len() int }); ok {
 		size = int64(l.Len())
 	}
-	_, v, err := decode(r, name, size, true, gunzip)
+	_, v, err := decode(r, name, size, true, readers())
 	return v, err
 }
 
 // DecodeHeader reads only the header from r, as ReadHeader.
 func DecodeHeader(r io.Reader, name string) (*Header, error) {
-	h, _, err := decode(r, name, -1, false, gunzip)
+	h, _, err := decode(r, name, -1, false, readers())
 	return h, err
 }
 
@@ -92,14 +102,14 @@ func readErr(name, what string, err error) error {
 	return fmt.Errorf("nifti %s: reading the %s: %w", name, what, err)
 }
 
-// decode reads the header and, when data is set, the image, opening a gzip stream with
-// inflate. size is the byte length of an uncompressed source when known (-1 otherwise); it
-// lets truncation be caught before allocating.
-func decode(r io.Reader, name string, size int64, data bool, inflate func(io.Reader) (io.ReadCloser, error)) (*Header, *volume.Volume, error) {
+// decode reads the header and, when data is set, the image, as how says. size is the byte
+// length of an uncompressed source when known (-1 otherwise); it lets truncation be caught
+// before allocating.
+func decode(r io.Reader, name string, size int64, data bool, how how) (*Header, *volume.Volume, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
-		gz, err := inflate(br)
+		gz, err := how.inflate(br)
 		if err != nil {
 			return nil, nil, readErr(name, "gzip header", err)
 		}
@@ -111,7 +121,7 @@ func decode(r io.Reader, name string, size int64, data bool, inflate func(io.Rea
 	if err != nil || !data {
 		return h, nil, err
 	}
-	v, err := readData(src, h, name, size)
+	v, err := readData(src, h, name, size, how.lim)
 	return h, v, err
 }
 
@@ -186,8 +196,9 @@ func (p *plan) rawBytes() int64 {
 	return int64(p.x) * int64(p.y) * int64(p.z) * int64(p.t) * int64(p.vec) * int64(p.k) * int64(p.raw.Size())
 }
 
-// makePlan checks the header's dims, datatype, scaling and offset.
-func makePlan(h *Header, name string) (*plan, error) {
+// makePlan checks the header's dims, datatype, scaling and offset, and that the image fits
+// lim.
+func makePlan(h *Header, name string, lim volume.Limits) (*plan, error) {
 	nd := h.Dim[0]
 	if nd < 1 || nd > 7 {
 		return nil, fmt.Errorf("nifti %s: %w: dim[0] is %d, not 1 to 7", name, volume.ErrFormat, nd)
@@ -201,7 +212,7 @@ func makePlan(h *Header, name string) (*plan, error) {
 		if d[i] < 1 {
 			return nil, fmt.Errorf("nifti %s: %w: dim[%d] is %d", name, volume.ErrGeometry, i, d[i])
 		}
-		if d[i] > volume.MaxVoxels {
+		if d[i] > lim.Voxels {
 			return nil, fmt.Errorf("nifti %s: %w: dim[%d] is %d", name, volume.ErrTooLarge, i, d[i])
 		}
 	}
@@ -218,7 +229,7 @@ func makePlan(h *Header, name string) (*plan, error) {
 		return nil, fmt.Errorf("nifti %s: %w", name, err)
 	}
 	p := &plan{x: int(d[1]), y: int(d[2]), z: int(d[3]), t: int(d[4]), vec: int(d[5]), k: k, raw: raw, out: raw}
-	if d[4]*d[5] > volume.MaxVoxels {
+	if d[4]*d[5] > lim.Voxels {
 		return nil, fmt.Errorf("nifti %s: %w: %d×%d time points and vector components", name, volume.ErrTooLarge, d[4], d[5])
 	}
 	s, in := h.SclSlope, h.SclInter
@@ -232,7 +243,7 @@ func makePlan(h *Header, name string) (*plan, error) {
 			p.out = volume.Float64
 		}
 	}
-	if err := volume.CheckSize(p.dims(), p.out); err != nil {
+	if err := lim.Check(p.dims(), p.out); err != nil {
 		return nil, fmt.Errorf("nifti %s: %w", name, err)
 	}
 	hs := int64(size1)
@@ -255,8 +266,8 @@ func makePlan(h *Header, name string) (*plan, error) {
 func (p *plan) dims() [4]int { return [4]int{p.x, p.y, p.z, p.t * p.vec * p.k} }
 
 // readData reads the image after the header; src is positioned just after the header.
-func readData(src io.Reader, h *Header, name string, size int64) (*volume.Volume, error) {
-	p, err := makePlan(h, name)
+func readData(src io.Reader, h *Header, name string, size int64, lim volume.Limits) (*volume.Volume, error) {
+	p, err := makePlan(h, name, lim)
 	if err != nil {
 		return nil, err
 	}

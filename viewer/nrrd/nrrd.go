@@ -133,7 +133,7 @@ func ReadImage(path string) (*Image, error) {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return decode(f, filepath.Base(path), size, filepath.Dir(path))
+	return decode(f, filepath.Base(path), size, filepath.Dir(path), volume.DefaultLimits())
 }
 
 // Decode reads a NRRD file with attached data from r; name is used in error messages only.
@@ -148,7 +148,7 @@ func Decode(r io.Reader, name string) (*volume.Volume, error) {
 
 // DecodeImage is Decode keeping the header.
 func DecodeImage(r io.Reader, name string) (*Image, error) {
-	return decode(r, name, -1, "")
+	return decode(r, name, -1, "", volume.DefaultLimits())
 }
 
 type header struct {
@@ -169,7 +169,9 @@ type header struct {
 	bskip  int64
 }
 
-func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
+// decode reads an NRRD of at most lim from r (size bytes when known, else -1), its
+// detached data file, if any, in dir.
+func decode(r io.Reader, name string, size int64, dir string, lim volume.Limits) (*Image, error) {
 	br := bufio.NewReaderSize(r, maxLine)
 	h, consumed, err := parseHeader(br, name)
 	if err != nil {
@@ -210,7 +212,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := volume.CheckSize(layout.dims, h.typ); err != nil {
+	if err := lim.Check(layout.dims, h.typ); err != nil {
 		return nil, fmt.Errorf("nrrd: %s: %w", name, err)
 	}
 	n := int64(layout.dims[0]) * int64(layout.dims[1]) * int64(layout.dims[2]) * int64(layout.dims[3])
@@ -240,7 +242,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 	switch h.enc {
 	case "raw":
 		if h.bskip == -1 {
-			tail, err := rawio.Last(src, remain, nbytes)
+			tail, err := rawio.Last(src, remain, nbytes, lim.Bytes)
 			if err != nil {
 				return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
 			}
@@ -284,7 +286,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 			return nil, errf(dataName, volume.ErrTruncated, "decompressing: %v", err)
 		}
 	case "hex":
-		text, err := io.ReadAll(io.LimitReader(src, 3*volume.MaxBytes))
+		text, err := io.ReadAll(io.LimitReader(src, 3*lim.Bytes))
 		if err != nil {
 			return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
 		}
@@ -297,7 +299,7 @@ func decode(r io.Reader, name string, size int64, dir string) (*Image, error) {
 			return nil, errf(dataName, volume.ErrFormat, "hex data: %v", err)
 		}
 	case "ascii":
-		text, err := io.ReadAll(io.LimitReader(src, 64*volume.MaxBytes))
+		text, err := io.ReadAll(io.LimitReader(src, 64*lim.Bytes))
 		if err != nil {
 			return nil, fmt.Errorf("nrrd: %s: %w", dataName, err)
 		}

@@ -258,7 +258,13 @@ func FuzzNRRD(f *testing.F) {
 			}
 		}
 	}
-	ref.FuzzDecode(f, func(b []byte) (*volume.Volume, error) { return Decode(bytes.NewReader(b), "fuzz.nrrd") })
+	ref.FuzzDecode(f, func(b []byte, lim volume.Limits) (*volume.Volume, error) {
+		im, err := decode(bytes.NewReader(b), "fuzz.nrrd", -1, "", lim)
+		if err != nil {
+			return nil, err
+		}
+		return im.Volume, nil
+	})
 }
 
 func BenchmarkRead(b *testing.B) {

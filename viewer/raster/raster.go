@@ -64,18 +64,23 @@ func Read(path string) (*volume.Volume, error) {
 
 // Decode reads a PNG, TIFF or BMP image from r; name is used in error messages only.
 func Decode(r io.Reader, name string) (*volume.Volume, error) {
-	b, err := io.ReadAll(io.LimitReader(r, volume.MaxBytes+1))
+	return decode(r, name, volume.DefaultLimits())
+}
+
+// decode is Decode within lim.
+func decode(r io.Reader, name string, lim volume.Limits) (*volume.Volume, error) {
+	b, err := io.ReadAll(io.LimitReader(r, lim.Bytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("raster: %s: %w", name, err)
 	}
 	var v *volume.Volume
 	switch {
 	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		v, err = decodePNG(b)
+		v, err = decodePNG(b, lim)
 	case bytes.HasPrefix(b, []byte("II*\x00")), bytes.HasPrefix(b, []byte("MM\x00*")):
-		v, err = decodeTIFF(b)
+		v, err = decodeTIFF(b, lim)
 	case bytes.HasPrefix(b, []byte("BM")):
-		v, err = decodeBMP(b)
+		v, err = decodeBMP(b, lim)
 	case len(b) < 8:
 		return nil, fmt.Errorf("raster: %s: %w: %d bytes are too few for an image", name, volume.ErrTruncated, len(b))
 	default:
@@ -90,9 +95,9 @@ func Decode(r io.Reader, name string) (*volume.Volume, error) {
 	return v, nil
 }
 
-// checkConfig rejects absurd sizes before a library decoder allocates.
-func checkConfig(w, h int, t volume.DType, c int) error {
-	return volume.CheckSize([4]int{w, h, 1, c}, t)
+// checkConfig rejects sizes beyond lim before a library decoder allocates.
+func checkConfig(lim volume.Limits, w, h int, t volume.DType, c int) error {
+	return lim.Check([4]int{w, h, 1, c}, t)
 }
 
 // libErr wraps an error of a library decoder, as truncation when it is one.
@@ -103,7 +108,7 @@ func libErr(format string, err error) error {
 	return fmt.Errorf("%w: %s: %v", volume.ErrFormat, format, err)
 }
 
-func decodePNG(b []byte) (*volume.Volume, error) {
+func decodePNG(b []byte, lim volume.Limits) (*volume.Volume, error) {
 	cfg, err := png.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return nil, libErr("PNG", err)
@@ -121,7 +126,7 @@ func decodePNG(b []byte) (*volume.Volume, error) {
 	if c == 0 {
 		return nil, fmt.Errorf("%w: PNG colour type %d", volume.ErrFormat, ctype)
 	}
-	if err := checkConfig(cfg.Width, cfg.Height, t, c); err != nil {
+	if err := checkConfig(lim, cfg.Width, cfg.Height, t, c); err != nil {
 		return nil, err
 	}
 	img, err := png.Decode(bytes.NewReader(b))
@@ -167,12 +172,12 @@ func pngSpacing(b []byte) (sx, sy float64, ok bool) {
 	return 0, 0, false
 }
 
-func decodeBMP(b []byte) (*volume.Volume, error) {
+func decodeBMP(b []byte, lim volume.Limits) (*volume.Volume, error) {
 	cfg, err := bmp.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return nil, libErr("BMP", err)
 	}
-	if err := checkConfig(cfg.Width, cfg.Height, volume.Uint8, 4); err != nil {
+	if err := checkConfig(lim, cfg.Width, cfg.Height, volume.Uint8, 4); err != nil {
 		return nil, err
 	}
 	img, err := bmp.Decode(bytes.NewReader(b))

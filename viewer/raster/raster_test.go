@@ -204,7 +204,9 @@ func FuzzRaster(f *testing.F) {
 			}
 		}
 	}
-	ref.FuzzDecode(f, func(b []byte) (*volume.Volume, error) { return Decode(bytes.NewReader(b), "fuzz") })
+	ref.FuzzDecode(f, func(b []byte, lim volume.Limits) (*volume.Volume, error) {
+		return decode(bytes.NewReader(b), "fuzz", lim)
+	})
 }
 
 // BenchmarkRead reads a 256×256×128 int16 volume stored as one deflate-compressed TIFF

@@ -53,10 +53,10 @@ type ifd struct {
 // typeSize is the byte size of the TIFF field types 1-12.
 var typeSize = [13]int{0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8}
 
-func decodeTIFF(b []byte) (*volume.Volume, error) {
-	v, err := decodeOwnTIFF(b)
+func decodeTIFF(b []byte, lim volume.Limits) (*volume.Volume, error) {
+	v, err := decodeOwnTIFF(b, lim)
 	if errors.Is(err, errLeave) {
-		return decodeLibTIFF(b, err)
+		return decodeLibTIFF(b, lim, err)
 	}
 	return v, err
 }
@@ -153,7 +153,7 @@ func (d *ifd) spacing() (sx, sy float64, ok bool) {
 	return 0, 0, false
 }
 
-func decodeOwnTIFF(b []byte) (*volume.Volume, error) {
+func decodeOwnTIFF(b []byte, lim volume.Limits) (*volume.Volume, error) {
 	d, err := parseIFD(b)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func decodeOwnTIFF(b []byte) (*volume.Volume, error) {
 	if pred != 1 && (pred != 2 || sf == 3) {
 		return nil, fmt.Errorf("%w: TIFF predictor %d with sample format %d is not supported", volume.ErrFormat, pred, sf)
 	}
-	if err := volume.CheckSize([4]int{w, h, 1, spp}, t); err != nil {
+	if err := lim.Check([4]int{w, h, 1, spp}, t); err != nil {
 		return nil, err
 	}
 	es := t.Size()
@@ -366,12 +366,12 @@ func unpredict(b []byte, o binary.ByteOrder, w, rows, spp, es int) {
 }
 
 // decodeLibTIFF decodes with golang.org/x/image/tiff what the own reader leaves.
-func decodeLibTIFF(b []byte, why error) (*volume.Volume, error) {
+func decodeLibTIFF(b []byte, lim volume.Limits, why error) (*volume.Volume, error) {
 	cfg, err := tiff.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%w: TIFF (%v): %v", volume.ErrFormat, why, err)
 	}
-	if err := checkConfig(cfg.Width, cfg.Height, volume.Uint16, 4); err != nil {
+	if err := checkConfig(lim, cfg.Width, cfg.Height, volume.Uint16, 4); err != nil {
 		return nil, err
 	}
 	img, err := tiff.Decode(bytes.NewReader(b))

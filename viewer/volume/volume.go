@@ -93,7 +93,9 @@ var (
 )
 
 // Limits that every reader checks before it allocates, so an absurd header cannot exhaust
-// memory. They are variables so that a program with more memory may raise them.
+// memory. They are variables so that a program with more memory may raise them, before it
+// reads anything; a reader takes them once per call (DefaultLimits), and the fuzz tests
+// pass lower Limits to the readers' decode functions instead of changing these.
 var (
 	// MaxVoxels is the most voxels (times channels) a volume may hold: 2³¹, e.g.
 	// 1024×1024×2048, far above any ReX-MLE case (the largest, PUMA tiles and SEG.A CTAs,
@@ -119,9 +121,20 @@ type Volume struct {
 // Identity is the identity direction matrix.
 var Identity = [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}
 
-// CheckSize returns an error wrapping ErrTooLarge or ErrGeometry when a volume of these
-// dims and element type may not be allocated. Readers call it before allocating.
-func CheckSize(dims [4]int, t DType) error {
+// Limits bound what one read may allocate: voxels (times channels) and bytes.
+type Limits struct {
+	Voxels, Bytes int64
+}
+
+// DefaultLimits are the program's limits, MaxVoxels and MaxBytes.
+func DefaultLimits() Limits { return Limits{Voxels: MaxVoxels, Bytes: MaxBytes} }
+
+// CheckSize is DefaultLimits().Check.
+func CheckSize(dims [4]int, t DType) error { return DefaultLimits().Check(dims, t) }
+
+// Check returns an error wrapping ErrTooLarge or ErrGeometry when a volume of these dims
+// and element type may not be allocated within l. Readers call it before allocating.
+func (l Limits) Check(dims [4]int, t DType) error {
 	if t.Size() == 0 {
 		return fmt.Errorf("%w: %v", ErrDType, t)
 	}
@@ -130,16 +143,16 @@ func CheckSize(dims [4]int, t DType) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: dimension %d is %d", ErrGeometry, i, d)
 		}
-		if n > MaxVoxels/int64(d) {
-			return fmt.Errorf("%w: %d×%d×%d×%d voxels exceed the limit of %d", ErrTooLarge, dims[0], dims[1], dims[2], dims[3], MaxVoxels)
+		if n > l.Voxels/int64(d) {
+			return fmt.Errorf("%w: %d×%d×%d×%d voxels exceed the limit of %d", ErrTooLarge, dims[0], dims[1], dims[2], dims[3], l.Voxels)
 		}
 		n *= int64(d)
 	}
-	if n > MaxVoxels {
-		return fmt.Errorf("%w: %d voxels exceed the limit of %d", ErrTooLarge, n, MaxVoxels)
+	if n > l.Voxels {
+		return fmt.Errorf("%w: %d voxels exceed the limit of %d", ErrTooLarge, n, l.Voxels)
 	}
-	if n*int64(t.Size()) > MaxBytes {
-		return fmt.Errorf("%w: %d bytes exceed the limit of %d", ErrTooLarge, n*int64(t.Size()), MaxBytes)
+	if n*int64(t.Size()) > l.Bytes {
+		return fmt.Errorf("%w: %d bytes exceed the limit of %d", ErrTooLarge, n*int64(t.Size()), l.Bytes)
 	}
 	return nil
 }

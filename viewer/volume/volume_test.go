@@ -127,3 +127,18 @@ func TestStatsAndLabels(t *testing.T) {
 		t.Fatalf("NaN stats %+v", s)
 	}
 }
+
+// TestLimits: a read's own Limits bound it, whatever the program's; 10×10×2 bytes pass
+// the defaults and fail limits of 100 voxels, or of 300 bytes at two bytes a voxel.
+func TestLimits(t *testing.T) {
+	dims := [4]int{10, 10, 2, 1}
+	if err := DefaultLimits().Check(dims, Uint8); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Limits{Voxels: 100, Bytes: 1 << 20}).Check(dims, Uint8); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("200 voxels within 100: %v", err)
+	}
+	if err := (Limits{Voxels: 1 << 20, Bytes: 300}).Check(dims, Int16); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("400 bytes within 300: %v", err)
+	}
+}

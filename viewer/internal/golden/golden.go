@@ -126,15 +126,15 @@ func Same(a, b *volume.Volume) bool {
 	return SameValues(a, b) && a.Spacing == b.Spacing && a.Origin == b.Origin && a.Direction == b.Direction
 }
 
+// FuzzLimits keep a fuzzed image to 64 MiB, so that the fuzzer explores parsing, not
+// allocation.
+var FuzzLimits = volume.Limits{Voxels: volume.MaxVoxels, Bytes: 64 << 20}
+
 // FuzzDecode runs f's fuzz target on decode: an input decode refuses gives no volume, and
-// one it accepts gives a volume that validates. Decoded images are kept to 64 MiB
-// (volume.MaxBytes) so that the fuzzer explores parsing, not allocation.
-func FuzzDecode(f *testing.F, decode func(b []byte) (*volume.Volume, error)) {
-	old := volume.MaxBytes
-	volume.MaxBytes = 64 << 20
-	f.Cleanup(func() { volume.MaxBytes = old })
+// one it accepts gives a volume that validates. decode is given FuzzLimits.
+func FuzzDecode(f *testing.F, decode func(b []byte, lim volume.Limits) (*volume.Volume, error)) {
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := decode(b)
+		v, err := decode(b, FuzzLimits)
 		if err != nil {
 			if v != nil {
 				t.Fatal("volume with error")

@@ -13,8 +13,9 @@ import (
 
 // Last returns a reader of the last n bytes of src. remain is how many bytes src still
 // holds, or negative when unknown (a compressed or piped stream): then src is read whole,
-// up to volume.MaxBytes. A stream shorter than n is volume.ErrTruncated.
-func Last(src io.Reader, remain, n int64) (io.Reader, error) {
+// up to max bytes (the reader's volume.Limits). A stream shorter than n is
+// volume.ErrTruncated.
+func Last(src io.Reader, remain, n, max int64) (io.Reader, error) {
 	if remain >= 0 {
 		if remain < n {
 			return nil, fmt.Errorf("%w: holds %d bytes of data, %d needed", volume.ErrTruncated, remain, n)
@@ -24,7 +25,7 @@ func Last(src io.Reader, remain, n int64) (io.Reader, error) {
 		}
 		return src, nil
 	}
-	all, err := io.ReadAll(io.LimitReader(src, volume.MaxBytes+1))
+	all, err := io.ReadAll(io.LimitReader(src, max+1))
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestLast(t *testing.T) {
 	for _, remain := range []int64{10, -1} { // known length, and a stream of unknown length
-		r, err := Last(strings.NewReader("headerDATA"), remain, 4)
+		r, err := Last(strings.NewReader("headerDATA"), remain, 4, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -19,7 +19,7 @@ func TestLast(t *testing.T) {
 		if string(b) != "DATA" {
 			t.Fatalf("remain %d: %q", remain, b)
 		}
-		if _, err := Last(strings.NewReader("abc"), min(remain, 3), 4); !errors.Is(err, volume.ErrTruncated) {
+		if _, err := Last(strings.NewReader("abc"), min(remain, 3), 4, 1<<20); !errors.Is(err, volume.ErrTruncated) {
 			t.Fatalf("remain %d: short stream gave %v", remain, err)
 		}
 	}
