@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"amid/assets/fileio"
+	"amid/assets/measure"
 	"amid/host/catalog"
 	"amid/host/store"
 	"amid/plugins/protocol"
@@ -40,9 +41,8 @@ func benchEntry(b *testing.B) (*catalog.Entry, Options) {
 // running plugin (from /proc; 0 when pid is 0). The machine is shared, so wall time per op
 // varies with load; CPU time per op does much less.
 func cpu(pid int) (self, children, plugin time.Duration) {
+	self = measure.CPU()
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
 	children = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	if pid > 0 {

@@ -3,17 +3,19 @@ package metrics
 import (
 	"math/rand/v2"
 	"testing"
+
+	"amid/assets/measure"
 )
 
 // benchLoop runs f b.N times and reports CPU milliseconds per operation (benchCPU: the
 // machine is shared, and testdata/bench_2d.py reports Python's CPU time the same way).
 func benchLoop(b *testing.B, f func()) {
 	b.ResetTimer()
-	c0 := benchCPU()
+	c0 := measure.CPU()
 	for i := 0; i < b.N; i++ {
 		f()
 	}
-	b.ReportMetric(float64(benchCPU()-c0)/1e6/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(measure.CPU()-c0)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // benchCells draws about n elliptic cells on a w×h instance map (deterministic).

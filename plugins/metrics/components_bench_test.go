@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"amid/assets/measure"
+)
 
 func BenchmarkLabel256(b *testing.B) {
 	const n = 256
@@ -8,7 +12,7 @@ func BenchmarkLabel256(b *testing.B) {
 	var out []int32
 	b.SetBytes(n * n * n)
 	b.ResetTimer()
-	c0 := benchCPU()
+	c0 := measure.CPU()
 	for i := 0; i < b.N; i++ {
 		c, err := NewComponents(m, [3]int{n, n, n}, Conn26)
 		if err != nil {
@@ -16,5 +20,5 @@ func BenchmarkLabel256(b *testing.B) {
 		}
 		out = c.Label(out)
 	}
-	b.ReportMetric(float64(benchCPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
+	b.ReportMetric(float64(measure.CPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }

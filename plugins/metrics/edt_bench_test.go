@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"amid/assets/measure"
+)
 
 // Benchmark shapes, built with the integer formulas of testdata/bench_volumetric.py,
 // which times scipy/skimage on the same arrays.
@@ -63,9 +67,9 @@ func BenchmarkEDT256(b *testing.B) {
 	out := make([]float64, n*n*n)
 	b.SetBytes(n * n * n)
 	b.ResetTimer()
-	c0 := benchCPU()
+	c0 := measure.CPU()
 	for i := 0; i < b.N; i++ {
 		out = EDT(m, [3]int{n, n, n}, sp, out)
 	}
-	b.ReportMetric(float64(benchCPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
+	b.ReportMetric(float64(measure.CPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }

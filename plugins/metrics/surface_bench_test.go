@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"amid/assets/measure"
+)
 
 // BenchmarkHD95SurfaceDice256 is PANTHER's per-case work: DeepMind surface distances of two
 // ellipsoids in 256³, then HD95, surface Dice at 5 mm and MASD.
@@ -11,7 +15,7 @@ func BenchmarkHD95SurfaceDice256(b *testing.B) {
 	sp := [3]float64{0.8, 0.8, 1.5}
 	b.SetBytes(2 * n * n * n)
 	b.ResetTimer()
-	c0 := benchCPU()
+	c0 := measure.CPU()
 	for i := 0; i < b.N; i++ {
 		sd, err := DeepMindSurfaceDistances(gt, pred, [3]int{n, n, n}, sp)
 		if err != nil {
@@ -21,5 +25,5 @@ func BenchmarkHD95SurfaceDice256(b *testing.B) {
 		_ = sd.SurfaceDice(5)
 		_ = sd.MASD()
 	}
-	b.ReportMetric(float64(benchCPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
+	b.ReportMetric(float64(measure.CPU()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }
