@@ -1,14 +1,17 @@
 package run
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"amid/host/planner"
 	"amid/host/predict"
 	"amid/host/schedule"
 	"amid/host/task"
+	"amid/plugins/protocol/schema"
 	"amid/plugins/taskspec"
 )
 
@@ -62,6 +65,38 @@ func TestCappedMembers(t *testing.T) {
 		if got := r.models(); got != k {
 			t.Errorf("%d models predict the test set, want the %d members", got, k)
 		}
+	}
+}
+
+// TestOptionsCostNoMember: the post-processing options a capped winner's plugin offers are
+// tried in the time its members' predictions leave (whileFits), so they do not take a
+// member from its ensemble. With TestCappedMembers' numbers and 80 s left, 4 members need
+// 74.4 s; five options on fold 0's 4 validation cases would add 1.25 × 5 × (4 × 0.5 + 0.2)
+// = 13.75 s to the reserve, which would hold 3.
+func TestOptionsCostNoMember(t *testing.T) {
+	sc, err := schema.Compile(json.RawMessage(`{"type":"object","properties":{"postprocess":{"enum":["none","lcc","small","fill","smooth"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := &LaneState{ID: "forest", Lane: planner.Lane{Plugin: "seg", Config: json.RawMessage(`{}`)},
+		Schedule: schedule.Lane{ID: "forest", MaxSteps: 64, Steps: 64, StepSeconds: 0.1, Overhead: 1}}
+	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	r := &Runner{
+		st: &State{Budget: 100 * time.Second, Folds: 5, PredictPerCase: 500 * time.Millisecond, PluginStart: 200 * time.Millisecond,
+			Lanes: []*LaneState{capped}, Winner: "forest"},
+		data: twentyAndTen(), task: grades(), env: Env{Now: func() time.Time { return at }}, began: at,
+		spent0:   20 * time.Second,
+		postOpts: map[string]postChoices{"seg": {opts: []string{"none", "lcc", "small", "fill", "smooth"}, schema: sc}},
+	}
+	if n := r.postOptionCount(); n != 5 {
+		t.Fatalf("%d options offered, want 5", n)
+	}
+	if k, d := r.cappedMembers(capped, 5); k != 4 {
+		t.Errorf("%d members with 80 s left and 5 options offered, want 4 (%s)", k, d.Why)
+	}
+	// The reserve of the final phases still counts the options while exploration runs.
+	if with, without := r.reserve(1), r.membersReserve(1); with-without != 13750*time.Millisecond {
+		t.Errorf("the options add %v to the reserve, want 13.75 s", with-without)
 	}
 }
 

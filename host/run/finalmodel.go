@@ -163,7 +163,7 @@ func (r *Runner) cappedMembers(w *LaneState, folds int) (int, schedule.Decision)
 		return 0, schedule.Decision{}
 	}
 	for k := folds - 1; k >= 2; k-- {
-		d := schedule.Final(&w.Schedule, r.remaining()-r.reserve(k), k)
+		d := schedule.Final(&w.Schedule, r.remaining()-r.membersReserve(k), k)
 		if d.Mode == schedule.FinalEnsemble {
 			d.Why += fmt.Sprintf(" (the time holds %d of the %d folds)", k, folds)
 			return k, d
@@ -411,8 +411,9 @@ func withSteps(cfg json.RawMessage, n int64) (json.RawMessage, error) {
 // capped winner make it (0: not such an ensemble).
 func (r *Runner) finalDecision(w *LaneState) (schedule.Decision, int) {
 	// The time until the reserve an ensemble would keep (its members predict the test
-	// set): the all-data model's limit is taken again when it starts.
-	left, folds := r.remaining()-r.reserve(r.ensembleFolds()), r.ensembleFolds()
+	// set; the post-processing options take what is left: membersReserve): the all-data
+	// model's limit is taken again when it starts.
+	left, folds := r.remaining()-r.membersReserve(r.ensembleFolds()), r.ensembleFolds()
 	// A cascade's ensemble trains its low-resolution lane on every other fold too
 	// (cascade.go): that time is not the cascade's.
 	low, lowRound, err := r.st.lowresOf(w)
