@@ -102,14 +102,14 @@ func readErr(name, what string, err error) error {
 	return fmt.Errorf("nifti %s: reading the %s: %w", name, what, err)
 }
 
-// decode reads the header and, when data is set, the image, as how says. size is the byte
+// decode reads the header and, when data is set, the image, as opt says. size is the byte
 // length of an uncompressed source when known (-1 otherwise); it lets truncation be caught
 // before allocating.
-func decode(r io.Reader, name string, size int64, data bool, how how) (*Header, *volume.Volume, error) {
+func decode(r io.Reader, name string, size int64, data bool, opt how) (*Header, *volume.Volume, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
 	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
-		gz, err := how.inflate(br)
+		gz, err := opt.inflate(br)
 		if err != nil {
 			return nil, nil, readErr(name, "gzip header", err)
 		}
@@ -121,7 +121,7 @@ func decode(r io.Reader, name string, size int64, data bool, how how) (*Header, 
 	if err != nil || !data {
 		return h, nil, err
 	}
-	v, err := readData(src, h, name, size, how.lim)
+	v, err := readData(src, h, name, size, opt.lim)
 	return h, v, err
 }
 
