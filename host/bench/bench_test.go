@@ -70,7 +70,7 @@ func TestEveryChallenge(t *testing.T) {
 	}
 	out := t.TempDir()
 	var log bytes.Buffer
-	rows, err := Run(context.Background(), Options{Tasks: ids, Budget: 10 * time.Second, Out: out, Folds: 2, Seed: 1, Cases: 6}, env, func(r Row) {
+	rows, err := Run(context.Background(), Options{Tasks: ids, Budget: 10 * time.Second, Out: out, Folds: 2, Seed: 1, Cases: 6, Parallel: 2}, env, func(r Row) {
 		t.Logf("%s: valid %v, %s %.4f in %v %s", r.ID, r.Valid, r.Metric, r.Score, r.Took.Round(time.Second), r.Error)
 	})
 	if err != nil {
