@@ -150,9 +150,11 @@ func TestBoxLayouts(t *testing.T) {
 	installPlugin(t, "detection")
 	for _, l := range boxLayouts() {
 		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			run, _ := ownHome(t, "detection")
 			dir := t.TempDir()
 			path := writeBoxLayout(t, l, dir)
-			out := runToPackage(t, path)
+			out := runToPackage(t, run, path)
 			for _, s := range brainSlices {
 				if !s.test {
 					continue
@@ -168,7 +170,7 @@ func TestBoxLayouts(t *testing.T) {
 			bad := t.TempDir()
 			writeBoxLayout(t, l, bad)
 			l.refuse(bad)
-			refusedAtPrepare(t, bad, l.want)
+			refusedAtPrepare(t, run, bad, l.want)
 		})
 	}
 }

@@ -256,19 +256,21 @@ func TestClassLayouts(t *testing.T) {
 	installPlugin(t, "classification")
 	for _, l := range classLayouts() {
 		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			run, _ := ownHome(t, "classification")
 			dir := t.TempDir()
 			path := writeLayout(t, l, dir)
 			tk := loadTask(t, path)
 			if !slices.Equal(tk.Submission.Columns, l.columns) {
 				t.Errorf("submission columns %v, want %v", tk.Submission.Columns, l.columns)
 			}
-			out := runToPackage(t, path)
+			out := runToPackage(t, run, path)
 			checkClassTable(t, tk, filepath.Join(out, "submission", "submission.csv"))
 			for _, r := range l.refused {
 				bad := t.TempDir()
 				writeLayout(t, l, bad)
 				r.spoil(bad)
-				refusedAtPrepare(t, bad, r.want)
+				refusedAtPrepare(t, run, bad, r.want)
 			}
 		})
 	}

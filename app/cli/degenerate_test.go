@@ -115,11 +115,7 @@ func sweepDatasets(t *testing.T, mu *sync.Mutex, table *[]string) {
 			}
 			t.Run(kind+"/"+d.name, func(t *testing.T) {
 				t.Parallel()
-				home := t.TempDir()
-				run := func(t *testing.T, args ...string) (string, string, int) { return runChild(t, home, args...) }
-				if _, e, code := run(t, "plugins", "trust", kind); code != 0 {
-					t.Fatalf("plugins trust %s: %s", kind, e)
-				}
+				run, home := ownHome(t, kind)
 				path, err := bench.Plain(context.Background(), kind, t.TempDir(), d.cases, 1)
 				if err != nil {
 					t.Fatal(err)

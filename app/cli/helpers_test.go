@@ -43,6 +43,26 @@ func installPlugin(t *testing.T, name string) {
 	}
 }
 
+// amidFunc runs amid on its arguments: run (Main in this process, with the test's data
+// folder) or ownHome's (a process of its own).
+type amidFunc func(t *testing.T, args ...string) (stdout, stderr string, code int)
+
+// ownHome gives the parallel subtest t a data folder of its own in which the plugins
+// named are trusted (from the plugin folder its test installed them in), and returns what
+// runs amid there as a process of its own: runs in one data folder take turns at its
+// store's lock. The data folder is the second result.
+func ownHome(t *testing.T, plugins ...string) (amidFunc, string) {
+	t.Helper()
+	home := t.TempDir()
+	run := func(t *testing.T, args ...string) (string, string, int) { return runChild(t, home, args...) }
+	for _, p := range plugins {
+		if _, e, code := run(t, "plugins", "trust", p); code != 0 {
+			t.Fatalf("plugins trust %s: %s", p, e)
+		}
+	}
+	return run, home
+}
+
 // loadTask reads the task file at path.
 func loadTask(t *testing.T, path string) *task.Task {
 	t.Helper()
@@ -76,7 +96,7 @@ func sameData(g, hand *task.Task) bool {
 // log and that `amid verify` accepts its package; it returns the run's folder. 10 s: the
 // degenerate classification and detection datasets end in a package on 6 s (README's
 // table); the contract is checked here, not the quality.
-func runToPackage(t *testing.T, path string) string {
+func runToPackage(t *testing.T, run amidFunc, path string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
 	o, e, code := run(t, "run", path, "--out", out, "--budget", "10s", "--folds", "2", "--seed", "1")
@@ -107,7 +127,7 @@ func readCSV(t *testing.T, path string) [][]string {
 
 // refusedAtPrepare runs `amid run` on the spoiled dataset in dir and checks that it
 // stops at prepare with one line that holds want.
-func refusedAtPrepare(t *testing.T, dir, want string) {
+func refusedAtPrepare(t *testing.T, run amidFunc, dir, want string) {
 	t.Helper()
 	_, e, code := run(t, "run", filepath.Join(dir, "task.yaml"), "--out", filepath.Join(t.TempDir(), "run"), "--budget", "10s", "--seed", "1")
 	lines := strings.Split(strings.TrimSpace(e), "\n")

@@ -254,13 +254,15 @@ func TestMultiLabelLayouts(t *testing.T) {
 	installPlugin(t, "classification")
 	for _, l := range multiLayouts() {
 		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			run, _ := ownHome(t, "classification")
 			dir := t.TempDir()
 			path := writeMulti(t, l, dir)
 			tk := loadTask(t, path)
 			if want := []string{"image_id", "CT", "MR", "US"}; !slices.Equal(tk.Submission.Columns, want) {
 				t.Errorf("submission columns %v, want %v", tk.Submission.Columns, want)
 			}
-			out := runToPackage(t, path)
+			out := runToPackage(t, run, path)
 			checkFindingCard(t, filepath.Join(out, "package"))
 			rep, e, code := run(t, "report", out)
 			if code != 0 {
@@ -275,7 +277,7 @@ func TestMultiLabelLayouts(t *testing.T) {
 			bad := t.TempDir()
 			writeMulti(t, l, bad)
 			l.bad.spoil(bad)
-			refusedAtPrepare(t, bad, l.bad.want)
+			refusedAtPrepare(t, run, bad, l.bad.want)
 		})
 	}
 }

@@ -140,7 +140,7 @@ func TestClassLayoutsTaskInit(t *testing.T) {
 	installPlugin(t, "classification")
 	path := filepath.Join(dir, "task.yaml")
 	tk := loadTask(t, path)
-	out := runToPackage(t, path)
+	out := runToPackage(t, run, path)
 	checkClassTable(t, tk, filepath.Join(out, "submission", "submission.csv"))
 }
 
