@@ -343,8 +343,12 @@ func undefinedValidation(t *testing.T) {
 // planned 2 s, took 2 s; the final phases kept 4.2 s, took 3 s; or the challenger's last
 // round overran the ensemble's time and the fold model was submitted), and 85.9 % once
 // after rounds kept room for what they take besides their steps: at 40 s it spent
-// 95.7–97.2 %. The bound is 88 %.
-const minUsed = 0.88
+// 95.7–97.2 %. Since the reserve counts the plugin binary the package holds (26.5 MB at
+// the export's 20 MB/s: 1.3 s, where copying, hashing and deflating it takes about 0.6 s),
+// which it had not, and a plain IQA run overran its 25 s by 12 ms: 92.4 % (segmentation),
+// 95.3 %, 88.9 % (detection), 92.0 % and 93.5 % in a run on the 2-core machine. The bound
+// is 85 %.
+const minUsed = 0.85
 
 // budgetUsed checks that the run in out spent minUsed–100 % of its budget (run.json's
 // spent, the run's own clock over every phase, export included), and that no lane or

@@ -61,6 +61,9 @@ func (r *Runner) plugins(ctx context.Context) ([]*catalog.Entry, error) {
 			if k.Kind == r.task.Kind && slices.Contains(k.Dims, r.task.Dims) {
 				out = append(out, e)
 				described = append(described, d.Compute)
+				if fi, err := os.Stat(e.Path); err == nil {
+					r.st.PluginBytes = max(r.st.PluginBytes, fi.Size())
+				}
 				break
 			}
 		}

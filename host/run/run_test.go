@@ -109,6 +109,10 @@ func TestRunEndToEnd(t *testing.T) {
 	if len(ref.saw) == 0 || !noted && (st.lane("refined") == nil || st.lane("refined").Folds[0].Status == "") {
 		t.Errorf("the planner's refinement was not used: results seen %v, lanes %d, notes %q", len(ref.saw), len(st.Lanes), st.Notes)
 	}
+	// The reserve counts the plugin binary the package will hold (exportTime).
+	if fi, err := os.Stat(filepath.Join(pluginDir, "amid-plugin-segmentation")); err != nil || st.PluginBytes != fi.Size() {
+		t.Errorf("the run recorded a plugin of %d bytes; the segmentation plugin's binary: %v, %v", st.PluginBytes, fi, err)
+	}
 	best := st.lane(st.Chosen)
 	m, n := best.Mean()
 	t.Logf("chosen %s: mean validation Dice %.3f over %d folds\n%s", best.ID, m, n, log.String())

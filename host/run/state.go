@@ -274,6 +274,9 @@ type State struct {
 	// PluginStart is the longest time a plugin took to start and describe itself, which the
 	// reserve counts for each prediction of the final phases.
 	PluginStart time.Duration `json:"plugin_start,omitempty"`
+	// PluginBytes is the size of the largest plugin binary that handles the task, which the
+	// package holds and the reserve counts for the export ([Runner.exportTime]).
+	PluginBytes int64 `json:"plugin_bytes,omitempty"`
 	// Device is the device setting the local places pass to the plugins ([DevicePlaces]):
 	// the host's (compute.EnvDevice) when a plugin found that device at planning, else cpu.
 	Device string `json:"device,omitempty"`

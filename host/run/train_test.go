@@ -1,6 +1,8 @@
 package run
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -50,5 +52,29 @@ func TestCapETA(t *testing.T) {
 	}
 	if p.ETA != 10*time.Hour {
 		t.Errorf("the plugin's progress was changed: ETA %v", p.ETA)
+	}
+}
+
+// TestExportTimeCountsThePlugin checks what the reserve keeps for the export: the plugin's
+// start, and each model's checkpoint and the plugin binary at exportRate. (A plain IQA run
+// of app/cli's TestPlainTaskOfEveryKind overran its 25 s budget by 12 ms when the binary,
+// 26.5 MB, was not counted: its export took 810 ms.)
+func TestExportTimeCountsThePlugin(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "final.ckpt")
+	if err := os.WriteFile(ckpt, make([]byte, 2_000_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lane := &LaneState{ID: "cnn", Folds: map[int]FoldState{0: {Checkpoint: ckpt}}}
+	r := &Runner{st: &State{PluginStart: 100 * time.Millisecond, PluginBytes: 26_500_000, Lanes: []*LaneState{lane}}}
+	for _, c := range []struct {
+		models int
+		want   time.Duration
+	}{
+		{1, 100*time.Millisecond + 1425*time.Millisecond}, // (2 + 26.5) MB at 20 MB/s
+		{3, 100*time.Millisecond + 1625*time.Millisecond}, // (3 × 2 + 26.5) MB
+	} {
+		if got := r.exportTime(c.models); got != c.want {
+			t.Errorf("exportTime(%d) = %v, want %v", c.models, got, c.want)
+		}
 	}
 }
