@@ -33,6 +33,7 @@ import (
 	"amid/host/grade"
 	"amid/host/run"
 	"amid/host/synth/rexmle"
+	"amid/plugins/sdk"
 )
 
 // Options configure a benchmark.
@@ -90,40 +91,25 @@ func Run(ctx context.Context, opt Options, env run.Env, progress func(Row)) ([]R
 		}
 	}
 	rows := make([]*Row, len(ids))
-	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		next = make(chan int)
-	)
-	for range max(opt.Parallel, 1) {
-		wg.Go(func() {
-			for i := range next {
-				row := one(ctx, ids[i], opt, env)
-				compare(&row)
-				mu.Lock()
-				rows[i] = &row
-				if progress != nil {
-					progress(row)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range ids {
-		if ctx.Err() != nil {
-			break
+	var mu sync.Mutex
+	_, err := sdk.EachWith(ctx, len(ids), opt.Parallel, func(i int) error {
+		row := one(ctx, ids[i], opt, env)
+		compare(&row)
+		mu.Lock()
+		defer mu.Unlock()
+		rows[i] = &row
+		if progress != nil {
+			progress(row)
 		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		return nil
+	})
 	var done []Row
 	for _, r := range rows {
 		if r != nil {
 			done = append(done, *r)
 		}
 	}
-	return done, ctx.Err()
+	return done, err
 }
 
 // compare puts the published figures in row, with our score on their column, and the

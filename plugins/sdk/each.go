@@ -11,10 +11,16 @@ import (
 // every case of a request in parallel needs. Once ctx is done it hands out no more cases
 // and returns ctx's error.
 func EachCase(ctx context.Context, n int, f func(i int) error) ([]error, error) {
+	return EachWith(ctx, n, runtime.GOMAXPROCS(0), f)
+}
+
+// EachWith is EachCase with at most workers calls at a time (at least one): for work that
+// is not bound by this process's CPUs, such as the host's benchmark running whole runs.
+func EachWith(ctx context.Context, n, workers int, f func(i int) error) ([]error, error) {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
+	for range min(max(workers, 1), n) {
 		wg.Go(func() {
 			for i := range next {
 				errs[i] = f(i)

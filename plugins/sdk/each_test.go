@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Every case is visited once, each error lands at its case's index, and FirstError is
@@ -42,5 +43,26 @@ func TestEachCase(t *testing.T) {
 	}
 	if errs, err := EachCase(context.Background(), 0, func(int) error { return nil }); err != nil || len(errs) != 0 {
 		t.Fatalf("no cases: %v %v", errs, err)
+	}
+}
+
+// TestEachWithWorkers checks that EachWith makes at most workers calls at a time, and one
+// when asked for none.
+func TestEachWithWorkers(t *testing.T) {
+	for _, workers := range []int{0, 1, 2, 3} {
+		var now, most atomic.Int32
+		if _, err := EachWith(context.Background(), 12, workers, func(int) error {
+			n := now.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(5 * time.Millisecond)
+			now.Add(-1)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := int32(max(workers, 1)); most.Load() > want {
+			t.Errorf("%d workers: %d calls at once", workers, most.Load())
+		}
 	}
 }
